@@ -1,0 +1,335 @@
+// Package acp is acp-agent's ACP side: it implements acp.Agent from
+// github.com/coder/acp-go-sdk over stdio, owns the session lifecycle
+// (session/new, session/prompt, session/cancel, session/close), hands each
+// session's MCP servers to a bridge.Manager, registers the bridged tools with
+// the gateway, and maps gateway events to session/update notifications.
+//
+// ACP specification: https://agentclientprotocol.com/protocol/overview
+package acp
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// Options configure an Agent. The zero value is valid.
+type Options struct {
+	// Name and Version are the agentInfo of initialize and the MCP clientInfo
+	// sent to servers. Empty means "acp-agent" and "dev".
+	Name, Version string
+	// Gateway runs the turns. Nil means an in-process gateway with the direct
+	// provider (gateway.NewLocal(nil)).
+	Gateway gateway.Gateway
+	// Bridge is the template of each session's bridge.Manager options; Cwd,
+	// ClientInfo and Logger are set per session.
+	Bridge bridge.Options
+	// Logger receives the agent's logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// postSessionTimeout bounds how long the agent waits for a session/new
+// response to be written before it sends the notifications that follow it.
+const postSessionTimeout = 10 * time.Second
+
+// Agent implements acpsdk.Agent. Create it with New and run it with Serve.
+// Its methods are called by acp-go-sdk, concurrently.
+type Agent struct {
+	opts Options
+	gw   gateway.Gateway
+	log  *slog.Logger
+
+	ready chan struct{} // closed once conn and out are set
+	conn  *acpsdk.AgentSideConnection
+	out   *outWatcher
+
+	mu       sync.Mutex
+	sessions map[string]*session // live sessions by sessionId
+	keys     map[string]bool     // gateway session keys in use
+	closing  bool                // Shutdown has begun
+
+	tasks sync.WaitGroup // notification senders started by NewSession
+}
+
+var _ acpsdk.Agent = (*Agent)(nil)
+
+// New returns an Agent. opts may be nil.
+func New(opts *Options) *Agent {
+	a := &Agent{ready: make(chan struct{}), sessions: make(map[string]*session), keys: make(map[string]bool)}
+	if opts != nil {
+		a.opts = *opts
+	}
+	if a.opts.Name == "" {
+		a.opts.Name = "acp-agent"
+	}
+	if a.opts.Version == "" {
+		a.opts.Version = "dev"
+	}
+	a.log = a.opts.Logger
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.gw = a.opts.Gateway
+	if a.gw == nil {
+		a.gw = gateway.NewLocal(&gateway.RunnerOptions{Logger: a.log})
+	}
+	return a
+}
+
+// Serve speaks ACP over in (the client's requests, normally stdin) and out
+// (normally stdout) until the client disconnects or ctx is done, then ends
+// every session (Shutdown). It may be called once.
+func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	a.out = newOutWatcher(out)
+	a.conn = acpsdk.NewAgentSideConnection(a, a.out, newRawMCPServersReader(in))
+	a.conn.SetLogger(a.log.With("component", "acp-conn"))
+	close(a.ready)
+	select {
+	case <-a.conn.Done():
+		a.log.Info("client disconnected")
+	case <-ctx.Done():
+		a.log.Info("stopping", "cause", context.Cause(ctx))
+	}
+	a.Shutdown()
+	return nil
+}
+
+// connection returns the ACP connection once Serve has set it up.
+func (a *Agent) connection() *acpsdk.AgentSideConnection {
+	<-a.ready
+	return a.conn
+}
+
+// Shutdown ends every live session in parallel: running prompts are
+// cancelled, every MCP connection closes and every child process group is
+// stopped. It is idempotent and bounded by the bridge's grace period plus a
+// few seconds.
+func (a *Agent) Shutdown() {
+	a.mu.Lock()
+	a.closing = true
+	sessions := make([]*session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		sessions = append(sessions, s)
+	}
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(func() { a.endSession(s) })
+	}
+	wg.Wait()
+	a.tasks.Wait()
+}
+
+// Initialize implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/initialization).
+func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
+	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo))
+	return acpsdk.InitializeResponse{
+		ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
+		AgentCapabilities: acpsdk.AgentCapabilities{
+			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
+			// Only stdio MCP servers can be connected so far: never advertise
+			// what does not work.
+			McpCapabilities:     acpsdk.McpCapabilities{Http: false, Sse: false},
+			SessionCapabilities: acpsdk.SessionCapabilities{Close: &acpsdk.SessionCloseCapabilities{}},
+		},
+		AuthMethods: []acpsdk.AuthMethod{},
+	}, nil
+}
+
+func clientName(info *acpsdk.Implementation) string {
+	if info == nil {
+		return ""
+	}
+	return info.Name + " " + info.Version
+}
+
+// Authenticate implements acpsdk.Agent. No auth methods are advertised, so
+// there is nothing to do.
+func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+	return acpsdk.AuthenticateResponse{}, nil
+}
+
+// NewSession implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/session-setup#creating-a-session).
+// It validates mcpServers from the client's raw JSON (a broken list is
+// invalid_params), connects every server in parallel and registers their
+// tools, and answers only when every server has connected or failed. Server
+// failures do not fail the session; they are reported to the client as an
+// agent message right after the response.
+func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+	raw, err := rawMCPServers(p.Meta)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: mcpServers: %v", ErrInvalidParams, err))
+	}
+	specs, err := ParseMCPServers(raw)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, toRequestError(err)
+	}
+	if !filepath.IsAbs(p.Cwd) {
+		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, p.Cwd))
+	}
+
+	id := "sess_" + rand.Text()
+	key := "acp:" + id
+	if k, ok := p.Meta["sessionKey"].(string); ok && k != "" {
+		key = k
+	}
+	s := &session{id: id, key: key, cwd: p.Cwd, manager: bridge.NewManager(a.bridgeOptions(id, p.Cwd))}
+	if err := a.addSession(s); err != nil {
+		return acpsdk.NewSessionResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/new", "session", id, "cwd", p.Cwd, "mcpServers", len(specs))
+
+	start := time.Now()
+	_ = s.manager.Connect(ctx, specs)
+	if err := a.gw.SetExtraTools(ctx, key, s.manager.Tools()); err != nil {
+		a.endSession(s)
+		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("registering tools: %w", err))
+	}
+	if ctx.Err() != nil { // the client gave up, or the connection is gone
+		a.endSession(s)
+		return acpsdk.NewSessionResponse{}, toRequestError(context.Cause(ctx))
+	}
+	a.log.Info("session ready", "session", id, "tools", len(s.manager.Tools()), "elapsed", time.Since(start))
+
+	<-a.ready
+	after := a.out.afterResponse(id)
+	a.tasks.Go(func() { a.afterNewSession(s, after) })
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id)}, nil
+}
+
+// bridgeOptions returns the bridge.Manager options of a session.
+func (a *Agent) bridgeOptions(id, cwd string) *bridge.Options {
+	o := a.opts.Bridge
+	o.Cwd = cwd
+	o.ClientInfo = &mcp.Implementation{Name: a.opts.Name, Version: a.opts.Version}
+	o.Logger = a.log.With("session", id)
+	return &o
+}
+
+func (a *Agent) addSession(s *session) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closing {
+		return ErrShuttingDown
+	}
+	if a.keys[s.key] {
+		return fmt.Errorf("%w: _meta.sessionKey %q is already used by a live session", ErrInvalidParams, s.key)
+	}
+	a.sessions[s.id] = s
+	a.keys[s.key] = true
+	return nil
+}
+
+// afterNewSession sends what follows a session/new response: one agent
+// message per failed server, and the available slash commands.
+func (a *Agent) afterNewSession(s *session, written <-chan struct{}) {
+	conn := a.connection()
+	select {
+	case <-written:
+	case <-conn.Done():
+		a.out.forget(s.id)
+		return
+	case <-time.After(postSessionTimeout):
+		a.out.forget(s.id)
+	}
+	ctx := context.Background()
+	for _, st := range s.manager.Servers() {
+		if st.State == bridge.StateFailed {
+			msg := fmt.Sprintf("MCP server %q failed: %v\n", st.Name, st.Err)
+			a.notify(ctx, s.id, acpsdk.UpdateAgentMessageText(msg))
+		}
+	}
+	a.notify(ctx, s.id, availableCommands())
+}
+
+// notify sends one session/update, logging (not returning) a failure: a
+// client that has gone away cannot be told anything more.
+func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
+	err := a.connection().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sessionID), Update: u})
+	if err != nil {
+		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
+	}
+}
+
+// lookup returns the live session with id.
+func (a *Agent) lookup(id acpsdk.SessionId) (*session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[string(id)]
+	if s == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	return s, nil
+}
+
+// Cancel implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/prompt-turn#cancellation).
+// acp-go-sdk has already cancelled the context of the session's running
+// prompt; the turn then ends with stopReason cancelled.
+func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
+	a.log.Info("session/cancel", "session", p.SessionId)
+	return nil
+}
+
+// CloseSession implements acpsdk.Agent: the running prompt is cancelled and
+// every connection and child process of the session is ended before the
+// response.
+func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+	s, err := a.lookup(p.SessionId)
+	if err != nil {
+		return acpsdk.CloseSessionResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/close", "session", p.SessionId)
+	a.endSession(s)
+	return acpsdk.CloseSessionResponse{}, nil
+}
+
+// endSession removes s, cancels its prompt and tears down its servers.
+func (a *Agent) endSession(s *session) {
+	a.mu.Lock()
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+		delete(a.keys, s.key)
+	}
+	a.mu.Unlock()
+	start := time.Now()
+	s.end(func() {
+		_ = s.manager.Close(context.Background())
+		_ = a.gw.ClearExtraTools(context.Background(), s.key)
+	})
+	a.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
+}
+
+// ListSessions implements acpsdk.Agent; session listing is not offered yet.
+func (a *Agent) ListSessions(context.Context, acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
+	return acpsdk.ListSessionsResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionList)
+}
+
+// ResumeSession implements acpsdk.Agent; resuming is not offered yet.
+func (a *Agent) ResumeSession(context.Context, acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+	return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
+}
+
+// SetSessionConfigOption implements acpsdk.Agent; no config options are offered yet.
+func (a *Agent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetConfigOption)
+}
+
+// SetSessionMode implements acpsdk.Agent; no modes are offered.
+func (a *Agent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
+}

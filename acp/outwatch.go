@@ -1,0 +1,56 @@
+package acp
+
+import (
+	"bytes"
+	"io"
+	"sync"
+)
+
+// outWatcher is the writer acp-go-sdk sends frames through. It lets the Agent
+// wait until the response to a session/new has been written, so that the
+// notifications that follow it (server failures, available commands) reach
+// the client after the client knows the sessionId. acp-go-sdk writes each
+// frame with one Write call.
+type outWatcher struct {
+	w io.Writer
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // quoted sessionId → closed once a response naming it is written
+}
+
+func newOutWatcher(w io.Writer) *outWatcher {
+	return &outWatcher{w: w, waiters: make(map[string]chan struct{})}
+}
+
+// afterResponse returns a channel closed once a response frame (a frame
+// with no "method") containing the sessionId has been written.
+func (o *outWatcher) afterResponse(sessionID string) <-chan struct{} {
+	ch := make(chan struct{})
+	o.mu.Lock()
+	o.waiters[`"`+sessionID+`"`] = ch
+	o.mu.Unlock()
+	return ch
+}
+
+// forget drops a waiter that will never fire.
+func (o *outWatcher) forget(sessionID string) {
+	o.mu.Lock()
+	delete(o.waiters, `"`+sessionID+`"`)
+	o.mu.Unlock()
+}
+
+func (o *outWatcher) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.waiters) == 0 || bytes.Contains(p, []byte(`"method"`)) {
+		return n, err
+	}
+	for id, ch := range o.waiters {
+		if bytes.Contains(p, []byte(id)) {
+			close(ch)
+			delete(o.waiters, id)
+		}
+	}
+	return n, err
+}

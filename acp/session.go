@@ -1,0 +1,127 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// session is one live ACP session.
+type session struct {
+	id      string // ACP sessionId
+	key     string // gateway session key
+	cwd     string
+	manager *bridge.Manager
+	runs    atomic.Uint64 // numbers prompt turns for run IDs
+
+	turn sync.Mutex // held for the whole of a prompt turn: one turn at a time
+
+	mu           sync.Mutex
+	cancelPrompt context.CancelFunc // cancels the running turn, or nil
+	turnDone     chan struct{}      // closed when the running turn returns, or nil
+	ended        bool
+	endOnce      sync.Once
+}
+
+// turnWait bounds how long ending a session waits for its cancelled turn.
+const turnWait = 5 * time.Second
+
+// begin registers the cancel func of a starting turn; it reports false when
+// the session has ended.
+func (s *session) begin(cancel context.CancelFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.cancelPrompt = cancel
+	s.turnDone = make(chan struct{})
+	return true
+}
+
+func (s *session) finish() {
+	s.mu.Lock()
+	close(s.turnDone)
+	s.cancelPrompt, s.turnDone = nil, nil
+	s.mu.Unlock()
+}
+
+// end marks the session ended, cancels its running turn, and runs teardown
+// once: the MCP servers close at once, then it waits (at most turnWait) for
+// the cancelled turn to return. Concurrent calls wait for the first.
+func (s *session) end(teardown func()) {
+	s.mu.Lock()
+	s.ended = true
+	if s.cancelPrompt != nil {
+		s.cancelPrompt()
+	}
+	done := s.turnDone
+	s.mu.Unlock()
+	s.endOnce.Do(func() {
+		teardown()
+		if done != nil {
+			select {
+			case <-done:
+			case <-time.After(turnWait):
+			}
+		}
+	})
+}
+
+// Prompt implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/prompt-turn). The turn runs in
+// the gateway; its events stream back as session/update notifications. ctx
+// is cancelled by acp-go-sdk on session/cancel, and by session/close.
+func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+	s, err := a.lookup(p.SessionId)
+	if err != nil {
+		return acpsdk.PromptResponse{}, toRequestError(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.turn.Lock()
+	defer s.turn.Unlock()
+	if !s.begin(cancel) {
+		return acpsdk.PromptResponse{}, toRequestError(fmt.Errorf("%w %q: the session was closed", ErrUnknownSession, p.SessionId))
+	}
+	defer s.finish()
+
+	content := make([]gateway.Content, 0, len(p.Prompt))
+	for _, b := range p.Prompt {
+		content = append(content, fromACPContent(b))
+	}
+	// Updates are sent even after cancellation: the final tool_call_update of
+	// a cancelled call must still reach the client.
+	notifyCtx := context.WithoutCancel(ctx)
+	send := func(u acpsdk.SessionUpdate) { a.notify(notifyCtx, s.id, u) }
+
+	if cmd := slashCommand(gateway.PromptText(content)); cmd == "/servers" {
+		send(acpsdk.UpdateAgentMessageText(serversText(s.manager.Servers())))
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+
+	runID := fmt.Sprintf("%s-%d", s.id, s.runs.Add(1))
+	stop, err := a.gw.Send(ctx, gateway.SendRequest{SessionKey: s.key, RunID: runID, Message: content}, func(ev gateway.Event) {
+		if u, ok := sessionUpdate(ev); ok {
+			send(u)
+		}
+	})
+	if err != nil {
+		// The provider failed: say so in the conversation and end the turn;
+		// the session stays usable.
+		a.log.Warn("turn failed", "session", s.id, "run", runID, "err", err)
+		send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %v\n", err)))
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	if ctx.Err() != nil {
+		stop = gateway.StopCancelled
+	}
+	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}, nil
+}

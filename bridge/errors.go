@@ -1,0 +1,13 @@
+package bridge
+
+import "errors"
+
+// Errors a tool call or a server status may wrap.
+var (
+	// ErrUnsupportedTransport: the entry's transport cannot be served.
+	ErrUnsupportedTransport = errors.New("unsupported transport")
+	// ErrNotConnected: the server failed to connect or lost its connection.
+	ErrNotConnected = errors.New("server not connected")
+	// ErrTimeout: connect, tools/list or tools/call exceeded its timeout.
+	ErrTimeout = errors.New("timeout")
+)

@@ -1,0 +1,214 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+)
+
+// ProtocolVersion is the MCP protocol version the bridge asks for. It is
+// 2025-11-25, the newest version that is negotiated with initialize: go-sdk
+// v1.8.0 otherwise opens with the 2026-07-28 server/discover probe, which
+// TypeScript servers answer with -32601, costing a round trip (and a
+// throwaway server instance on Streamable HTTP) before the same initialize.
+// Servers that speak only older versions negotiate down as usual.
+const ProtocolVersion = "2025-11-25"
+
+// Defaults of Options.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultListTimeout    = 30 * time.Second
+	DefaultCallTimeout    = 120 * time.Second
+)
+
+// killGraceSlack is added to the grace period for go-sdk's own stdin → SIGTERM
+// → SIGKILL sequence, so that sandbox.StopGroup, which signals the whole
+// process group, acts first.
+const killGraceSlack = 2 * time.Second
+
+// Options configure a Manager. The zero value is valid.
+type Options struct {
+	// Cwd is the session working directory: the working directory of stdio
+	// children and the one MCP root the bridge advertises. Empty means the
+	// agent's own working directory and no roots.
+	Cwd string
+	// ClientInfo is the MCP clientInfo sent in initialize. Nil means
+	// {name: "acp-agent", version: "dev"}.
+	ClientInfo *mcp.Implementation
+	// ConnectTimeout bounds starting a server and the initialize handshake;
+	// ListTimeout bounds tools/list (all pages); CallTimeout bounds one
+	// tools/call. Zero or negative means the Default* constants.
+	ConnectTimeout, ListTimeout, CallTimeout time.Duration
+	// Grace is how long a stdio child gets to exit after its stdin is closed,
+	// before SIGTERM. Zero or negative means sandbox.DefaultGrace (5s).
+	Grace time.Duration
+	// LookupEnv reads the agent's environment for the sandbox baseline. Nil
+	// means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Logger receives the bridge's logs. Nil discards them.
+	Logger *slog.Logger
+	// Dial, if non-nil, supplies the transport of a server instead of the
+	// built-in ones: tests use in-memory transports, and transports that live
+	// outside the bridge plug in here. A nil transport with a nil error falls
+	// back to the built-in transport of spec.Transport.
+	Dial func(ctx context.Context, spec ServerSpec) (mcp.Transport, error)
+}
+
+// ServerStatus is a snapshot of one server of a session, for /servers and the
+// session-start report.
+type ServerStatus struct {
+	Name      string
+	Transport Transport
+	State     State
+	// Err is why the server failed (State is StateFailed), else nil.
+	Err error
+	// Tools is the number of tools bridged from the server.
+	Tools int
+	// ServerName and ServerVersion come from the server's initialize result.
+	ServerName, ServerVersion string
+}
+
+// Manager owns the MCP connections of one ACP session. Connect it once; read
+// Tools and Servers at any time; Close it when the session ends. All methods
+// are safe for concurrent use.
+type Manager struct {
+	opts Options
+
+	mu      sync.Mutex
+	servers []*server      // in spec order
+	tools   []*gateway.Tool // bridged tools in server order, then tool order
+	counts  map[string]int  // server name → bridged tools
+	closed  bool
+}
+
+// NewManager returns a Manager with no servers. opts may be nil.
+func NewManager(opts *Options) *Manager {
+	m := &Manager{}
+	if opts != nil {
+		m.opts = *opts
+	}
+	o := &m.opts
+	if o.ClientInfo == nil {
+		o.ClientInfo = &mcp.Implementation{Name: "acp-agent", Version: "dev"}
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ListTimeout <= 0 {
+		o.ListTimeout = DefaultListTimeout
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Grace <= 0 {
+		o.Grace = sandbox.DefaultGrace
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return m
+}
+
+// Connect connects every server of specs in parallel (start, initialize,
+// tools/list with pagination) and returns when each has connected or failed.
+// A failing server never fails the others: its reason is in Servers. Specs
+// must have unique names. Connect may be called once; later calls, and calls
+// after Close, return an error.
+func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
+	servers := make([]*server, len(specs))
+	for i, spec := range specs {
+		servers[i] = newServer(spec, &m.opts)
+	}
+	m.mu.Lock()
+	if m.closed || m.servers != nil {
+		m.mu.Unlock()
+		return fmt.Errorf("bridge: Manager.Connect called twice or after Close")
+	}
+	m.servers = servers
+	m.mu.Unlock()
+
+	var g errgroup.Group
+	for _, s := range servers {
+		g.Go(func() error {
+			s.connect(ctx)
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tools, m.counts = bridgeTools(servers)
+	return nil
+}
+
+// bridgeTools wraps the tools of every connected server as gateway Tools with
+// session-unique names.
+func bridgeTools(servers []*server) ([]*gateway.Tool, map[string]int) {
+	type owned struct {
+		srv  *server
+		tool *mcp.Tool
+	}
+	var all []owned
+	var refs []ToolRef
+	for _, s := range servers {
+		s.mu.Lock()
+		for _, t := range s.tools {
+			all = append(all, owned{s, t})
+			refs = append(refs, ToolRef{Server: s.spec.Name, Tool: t.Name})
+		}
+		s.mu.Unlock()
+	}
+	names := BridgedNames(refs)
+	tools := make([]*gateway.Tool, len(all))
+	counts := make(map[string]int)
+	for i, o := range all {
+		tools[i] = newBridgedTool(names[i], o.srv, o.tool)
+		counts[o.srv.spec.Name]++
+	}
+	return tools, counts
+}
+
+// Tools returns the session's bridged tools. The slice must not be modified.
+func (m *Manager) Tools() []*gateway.Tool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tools
+}
+
+// Servers returns the status of every server, in the order of the specs.
+func (m *Manager) Servers() []ServerStatus {
+	m.mu.Lock()
+	servers, counts := m.servers, m.counts
+	m.mu.Unlock()
+	out := make([]ServerStatus, len(servers))
+	for i, s := range servers {
+		out[i] = s.status(counts[s.spec.Name])
+	}
+	return out
+}
+
+// Close ends every connection and child process of the session, in parallel.
+// It is idempotent, safe to call concurrently with Connect (servers still
+// connecting are stopped), and returns within about the grace period plus a
+// few seconds. ctx is accepted for symmetry; teardown is never skipped.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	servers := m.servers
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	return nil
+}

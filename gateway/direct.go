@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+)
+
+// DirectHelp is the text of /help in direct mode, also shown for any text
+// that is not a command.
+const DirectHelp = `acp-agent is running without a model (direct mode): you drive the session's tools yourself.
+
+Commands:
+  /tools               list the tools of this session
+  /call <tool> [args]  call a tool; args is a JSON object, {} when left out
+                       e.g. /call mcp__everything__echo {"message":"hi"}
+  /servers             show each MCP server: state, transport, tool count
+  /help                show this help
+
+No model is configured. Model providers (Anthropic, and OpenAI-compatible
+endpoints such as OpenAI, Ollama or vLLM) will be set with the "model" key of
+the config file (--config); until then the commands above call the same tools
+a model would.`
+
+// Direct is the offline provider used when no model is configured. It reads
+// the user's text as a command: /tools lists the tools, /call asks the runner
+// to call one (the same path a model's tool call takes), anything else gets
+// DirectHelp. It is safe for concurrent use.
+type Direct struct {
+	calls atomic.Uint64 // numbers tool call IDs
+}
+
+// NewDirect returns the direct provider.
+func NewDirect() *Direct { return &Direct{} }
+
+var _ Provider = (*Direct)(nil)
+
+// Name implements Provider.
+func (*Direct) Name() string { return "direct" }
+
+// Complete implements Provider.
+func (d *Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*Response, error) {
+	if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != RoleUser {
+		// The /call has run and its result is on screen: the turn is over.
+		return &Response{}, nil
+	}
+	text := strings.TrimSpace(PromptText(req.Messages[len(req.Messages)-1].Content))
+	cmd, rest, _ := strings.Cut(text, " ")
+	rest = strings.TrimSpace(rest)
+	say := func(s string) (*Response, error) {
+		emit(Event{Kind: EventTextDelta, Text: s})
+		return &Response{Message: Message{Content: []Content{TextContent(s)}}}, nil
+	}
+	switch cmd {
+	case "/tools":
+		return say(listTools(req.Tools))
+	case "/call":
+		name, argText, _ := strings.Cut(rest, " ")
+		if name == "" {
+			return say("usage: /call <tool> [args]; args is a JSON object, e.g. /call mcp__everything__echo {\"message\":\"hi\"}")
+		}
+		args, err := parseArgs(argText)
+		if err != nil {
+			return say(fmt.Sprintf("/call %s: %v", name, err))
+		}
+		id := fmt.Sprintf("call_%d", d.calls.Add(1))
+		return &Response{Message: Message{ToolCalls: []ToolCall{{ID: id, Name: name, Args: args}}}}, nil
+	default:
+		return say(DirectHelp)
+	}
+}
+
+// parseArgs parses the arguments of /call: a JSON object, {} when s is blank.
+func parseArgs(s string) (map[string]any, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if rest(dec) != nil {
+		return nil, fmt.Errorf("arguments must be a single JSON object, found more after it")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object like {\"key\": \"value\"}, not %s", jsonKind(v))
+	}
+	return obj, nil
+}
+
+// rest returns what the decoder has not consumed, or nil when only
+// whitespace is left.
+func rest(dec *json.Decoder) []byte {
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(dec.Buffered())
+	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// listTools renders /tools: one line per tool with its group (server) and the
+// first line of its description.
+func listTools(tools []*Tool) string {
+	if len(tools) == 0 {
+		return "This session has no tools. /servers shows why a server has none."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d tools in this session:\n", len(tools))
+	for _, t := range tools {
+		group := t.Group
+		if group == "" {
+			group = "built-in"
+		}
+		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+		if desc != "" {
+			desc = " — " + desc
+		}
+		fmt.Fprintf(&b, "- %s (%s)%s\n", t.Name, group, desc)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// PromptText joins the text blocks of a user message with newlines.
+func PromptText(content []Content) string {
+	var parts []string
+	for _, c := range content {
+		if c.Type == ContentText {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,95 @@
+package gateway
+
+import "strconv"
+
+// StopReason says why a turn ended, following ACP's stopReason
+// (https://agentclientprotocol.com/protocol/prompt-turn#stop-reasons).
+type StopReason string
+
+// The stop reasons of ACP.
+const (
+	StopEndTurn         StopReason = "end_turn"
+	StopMaxTokens       StopReason = "max_tokens"
+	StopMaxTurnRequests StopReason = "max_turn_requests"
+	StopRefusal         StopReason = "refusal"
+	StopCancelled       StopReason = "cancelled"
+)
+
+// EventKind is the kind of an Event.
+type EventKind int
+
+// The events of a turn, in the order a translator sees them: deltas as the
+// model streams, and for each tool call one ToolStart, any ToolUpdates, and
+// one ToolEnd.
+const (
+	EventTextDelta EventKind = iota
+	EventThoughtDelta
+	EventToolStart
+	EventToolUpdate
+	EventToolEnd
+)
+
+// String returns the name of k.
+func (k EventKind) String() string {
+	switch k {
+	case EventTextDelta:
+		return "text_delta"
+	case EventThoughtDelta:
+		return "thought_delta"
+	case EventToolStart:
+		return "tool_start"
+	case EventToolUpdate:
+		return "tool_update"
+	case EventToolEnd:
+		return "tool_end"
+	}
+	return "event(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ToolKind is the ACP tool kind shown for a call
+// (https://agentclientprotocol.com/protocol/tool-calls#creating).
+type ToolKind string
+
+// The tool kinds the runner assigns: read for tools annotated readOnlyHint,
+// other for the rest.
+const (
+	ToolKindRead  ToolKind = "read"
+	ToolKindOther ToolKind = "other"
+)
+
+// ToolStatus is the status of a tool call, following ACP.
+type ToolStatus string
+
+// The statuses of a tool call.
+const (
+	ToolPending    ToolStatus = "pending"
+	ToolInProgress ToolStatus = "in_progress"
+	ToolCompleted  ToolStatus = "completed"
+	ToolFailed     ToolStatus = "failed"
+)
+
+// Event is one step of a turn streamed to the translator.
+type Event struct {
+	Kind EventKind
+	// Text is the delta of EventTextDelta and EventThoughtDelta.
+	Text string
+	// Call is set for the tool events.
+	Call *ToolCallEvent
+}
+
+// ToolCallEvent describes a tool call at one step.
+type ToolCallEvent struct {
+	// ID is unique within the session.
+	ID string
+	// Name is the tool's model-facing name; Title is its display title.
+	Name, Title string
+	Kind        ToolKind
+	// RawInput is the arguments object, never nil.
+	RawInput map[string]any
+	Status   ToolStatus
+	// Update is the progress report of an EventToolUpdate, if any.
+	Update *ToolUpdate
+	// Result is the outcome of an EventToolEnd. For a call that could not be
+	// carried out it is an error result whose text says why.
+	Result *Result
+}

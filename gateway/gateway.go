@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+)
+
+// Gateway is what the ACP translator drives: the extra tools of each session
+// and its prompt turns. It is implemented in process by Local; a remote
+// gateway implements the same methods over its own protocol. Methods are safe
+// for concurrent use; the caller runs one Send per session at a time.
+type Gateway interface {
+	// SetExtraTools replaces the extra tools of sessionKey atomically
+	// (sessions.setExtraTools).
+	SetExtraTools(ctx context.Context, sessionKey string, tools []*Tool) error
+	// ClearExtraTools removes them and forgets the session's conversation
+	// (sessions.clearExtraTools).
+	ClearExtraTools(ctx context.Context, sessionKey string) error
+	// Send runs one prompt turn (chat.send); cancelling ctx aborts it
+	// (chat.abort) and the turn ends with StopCancelled. Events reach emit in
+	// order, from one goroutine at a time.
+	Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error)
+	// ProviderName names the model provider, such as "direct".
+	ProviderName() string
+}
+
+// SendRequest is one user message for a session.
+type SendRequest struct {
+	SessionKey string
+	// RunID identifies the turn in logs and, for a remote gateway, on the wire.
+	RunID string
+	// Message is the user's prompt content.
+	Message []Content
+}
+
+// Local is the in-process Gateway: a Registry and a Runner.
+type Local struct {
+	registry *Registry
+	runner   *Runner
+	log      *slog.Logger
+}
+
+var _ Gateway = (*Local)(nil)
+
+// NewLocal returns an in-process gateway. opts may be nil (direct provider,
+// no built-in tools).
+func NewLocal(opts *RunnerOptions) *Local {
+	reg := &Registry{}
+	runner := NewRunner(reg, opts)
+	return &Local{registry: reg, runner: runner, log: runner.opts.Logger}
+}
+
+// Registry returns the gateway's extra-tools registry.
+func (g *Local) Registry() *Registry { return g.registry }
+
+// SetExtraTools implements Gateway.
+func (g *Local) SetExtraTools(_ context.Context, sessionKey string, tools []*Tool) error {
+	g.registry.Set(sessionKey, tools)
+	return nil
+}
+
+// ClearExtraTools implements Gateway.
+func (g *Local) ClearExtraTools(_ context.Context, sessionKey string) error {
+	g.registry.Clear(sessionKey)
+	g.runner.opts.History.Forget(sessionKey)
+	return nil
+}
+
+// Send implements Gateway.
+func (g *Local) Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error) {
+	g.log.Debug("turn start", "session", req.SessionKey, "run", req.RunID)
+	stop, err := g.runner.Run(ctx, req.SessionKey, req.Message, emit)
+	g.log.Debug("turn end", "session", req.SessionKey, "run", req.RunID, "stop", stop, "err", err)
+	return stop, err
+}
+
+// ProviderName implements Gateway.
+func (g *Local) ProviderName() string { return g.runner.Provider().Name() }

@@ -1,0 +1,62 @@
+package gateway
+
+import "context"
+
+// Role is the author of a Message.
+type Role string
+
+// The roles of a conversation.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of a conversation.
+type Message struct {
+	Role Role
+	// Content is the text (and other blocks) of a user or assistant message.
+	Content []Content
+	// ToolCalls are the calls an assistant message asked for, in order.
+	ToolCalls []ToolCall
+	// ToolCallID and Result are set on a tool message: the result of the call
+	// with that ID.
+	ToolCallID string
+	Result     *Result
+}
+
+// ToolCall is a model's request to call a tool.
+type ToolCall struct {
+	// ID is unique within the session.
+	ID   string
+	Name string
+	// Args is the arguments object, never nil.
+	Args map[string]any
+}
+
+// Request is what the runner asks a provider for one model turn.
+type Request struct {
+	// Messages is the whole conversation so far, oldest first.
+	Messages []Message
+	// Tools are the tools the model may call this turn.
+	Tools []*Tool
+}
+
+// Response is a provider's answer for one model turn.
+type Response struct {
+	// Message is the assistant message (text and tool calls).
+	Message Message
+	// StopReason is why the model stopped; empty means StopEndTurn, or "call
+	// the tools" when Message has ToolCalls.
+	StopReason StopReason
+}
+
+// Provider is a model: given the conversation and the tools, it produces the
+// next assistant message, streaming its text through emit as it goes
+// (EventTextDelta, EventThoughtDelta). Complete must return promptly once ctx
+// is done.
+type Provider interface {
+	// Name identifies the provider in messages, such as "direct" or "anthropic".
+	Name() string
+	Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error)
+}

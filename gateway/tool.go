@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Tool is one tool the runner can offer a model: a built-in tool or an extra
+// tool registered for a session (for example an MCP tool bridged by package
+// bridge). The gateway never needs to know where a tool came from.
+//
+// A Tool is immutable once registered; Execute may be called concurrently.
+type Tool struct {
+	// Name is the model-facing name, matching ^[a-zA-Z0-9_-]{1,64}$.
+	Name string
+	// Label is a human title for display, such as "server/tool". Empty means Name.
+	Label string
+	// Group names the provider of the tool for display (for a bridged MCP
+	// tool, the server name). Empty for built-in tools.
+	Group string
+	// Description is the tool's description, passed to the model as given.
+	Description string
+	// InputSchema is the JSON Schema of the arguments object. Nil means
+	// {"type":"object"}.
+	InputSchema json.RawMessage
+	// Annotations are the MCP tool annotations (hints), never nil after
+	// registration through a Registry.
+	Annotations Annotations
+	// Execute runs the tool. args is never nil (an empty call has {}).
+	// onUpdate, if non-nil, receives progress and partial content while the
+	// call runs and must not be called after Execute returns. A failure the
+	// model should see (bad input, the tool's own error) is a Result with
+	// IsError; a returned error means the call could not be carried out
+	// (transport or protocol fault, timeout, cancellation).
+	Execute func(ctx context.Context, callID string, args map[string]any, onUpdate func(ToolUpdate)) (Result, error)
+}
+
+// Title returns Label, or Name when Label is empty.
+func (t *Tool) Title() string {
+	if t.Label != "" {
+		return t.Label
+	}
+	return t.Name
+}
+
+// Annotations are the behaviour hints of a tool, following MCP
+// ToolAnnotations (https://modelcontextprotocol.io/specification/2025-11-25/server/tools).
+// Hints are advisory: a client must not trust them from an untrusted server
+// for anything beyond presentation and asking permission.
+type Annotations struct {
+	// Title is a human-readable title for the tool.
+	Title string `json:"title,omitempty"`
+	// ReadOnlyHint says the tool does not modify its environment.
+	ReadOnlyHint bool `json:"readOnlyHint,omitempty"`
+	// DestructiveHint says the tool may perform destructive updates; nil means
+	// the MCP default (true).
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// IdempotentHint says repeated calls with the same arguments have no
+	// additional effect.
+	IdempotentHint bool `json:"idempotentHint,omitempty"`
+	// OpenWorldHint says the tool interacts with external entities; nil means
+	// the MCP default (true).
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
+}
+
+// ToolUpdate is an intermediate report from a running tool call.
+type ToolUpdate struct {
+	// Progress and Total follow MCP notifications/progress; Total is 0 when
+	// unknown.
+	Progress, Total float64
+	// Message is the progress message, if any.
+	Message string
+	// Content is partial content to show, if any.
+	Content []Content
+}
+
+// Result is the outcome of one tool call. Nothing is dropped here: every
+// content kind is kept, and each consumer (a model provider, the ACP
+// translator) degrades what it cannot carry.
+type Result struct {
+	// Content holds the result blocks in order.
+	Content []Content
+	// Structured is the tool's structured result (MCP structuredContent), or nil.
+	Structured any
+	// IsError reports that the tool itself failed (MCP isError); Content
+	// carries the tool's explanation.
+	IsError bool
+	// Raw is the result as the tool's source produced it (for a bridged MCP
+	// tool, the whole CallToolResult), reported to the client as rawOutput.
+	// Nil means none.
+	Raw any
+}
+
+// ContentType names the kind of a Content block, following the MCP content
+// types (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result).
+type ContentType string
+
+// The content kinds of MCP tool results.
+const (
+	ContentText         ContentType = "text"
+	ContentImage        ContentType = "image"
+	ContentAudio        ContentType = "audio"
+	ContentResourceLink ContentType = "resource_link"
+	ContentResource     ContentType = "resource"
+)
+
+// Content is one block of a tool result. Which fields are set depends on Type:
+//
+//   - text: Text
+//   - image, audio: Data (raw bytes, not base64) and MIMEType
+//   - resource_link: URI, Name, and optionally Title, Description, MIMEType, Size
+//   - resource: Resource (an embedded resource with text or a blob)
+type Content struct {
+	Type        ContentType
+	Text        string
+	Data        []byte
+	MIMEType    string
+	URI         string
+	Name        string
+	Title       string
+	Description string
+	// Size is the resource size in bytes, or nil when unknown.
+	Size     *int64
+	Resource *EmbeddedResource
+}
+
+// EmbeddedResource is the contents of an embedded resource: Text for a text
+// resource, Blob (raw bytes) for a binary one.
+type EmbeddedResource struct {
+	URI      string
+	MIMEType string
+	Text     string
+	Blob     []byte
+}
+
+// TextContent returns a text Content block.
+func TextContent(s string) Content { return Content{Type: ContentText, Text: s} }
+
+// ErrorResult returns a Result with IsError set and msg as its only text.
+func ErrorResult(msg string) Result {
+	return Result{Content: []Content{TextContent(msg)}, IsError: true}
+}
