@@ -83,7 +83,7 @@ type Manager struct {
 	opts Options
 
 	mu      sync.Mutex
-	servers []*server      // in spec order
+	servers []*server       // in spec order
 	tools   []*gateway.Tool // bridged tools in server order, then tool order
 	counts  map[string]int  // server name → bridged tools
 	closed  bool
