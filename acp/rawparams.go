@@ -91,8 +91,14 @@ func rewriteSessionLine(line []byte) []byte {
 			return line // not an object: let the SDK refuse it
 		}
 	}
+	_, forged := meta[metaRawMCPServers]
+	servers, ok := params["mcpServers"]
+	hasServers := ok && string(servers) != "null"
+	if !forged && !hasServers {
+		return line
+	}
 	delete(meta, metaRawMCPServers)
-	if servers, ok := params["mcpServers"]; ok && string(servers) != "null" {
+	if hasServers {
 		meta[metaRawMCPServers] = servers
 		params["mcpServers"] = json.RawMessage("[]")
 	}

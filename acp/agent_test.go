@@ -1,0 +1,317 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+)
+
+// memServer is an in-process MCP server for the agent tests.
+func memServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "0.1"}, nil)
+	type echoIn struct {
+		Message string `json:"message"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo a message.\nMore.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "image", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "nope"}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return srv
+}
+
+type harness struct {
+	t      *testing.T
+	conn   *acpsdk.ClientSideConnection
+	client *acpclient.Recorder
+	agent  *Agent
+	done   chan struct{}
+}
+
+// startAgent runs an Agent over pipes; MCP servers named "mem*" are
+// in-process, any other entry uses the real transports.
+func startAgent(t *testing.T) *harness {
+	t.Helper()
+	dial := func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
+		if !strings.HasPrefix(spec.Name, "mem") {
+			return nil, nil
+		}
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := memServer().Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	agent := New(&Options{Bridge: bridge.Options{Dial: dial}})
+	agentIn, clientOut := io.Pipe()
+	clientIn, agentOut := io.Pipe()
+	h := &harness{t: t, client: &acpclient.Recorder{}, agent: agent, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		_ = agent.Serve(context.Background(), agentIn, agentOut)
+		agentOut.Close()
+	}()
+	h.conn = acpsdk.NewClientSideConnection(h.client, clientOut, clientIn)
+	t.Cleanup(func() {
+		clientOut.Close()
+		select {
+		case <-h.done:
+		case <-time.After(20 * time.Second):
+			t.Error("agent did not stop after stdin EOF")
+		}
+	})
+	if _, err := h.conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) newSession(servers ...acpsdk.McpServer) string {
+	h.t.Helper()
+	if servers == nil {
+		servers = []acpsdk.McpServer{}
+	}
+	res, err := h.conn.NewSession(h.t.Context(), acpsdk.NewSessionRequest{Cwd: h.t.TempDir(), McpServers: servers})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(res.SessionId)
+}
+
+// prompt sends text and returns the stop reason and the updates of the turn.
+func (h *harness) prompt(ctx context.Context, sid, text string) (acpsdk.StopReason, []acpsdk.SessionNotification) {
+	h.t.Helper()
+	from := len(h.client.Updates())
+	res, err := h.conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
+	if err != nil {
+		h.t.Fatalf("prompt %q: %v", text, err)
+	}
+	return res.StopReason, h.client.Updates()[from:]
+}
+
+func joinText(updates []acpsdk.SessionNotification) string {
+	var b strings.Builder
+	for _, u := range updates {
+		b.WriteString(acpclient.Text(u))
+	}
+	return b.String()
+}
+
+func lastToolUpdate(updates []acpsdk.SessionNotification) *acpsdk.SessionToolCallUpdate {
+	for i := len(updates) - 1; i >= 0; i-- {
+		if u := updates[i].Update.ToolCallUpdate; u != nil {
+			return u
+		}
+	}
+	return nil
+}
+
+func TestAgent_Initialize(t *testing.T) {
+	agentIn, clientOut := io.Pipe()
+	clientIn, agentOut := io.Pipe()
+	go func() { _ = New(nil).Serve(context.Background(), agentIn, agentOut) }()
+	conn := acpsdk.NewClientSideConnection(&acpclient.Recorder{}, clientOut, clientIn)
+	defer clientOut.Close()
+	res, err := conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.AgentCapabilities
+	if res.ProtocolVersion != 1 || res.AgentInfo == nil || res.AgentInfo.Name != "acp-agent" ||
+		!c.PromptCapabilities.EmbeddedContext || !c.PromptCapabilities.Image ||
+		c.McpCapabilities.Http || c.McpCapabilities.Sse || c.SessionCapabilities.Close == nil {
+		t.Errorf("initialize = %+v", res)
+	}
+}
+
+func TestAgent_NewSessionRefusesBrokenList(t *testing.T) {
+	h := startAgent(t)
+	tests := []struct {
+		name    string
+		servers []acpsdk.McpServer
+		want    string
+	}{
+		{"empty name", []acpsdk.McpServer{acpclient.Stdio("", "x", nil, nil)}, "mcpServers[0] name: must be a non-empty string"},
+		{"empty command", []acpsdk.McpServer{acpclient.Stdio("a", "", nil, nil)}, `mcpServers[0] ("a") command`},
+		{"duplicate", []acpsdk.McpServer{acpclient.Stdio("a", "x", nil, nil), acpclient.Stdio("a", "y", nil, nil)}, `duplicate name "a"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: tt.servers})
+			var re *acpsdk.RequestError
+			if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, tt.want) {
+				t.Errorf("err = %v, want invalid_params containing %q", err, tt.want)
+			}
+		})
+	}
+	_, err := h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: "relative/dir", McpServers: []acpsdk.McpServer{}})
+	if err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("relative cwd: err = %v", err)
+	}
+}
+
+func TestAgent_SessionReportsFailedServersAfterResponse(t *testing.T) {
+	h := startAgent(t)
+	sid := h.newSession(acpclient.Stdio("mem", "unused", nil, nil), acpclient.Stdio("ghost", "acp-agent-no-such-command", nil, nil),
+		acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Name: "web", Url: "https://example.invalid/mcp", Headers: []acpsdk.HttpHeader{}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	i, _, err := h.client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool { return n.Update.AvailableCommandsUpdate != nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates := h.client.Updates()[:i]
+	text := joinText(updates)
+	for _, want := range []string{`MCP server "ghost" failed: cannot start command "acp-agent-no-such-command"`, `MCP server "web" failed: unsupported transport: http`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("startup messages %q lack %q", text, want)
+		}
+	}
+	for _, u := range updates {
+		if string(u.SessionId) != sid {
+			t.Errorf("update for session %q, want %q", u.SessionId, sid)
+		}
+	}
+	_, out := h.prompt(t.Context(), sid, "/servers")
+	got := joinText(out)
+	for _, want := range []string{"- mem: connected (stdio, 4 tools, mem 0.1)", "- ghost: failed (stdio): cannot start", "- web: failed (http)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/servers = %q, lacks %q", got, want)
+		}
+	}
+}
+
+func TestAgent_DirectCommands(t *testing.T) {
+	h := startAgent(t)
+	sid := h.newSession(acpclient.Stdio("mem", "unused", nil, nil))
+
+	stop, out := h.prompt(t.Context(), sid, "/tools")
+	if got := joinText(out); stop != acpsdk.StopReasonEndTurn || !strings.Contains(got, "- mcp__mem__echo (mem) — Echo a message.") || strings.Contains(got, "More.") {
+		t.Errorf("/tools: %s %q", stop, got)
+	}
+
+	stop, out = h.prompt(t.Context(), sid, `/call mcp__mem__echo {"message":"hi"}`)
+	if stop != acpsdk.StopReasonEndTurn {
+		t.Errorf("stop = %s", stop)
+	}
+	var start *acpsdk.SessionUpdateToolCall
+	for _, u := range out {
+		if u.Update.ToolCall != nil {
+			start = u.Update.ToolCall
+		}
+	}
+	if start == nil || start.Title != "mem/echo" || start.Kind != acpsdk.ToolKindRead || start.Status != acpsdk.ToolCallStatusPending {
+		t.Fatalf("tool_call = %+v", start)
+	}
+	if raw, _ := json.Marshal(start.RawInput); string(raw) != `{"message":"hi"}` {
+		t.Errorf("rawInput = %s", raw)
+	}
+	end := lastToolUpdate(out)
+	if end == nil || *end.Status != acpsdk.ToolCallStatusCompleted || end.ToolCallId != start.ToolCallId ||
+		len(end.Content) != 1 || end.Content[0].Content.Content.Text.Text != "Echo: hi" || end.RawOutput == nil {
+		t.Fatalf("tool_call_update = %+v", end)
+	}
+
+	_, out = h.prompt(t.Context(), sid, "/call mcp__mem__image")
+	if end := lastToolUpdate(out); end == nil || end.Content[0].Content.Content.Image == nil || end.Content[0].Content.Content.Image.MimeType != "image/png" {
+		t.Errorf("image call = %+v", end)
+	}
+
+	_, out = h.prompt(t.Context(), sid, "/call mcp__mem__fail {}")
+	if end := lastToolUpdate(out); end == nil || *end.Status != acpsdk.ToolCallStatusFailed || end.Content[0].Content.Content.Text.Text != "nope" {
+		t.Errorf("isError call = %+v", end)
+	}
+
+	_, out = h.prompt(t.Context(), sid, "/call mcp__mem__nothing {}")
+	if end := lastToolUpdate(out); end == nil || *end.Status != acpsdk.ToolCallStatusFailed ||
+		end.Content[0].Content.Content.Text.Text != "unknown tool mcp__mem__nothing; /tools lists them" {
+		t.Errorf("unknown tool = %+v", end)
+	}
+
+	_, out = h.prompt(t.Context(), sid, `/call mcp__mem__echo {"message":`)
+	if got := joinText(out); !strings.Contains(got, "arguments are not valid JSON") || lastToolUpdate(out) != nil {
+		t.Errorf("malformed JSON: %q", got)
+	}
+	_, out = h.prompt(t.Context(), sid, `/call mcp__mem__echo [1]`)
+	if got := joinText(out); !strings.Contains(got, "must be a JSON object") {
+		t.Errorf("array args: %q", got)
+	}
+
+	_, out = h.prompt(t.Context(), sid, "hello there")
+	if got := joinText(out); !strings.Contains(got, "/call <tool>") || !strings.Contains(got, "No model is configured") {
+		t.Errorf("help: %q", got)
+	}
+}
+
+func TestAgent_CancelEndsTurnCancelled(t *testing.T) {
+	h := startAgent(t)
+	sid := h.newSession(acpclient.Stdio("mem", "unused", nil, nil))
+	type result struct {
+		stop acpsdk.StopReason
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := h.conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("/call mcp__mem__block")}})
+		done <- result{res.StopReason, err}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, _, err := h.client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool {
+		u := n.Update.ToolCallUpdate
+		return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.conn.Cancel(t.Context(), acpsdk.CancelNotification{SessionId: acpsdk.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.stop != acpsdk.StopReasonCancelled {
+			t.Errorf("prompt = %s, %v; want cancelled", r.stop, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("prompt did not end after session/cancel")
+	}
+	// The session goes on.
+	if stop, out := h.prompt(t.Context(), sid, `/call mcp__mem__echo {"message":"again"}`); stop != acpsdk.StopReasonEndTurn || lastToolUpdate(out) == nil {
+		t.Errorf("after cancel: %s", stop)
+	}
+}
+
+func TestAgent_CloseSession(t *testing.T) {
+	h := startAgent(t)
+	sid := h.newSession(acpclient.Stdio("mem", "unused", nil, nil))
+	if _, err := h.conn.CloseSession(t.Context(), acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("/tools")}})
+	var re *acpsdk.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, sid) {
+		t.Errorf("prompt after close: %v, want invalid_params naming the session", err)
+	}
+	if tools := h.agent.gw.(*gateway.Local).Registry().Tools("acp:" + sid); len(tools) != 0 {
+		t.Errorf("%d tools still registered after session/close", len(tools))
+	}
+}

@@ -1,0 +1,111 @@
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+)
+
+func TestParseMCPServers(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		want    []bridge.ServerSpec
+		wantErr string // substring of the error; "" means success
+	}{
+		{"null", `null`, nil, ""},
+		{"empty", `[]`, []bridge.ServerSpec{}, ""},
+		{"stdio full", `[{"name":"fs","command":"node","args":["a","b"],"env":[{"name":"K","value":"v"}]}]`,
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Args: []string{"a", "b"}, Env: []sandbox.EnvVar{{Name: "K", Value: "v"}}}}, ""},
+		{"stdio without args and env", `[{"name":"fs","command":"node"}]`,
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Env: []sandbox.EnvVar{}}}, ""},
+		{"explicit stdio type", `[{"type":"stdio","name":"fs","command":"node","args":null,"env":null}]`,
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Env: []sandbox.EnvVar{}}}, ""},
+		{"env as object", `[{"name":"fs","command":"x","env":{"B":"2","A":"1"}}]`,
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "x", Env: []sandbox.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}}}, ""},
+		{"http", `[{"type":"http","name":"web","url":"https://x/mcp","headers":[{"name":"Authorization","value":"Bearer t"}]}]`,
+			[]bridge.ServerSpec{{Name: "web", Transport: "http", URL: "https://x/mcp", Headers: []bridge.Header{{Name: "Authorization", Value: "Bearer t"}}}}, ""},
+		{"sse without headers", `[{"type":"sse","name":"old","url":"http://127.0.0.1:1/sse"}]`,
+			[]bridge.ServerSpec{{Name: "old", Transport: "sse", URL: "http://127.0.0.1:1/sse"}}, ""},
+		{"unknown type is well-formed", `[{"type":"websocket","name":"ws","url":"ws://x"}]`,
+			[]bridge.ServerSpec{{Name: "ws", Transport: "websocket"}}, ""},
+
+		{"not an array", `{"name":"x"}`, nil, "mcpServers: must be an array"},
+		{"entry not an object", `["fs"]`, nil, "mcpServers[0]: must be an object"},
+		{"empty name", `[{"name":"","command":"x"}]`, nil, "mcpServers[0] name: must be a non-empty string"},
+		{"missing name", `[{"command":"x"}]`, nil, "mcpServers[0] name: must be a non-empty string"},
+		{"name not a string", `[{"name":7,"command":"x"}]`, nil, "mcpServers[0] name: must be a string"},
+		{"empty command", `[{"name":"fs","command":"  "}]`, nil, `mcpServers[0] ("fs") command: must be a non-empty string`},
+		{"missing command", `[{"name":"fs"}]`, nil, `mcpServers[0] ("fs") command: must be a non-empty string`},
+		{"duplicate name", `[{"name":"fs","command":"a"},{"name":"fs","command":"b"}]`, nil, `mcpServers[1] ("fs") name: duplicate name "fs" (also mcpServers[0])`},
+		{"args not strings", `[{"name":"fs","command":"a","args":[1]}]`, nil, `("fs") args: must be an array of strings`},
+		{"env bad shape", `[{"name":"fs","command":"a","env":"K=v"}]`, nil, `("fs") env: must be an array`},
+		{"env bad name", `[{"name":"fs","command":"a","env":[{"name":"A=B","value":"v"}]}]`, nil, `("fs") env: variable name "A=B"`},
+		{"env empty name", `[{"name":"fs","command":"a","env":[{"name":"","value":"v"}]}]`, nil, `("fs") env: [0].name must be a non-empty string`},
+		{"type not a string", `[{"name":"fs","type":1}]`, nil, `("fs") type: must be a string`},
+		{"http without url", `[{"type":"http","name":"web"}]`, nil, `("web") url: must be a non-empty string`},
+		{"headers bad shape", `[{"type":"http","name":"web","url":"https://x","headers":{"A":"b"}}]`, nil, `("web") headers: must be an array`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMCPServers(json.RawMessage(tt.raw))
+			if tt.wantErr != "" {
+				var mse *MCPServersError
+				if !errors.As(err, &mse) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want *MCPServersError containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %#v\nwant %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseMCPServers(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `null`, `[{"name":"fs","command":"node"}]`,
+		`[{"type":"http","name":"w","url":"https://x","headers":[{"name":"a","value":"b"}]}]`,
+		`[{"name":"a","command":"x","env":{"K":"v"}},{"name":"a","command":"y"}]`,
+		`[{"name":"a","command":"x","args":["1"],"env":[{"name":"K","value":"v"}]}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		specs, err := ParseMCPServers(raw)
+		if err != nil {
+			var mse *MCPServersError
+			if !errors.As(err, &mse) || !strings.HasPrefix(err.Error(), "mcpServers") {
+				t.Fatalf("error %v is not an MCPServersError naming mcpServers", err)
+			}
+			return
+		}
+		names := map[string]bool{}
+		for _, s := range specs {
+			if strings.TrimSpace(s.Name) == "" || names[s.Name] {
+				t.Fatalf("empty or duplicate name accepted: %q", s.Name)
+			}
+			names[s.Name] = true
+			if s.Transport == bridge.TransportStdio && strings.TrimSpace(s.Command) == "" {
+				t.Fatalf("stdio entry %q without command accepted", s.Name)
+			}
+			if (s.Transport == bridge.TransportHTTP || s.Transport == bridge.TransportSSE) && s.URL == "" {
+				t.Fatalf("%s entry %q without url accepted", s.Transport, s.Name)
+			}
+			for _, e := range s.Env {
+				if !sandbox.ValidEnvName(e.Name) {
+					t.Fatalf("invalid env name %q accepted", e.Name)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,164 @@
+// Package acpclient is a small ACP client used by acp-agent's tests and demo
+// (https://agentclientprotocol.com/protocol/overview). It records every
+// session/update, can wait for a given update, and refuses the file-system
+// and terminal methods it does not advertise. All ACP frames go through
+// acp-go-sdk.
+package acpclient
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// Recorder implements acpsdk.Client. The zero value is ready to use; it is
+// safe for concurrent use.
+type Recorder struct {
+	// OnUpdate, if set, sees each update as it arrives (before it is
+	// recorded). It must be set before the connection starts.
+	OnUpdate func(acpsdk.SessionNotification)
+	// Permission chooses the answer to session/request_permission. Nil
+	// selects the first option.
+	Permission func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse
+
+	mu      sync.Mutex
+	updates []acpsdk.SessionNotification
+	changed chan struct{} // closed and replaced on every new update
+}
+
+var _ acpsdk.Client = (*Recorder)(nil)
+
+// Updates returns a copy of every update received so far, in order.
+func (r *Recorder) Updates() []acpsdk.SessionNotification {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]acpsdk.SessionNotification(nil), r.updates...)
+}
+
+// WaitFor returns the first update at index >= from that satisfies match,
+// and its index, waiting until one arrives or ctx is done.
+func (r *Recorder) WaitFor(ctx context.Context, from int, match func(acpsdk.SessionNotification) bool) (int, acpsdk.SessionNotification, error) {
+	for {
+		r.mu.Lock()
+		for i := from; i < len(r.updates); i++ {
+			if match(r.updates[i]) {
+				u := r.updates[i]
+				r.mu.Unlock()
+				return i, u, nil
+			}
+		}
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return -1, acpsdk.SessionNotification{}, fmt.Errorf("waiting for a session/update: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// SessionUpdate implements acpsdk.Client.
+func (r *Recorder) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
+	if r.OnUpdate != nil {
+		r.OnUpdate(n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updates = append(r.updates, n)
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
+	return nil
+}
+
+// RequestPermission implements acpsdk.Client.
+func (r *Recorder) RequestPermission(_ context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	if r.Permission != nil {
+		return r.Permission(p), nil
+	}
+	if len(p.Options) == 0 {
+		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
+	}
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(p.Options[0].OptionId)}, nil
+}
+
+// ReadTextFile implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+	return acpsdk.ReadTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsReadTextFile)
+}
+
+// WriteTextFile implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+	return acpsdk.WriteTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsWriteTextFile)
+}
+
+// CreateTerminal implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	return acpsdk.CreateTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalCreate)
+}
+
+// KillTerminal implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+	return acpsdk.KillTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalKill)
+}
+
+// TerminalOutput implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
+	return acpsdk.TerminalOutputResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalOutput)
+}
+
+// ReleaseTerminal implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	return acpsdk.ReleaseTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalRelease)
+}
+
+// WaitForTerminalExit implements acpsdk.Client; the capability is not advertised.
+func (r *Recorder) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
+	return acpsdk.WaitForTerminalExitResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalWaitForExit)
+}
+
+// UnstableCompleteElicitation implements acpsdk.Client; ignored.
+func (r *Recorder) UnstableCompleteElicitation(context.Context, acpsdk.UnstableCompleteElicitationNotification) error {
+	return nil
+}
+
+// UnstableCreateElicitation implements acpsdk.Client; elicitation is declined.
+func (r *Recorder) UnstableCreateElicitation(context.Context, acpsdk.UnstableCreateElicitationRequest) (acpsdk.UnstableCreateElicitationResponse, error) {
+	return acpsdk.NewUnstableCreateElicitationResponseDecline(), nil
+}
+
+// UnstableConnectMcp implements acpsdk.Client; MCP-over-ACP is not offered.
+func (r *Recorder) UnstableConnectMcp(context.Context, acpsdk.UnstableConnectMcpRequest) (acpsdk.UnstableConnectMcpResponse, error) {
+	return acpsdk.UnstableConnectMcpResponse{}, acpsdk.NewMethodNotFound("mcp/connect")
+}
+
+// UnstableDisconnectMcp implements acpsdk.Client; MCP-over-ACP is not offered.
+func (r *Recorder) UnstableDisconnectMcp(context.Context, acpsdk.UnstableDisconnectMcpRequest) (acpsdk.UnstableDisconnectMcpResponse, error) {
+	return acpsdk.UnstableDisconnectMcpResponse{}, acpsdk.NewMethodNotFound("mcp/disconnect")
+}
+
+// Text returns the text of an agent_message_chunk, or "".
+func Text(n acpsdk.SessionNotification) string {
+	if c := n.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+		return c.Content.Text.Text
+	}
+	return ""
+}
+
+// Stdio returns an ACP stdio mcpServers entry.
+func Stdio(name, command string, args []string, env map[string]string) acpsdk.McpServer {
+	vars := []acpsdk.EnvVariable{}
+	for k, v := range env {
+		vars = append(vars, acpsdk.EnvVariable{Name: k, Value: v})
+	}
+	if args == nil {
+		args = []string{}
+	}
+	return acpsdk.McpServer{Stdio: &acpsdk.McpServerStdio{Name: name, Command: command, Args: args, Env: vars}}
+}
