@@ -84,7 +84,9 @@ func (r *Runner) Run(ctx context.Context, sessionKey string, prompt []Content, e
 			return "", fmt.Errorf("%s provider: %w", r.opts.Provider.Name(), err)
 		}
 		resp.Message.Role = RoleAssistant
-		turn = append(turn, resp.Message)
+		if len(resp.Message.Content) > 0 || len(resp.Message.ToolCalls) > 0 {
+			turn = append(turn, resp.Message)
+		}
 		if len(resp.Message.ToolCalls) == 0 {
 			if resp.StopReason == "" {
 				return StopEndTurn, nil

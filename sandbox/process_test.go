@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(data), ") Z ")
+}
+
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readPid waits for a pid written to path by a child script.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var pid int
+		if data, err := os.ReadFile(path); err == nil {
+			fmt.Sscan(string(data), &pid)
+		}
+		if pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pid never written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStopGroup_SweepsGrandchildrenAfterGracefulExit(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	// The leader exits as soon as its stdin closes; its background child
+	// would outlive it without the group sweep.
+	cmd := Command(t.Context(), "sh", []string{"-c", "sleep 300 & echo $! > " + pidFile + "; read line; exit 0"}, dir, []string{"PATH=" + os.Getenv("PATH")})
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	grandchild := readPid(t, pidFile)
+	start := time.Now()
+	StopGroup(cmd, 5*time.Second, func() { _ = stdin.Close(); _ = cmd.Wait() })
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("graceful stop took %v; it should not wait for the grace period", d)
+	}
+	waitDead(t, grandchild)
+}
+
+func TestStopGroup_EscalatesToSignals(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	// The leader ignores SIGTERM and stdin; its child is in the same group.
+	cmd := Command(t.Context(), "sh", []string{"-c", "trap '' TERM; sleep 300 & echo $! > " + pidFile + "; while :; do sleep 1; done"}, dir, []string{"PATH=" + os.Getenv("PATH")})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	grandchild := readPid(t, pidFile)
+	start := time.Now()
+	StopGroup(cmd, 200*time.Millisecond, func() { _ = cmd.Wait() })
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("StopGroup took %v", d)
+	}
+	waitDead(t, cmd.Process.Pid)
+	waitDead(t, grandchild)
+}
+
+func TestCommand_Defaults(t *testing.T) {
+	cmd := Command(t.Context(), "true", nil, "/tmp", nil)
+	if cmd.Env == nil || len(cmd.Env) != 0 {
+		t.Errorf("Env = %v, want empty, never inherited", cmd.Env)
+	}
+	if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.Dir != "/tmp" || cmd.WaitDelay <= 0 {
+		t.Errorf("cmd = %+v", cmd)
+	}
+}
