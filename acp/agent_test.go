@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,7 @@ func startAgent(t *testing.T) *harness {
 		agentOut.Close()
 	}()
 	h.conn = acpsdk.NewClientSideConnection(h.client, clientOut, clientIn)
+	h.conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		clientOut.Close()
 		select {
@@ -131,6 +133,7 @@ func TestAgent_Initialize(t *testing.T) {
 	clientIn, agentOut := io.Pipe()
 	go func() { _ = New(nil).Serve(context.Background(), agentIn, agentOut) }()
 	conn := acpsdk.NewClientSideConnection(&acpclient.Recorder{}, clientOut, clientIn)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
 	defer clientOut.Close()
 	res, err := conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: 1})
 	if err != nil {

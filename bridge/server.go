@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
@@ -333,6 +334,8 @@ func (s *server) close() {
 	cs, cmd, procCancel, watchDone := s.cs, s.cmd, s.procCancel, s.watchDone
 	s.state, s.cs = StateClosed, nil
 	s.mu.Unlock()
+	start := time.Now()
+	defer func() { s.log.Debug("MCP server closed", "elapsed", time.Since(start)) }()
 
 	switch {
 	case cmd != nil && cs != nil:

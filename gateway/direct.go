@@ -135,7 +135,7 @@ func listTools(tools []*Tool) string {
 		if group == "" {
 			group = "built-in"
 		}
-		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+		desc := firstLine(t.Description)
 		if desc != "" {
 			desc = " — " + desc
 		}
@@ -153,4 +153,17 @@ func PromptText(content []Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// maxDescLine is the longest description /tools shows, in runes.
+const maxDescLine = 120
+
+// firstLine returns the first line of a description, cut to maxDescLine runes.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.TrimSpace(line)
+	if r := []rune(line); len(r) > maxDescLine {
+		line = strings.TrimSpace(string(r[:maxDescLine-1])) + "…"
+	}
+	return line
 }

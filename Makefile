@@ -1,0 +1,57 @@
+# acp-agent. `make demo` runs a real ACP session; `make test` runs every test.
+GO      ?= go
+BIN     := bin
+AGENT   := $(BIN)/acp-agent
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build test unit e2e-deps bench demo lint fmt tidy-check fuzz clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(AGENT) ./cmd/acp-agent
+
+# e2e-deps installs the pinned npm packages of the e2e suite (MCP servers, acpx)
+# from the committed lockfile.
+e2e/node_modules/.package-lock.json: e2e/package.json e2e/package-lock.json
+	cd e2e && npm ci --no-audit --no-fund --loglevel=error
+e2e-deps: e2e/node_modules/.package-lock.json
+
+# test runs every test, e2e included, with the race detector.
+test: e2e-deps
+	$(GO) mod download
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+unit:
+	$(GO) test -race -count=1 $(shell $(GO) list ./... | grep -v /e2e)
+
+bench: e2e-deps
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench 'Bridged|Direct' -benchtime 2000x -count 1 ./e2e | tee $(BIN)/bench.txt
+	@awk '/^BenchmarkBridgedCall/ {b=$$3} /^BenchmarkDirectCall/ {d=$$3} END { if (b && d) printf "bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", b/d, b, d }' $(BIN)/bench.txt
+
+$(BIN)/mcp-fixture: FORCE
+	$(GO) build -o $@ ./testfixtures/mcpserver
+
+demo: build e2e-deps $(BIN)/mcp-fixture
+	$(GO) run ./cmd/acp-demo --agent $(AGENT) --fixture $(BIN)/mcp-fixture \
+		--fs-server e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+
+FORCE:
+
+fuzz:
+	$(GO) test ./acp -run '^$$' -fuzz FuzzParseMCPServers -fuzztime 30s
+	$(GO) test ./bridge -run '^$$' -fuzz FuzzBridgedNames -fuzztime 30s
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+tidy-check:
+	$(GO) mod tidy -diff
+
+clean:
+	rm -rf $(BIN) e2e/node_modules

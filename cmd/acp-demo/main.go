@@ -1,0 +1,172 @@
+// Command acp-demo runs one real ACP session against acp-agent, as an editor
+// would, and prints the stream of session updates. It is what `make demo`
+// runs: the agent binary over stdio, with two real MCP servers (the Go test
+// fixture and the reference filesystem server on a temporary directory); it
+// lists the servers and tools, reads a file through the filesystem server,
+// calls the fixture's image tool, closes the session and checks that the
+// servers' processes are gone. It exits non-zero if any step fails.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+	fmt.Println("\ndemo ok")
+}
+
+func run() error {
+	agentBin := flag.String("agent", "bin/acp-agent", "the acp-agent binary")
+	fixture := flag.String("fixture", "bin/mcp-fixture", "the Go MCP fixture server binary")
+	fsServer := flag.String("fs-server", "e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "server-filesystem's entry point")
+	verbose := flag.Bool("verbose", false, "show the agent's logs")
+	flag.Parse()
+	for _, p := range []*string{agentBin, fixture, fsServer} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("%w (run `make demo`, which builds and installs everything)", err)
+		}
+		*p = abs
+	}
+
+	work, err := os.MkdirTemp("", "acp-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	work, _ = filepath.EvalSymlinks(work)
+	note := filepath.Join(work, "hello.txt")
+	if err := os.WriteFile(note, []byte("Hello from the acp-agent demo!\nThis file was read through an MCP server.\n"), 0o644); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var logs io.Writer = io.Discard
+	if *verbose {
+		logs = os.Stderr
+	}
+	rec := &acpclient.Recorder{OnUpdate: func(n acpsdk.SessionNotification) {
+		fmt.Println("  " + strings.ReplaceAll(acpclient.Format(n), "\n", "\n  "))
+	}}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work}
+	agent, err := acpclient.Start(*agentBin, []string{"--verbose"}, env, logs, rec)
+	if err != nil {
+		return err
+	}
+	defer agent.Stop(10 * time.Second)
+
+	init, err := agent.Initialize(ctx)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	fmt.Printf("▶ initialize → %s %s, protocol %d\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion)
+
+	fmt.Printf("▶ session/new cwd=%s with mcpServers: fixture (Go, stdio), filesystem (node, stdio)\n", work)
+	start := time.Now()
+	sess, err := agent.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: work, McpServers: []acpsdk.McpServer{
+		acpclient.Stdio("fixture", *fixture, nil, nil),
+		acpclient.Stdio("filesystem", "node", []string{*fsServer, work}, nil),
+	}})
+	if err != nil {
+		return fmt.Errorf("session/new: %w", err)
+	}
+	sid := string(sess.SessionId)
+	fmt.Printf("  session %s ready in %s (both servers connected before the answer)\n", sid, time.Since(start).Round(time.Millisecond))
+	if _, _, err := rec.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool { return n.Update.AvailableCommandsUpdate != nil }); err != nil {
+		return err
+	}
+
+	pids := childPids(agent.Cmd.Process.Pid)
+	steps := []struct{ prompt, want string }{
+		{"/servers", "filesystem: connected"},
+		{"/tools", "mcp__filesystem__read_text_file"},
+		{fmt.Sprintf(`/call mcp__filesystem__read_text_file {"path":%q}`, note), "Hello from the acp-agent demo!"},
+		{"/call mcp__fixture__image", "[image image/png"},
+		{`/call mcp__fixture__add {"a": 2, "b": 3}`, "5"},
+	}
+	for _, s := range steps {
+		fmt.Printf("\n▶ %s\n", s.prompt)
+		from := len(rec.Updates())
+		stop, err := agent.Prompt(ctx, sid, s.prompt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.prompt, err)
+		}
+		fmt.Printf("  stopReason: %s\n", stop)
+		var out strings.Builder
+		for _, n := range rec.Updates()[from:] {
+			out.WriteString(acpclient.Format(n) + "\n")
+		}
+		if !strings.Contains(out.String(), s.want) {
+			return fmt.Errorf("%s: the updates do not show %q", s.prompt, s.want)
+		}
+	}
+
+	fmt.Printf("\n▶ session/close (MCP server processes: %v)\n", pids)
+	if _, err := agent.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: sess.SessionId}); err != nil {
+		return fmt.Errorf("session/close: %w", err)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			return fmt.Errorf("process %d outlived its session", pid)
+		}
+	}
+	fmt.Println("  every MCP server process of the session is gone")
+	if err := agent.Stop(10 * time.Second); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		var exitErr interface{ ExitCode() int }
+		if !errors.As(err, &exitErr) {
+			return err
+		}
+	}
+	return nil
+}
+
+// childPids lists the direct children of pid.
+func childPids(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		var state string
+		var ppid, self int
+		if i < 0 {
+			continue
+		}
+		fmt.Sscan(s[i+2:], &state, &ppid)
+		fmt.Sscan(e.Name(), &self)
+		if ppid == pid {
+			out = append(out, self)
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(data), ") Z ")
+}

@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+)
+
+// agent is a running acp-agent process.
+type agent struct {
+	*acpclient.Process
+	t      testing.TB
+	stderr *lockedBuffer
+}
+
+// startAgent runs the agent binary with a minimal environment, initialized.
+func startAgent(t testing.TB) *agent {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=sk-agent-secret"}
+	p, err := acpclient.Start(agentBin, []string{"--verbose"}, env, stderr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{Process: p, t: t, stderr: stderr}
+	t.Cleanup(func() {
+		if err := a.Stop(20 * time.Second); err != nil && !strings.Contains(err.Error(), "exit status") {
+			t.Errorf("agent stop: %v", err)
+		}
+		if t.Failed() || os.Getenv("E2E_AGENT_LOGS") != "" {
+			t.Logf("agent stderr:\n%s", stderr.String())
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Initialize(ctx); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return a
+}
+
+// newSession opens a session and waits for the notifications that follow it
+// (failure messages, then available_commands_update).
+func (a *agent) newSession(cwd string, servers ...acpsdk.McpServer) string {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(a.t.Context(), 60*time.Second)
+	defer cancel()
+	from := len(a.Client.Updates())
+	res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cwd, McpServers: servers})
+	if err != nil {
+		a.t.Fatalf("session/new: %v", err)
+	}
+	if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool {
+		return string(n.SessionId) == string(res.SessionId) && n.Update.AvailableCommandsUpdate != nil
+	}); err != nil {
+		a.t.Fatal(err)
+	}
+	return string(res.SessionId)
+}
+
+// prompt runs one prompt turn and returns its stop reason and updates.
+func (a *agent) prompt(sid, text string) (acpsdk.StopReason, []acpsdk.SessionNotification) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(a.t.Context(), 60*time.Second)
+	defer cancel()
+	from := len(a.Client.Updates())
+	stop, err := a.Prompt(ctx, sid, text)
+	if err != nil {
+		a.t.Fatalf("prompt %q: %v", text, err)
+	}
+	return stop, a.Client.Updates()[from:]
+}
+
+// text joins the agent message text of updates.
+func text(updates []acpsdk.SessionNotification) string {
+	var b strings.Builder
+	for _, u := range updates {
+		b.WriteString(acpclient.Text(u))
+	}
+	return b.String()
+}
+
+// finalToolUpdate returns the last tool_call_update with a final status.
+func finalToolUpdate(t *testing.T, updates []acpsdk.SessionNotification) *acpsdk.SessionToolCallUpdate {
+	t.Helper()
+	for i := len(updates) - 1; i >= 0; i-- {
+		u := updates[i].Update.ToolCallUpdate
+		if u != nil && u.Status != nil && (*u.Status == acpsdk.ToolCallStatusCompleted || *u.Status == acpsdk.ToolCallStatusFailed) {
+			return u
+		}
+	}
+	t.Fatalf("no final tool_call_update in:\n%s", dump(updates))
+	return nil
+}
+
+func dump(updates []acpsdk.SessionNotification) string {
+	var b strings.Builder
+	for _, u := range updates {
+		b.WriteString(acpclient.Format(u) + "\n")
+	}
+	return b.String()
+}
+
+// contentText returns the text of the first text block of a tool update.
+func contentText(u *acpsdk.SessionToolCallUpdate) string {
+	for _, c := range u.Content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			return c.Content.Content.Text.Text
+		}
+	}
+	return ""
+}
+
+// descendants returns every live process below pid (children, grandchildren…).
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		self, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(self); ok {
+			children[ppid] = append(children[ppid], self)
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+// parentOf reads the parent pid of a live (non-zombie) process.
+func parentOf(pid int) (int, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0, false
+	}
+	fields := strings.Fields(s[i+2:])
+	if len(fields) < 2 || fields[0] == "Z" {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return ppid, err == nil
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	_, ok := parentOf(pid)
+	return ok
+}
+
+// waitAllGone waits up to d for every pid to be gone and returns the survivors.
+func waitAllGone(pids []int, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func cmdline(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.ReplaceAll(string(data), "\x00", " ")
+}
+
+// fixtureServer is the Go fixture as an mcpServers entry; its calls are
+// logged to log.
+func fixtureServer(name, log string) acpsdk.McpServer {
+	return acpclient.Stdio(name, fixtureBin, nil, map[string]string{"FIXTURE_LOG": log})
+}
+
+func everythingServer(name string) acpsdk.McpServer {
+	return acpclient.Stdio(name, "node", []string{everything, "stdio"}, nil)
+}
+
+// waitFile waits until the file at path contains want.
+func waitFile(t *testing.T, path, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		data, _ := os.ReadFile(path)
+		if strings.Contains(string(data), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never contained %q; it has:\n%s", filepath.Base(path), want, data)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}

@@ -1,0 +1,71 @@
+// Package e2e runs the built acp-agent binary as an editor would: over
+// stdio, with acp-go-sdk's client side or a third-party client (acpx),
+// against real MCP servers (the Go fixture in testfixtures/mcpserver and the
+// pinned npm servers of package.json, installed by `make test` with npm ci).
+// Nothing here is skipped: a missing dependency fails the suite.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Paths set up by TestMain.
+var (
+	agentBin   string // the acp-agent binary
+	fixtureBin string // the Go MCP fixture server
+	everything string // server-everything's entry point (node)
+	filesystem string // server-filesystem's entry point (node)
+	acpxCLI    string // acpx's entry point (node)
+)
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		os.Exit(2)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	tmp, err := os.MkdirTemp("", "acp-agent-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	agentBin = filepath.Join(tmp, "acp-agent")
+	fixtureBin = filepath.Join(tmp, "mcp-fixture")
+	for bin, pkg := range map[string]string{agentBin: "../cmd/acp-agent", fixtureBin: "../testfixtures/mcpserver"} {
+		var stderr bytes.Buffer
+		args := []string{"build", "-o", bin}
+		if raceEnabled { // the binaries are checked for races too
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
+		}
+	}
+	nm, err := filepath.Abs("node_modules")
+	if err != nil {
+		return 0, err
+	}
+	everything = filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js")
+	filesystem = filepath.Join(nm, "@modelcontextprotocol/server-filesystem/dist/index.js")
+	acpxCLI = filepath.Join(nm, "acpx/dist/cli.js")
+	for _, p := range []string{everything, filesystem, acpxCLI} {
+		if _, err := os.Stat(p); err != nil {
+			return 0, fmt.Errorf("%v: the e2e npm packages are missing; run `make test` (it runs npm ci in e2e/)", err)
+		}
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return 0, fmt.Errorf("node is required by the e2e suite: %v", err)
+	}
+	return m.Run(), nil
+}

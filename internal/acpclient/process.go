@@ -1,0 +1,85 @@
+package acpclient
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// Process is an ACP agent run as a child process, spoken to over its stdio,
+// as an editor does.
+type Process struct {
+	Cmd    *exec.Cmd
+	Conn   *acpsdk.ClientSideConnection
+	Client *Recorder
+	stdin  io.WriteCloser
+	waited chan error
+}
+
+// Start runs the agent command with the client rec and returns once it is
+// running. stderr receives the agent's logs (nil discards them).
+func Start(bin string, args []string, env []string, stderr io.Writer, rec *Recorder) (*Process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	if rec == nil {
+		rec = &Recorder{}
+	}
+	p := &Process{Cmd: cmd, Client: rec, stdin: stdin, waited: make(chan error, 1)}
+	p.Conn = acpsdk.NewClientSideConnection(rec, stdin, stdout)
+	p.Conn.SetLogger(slog.New(slog.DiscardHandler))
+	go func() { p.waited <- cmd.Wait() }()
+	return p, nil
+}
+
+// Initialize sends initialize with protocol version 1.
+func (p *Process) Initialize(ctx context.Context) (acpsdk.InitializeResponse, error) {
+	return p.Conn.Initialize(ctx, acpsdk.InitializeRequest{
+		ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		ClientInfo:      &acpsdk.Implementation{Name: "acp-agent-test-client", Version: "1"},
+	})
+}
+
+// Prompt sends one text prompt and returns its stop reason.
+func (p *Process) Prompt(ctx context.Context, sessionID, text string) (acpsdk.StopReason, error) {
+	res, err := p.Conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sessionID), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
+	return res.StopReason, err
+}
+
+// CloseStdin closes the agent's stdin, as an editor that quits does.
+func (p *Process) CloseStdin() error { return p.stdin.Close() }
+
+// Wait waits for the agent to exit, up to timeout; on timeout it kills it
+// and returns an error.
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case err := <-p.waited:
+		p.waited <- err
+		return err
+	case <-time.After(timeout):
+		_ = p.Cmd.Process.Kill()
+		return fmt.Errorf("agent did not exit within %s", timeout)
+	}
+}
+
+// Stop closes stdin and waits for the agent to exit, killing it after timeout.
+func (p *Process) Stop(timeout time.Duration) error {
+	_ = p.CloseStdin()
+	return p.Wait(timeout)
+}
