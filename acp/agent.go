@@ -9,7 +9,6 @@ package acp
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // Options configure an Agent. The zero value is valid.
@@ -55,7 +55,7 @@ type Agent struct {
 	out   *outWatcher
 
 	mu       sync.Mutex
-	sessions map[string]*session // live sessions by sessionId
+	sessions map[string]*liveSession // live sessions by sessionId
 	keys     map[string]bool     // gateway session keys in use
 	closing  bool                // Shutdown has begun
 
@@ -66,7 +66,7 @@ var _ acpsdk.Agent = (*Agent)(nil)
 
 // New returns an Agent. opts may be nil.
 func New(opts *Options) *Agent {
-	a := &Agent{ready: make(chan struct{}), sessions: make(map[string]*session), keys: make(map[string]bool)}
+	a := &Agent{ready: make(chan struct{}), sessions: make(map[string]*liveSession), keys: make(map[string]bool)}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -118,7 +118,7 @@ func (a *Agent) connection() *acpsdk.AgentSideConnection {
 func (a *Agent) Shutdown() {
 	a.mu.Lock()
 	a.closing = true
-	sessions := make([]*session, 0, len(a.sessions))
+	sessions := make([]*liveSession, 0, len(a.sessions))
 	for _, s := range a.sessions {
 		sessions = append(sessions, s)
 	}
@@ -182,12 +182,9 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, p.Cwd))
 	}
 
-	id := "sess_" + rand.Text()
-	key := "acp:" + id
-	if k, ok := p.Meta["sessionKey"].(string); ok && k != "" {
-		key = k
-	}
-	s := &session{id: id, key: key, cwd: p.Cwd, manager: bridge.NewManager(a.bridgeOptions(id, p.Cwd))}
+	id := session.NewID()
+	key := session.Key(id, p.Meta)
+	s := &liveSession{id: id, key: key, cwd: p.Cwd, manager: bridge.NewManager(a.bridgeOptions(id, p.Cwd))}
 	if err := a.addSession(s); err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
@@ -220,7 +217,7 @@ func (a *Agent) bridgeOptions(id, cwd string) *bridge.Options {
 	return &o
 }
 
-func (a *Agent) addSession(s *session) error {
+func (a *Agent) addSession(s *liveSession) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closing {
@@ -236,7 +233,7 @@ func (a *Agent) addSession(s *session) error {
 
 // afterNewSession sends what follows a session/new response: one agent
 // message per failed server, and the available slash commands.
-func (a *Agent) afterNewSession(s *session, written <-chan struct{}) {
+func (a *Agent) afterNewSession(s *liveSession, written <-chan struct{}) {
 	conn := a.connection()
 	select {
 	case <-written:
@@ -266,7 +263,7 @@ func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUp
 }
 
 // lookup returns the live session with id.
-func (a *Agent) lookup(id acpsdk.SessionId) (*session, error) {
+func (a *Agent) lookup(id acpsdk.SessionId) (*liveSession, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.sessions[string(id)]
@@ -299,7 +296,7 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (a
 }
 
 // endSession removes s, cancels its prompt and tears down its servers.
-func (a *Agent) endSession(s *session) {
+func (a *Agent) endSession(s *liveSession) {
 	a.mu.Lock()
 	if a.sessions[s.id] == s {
 		delete(a.sessions, s.id)

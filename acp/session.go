@@ -13,8 +13,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// session is one live ACP session.
-type session struct {
+// liveSession is one live ACP session.
+type liveSession struct {
 	id      string // ACP sessionId
 	key     string // gateway session key
 	cwd     string
@@ -35,7 +35,7 @@ const turnWait = 5 * time.Second
 
 // begin registers the cancel func of a starting turn; it reports false when
 // the session has ended.
-func (s *session) begin(cancel context.CancelFunc) bool {
+func (s *liveSession) begin(cancel context.CancelFunc) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -46,7 +46,7 @@ func (s *session) begin(cancel context.CancelFunc) bool {
 	return true
 }
 
-func (s *session) finish() {
+func (s *liveSession) finish() {
 	s.mu.Lock()
 	close(s.turnDone)
 	s.cancelPrompt, s.turnDone = nil, nil
@@ -56,7 +56,7 @@ func (s *session) finish() {
 // end marks the session ended, cancels its running turn, and runs teardown
 // once: the MCP servers close at once, then it waits (at most turnWait) for
 // the cancelled turn to return. Concurrent calls wait for the first.
-func (s *session) end(teardown func()) {
+func (s *liveSession) end(teardown func()) {
 	s.mu.Lock()
 	s.ended = true
 	if s.cancelPrompt != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,6 +87,22 @@ func TestSession_ThreeServers(t *testing.T) {
 		}
 	})
 
+	t.Run("audio, embedded resource and resource link", func(t *testing.T) {
+		_, out := a.prompt(sid, "/call mcp__fixture__audio")
+		if c := finalToolUpdate(t, out).Content; len(c) != 1 || c[0].Content.Content.Audio == nil || c[0].Content.Content.Audio.MimeType != "audio/wav" {
+			t.Errorf("audio:\n%s", dump(out))
+		}
+		_, out = a.prompt(sid, "/call mcp__fixture__resource")
+		if c := finalToolUpdate(t, out).Content; len(c) != 1 || c[0].Content.Content.Resource == nil ||
+			c[0].Content.Content.Resource.Resource.TextResourceContents.Text != "hello from an embedded resource" {
+			t.Errorf("resource:\n%s", dump(out))
+		}
+		_, out = a.prompt(sid, "/call mcp__fixture__resource_link")
+		if c := finalToolUpdate(t, out).Content; len(c) != 1 || c[0].Content.Content.ResourceLink == nil || c[0].Content.Content.ResourceLink.Uri != "fixture://files/report.pdf" {
+			t.Errorf("resource_link:\n%s", dump(out))
+		}
+	})
+
 	t.Run("the child environment is sanitized and roots are the cwd", func(t *testing.T) {
 		_, out := a.prompt(sid, "/call mcp__fixture__env")
 		env := contentText(finalToolUpdate(t, out))
@@ -113,7 +130,7 @@ func TestSession_ThreeServers(t *testing.T) {
 		done := make(chan acpsdk.StopReason, 1)
 		from := len(a.Client.Updates())
 		go func() {
-			stop, err := a.Prompt(context.Background(), sid, `/call mcp__fixture__slow {"seconds": 60}`)
+			stop, err := a.Prompt(context.Background(), sid, `/call mcp__fixture__slow {"seconds": 60, "steps": 600}`)
 			if err != nil {
 				t.Errorf("slow prompt: %v", err)
 			}
@@ -121,12 +138,12 @@ func TestSession_ThreeServers(t *testing.T) {
 		}()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		// Wait until the call is running (in_progress), then cancel.
+		// Wait until the call reports progress, then cancel.
 		if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool {
 			u := n.Update.ToolCallUpdate
-			return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
+			return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress && strings.Contains(contentText(u), "progress")
 		}); err != nil {
-			t.Fatal(err)
+			t.Fatalf("no progress update: %v\n%s", err, dump(a.Client.Updates()[from:]))
 		}
 		waitFile(t, log, "called slow", 10*time.Second)
 		cancelled := time.Now()
@@ -220,6 +237,28 @@ func TestSession_StdinEOFEndsEverything(t *testing.T) {
 	if left := waitAllGone(pids, 10*time.Second); len(left) > 0 {
 		for _, p := range left {
 			t.Errorf("process %d (%s) survived the agent", p, cmdline(p))
+		}
+	}
+}
+
+// TestSession_SIGTERMEndsEverything checks that SIGTERM to the agent ends
+// its sessions' processes before it exits.
+func TestSession_SIGTERMEndsEverything(t *testing.T) {
+	a := startAgent(t)
+	a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")), everythingServer("everything"))
+	pids := descendants(a.Cmd.Process.Pid)
+	if len(pids) < 2 {
+		t.Fatalf("descendants = %v, want the fixture and node", pids)
+	}
+	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(20 * time.Second); err != nil {
+		t.Fatalf("agent after SIGTERM: %v", err)
+	}
+	if left := waitAllGone(pids, 10*time.Second); len(left) > 0 {
+		for _, p := range left {
+			t.Errorf("process %d (%s) survived SIGTERM of the agent", p, cmdline(p))
 		}
 	}
 }
