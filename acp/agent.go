@@ -56,8 +56,8 @@ type Agent struct {
 
 	mu       sync.Mutex
 	sessions map[string]*liveSession // live sessions by sessionId
-	keys     map[string]bool     // gateway session keys in use
-	closing  bool                // Shutdown has begun
+	keys     map[string]bool         // gateway session keys in use
+	closing  bool                    // Shutdown has begun
 
 	tasks sync.WaitGroup // notification senders started by NewSession
 }

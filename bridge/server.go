@@ -126,10 +126,12 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		Logger: s.opts.Logger,
 		// Roots on purpose: the session cwd is the one root (MCP "Roots":
 		// https://modelcontextprotocol.io/specification/2025-11-25/client/roots).
+		//lint:ignore SA1019 roots are deprecated only from 2026-07-28; we negotiate 2025-11-25 and servers (server-filesystem) rely on them.
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		ProgressNotificationHandler: s.onProgress,
 	})
 	if root := rootFor(s.opts.Cwd); root != nil {
+		//lint:ignore SA1019 see Capabilities above.
 		client.AddRoots(root)
 	}
 
@@ -381,10 +383,12 @@ func (s *server) status(bridged int) ServerStatus {
 
 // rootFor returns the MCP root of the session cwd as a file:// URI, or nil
 // when cwd is empty.
+//
+//lint:ignore SA1019 see server.dial.
 func rootFor(cwd string) *mcp.Root {
 	if cwd == "" {
 		return nil
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(cwd)}
-	return &mcp.Root{URI: u.String(), Name: filepath.Base(cwd)}
+	return &mcp.Root{URI: u.String(), Name: filepath.Base(cwd)} //lint:ignore SA1019 see server.dial.
 }

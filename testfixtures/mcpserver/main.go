@@ -171,6 +171,7 @@ func newServer() *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "Return the client's roots, one URI a line.", Annotations: readOnly},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			//lint:ignore SA1019 the fixture checks that the agent still offers roots (protocol 2025-11-25).
 			res, err := req.Session.ListRoots(ctx, nil)
 			if err != nil {
 				return nil, nil, err
