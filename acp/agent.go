@@ -33,10 +33,28 @@ type Options struct {
 	// provider (gateway.NewLocal(nil)).
 	Gateway gateway.Gateway
 	// Bridge is the template of each session's bridge.Manager options; Cwd,
-	// ClientInfo and Logger are set per session.
+	// ClientInfo and Logger are set per session. Bridge.Limits also holds the
+	// servers-per-session quota.
 	Bridge bridge.Options
+	// DefaultServers are connected in every session (config mcpServers),
+	// merged with the session's own list: a session entry with the same name
+	// replaces the default one.
+	DefaultServers []bridge.ServerSpec
+	// ServerSettings are per-server settings from the config, by server name;
+	// an entry's own _meta timeouts win over them.
+	ServerSettings map[string]ServerSettings
 	// Logger receives the agent's logs. Nil discards them.
 	Logger *slog.Logger
+}
+
+// ServerSettings are the config's settings for the server of one name
+// (config "servers").
+type ServerSettings struct {
+	// Timeouts override the global timeouts; zero fields inherit.
+	Timeouts bridge.Timeouts
+	// CallsPerMinute overrides the global rate limit; zero inherits,
+	// negative means no limit.
+	CallsPerMinute int
 }
 
 // postSessionTimeout bounds how long the agent waits for a session/new
@@ -92,9 +110,9 @@ func New(opts *Options) *Agent {
 // every session (Shutdown). It may be called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = newOutWatcher(out)
-	a.conn = acpsdk.NewAgentSideConnection(a, a.out, newRawMCPServersReader(in))
+	a.conn = acpsdk.NewAgentSideConnection(a, a.out, newRawMCPServersReader(in, a.ready))
 	a.conn.SetLogger(a.log.With("component", "acp-conn"))
-	close(a.ready)
+	close(a.ready) // the SDK reads only from here on
 	select {
 	case <-a.conn.Done():
 		a.log.Info("client disconnected")
@@ -139,10 +157,8 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
-			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
-			// Only stdio MCP servers can be connected so far: never advertise
-			// what does not work.
-			McpCapabilities:     acpsdk.McpCapabilities{Http: false, Sse: false},
+			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
+			McpCapabilities:     acpsdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: acpsdk.SessionCapabilities{Close: &acpsdk.SessionCloseCapabilities{}},
 		},
 		AuthMethods: []acpsdk.AuthMethod{},
@@ -174,9 +190,14 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: mcpServers: %v", ErrInvalidParams, err))
 	}
-	specs, err := ParseMCPServers(raw)
+	own, err := ParseMCPServers(raw)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
+	}
+	specs := a.sessionServers(own)
+	if limit := a.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {
+		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
+			ErrInvalidParams, len(specs), len(own), len(specs)-len(own), limit))
 	}
 	if !filepath.IsAbs(p.Cwd) {
 		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, p.Cwd))
@@ -206,6 +227,32 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	after := a.out.afterResponse(id)
 	a.tasks.Go(func() { a.afterNewSession(s, after) })
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id)}, nil
+}
+
+// sessionServers merges the config's default servers with the session's own
+// (a session entry replaces the default of the same name) and applies the
+// config's per-server settings.
+func (a *Agent) sessionServers(own []bridge.ServerSpec) []bridge.ServerSpec {
+	names := make(map[string]bool, len(own))
+	for _, s := range own {
+		names[s.Name] = true
+	}
+	specs := make([]bridge.ServerSpec, 0, len(a.opts.DefaultServers)+len(own))
+	for _, d := range a.opts.DefaultServers {
+		if !names[d.Name] {
+			specs = append(specs, d)
+		}
+	}
+	specs = append(specs, own...)
+	for i := range specs {
+		if set, ok := a.opts.ServerSettings[specs[i].Name]; ok {
+			specs[i].Timeouts = specs[i].Timeouts.Or(set.Timeouts)
+			if specs[i].CallsPerMinute == 0 {
+				specs[i].CallsPerMinute = set.CallsPerMinute
+			}
+		}
+	}
+	return specs
 }
 
 // bridgeOptions returns the bridge.Manager options of a session.
@@ -248,6 +295,9 @@ func (a *Agent) afterNewSession(s *liveSession, written <-chan struct{}) {
 		if st.State == bridge.StateFailed {
 			msg := fmt.Sprintf("MCP server %q failed: %v\n", st.Name, st.Err)
 			a.notify(ctx, s.id, acpsdk.UpdateAgentMessageText(msg))
+		}
+		if len(st.LeftOut) > 0 {
+			a.notify(ctx, s.id, acpsdk.UpdateAgentMessageText(leftOutText(st, s.manager.ToolLimit())+"\n"))
 		}
 	}
 	a.notify(ctx, s.id, availableCommands())

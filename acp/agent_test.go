@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
 // memServer is an in-process MCP server for the agent tests.
@@ -53,6 +53,12 @@ type harness struct {
 // in-process, any other entry uses the real transports.
 func startAgent(t *testing.T) *harness {
 	t.Helper()
+	return startAgentWith(t, Options{})
+}
+
+// startAgentWith is startAgent with options (Bridge.Dial is set here).
+func startAgentWith(t *testing.T, opts Options) *harness {
+	t.Helper()
 	dial := func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
 		if !strings.HasPrefix(spec.Name, "mem") {
 			return nil, nil
@@ -63,7 +69,8 @@ func startAgent(t *testing.T) *harness {
 		}
 		return ct, nil
 	}
-	agent := New(&Options{Bridge: bridge.Options{Dial: dial}})
+	opts.Bridge.Dial = dial
+	agent := New(&opts)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	h := &harness{t: t, client: &acpclient.Recorder{}, agent: agent, done: make(chan struct{})}
@@ -72,8 +79,7 @@ func startAgent(t *testing.T) *harness {
 		_ = agent.Serve(context.Background(), agentIn, agentOut)
 		agentOut.Close()
 	}()
-	h.conn = acpsdk.NewClientSideConnection(h.client, clientOut, clientIn)
-	h.conn.SetLogger(slog.New(slog.DiscardHandler))
+	h.conn = acpclient.NewConnection(h.client, clientOut, clientIn)
 	t.Cleanup(func() {
 		clientOut.Close()
 		select {
@@ -93,8 +99,16 @@ func (h *harness) newSession(servers ...acpsdk.McpServer) string {
 	if servers == nil {
 		servers = []acpsdk.McpServer{}
 	}
+	from := len(h.client.Updates())
 	res, err := h.conn.NewSession(h.t.Context(), acpsdk.NewSessionRequest{Cwd: h.t.TempDir(), McpServers: servers})
 	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.t.Context(), 10*time.Second)
+	defer cancel()
+	if _, _, err := h.client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool {
+		return n.SessionId == res.SessionId && n.Update.AvailableCommandsUpdate != nil
+	}); err != nil {
 		h.t.Fatal(err)
 	}
 	return string(res.SessionId)
@@ -132,8 +146,7 @@ func TestAgent_Initialize(t *testing.T) {
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	go func() { _ = New(nil).Serve(context.Background(), agentIn, agentOut) }()
-	conn := acpsdk.NewClientSideConnection(&acpclient.Recorder{}, clientOut, clientIn)
-	conn.SetLogger(slog.New(slog.DiscardHandler))
+	conn := acpclient.NewConnection(&acpclient.Recorder{}, clientOut, clientIn)
 	defer clientOut.Close()
 	res, err := conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: 1})
 	if err != nil {
@@ -142,7 +155,7 @@ func TestAgent_Initialize(t *testing.T) {
 	c := res.AgentCapabilities
 	if res.ProtocolVersion != 1 || res.AgentInfo == nil || res.AgentInfo.Name != "acp-agent" ||
 		!c.PromptCapabilities.EmbeddedContext || !c.PromptCapabilities.Image ||
-		c.McpCapabilities.Http || c.McpCapabilities.Sse || c.SessionCapabilities.Close == nil {
+		!c.McpCapabilities.Http || !c.McpCapabilities.Sse || c.SessionCapabilities.Close == nil {
 		t.Errorf("initialize = %+v", res)
 	}
 }
@@ -176,7 +189,7 @@ func TestAgent_NewSessionRefusesBrokenList(t *testing.T) {
 func TestAgent_SessionReportsFailedServersAfterResponse(t *testing.T) {
 	h := startAgent(t)
 	sid := h.newSession(acpclient.Stdio("mem", "unused", nil, nil), acpclient.Stdio("ghost", "acp-agent-no-such-command", nil, nil),
-		acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Name: "web", Url: "https://example.invalid/mcp", Headers: []acpsdk.HttpHeader{}}})
+		acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Name: "web", Url: "http://example.invalid/mcp", Headers: []acpsdk.HttpHeader{}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	i, _, err := h.client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool { return n.Update.AvailableCommandsUpdate != nil })
@@ -185,7 +198,7 @@ func TestAgent_SessionReportsFailedServersAfterResponse(t *testing.T) {
 	}
 	updates := h.client.Updates()[:i]
 	text := joinText(updates)
-	for _, want := range []string{`MCP server "ghost" failed: cannot start command "acp-agent-no-such-command"`, `MCP server "web" failed: unsupported transport: http`} {
+	for _, want := range []string{`MCP server "ghost" failed: cannot start command "acp-agent-no-such-command"`, `MCP server "web" failed: URL "http://example.invalid/mcp" refused`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("startup messages %q lack %q", text, want)
 		}
@@ -197,7 +210,7 @@ func TestAgent_SessionReportsFailedServersAfterResponse(t *testing.T) {
 	}
 	_, out := h.prompt(t.Context(), sid, "/servers")
 	got := joinText(out)
-	for _, want := range []string{"- mem: connected (stdio, 4 tools, mem 0.1)", "- ghost: failed (stdio): cannot start", "- web: failed (http)"} {
+	for _, want := range []string{"- mem: connected (stdio, 4 tools, mem 0.1)", "- ghost: failed (stdio): cannot start", "- web: failed (http): URL"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("/servers = %q, lacks %q", got, want)
 		}
@@ -316,5 +329,35 @@ func TestAgent_CloseSession(t *testing.T) {
 	}
 	if tools := h.agent.gw.(*gateway.Local).Registry().Tools("acp:" + sid); len(tools) != 0 {
 		t.Errorf("%d tools still registered after session/close", len(tools))
+	}
+}
+
+func TestAgent_DefaultServersMergeAndLimits(t *testing.T) {
+	h := startAgentWith(t, Options{
+		DefaultServers: []bridge.ServerSpec{
+			{Name: "memdefault", Transport: bridge.TransportStdio, Command: "unused"},
+			{Name: "memclash", Transport: bridge.TransportStdio, Command: "default-command-never-run"},
+		},
+		Bridge: bridge.Options{Limits: sandbox.Limits{ServersPerSession: 3, ToolsPerSession: 6}},
+	})
+	// The session's "memclash" replaces the default one: a default that
+	// could not start would fail.
+	sid := h.newSession(acpclient.Stdio("memclash", "unused", nil, nil))
+	_, out := h.prompt(t.Context(), sid, "/servers")
+	got := joinText(out)
+	for _, want := range []string{"2 MCP servers", "- memdefault: connected", "- memclash: connected", `MCP server "memclash": 2 tools left out, over the limit of 6 tools per session (config limits.toolsPerSession): fail, image`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/servers lacks %q:\n%s", want, got)
+		}
+	}
+	if startup := joinText(h.client.Updates()); !strings.Contains(startup, "2 tools left out") {
+		t.Errorf("the session-start message does not say which tools were left out:\n%s", startup)
+	}
+
+	_, err := h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{
+		acpclient.Stdio("mema", "x", nil, nil), acpclient.Stdio("memb", "x", nil, nil)}})
+	var re *acpsdk.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, "4 servers (2 from the request, 2 default servers from the config) exceed the limit of 3 servers per session") {
+		t.Errorf("too many servers: %v", err)
 	}
 }

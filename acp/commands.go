@@ -44,7 +44,7 @@ func slashCommand(text string) string {
 }
 
 // serversText renders /servers.
-func serversText(servers []bridge.ServerStatus) string {
+func serversText(servers []bridge.ServerStatus, toolLimit int) string {
 	if len(servers) == 0 {
 		return "This session has no MCP servers."
 	}
@@ -63,6 +63,15 @@ func serversText(servers []bridge.ServerStatus) string {
 		default:
 			fmt.Fprintf(&b, "- %s: %s (%s)\n", s.Name, s.State, s.Transport)
 		}
+		if len(s.LeftOut) > 0 {
+			fmt.Fprintf(&b, "  %s\n", leftOutText(s, toolLimit))
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// leftOutText says which tools of a server were not bridged.
+func leftOutText(s bridge.ServerStatus, limit int) string {
+	return fmt.Sprintf("MCP server %q: %d tools left out, over the limit of %d tools per session (config limits.toolsPerSession): %s",
+		s.Name, len(s.LeftOut), limit, strings.Join(s.LeftOut, ", "))
 }

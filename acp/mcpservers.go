@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
@@ -133,10 +134,80 @@ func parseEntry(i int, raw json.RawMessage) (bridge.ServerSpec, error) {
 			return fail(spec.Name, "headers", err.Error())
 		}
 		for _, p := range pairs {
+			if err := bridge.ValidateHeader(p.Name, p.Value); err != nil {
+				return fail(spec.Name, "headers", err.Error())
+			}
 			spec.Headers = append(spec.Headers, bridge.Header{Name: p.Name, Value: p.Value})
 		}
 	}
+	if raw, ok := fields["_meta"]; ok {
+		t, err := parseMetaTimeouts(raw)
+		if err != nil {
+			return fail(spec.Name, "_meta."+MetaTimeoutsKey, err.Error())
+		}
+		spec.Timeouts = t
+	}
 	return spec, nil
+}
+
+// MetaTimeoutsKey is the key, in an mcpServers entry's _meta, of that
+// server's timeouts for this session: {"connect", "toolsList", "toolCall"},
+// each a Go duration string ("10s", "2m") or a number of seconds. They
+// override the config file's.
+const MetaTimeoutsKey = "acp-agent/timeouts"
+
+// parseMetaTimeouts reads MetaTimeoutsKey from an entry's _meta.
+func parseMetaTimeouts(raw json.RawMessage) (bridge.Timeouts, error) {
+	var meta map[string]json.RawMessage
+	if string(raw) == "null" {
+		return bridge.Timeouts{}, nil
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return bridge.Timeouts{}, fmt.Errorf("_meta must be an object")
+	}
+	v, ok := meta[MetaTimeoutsKey]
+	if !ok || string(v) == "null" {
+		return bridge.Timeouts{}, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		return bridge.Timeouts{}, fmt.Errorf("must be an object like {\"connect\": \"10s\", \"toolsList\": \"10s\", \"toolCall\": \"60s\"}")
+	}
+	var t bridge.Timeouts
+	for key, dst := range map[string]*time.Duration{"connect": &t.Connect, "toolsList": &t.ToolsList, "toolCall": &t.ToolCall} {
+		raw, ok := fields[key]
+		if !ok {
+			continue
+		}
+		d, err := ParseDuration(raw)
+		if err != nil {
+			return bridge.Timeouts{}, fmt.Errorf("%s: %v", key, err)
+		}
+		*dst = d
+		delete(fields, key)
+	}
+	for key := range fields {
+		return bridge.Timeouts{}, fmt.Errorf("unknown key %q (want connect, toolsList, toolCall)", key)
+	}
+	return t, nil
+}
+
+// ParseDuration reads a positive duration written as a Go duration string
+// ("30s", "2m") or as a number of seconds (30, 0.5).
+func ParseDuration(raw json.RawMessage) (time.Duration, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%q is not a positive duration such as \"30s\"", s)
+		}
+		return d, nil
+	}
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err != nil || secs <= 0 || secs > 1e6 {
+		return 0, fmt.Errorf("must be a positive duration such as \"30s\" or a number of seconds")
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // decodeField decodes fields[key] into dst when present and not null,

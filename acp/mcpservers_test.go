@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
@@ -49,6 +50,17 @@ func TestParseMCPServers(t *testing.T) {
 		{"env empty name", `[{"name":"fs","command":"a","env":[{"name":"","value":"v"}]}]`, nil, `("fs") env: [0].name must be a non-empty string`},
 		{"type not a string", `[{"name":"fs","type":1}]`, nil, `("fs") type: must be a string`},
 		{"http without url", `[{"type":"http","name":"web"}]`, nil, `("web") url: must be a non-empty string`},
+		{"Host header", `[{"type":"http","name":"web","url":"https://x","headers":[{"name":"host","value":"evil"}]}]`, nil, `mcpServers[0] ("web") headers: header "host" is set by the transport`},
+		{"Content-Length header", `[{"type":"sse","name":"s","url":"https://x","headers":[{"name":"Content-Length","value":"1"}]}]`, nil, `("s") headers: header "Content-Length"`},
+		{"Transfer-Encoding header", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"Transfer-Encoding","value":"chunked"}]}]`, nil, `header "Transfer-Encoding"`},
+		{"Connection header", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"Connection","value":"close"}]}]`, nil, `header "Connection"`},
+		{"Upgrade header", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"Upgrade","value":"h2c"}]}]`, nil, `header "Upgrade"`},
+		{"CR in a value", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"X-A","value":"a\r\nHost: evil"}]}]`, nil, `header "X-A": name and value must not contain CR or LF`},
+		{"LF in a name", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"X-A\nB","value":"a"}]}]`, nil, `must not contain CR or LF`},
+		{"meta timeouts", `[{"name":"fs","command":"x","_meta":{"acp-agent/timeouts":{"connect":"5s","toolsList":10,"toolCall":"2m"},"other":1}}]`,
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "x", Env: []sandbox.EnvVar{}, Timeouts: bridge.Timeouts{Connect: 5 * time.Second, ToolsList: 10 * time.Second, ToolCall: 2 * time.Minute}}}, ""},
+		{"meta timeouts bad value", `[{"name":"fs","command":"x","_meta":{"acp-agent/timeouts":{"connect":"soon"}}}]`, nil, `("fs") _meta.acp-agent/timeouts: connect: "soon" is not a positive duration`},
+		{"meta timeouts unknown key", `[{"name":"fs","command":"x","_meta":{"acp-agent/timeouts":{"call":"5s"}}}]`, nil, `unknown key "call"`},
 		{"headers bad shape", `[{"type":"http","name":"web","url":"https://x","headers":{"A":"b"}}]`, nil, `("web") headers: must be an array`},
 	}
 	for _, tt := range tests {

@@ -22,16 +22,21 @@ const maxRewriteLine = 16 << 20
 // entries) never sees the entries, and the Agent parses the client's own JSON
 // with ParseMCPServers. A client-sent value under that _meta key is dropped.
 // Every other line passes through byte for byte.
+//
+// Reads block until start is closed: acp-go-sdk starts reading in
+// NewAgentSideConnection, before its logger can be set without a data race.
 type rawMCPServersReader struct {
-	in  *bufio.Reader
-	buf []byte // rewritten output not yet read
+	in    *bufio.Reader
+	start <-chan struct{}
+	buf   []byte // rewritten output not yet read
 }
 
-func newRawMCPServersReader(r io.Reader) *rawMCPServersReader {
-	return &rawMCPServersReader{in: bufio.NewReaderSize(r, 64<<10)}
+func newRawMCPServersReader(r io.Reader, start <-chan struct{}) *rawMCPServersReader {
+	return &rawMCPServersReader{in: bufio.NewReaderSize(r, 64<<10), start: start}
 }
 
 func (r *rawMCPServersReader) Read(p []byte) (int, error) {
+	<-r.start
 	for len(r.buf) == 0 {
 		line, err := r.readLine()
 		if len(line) > 0 {

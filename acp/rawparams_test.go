@@ -16,7 +16,7 @@ func TestRawMCPServersReader(t *testing.T) {
 		`not json at all "session/new"`,
 		``,
 	}, "\n")
-	out, err := io.ReadAll(newRawMCPServersReader(strings.NewReader(in)))
+	out, err := io.ReadAll(newRawMCPServersReader(strings.NewReader(in), started()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRawMCPServersReader(t *testing.T) {
 
 func TestRawMCPServersReader_SmallReads(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n" + `{"x":1}`
-	r := newRawMCPServersReader(strings.NewReader(in))
+	r := newRawMCPServersReader(strings.NewReader(in), started())
 	var out []byte
 	buf := make([]byte, 3)
 	for {
@@ -75,4 +75,10 @@ func TestRawMCPServersReader_SmallReads(t *testing.T) {
 	if !strings.HasSuffix(string(out), "\n"+`{"x":1}`) || !strings.Contains(string(out), metaRawMCPServers) {
 		t.Errorf("out = %s", out)
 	}
+}
+
+func started() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
 }

@@ -103,7 +103,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	send := func(u acpsdk.SessionUpdate) { a.notify(notifyCtx, s.id, u) }
 
 	if cmd := slashCommand(gateway.PromptText(content)); cmd == "/servers" {
-		send(acpsdk.UpdateAgentMessageText(serversText(s.manager.Servers())))
+		send(acpsdk.UpdateAgentMessageText(serversText(s.manager.Servers(), s.manager.ToolLimit())))
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 

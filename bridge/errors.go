@@ -10,4 +10,7 @@ var (
 	ErrNotConnected = errors.New("server not connected")
 	// ErrTimeout: connect, tools/list or tools/call exceeded its timeout.
 	ErrTimeout = errors.New("timeout")
+
+	// errSessionExpired: an HTTP server answered 404 for the session.
+	errSessionExpired = errors.New("the server expired the MCP session (HTTP 404)")
 )

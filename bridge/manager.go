@@ -43,16 +43,27 @@ type Options struct {
 	// ClientInfo is the MCP clientInfo sent in initialize. Nil means
 	// {name: "acp-agent", version: "dev"}.
 	ClientInfo *mcp.Implementation
-	// ConnectTimeout bounds starting a server and the initialize handshake;
-	// ListTimeout bounds tools/list (all pages); CallTimeout bounds one
-	// tools/call. Zero or negative means the Default* constants.
-	ConnectTimeout, ListTimeout, CallTimeout time.Duration
+	// Timeouts are the defaults of every server; a ServerSpec may override
+	// them. Zero fields mean DefaultConnectTimeout, DefaultListTimeout and
+	// DefaultCallTimeout.
+	Timeouts Timeouts
 	// Grace is how long a stdio child gets to exit after its stdin is closed,
 	// before SIGTERM. Zero or negative means sandbox.DefaultGrace (5s).
 	Grace time.Duration
-	// LookupEnv reads the agent's environment for the sandbox baseline. Nil
-	// means os.LookupEnv.
-	LookupEnv func(string) (string, bool)
+	// Env builds stdio children's environments. Nil means the default policy.
+	Env *sandbox.EnvPolicy
+	// URLs decides which http and sse servers may be reached, on every
+	// connection. Nil means the default policy.
+	URLs *sandbox.URLPolicy
+	// Limits are the session's quotas (tools per session, result sizes).
+	// Zero fields mean the sandbox defaults.
+	Limits sandbox.Limits
+	// CallsPerMinute is the default rate limit of each server's tool calls;
+	// a ServerSpec may override it. Zero means sandbox.DefaultCallsPerMinute,
+	// negative means no limit.
+	CallsPerMinute int
+	// Clock is the rate limiters' clock. Nil means time.Now.
+	Clock func() time.Time
 	// Logger receives the bridge's logs. Nil discards them.
 	Logger *slog.Logger
 	// Dial, if non-nil, supplies the transport of a server instead of the
@@ -72,6 +83,9 @@ type ServerStatus struct {
 	Err error
 	// Tools is the number of tools bridged from the server.
 	Tools int
+	// LeftOut names the server's tools that were not bridged because the
+	// session reached Limits.ToolsPerSession.
+	LeftOut []string
 	// ServerName and ServerVersion come from the server's initialize result.
 	ServerName, ServerVersion string
 }
@@ -83,9 +97,10 @@ type Manager struct {
 	opts Options
 
 	mu      sync.Mutex
-	servers []*server       // in spec order
-	tools   []*gateway.Tool // bridged tools in server order, then tool order
-	counts  map[string]int  // server name → bridged tools
+	servers []*server           // in spec order
+	tools   []*gateway.Tool     // bridged tools in server order, then tool order
+	counts  map[string]int      // server name → bridged tools
+	leftOut map[string][]string // server name → tools over the session's limit
 	closed  bool
 }
 
@@ -99,14 +114,13 @@ func NewManager(opts *Options) *Manager {
 	if o.ClientInfo == nil {
 		o.ClientInfo = &mcp.Implementation{Name: "acp-agent", Version: "dev"}
 	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
+	o.Timeouts = o.Timeouts.Or(Timeouts{Connect: DefaultConnectTimeout, ToolsList: DefaultListTimeout, ToolCall: DefaultCallTimeout})
+	o.Limits = o.Limits.WithDefaults()
+	if o.Env == nil {
+		o.Env = &sandbox.EnvPolicy{}
 	}
-	if o.ListTimeout <= 0 {
-		o.ListTimeout = DefaultListTimeout
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
+	if o.URLs == nil {
+		o.URLs = &sandbox.URLPolicy{}
 	}
 	if o.Grace <= 0 {
 		o.Grace = sandbox.DefaultGrace
@@ -146,13 +160,14 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tools, m.counts = bridgeTools(servers)
+	m.tools, m.counts, m.leftOut = bridgeTools(servers, m.opts.Limits.ToolsPerSession)
 	return nil
 }
 
 // bridgeTools wraps the tools of every connected server as gateway Tools with
-// session-unique names.
-func bridgeTools(servers []*server) ([]*gateway.Tool, map[string]int) {
+// session-unique names, in server order, up to limit tools; the rest are
+// returned by server in leftOut.
+func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts map[string]int, leftOut map[string][]string) {
 	type owned struct {
 		srv  *server
 		tool *mcp.Tool
@@ -168,14 +183,20 @@ func bridgeTools(servers []*server) ([]*gateway.Tool, map[string]int) {
 		s.mu.Unlock()
 	}
 	names := BridgedNames(refs)
-	tools := make([]*gateway.Tool, len(all))
-	counts := make(map[string]int)
+	counts, leftOut = make(map[string]int), make(map[string][]string)
 	for i, o := range all {
-		tools[i] = newBridgedTool(names[i], o.srv, o.tool)
+		if len(tools) >= limit {
+			leftOut[o.srv.spec.Name] = append(leftOut[o.srv.spec.Name], o.tool.Name)
+			continue
+		}
+		tools = append(tools, newBridgedTool(names[i], o.srv, o.tool))
 		counts[o.srv.spec.Name]++
 	}
-	return tools, counts
+	return tools, counts, leftOut
 }
+
+// ToolLimit returns the most tools the session bridges (Limits.ToolsPerSession).
+func (m *Manager) ToolLimit() int { return m.opts.Limits.ToolsPerSession }
 
 // Tools returns the session's bridged tools. The slice must not be modified.
 func (m *Manager) Tools() []*gateway.Tool {
@@ -187,11 +208,12 @@ func (m *Manager) Tools() []*gateway.Tool {
 // Servers returns the status of every server, in the order of the specs.
 func (m *Manager) Servers() []ServerStatus {
 	m.mu.Lock()
-	servers, counts := m.servers, m.counts
+	servers, counts, leftOut := m.servers, m.counts, m.leftOut
 	m.mu.Unlock()
 	out := make([]ServerStatus, len(servers))
 	for i, s := range servers {
 		out[i] = s.status(counts[s.spec.Name])
+		out[i].LeftOut = leftOut[s.spec.Name]
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
 var (
@@ -202,7 +203,7 @@ func TestManager_ErrorPaths(t *testing.T) {
 }
 
 func TestManager_CallTimeoutNamed(t *testing.T) {
-	m := memManager(t, &Options{CallTimeout: 100 * time.Millisecond}, map[string]*mcp.Server{"mem": testServer(t)}, ServerSpec{Name: "mem", Transport: TransportStdio})
+	m := memManager(t, &Options{Timeouts: Timeouts{ToolCall: 100 * time.Millisecond}}, map[string]*mcp.Server{"mem": testServer(t)}, ServerSpec{Name: "mem", Transport: TransportStdio})
 	_, err := toolByName(t, m, "mcp__mem__block").Execute(t.Context(), "c", nil, nil)
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "tools/call took longer than 100ms") || !strings.Contains(err.Error(), `"mem"`) {
 		t.Errorf("err = %v, want a timeout naming tools/call, the limit and the server", err)
@@ -235,14 +236,14 @@ func TestManager_Progress(t *testing.T) {
 func TestManager_OneFailingServerKeepsTheRest(t *testing.T) {
 	m := memManager(t, nil, map[string]*mcp.Server{"good": testServer(t)},
 		ServerSpec{Name: "good", Transport: TransportStdio},
-		ServerSpec{Name: "web", Transport: TransportHTTP, URL: "https://example.invalid/mcp"},
+		ServerSpec{Name: "web", Transport: TransportHTTP, URL: "http://169.254.169.254/mcp"},
 		ServerSpec{Name: "odd", Transport: "carrier-pigeon"},
 		ServerSpec{Name: "missing", Transport: TransportStdio, Command: "acp-agent-test-no-such-command"},
 	)
 	st := m.Servers()
 	want := map[string]string{
 		"good":    "",
-		"web":     "unsupported transport: http",
+		"web":     `URL "http://169.254.169.254/mcp" refused`,
 		"odd":     `unsupported transport: unknown type "carrier-pigeon"`,
 		"missing": `cannot start command "acp-agent-test-no-such-command"`,
 	}
@@ -303,7 +304,7 @@ func TestManager_StdioInitializeTimeoutKillsGroup(t *testing.T) {
 	// The server never answers; its child (a grandchild of the agent) must
 	// die with it.
 	script := fmt.Sprintf("sleep 300 & echo $! > %s; wait", pidFile)
-	m := NewManager(&Options{Cwd: dir, ConnectTimeout: 300 * time.Millisecond})
+	m := NewManager(&Options{Cwd: dir, Timeouts: Timeouts{Connect: 300 * time.Millisecond}})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	start := time.Now()
 	_ = m.Connect(t.Context(), []ServerSpec{{Name: "hang", Transport: TransportStdio, Command: "sh", Args: []string{"-c", script}}})
@@ -335,7 +336,7 @@ func TestManager_ChildEnvIsSanitized(t *testing.T) {
 		}
 		return "", false
 	}
-	m := NewManager(&Options{Cwd: dir, LookupEnv: lookup, ConnectTimeout: 5 * time.Second})
+	m := NewManager(&Options{Cwd: dir, Env: &sandbox.EnvPolicy{Lookup: lookup}, Timeouts: Timeouts{Connect: 5 * time.Second}})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	_ = m.Connect(t.Context(), []ServerSpec{{Name: "env", Transport: TransportStdio, Command: "sh",
 		Args: []string{"-c", "env > " + out + "; pwd >> " + out},

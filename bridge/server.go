@@ -48,9 +48,13 @@ func (s State) String() string {
 
 // server is the connection to one MCP server.
 type server struct {
-	spec ServerSpec
-	opts *Options // shared with the Manager, read-only
-	log  *slog.Logger
+	spec     ServerSpec
+	opts     *Options // shared with the Manager, read-only
+	log      *slog.Logger
+	timeouts Timeouts             // effective: the spec's, else the Manager's
+	limiter  *sandbox.CallLimiter // tools/call rate limit
+
+	redial sync.Mutex // serializes reconnects after an expired HTTP session
 
 	stderr *tailWriter // last lines of a stdio child's stderr, for failure reasons
 
@@ -59,13 +63,13 @@ type server struct {
 	err        error                   // why the server failed; nil unless state is StateFailed
 	cs         *mcp.ClientSession      // non-nil once connected, until closed
 	cmd        *exec.Cmd               // the stdio child, or nil
-	procCancel context.CancelFunc      // kills the stdio child's process group
+	procCancel context.CancelFunc      // kills the stdio child's process group, or ends the HTTP streams
 	tools      []*mcp.Tool             // from tools/list, in server order
 	info       *mcp.Implementation     // serverInfo from initialize
 	progress   map[string]*progressFan // progress token → the call waiting for it
 	nextToken  int
-	closing    bool          // Close has begun; a lost connection is not a failure
-	watchDone  chan struct{} // closed when the connection watcher returns; nil if none
+	closing    bool           // Close has begun; a lost connection is not a failure
+	watchers   sync.WaitGroup // connection watchers, one per client session
 }
 
 // progressFan forwards progress notifications to one running call until the
@@ -76,10 +80,16 @@ type progressFan struct {
 }
 
 func newServer(spec ServerSpec, opts *Options) *server {
+	perMinute := spec.CallsPerMinute
+	if perMinute == 0 {
+		perMinute = opts.CallsPerMinute
+	}
 	return &server{
 		spec:     spec,
 		opts:     opts,
 		log:      opts.Logger.With("server", spec.Name),
+		timeouts: spec.Timeouts.Or(opts.Timeouts),
+		limiter:  sandbox.NewCallLimiter(spec.Name, perMinute, opts.Clock),
 		progress: make(map[string]*progressFan),
 	}
 }
@@ -110,15 +120,14 @@ func (s *server) connect(ctx context.Context) {
 	}
 	s.state, s.cs, s.tools = StateConnected, cs, tools
 	s.info = cs.InitializeResult().ServerInfo
-	s.watchDone = make(chan struct{})
-	go s.watch(cs)
+	s.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected", "tools", len(tools))
 }
 
 // dial starts the transport and runs the MCP initialize handshake, bounded by
 // the connect timeout.
 func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
-	transport, cmd, err := s.transport(ctx)
+	transport, cmd, kill, err := s.transport(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -135,16 +144,10 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		client.AddRoots(root)
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.timeouts.Connect)
 	defer cancel()
-	kill := func() {}
-	if cmd != nil {
-		s.mu.Lock()
-		kill = s.procCancel
-		s.mu.Unlock()
-	}
-	// If the handshake outlives its deadline, kill the child at once so that a
-	// hanging server costs no more than its timeout.
+	// If the handshake outlives its deadline, kill the child (or end the HTTP
+	// streams) at once so that a hanging server costs no more than its timeout.
 	stopKill := context.AfterFunc(cctx, kill)
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if !stopKill() && err == nil {
@@ -154,39 +157,65 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if err == nil {
 		return cs, nil
 	}
+	kill()
 	if cmd != nil {
-		kill()
 		_ = sandbox.SignalGroup(cmd, syscall.SIGKILL)
 	}
 	return nil, s.describeDialError(err, cctx, cmd)
 }
 
-// transport returns the transport of the server: Options.Dial's, or a stdio
-// child in its own process group (cmd). It refuses transports the bridge
-// cannot serve.
-func (s *server) transport(ctx context.Context) (mcp.Transport, *exec.Cmd, error) {
+// transport returns the transport of the server: Options.Dial's, a stdio
+// child in its own process group (cmd), or Streamable HTTP / SSE. kill ends
+// what the transport started (the child's process group, the HTTP streams);
+// close calls it too. It refuses transports the bridge cannot serve.
+func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd, kill func(), err error) {
 	if s.opts.Dial != nil {
 		t, err := s.opts.Dial(ctx, s.spec)
 		if err != nil || t != nil {
-			return t, nil, err
+			return t, nil, func() {}, err
 		}
 	}
 	switch s.spec.Transport {
 	case TransportStdio:
 	case TransportHTTP, TransportSSE:
-		return nil, nil, fmt.Errorf("%w: %s (this build connects stdio servers only)", ErrUnsupportedTransport, s.spec.Transport)
+		t, err := s.httpTransport()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// The transport's streams live as long as the connection, not as long
+		// as the connect call: Connect gets a context of their own.
+		connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.mu.Lock()
+		s.procCancel = connCancel
+		s.mu.Unlock()
+		return &detached{Transport: t, ctx: connCtx}, nil, connCancel, nil
 	default:
-		return nil, nil, fmt.Errorf("%w: unknown type %q", ErrUnsupportedTransport, s.spec.Transport)
+		return nil, nil, nil, fmt.Errorf("%w: unknown type %q", ErrUnsupportedTransport, s.spec.Transport)
 	}
 	procCtx, procCancel := context.WithCancel(context.WithoutCancel(ctx))
-	env := sandbox.ChildEnv(s.spec.Env, s.opts.LookupEnv)
-	cmd := sandbox.Command(procCtx, s.spec.Command, s.spec.Args, s.opts.Cwd, env)
+	env, dropped := s.opts.Env.ChildEnv(s.spec.Env)
+	for _, k := range dropped {
+		s.log.Warn("dropped an environment variable that could inject code into the server; sandbox.allowEnv re-allows it", "key", k)
+	}
+	cmd = sandbox.Command(procCtx, s.spec.Command, s.spec.Args, s.opts.Cwd, env)
 	stderr := newTailWriter(s.log)
 	cmd.Stderr = stderr
 	s.mu.Lock()
 	s.cmd, s.procCancel, s.stderr = cmd, procCancel, stderr
 	s.mu.Unlock()
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.Grace + killGraceSlack}, cmd, nil
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.Grace + killGraceSlack}, cmd, procCancel, nil
+}
+
+// detached connects its Transport with ctx instead of the caller's context,
+// so that streams the transport opens while connecting (the legacy SSE GET,
+// the Streamable HTTP standalone stream) outlive the connect deadline.
+type detached struct {
+	mcp.Transport
+	ctx context.Context
+}
+
+func (d *detached) Connect(context.Context) (mcp.Connection, error) {
+	return d.Transport.Connect(d.ctx)
 }
 
 // describeDialError turns a failed start or initialize into a short reason.
@@ -198,7 +227,7 @@ func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cm
 	case cmd != nil && cmd.Process == nil:
 		return fmt.Errorf("cannot start command %q: %w", s.spec.Command, err)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w: initialize took longer than %s", ErrTimeout, s.opts.ConnectTimeout)
+		return fmt.Errorf("%w: initialize took longer than %s", ErrTimeout, s.timeouts.Connect)
 	case cmd != nil && cmd.ProcessState != nil:
 		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
 	default:
@@ -211,13 +240,13 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	if res := cs.InitializeResult(); res == nil || res.Capabilities == nil || res.Capabilities.Tools == nil {
 		return nil, nil // the server offers no tools
 	}
-	lctx, cancel := context.WithTimeout(ctx, s.opts.ListTimeout)
+	lctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolsList)
 	defer cancel()
 	var tools []*mcp.Tool
 	for t, err := range cs.Tools(lctx, nil) {
 		if err != nil {
 			if errors.Is(lctx.Err(), context.DeadlineExceeded) {
-				return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.opts.ListTimeout)
+				return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.timeouts.ToolsList)
 			}
 			return nil, fmt.Errorf("tools/list failed: %w", err)
 		}
@@ -228,20 +257,23 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 
 // watch marks the server failed when its connection ends before Close.
 func (s *server) watch(cs *mcp.ClientSession) {
-	defer close(s.watchDone)
 	err := cs.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing || s.cs != cs {
 		return
 	}
-	reason := "connection lost"
-	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
-		reason += ": " + err.Error()
+	s.state, s.cs = StateFailed, nil
+	switch {
+	case errors.Is(err, mcp.ErrSessionMissing):
+		s.err = fmt.Errorf("%w: %w", errSessionExpired, err)
+	case err != nil && !errors.Is(err, mcp.ErrConnectionClosed):
+		s.err = fmt.Errorf("connection lost: %v%s", err, s.stderr.suffix())
+	default:
+		s.err = fmt.Errorf("connection lost%s", s.stderr.suffix())
 	}
-	s.state, s.err, s.cs = StateFailed, errors.New(reason+s.stderr.suffix()), nil
 	s.log.Warn("MCP server connection lost", "err", s.err)
-	if s.procCancel != nil {
+	if s.cmd != nil && s.procCancel != nil {
 		s.procCancel() // reap whatever is left of the group
 	}
 }
@@ -254,21 +286,45 @@ func (s *server) session() (*mcp.ClientSession, error) {
 		return s.cs, nil
 	}
 	if s.err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotConnected, s.err)
+		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.err)
 	}
 	return nil, ErrNotConnected
 }
 
-// call sends tools/call for the tool named name (the server's own name).
+// call sends tools/call for the tool named name (the server's own name). A
+// call over the server's rate limit fails at once as a tool error. When an
+// HTTP server has expired the session (404), the bridge reconnects once with
+// a fresh initialize and retries the call once.
 func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+	if err := s.limiter.Allow(); err != nil {
+		return gateway.ErrorResult(err.Error()), nil
+	}
 	cs, err := s.session()
+	if errors.Is(err, errSessionExpired) {
+		cs, err = s.reconnect(ctx, nil)
+	}
 	if err != nil {
 		return gateway.Result{}, err
 	}
+	res, err := s.callOnce(ctx, cs, name, args, onUpdate)
+	if errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+		s.log.Info("MCP session expired; reconnecting", "err", err)
+		if cs, err = s.reconnect(ctx, cs); err != nil {
+			return gateway.Result{}, err
+		}
+		if res, err = s.callOnce(ctx, cs, name, args, onUpdate); errors.Is(err, mcp.ErrSessionMissing) {
+			err = fmt.Errorf("%w again right after a fresh initialize: %w", errSessionExpired, err)
+		}
+	}
+	return res, err
+}
+
+// callOnce sends one tools/call on cs, bounded by the call timeout.
+func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 	if args == nil {
 		args = map[string]any{} // never "arguments": null (TS servers reject it)
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
@@ -282,11 +338,47 @@ func (s *server) call(ctx context.Context, name string, args map[string]any, onU
 		case ctx.Err() != nil:
 			return gateway.Result{}, context.Cause(ctx)
 		case errors.Is(cctx.Err(), context.DeadlineExceeded):
-			return gateway.Result{}, fmt.Errorf("%w: tools/call took longer than %s", ErrTimeout, s.opts.CallTimeout)
+			return gateway.Result{}, fmt.Errorf("%w: tools/call took longer than %s", ErrTimeout, s.timeouts.ToolCall)
 		}
 		return gateway.Result{}, err
 	}
-	return resultFromMCP(res), nil
+	return resultFromMCP(capResult(res, s.opts.Limits)), nil
+}
+
+// reconnect replaces the client session stale (nil: whatever failed) with a
+// fresh one: a new transport and initialize. The tools are kept. Concurrent
+// callers share one reconnect.
+func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession) (*mcp.ClientSession, error) {
+	s.redial.Lock()
+	defer s.redial.Unlock()
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, ErrNotConnected
+	}
+	if s.cs != nil && s.cs != stale {
+		cs := s.cs // another call reconnected already
+		s.mu.Unlock()
+		return cs, nil
+	}
+	s.mu.Unlock()
+	if stale != nil {
+		_ = stale.Close()
+	}
+	cs, err := s.dial(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.state, s.err, s.cs = StateFailed, fmt.Errorf("%w and reconnecting failed: %w", errSessionExpired, err), nil
+		return nil, s.err
+	}
+	if s.closing {
+		_ = cs.Close()
+		return nil, ErrNotConnected
+	}
+	s.state, s.err, s.cs = StateConnected, nil, cs
+	s.watchers.Go(func() { s.watch(cs) })
+	return cs, nil
 }
 
 func (s *server) watchProgress(fn func(gateway.ToolUpdate)) (string, *progressFan) {
@@ -333,7 +425,7 @@ func (s *server) close() {
 		return
 	}
 	s.closing = true
-	cs, cmd, procCancel, watchDone := s.cs, s.cmd, s.procCancel, s.watchDone
+	cs, cmd, procCancel := s.cs, s.cmd, s.procCancel
 	s.state, s.cs = StateClosed, nil
 	s.mu.Unlock()
 	start := time.Now()
@@ -350,9 +442,7 @@ func (s *server) close() {
 	if procCancel != nil {
 		procCancel()
 	}
-	if watchDone != nil {
-		<-watchDone
-	}
+	s.watchers.Wait()
 }
 
 // stopSession closes a session that never became the server's live one.

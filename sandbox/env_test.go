@@ -24,8 +24,8 @@ func TestChildEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ChildEnv(tt.env, lookup)
-			if !slices.Equal(got, tt.want) {
+			got, dropped := (&EnvPolicy{Lookup: lookup}).ChildEnv(tt.env)
+			if !slices.Equal(got, tt.want) || len(dropped) != 0 {
 				t.Errorf("ChildEnv = %q\nwant %q", got, tt.want)
 			}
 		})
@@ -36,6 +36,32 @@ func TestValidEnvName(t *testing.T) {
 	for name, want := range map[string]bool{"PATH": true, "a_b": true, "": false, "A=B": false, "A\x00": false} {
 		if got := ValidEnvName(name); got != want {
 			t.Errorf("ValidEnvName(%q) = %v", name, got)
+		}
+	}
+}
+
+func TestChildEnv_DropsInjectionKeys(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	env := []EnvVar{{"FOO", "bar"}, {"LD_PRELOAD", "/x.so"}, {"DYLD_INSERT_LIBRARIES", "y"}, {"NODE_OPTIONS", "--require=/evil.js"},
+		{"ENV", "/e"}, {"BASH_ENV", "/b"}, {"PROMPT_COMMAND", "c"}, {"PYTHONSTARTUP", "p"}, {"PYTHONINSPECT", "1"},
+		{"PERL5OPT", "-M"}, {"RUBYOPT", "-r"}, {"JAVA_TOOL_OPTIONS", "-j"}, {"LD_AUDIT", "a"}, {"LD_LIBRARY_PATH", "/l"}, {"LD_PRELOAD", "again"}}
+	got, dropped := (&EnvPolicy{Lookup: lookup}).ChildEnv(env)
+	if !slices.Equal(got, []string{"FOO=bar"}) {
+		t.Errorf("env = %q", got)
+	}
+	if len(dropped) != 13 || dropped[0] != "LD_PRELOAD" {
+		t.Errorf("dropped = %q, want every injection key once", dropped)
+	}
+	got, dropped = (&EnvPolicy{Lookup: lookup, Allow: []string{"NODE_OPTIONS"}}).ChildEnv([]EnvVar{{"NODE_OPTIONS", "--max-old-space-size=512"}, {"LD_PRELOAD", "x"}})
+	if !slices.Equal(got, []string{"NODE_OPTIONS=--max-old-space-size=512"}) || !slices.Equal(dropped, []string{"LD_PRELOAD"}) {
+		t.Errorf("allowEnv: env %q dropped %q", got, dropped)
+	}
+}
+
+func TestIsInjectionKey(t *testing.T) {
+	for name, want := range map[string]bool{"LD_PRELOAD": true, "DYLD_FOO": true, "ENV": true, "ENVIRONMENT": false, "PATH": false, "ld_preload": false, "NODE_OPTIONS": true} {
+		if got := IsInjectionKey(name); got != want {
+			t.Errorf("IsInjectionKey(%q) = %v", name, got)
 		}
 	}
 }

@@ -5,17 +5,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/acp"
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
 // Config is the config file (--config, default
-// $XDG_CONFIG_HOME/acp-agent/config.json). Every key is optional; unknown
-// keys are an error that names them.
+// $XDG_CONFIG_HOME/acp-agent/config.json). Every key is optional; an unknown
+// key or a wrong value is a startup error that names it.
 type Config struct {
-	Timeouts Timeouts `json:"timeouts"`
+	// MCPServers are default servers connected in every session, in the
+	// Claude Desktop shape: an object keyed by server name.
+	MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	Timeouts   Timeouts                   `json:"timeouts"`
+	Limits     Limits                     `json:"limits"`
+	// Servers holds per-server settings by server name; they apply to a
+	// default server or a session's server of that name.
+	Servers map[string]ServerConfig `json:"servers"`
+	Sandbox SandboxConfig           `json:"sandbox"`
 }
 
 // Timeouts are durations in Go syntax ("30s", "2m"). Zero means the default.
@@ -31,18 +46,47 @@ type Timeouts struct {
 	Grace Duration `json:"grace"`
 }
 
+func (t Timeouts) bridge() bridge.Timeouts {
+	return bridge.Timeouts{Connect: time.Duration(t.Connect), ToolsList: time.Duration(t.ToolsList), ToolCall: time.Duration(t.ToolCall)}
+}
+
+// Limits are the per-session quotas; zero means the default.
+type Limits struct {
+	ServersPerSession int `json:"serversPerSession"` // default 10, default servers included
+	ToolsPerSession   int `json:"toolsPerSession"`   // default 100
+	CallsPerMinute    int `json:"callsPerMinute"`    // per server, default 100; negative: no limit
+	MaxResultBytes    int `json:"maxResultBytes"`    // text per tool result, default 262144
+	MaxMediaBytes     int `json:"maxMediaBytes"`     // one image/audio/blob block, default 5242880
+}
+
+// ServerConfig is config "servers.<name>".
+type ServerConfig struct {
+	Timeouts       Timeouts `json:"timeouts"`
+	CallsPerMinute int      `json:"callsPerMinute"`
+}
+
+// SandboxConfig is config "sandbox".
+type SandboxConfig struct {
+	// AllowPrivateNetworks lets http/sse servers be reached on private
+	// addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7).
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks"`
+	// AllowHosts and DenyHosts are exact hosts or "*.suffix" patterns;
+	// deny wins.
+	AllowHosts []string `json:"allowHosts"`
+	DenyHosts  []string `json:"denyHosts"`
+	// AllowEnv re-allows environment variables that are dropped by default
+	// because they can inject code into a child (LD_PRELOAD, NODE_OPTIONS, …).
+	AllowEnv []string `json:"allowEnv"`
+}
+
 // Duration is a time.Duration written as a Go duration string.
 type Duration time.Duration
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("must be a duration string such as \"30s\"")
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("%q is not a non-negative duration such as \"30s\"", s)
+	v, err := acp.ParseDuration(b)
+	if err != nil {
+		return err
 	}
 	*d = Duration(v)
 	return nil
@@ -76,23 +120,162 @@ func loadConfig(path string, required bool) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if err := parseConfig(data, cfg); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func parseConfig(data []byte, cfg *Config) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, describeJSONError(err))
+		return describeJSONError(err)
 	}
-	return cfg, nil
+	if _, err := cfg.DefaultServers(); err != nil {
+		return err
+	}
+	for _, h := range slices.Concat(cfg.Sandbox.AllowHosts, cfg.Sandbox.DenyHosts) {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/: ") && !strings.HasPrefix(h, "[") {
+			return fmt.Errorf("key \"sandbox\": host pattern %q must be a host name, an IP or *.suffix", h)
+		}
+	}
+	return nil
 }
 
 // describeJSONError names the key at fault.
 func describeJSONError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("must be a JSON object: %v", err)
+		}
 		return fmt.Errorf("key %q: must be %s", te.Field, te.Type)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("invalid JSON: it ends too early")
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, se)
 	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown key %s", msg)
+	}
 	return err
+}
+
+// DefaultServers returns config mcpServers as specs, sorted by name. Each
+// entry is {command, args, env} for stdio, or {type: "http"|"sse", url,
+// headers} with env and headers as objects of strings.
+func (c *Config) DefaultServers() ([]bridge.ServerSpec, error) {
+	names := make([]string, 0, len(c.MCPServers))
+	for name := range c.MCPServers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	specs := make([]bridge.ServerSpec, 0, len(names))
+	for _, name := range names {
+		spec, err := parseDefaultServer(name, c.MCPServers[name])
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, error) {
+	key := "mcpServers." + name
+	fail := func(field, rule string, args ...any) (bridge.ServerSpec, error) {
+		return bridge.ServerSpec{}, fmt.Errorf("key %q: %s", key+field, fmt.Sprintf(rule, args...))
+	}
+	if strings.TrimSpace(name) == "" {
+		return fail("", "a server name must not be empty")
+	}
+	var e struct {
+		Type    string            `json:"type"`
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return fail("", "%v", describeJSONError(err))
+	}
+	spec := bridge.ServerSpec{Name: name, Transport: bridge.Transport(e.Type)}
+	switch spec.Transport {
+	case "", bridge.TransportStdio:
+		spec.Transport = bridge.TransportStdio
+		if strings.TrimSpace(e.Command) == "" {
+			return fail(".command", "must be a non-empty string")
+		}
+		spec.Command, spec.Args = e.Command, e.Args
+		for _, k := range slices.Sorted(mapKeys(e.Env)) {
+			if !sandbox.ValidEnvName(k) {
+				return fail(".env", "variable name %q must be non-empty and contain no '=' or NUL", k)
+			}
+			spec.Env = append(spec.Env, sandbox.EnvVar{Name: k, Value: e.Env[k]})
+		}
+	case bridge.TransportHTTP, bridge.TransportSSE:
+		if strings.TrimSpace(e.URL) == "" {
+			return fail(".url", "must be a non-empty string")
+		}
+		spec.URL = e.URL
+		for _, k := range slices.Sorted(mapKeys(e.Headers)) {
+			if err := bridge.ValidateHeader(k, e.Headers[k]); err != nil {
+				return fail(".headers", "%v", err)
+			}
+			spec.Headers = append(spec.Headers, bridge.Header{Name: k, Value: e.Headers[k]})
+		}
+	default:
+		return fail(".type", "%q is not a transport (want stdio, http or sse)", e.Type)
+	}
+	return spec, nil
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// agentOptions turns the config into the agent's options.
+func (c *Config) agentOptions() (*acp.Options, error) {
+	defaults, err := c.DefaultServers()
+	if err != nil {
+		return nil, err
+	}
+	settings := make(map[string]acp.ServerSettings, len(c.Servers))
+	for name, s := range c.Servers {
+		settings[name] = acp.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute}
+	}
+	return &acp.Options{
+		DefaultServers: defaults,
+		ServerSettings: settings,
+		Bridge: bridge.Options{
+			Timeouts: c.Timeouts.bridge(),
+			Grace:    time.Duration(c.Timeouts.Grace),
+			Env:      &sandbox.EnvPolicy{Allow: c.Sandbox.AllowEnv},
+			URLs: &sandbox.URLPolicy{
+				AllowPrivateNetworks: c.Sandbox.AllowPrivateNetworks,
+				AllowHosts:           c.Sandbox.AllowHosts,
+				DenyHosts:            c.Sandbox.DenyHosts,
+			},
+			Limits: sandbox.Limits{
+				ServersPerSession: c.Limits.ServersPerSession,
+				ToolsPerSession:   c.Limits.ToolsPerSession,
+				MaxResultText:     c.Limits.MaxResultBytes,
+				MaxMedia:          c.Limits.MaxMediaBytes,
+			},
+			CallsPerMinute: c.Limits.CallsPerMinute,
+		},
+	}, nil
 }

@@ -21,14 +21,12 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
-	"github.com/seed02d3eb6b/acp-agent/bridge"
 )
 
 // version is set with -ldflags "-X main.version=..."; otherwise the module
@@ -94,17 +92,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	agent := acp.New(&acp.Options{
-		Name:    "acp-agent",
-		Version: agentVersion(),
-		Bridge: bridge.Options{
-			ConnectTimeout: time.Duration(cfg.Timeouts.Connect),
-			ListTimeout:    time.Duration(cfg.Timeouts.ToolsList),
-			CallTimeout:    time.Duration(cfg.Timeouts.ToolCall),
-			Grace:          time.Duration(cfg.Timeouts.Grace),
-		},
-		Logger: log,
-	})
+	opts, err := cfg.agentOptions()
+	if err != nil {
+		return err
+	}
+	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
+	agent := acp.New(opts)
 	err = agent.Serve(ctx, stdin, stdout)
 	log.Info("stopped")
 	return err

@@ -42,8 +42,7 @@ func Start(bin string, args []string, env []string, stderr io.Writer, rec *Recor
 		rec = &Recorder{}
 	}
 	p := &Process{Cmd: cmd, Client: rec, stdin: stdin, waited: make(chan error, 1)}
-	p.Conn = acpsdk.NewClientSideConnection(rec, stdin, stdout)
-	p.Conn.SetLogger(slog.New(slog.DiscardHandler))
+	p.Conn = NewConnection(rec, stdin, stdout)
 	go func() { p.waited <- cmd.Wait() }()
 	return p, nil
 }
@@ -82,4 +81,27 @@ func (p *Process) Wait(timeout time.Duration) error {
 func (p *Process) Stop(timeout time.Duration) error {
 	_ = p.CloseStdin()
 	return p.Wait(timeout)
+}
+
+// NewConnection returns acp-go-sdk's client side over w and r with its
+// logger discarding. acp-go-sdk starts reading in NewClientSideConnection,
+// before SetLogger can be called without a data race, so reads from r are
+// held back until the logger is set.
+func NewConnection(rec *Recorder, w io.Writer, r io.Reader) *acpsdk.ClientSideConnection {
+	start := make(chan struct{})
+	conn := acpsdk.NewClientSideConnection(rec, w, &gatedReader{r: r, start: start})
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(start)
+	return conn
+}
+
+// gatedReader blocks reads until start is closed.
+type gatedReader struct {
+	r     io.Reader
+	start <-chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.start
+	return g.r.Read(p)
 }

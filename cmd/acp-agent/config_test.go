@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+)
+
+func TestParseConfig(t *testing.T) {
+	cfg := &Config{}
+	err := parseConfig([]byte(`{
+		"mcpServers": {
+			"fs": {"command": "npx", "args": ["-y", "server-filesystem", "."], "env": {"B": "2", "A": "1"}},
+			"web": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer t"}},
+			"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+		},
+		"timeouts": {"connect": "10s", "toolsList": 5, "toolCall": "3m", "grace": "2s"},
+		"limits": {"serversPerSession": 4, "toolsPerSession": 50, "callsPerMinute": 30, "maxResultBytes": 1000, "maxMediaBytes": 2000},
+		"servers": {"web": {"callsPerMinute": -1, "timeouts": {"toolCall": "10m"}}},
+		"sandbox": {"allowPrivateNetworks": true, "allowHosts": ["*.corp.example"], "denyHosts": ["evil.example"], "allowEnv": ["NODE_OPTIONS"]}
+	}`), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := cfg.DefaultServers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 3 || specs[0].Name != "fs" || specs[1].Name != "old" || specs[2].Name != "web" {
+		t.Fatalf("specs = %+v, want fs, old, web (sorted)", specs)
+	}
+	if fs := specs[0]; fs.Transport != bridge.TransportStdio || fs.Command != "npx" || len(fs.Args) != 3 || fs.Env[0].Name != "A" || fs.Env[1].Name != "B" {
+		t.Errorf("fs = %+v", fs)
+	}
+	if web := specs[2]; web.Transport != bridge.TransportHTTP || web.URL != "https://mcp.example.com/mcp" || web.Headers[0] != (bridge.Header{Name: "Authorization", Value: "Bearer t"}) {
+		t.Errorf("web = %+v", web)
+	}
+	opts, err := cfg.agentOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := opts.Bridge
+	if b.Timeouts.Connect != 10*time.Second || b.Timeouts.ToolsList != 5*time.Second || b.Timeouts.ToolCall != 3*time.Minute || b.Grace != 2*time.Second {
+		t.Errorf("timeouts = %+v grace %v", b.Timeouts, b.Grace)
+	}
+	if b.Limits.ServersPerSession != 4 || b.Limits.ToolsPerSession != 50 || b.Limits.MaxResultText != 1000 || b.Limits.MaxMedia != 2000 || b.CallsPerMinute != 30 {
+		t.Errorf("limits = %+v, calls %d", b.Limits, b.CallsPerMinute)
+	}
+	if !b.URLs.AllowPrivateNetworks || b.URLs.AllowHosts[0] != "*.corp.example" || b.URLs.DenyHosts[0] != "evil.example" || b.Env.Allow[0] != "NODE_OPTIONS" {
+		t.Errorf("sandbox = %+v %+v", b.URLs, b.Env)
+	}
+	if s := opts.ServerSettings["web"]; s.CallsPerMinute != -1 || s.Timeouts.ToolCall != 10*time.Minute {
+		t.Errorf("servers.web = %+v", s)
+	}
+}
+
+func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
+	tests := []struct{ json, want string }{
+		{`{"timeout": {}}`, `unknown key "timeout"`},
+		{`{"limits": {"toolsPerSession": "many"}}`, `key "limits.toolsPerSession": must be int`},
+		{`{"timeouts": {"connect": "soon"}}`, `"soon" is not a positive duration`},
+		{`{"mcpServers": {"fs": {"args": []}}}`, `key "mcpServers.fs.command": must be a non-empty string`},
+		{`{"mcpServers": {"fs": {"command": "x", "cwd": "/"}}}`, `key "mcpServers.fs": unknown key "cwd"`},
+		{`{"mcpServers": {"w": {"type": "http"}}}`, `key "mcpServers.w.url": must be a non-empty string`},
+		{`{"mcpServers": {"w": {"type": "websocket", "url": "x"}}}`, `key "mcpServers.w.type": "websocket" is not a transport`},
+		{`{"mcpServers": {"w": {"type": "http", "url": "https://x", "headers": {"Host": "y"}}}}`, `key "mcpServers.w.headers": header "Host"`},
+		{`{"mcpServers": {"fs": {"command": "x", "env": {"A=B": "1"}}}}`, `key "mcpServers.fs.env": variable name "A=B"`},
+		{`{"sandbox": {"allowHosts": ["https://x.example/"]}}`, `host pattern "https://x.example/"`},
+		{`[1]`, `must be a JSON object`},
+		{`{"limits": `, `it ends too early`},
+	}
+	for _, tt := range tests {
+		err := parseConfig([]byte(tt.json), &Config{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseConfig(%s) = %v, want %q", tt.json, err, tt.want)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := loadConfig(filepath.Join(dir, "missing.json"), false); err != nil {
+		t.Errorf("a missing default config is fine: %v", err)
+	}
+	if _, err := loadConfig(filepath.Join(dir, "missing.json"), true); err == nil {
+		t.Error("a missing --config file must be an error")
+	}
+	path := filepath.Join(dir, "bad.json")
+	_ = os.WriteFile(path, []byte(`{"limits": {"nope": 1}}`), 0o600)
+	if _, err := loadConfig(path, true); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("err = %v, want the path and the key", err)
+	}
+}

@@ -1,0 +1,364 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrRefused is wrapped by every *PolicyError: errors.Is(err, ErrRefused)
+// tells a refusal by the URL policy from a network failure.
+var ErrRefused = errors.New("refused by the URL policy")
+
+// PolicyError is a URL or address the URL policy refuses.
+type PolicyError struct {
+	// URL is the refused URL as given (with any password redacted). It is
+	// empty for a refusal at dial time, which sets Addr.
+	URL string
+	// Addr is the host:port being dialed, for a refusal at dial time.
+	Addr string
+	// Rule names the rule, such as "private network address 10.0.0.1 (set
+	// sandbox.allowPrivateNetworks to allow it)".
+	Rule string
+}
+
+// Error reads like `URL "http://10.0.0.1/mcp" refused: private network
+// address 10.0.0.1 (set sandbox.allowPrivateNetworks to allow it)`, or
+// `address "x.example:443" refused: x.example resolves to …` at dial time.
+func (e *PolicyError) Error() string {
+	if e.URL == "" && e.Addr != "" {
+		return fmt.Sprintf("address %q refused: %s", e.Addr, e.Rule)
+	}
+	return fmt.Sprintf("URL %q refused: %s", e.URL, e.Rule)
+}
+
+// Unwrap makes errors.Is(err, ErrRefused) true.
+func (e *PolicyError) Unwrap() error { return ErrRefused }
+
+// maxRedirects is the number of same-origin redirects a client follows.
+const maxRedirects = 10
+
+// URLPolicy decides which MCP server URLs (Streamable HTTP and legacy SSE)
+// and addresses the agent may reach. The zero value, and a nil *URLPolicy,
+// is the default policy. It is safe for concurrent use once built; do not
+// change its fields afterwards.
+//
+// The rules, in order:
+//
+//   - A host in DenyHosts is refused before anything else.
+//   - Only http and https. Plain http only to loopback: localhost,
+//     *.localhost, 127.0.0.0/8, ::1 (and ::ffff:127.0.0.0/104); the
+//     client's dialer then also requires every address it dials to be
+//     loopback.
+//   - Always refused, whatever AllowHosts says, as a literal and as any
+//     resolved address: link-local (169.254.0.0/16, fe80::/10), cloud
+//     metadata (169.254.169.254, fd00:ec2::254, 100.100.100.200, and the
+//     hosts metadata.google.internal and metadata), unspecified (0.0.0.0/8,
+//     ::), multicast, broadcast and reserved (240.0.0.0/4). An IPv4 address
+//     embedded in IPv6 (::ffff:a.b.c.d, NAT64 64:ff9b::/96, IPv4-compatible
+//     ::a.b.c.d) is judged as the IPv4 address; a loopback address behind
+//     NAT64 or IPv4-compatible counts as private.
+//   - Private ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7,
+//     fec0::/10) only with AllowPrivateNetworks or for a host in AllowHosts.
+//     Loopback is always allowed.
+//   - Userinfo, an empty host, an empty label ("a..b"), a non-ASCII host
+//     (write it in punycode), a character outside [a-z0-9._-] in a host
+//     name, a port outside 1-65535, and a host that ends in a number but is
+//     not a canonical IP literal (2130706433, 0177.0.0.1, 0x7f.1, 127.1) are
+//     refused, so that no spelling reaches an address the rules did not see.
+//
+// Hosts are matched case-insensitively, IPv6 literals without brackets, and
+// one trailing dot is ignored.
+type URLPolicy struct {
+	// AllowPrivateNetworks lets servers be reached on private addresses
+	// (config sandbox.allowPrivateNetworks).
+	AllowPrivateNetworks bool
+	// AllowHosts are hosts that may use private addresses and plain http
+	// (config sandbox.allowHosts). A pattern is an exact host
+	// ("mcp.corp", "10.0.0.7", "[fd00::7]") or "*.suffix", which matches
+	// the subdomains of suffix ("*.corp.example" matches a.corp.example and
+	// a.b.corp.example, not corp.example). AllowHosts never widens the
+	// always-refused rules.
+	AllowHosts []string
+	// DenyHosts are hosts never reached, with the same patterns (config
+	// sandbox.denyHosts). Deny wins over everything. An IP pattern also
+	// refuses a name that resolves to that address.
+	DenyHosts []string
+	// Resolver looks up host names, given as dialed (case and a trailing
+	// dot kept); nil means net.DefaultResolver.LookupNetIP(ctx, "ip", host).
+	Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dialer dials a checked IP address ("ip:port"); nil means
+	// (&net.Dialer{Timeout: 30 * time.Second}).DialContext.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (p *URLPolicy) orDefault() *URLPolicy {
+	if p == nil {
+		return &URLPolicy{}
+	}
+	return p
+}
+
+// CheckURL parses raw and applies the static rules: those that need no
+// DNS lookup. It returns the parsed URL, or a *PolicyError naming raw and
+// the rule. A URL that passes may still be refused when a connection is
+// dialed, on its resolved addresses.
+func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
+	p = p.orDefault()
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &PolicyError{URL: raw, Rule: "malformed URL: " + err.Error()}
+	}
+	shown := raw
+	if u.User != nil {
+		shown = u.Redacted()
+	}
+	refuse := func(format string, args ...any) (*url.URL, error) {
+		return nil, &PolicyError{URL: shown, Rule: fmt.Sprintf(format, args...)}
+	}
+	host := canonHost(u.Hostname())
+	ip, isIP := parseIP(host)
+	if host != "" && matchAny(p.DenyHosts, host, ip, isIP) {
+		return refuse("host %s is in sandbox.denyHosts", host)
+	}
+	switch u.Scheme {
+	case "http", "https":
+	case "":
+		return refuse("missing scheme (only http and https)")
+	default:
+		return refuse("scheme %q not allowed (only http and https)", u.Scheme)
+	}
+	if u.User != nil {
+		return refuse("userinfo (user:password@) not allowed in the URL")
+	}
+	if host == "" {
+		return refuse("empty host")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return refuse("invalid port %q (1-65535)", port)
+		}
+	}
+	allowed := matchAny(p.AllowHosts, host, ip, isIP)
+	var loopback bool
+	if isIP {
+		c, rule := classify(ip)
+		if rule := p.addrRule(c, rule, allowed); rule != "" {
+			return refuse("%s", rule)
+		}
+		loopback = c == addrLoopback
+	} else {
+		if rule := hostNameRule(host); rule != "" {
+			return refuse("%s", rule)
+		}
+		loopback = host == "localhost" || strings.HasSuffix(host, ".localhost")
+	}
+	if u.Scheme == "http" && !loopback && !allowed {
+		return refuse("plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts")
+	}
+	return u, nil
+}
+
+// HTTPClient returns a client for the one server at u, a URL CheckURL
+// accepted. Its transport has the settings of http.DefaultTransport but no
+// proxy (environment proxies are never used) and dials through the policy
+// (see DialContext); for a plain http URL whose host is not in AllowHosts,
+// every dialed address must also be loopback. A request to another origin
+// (scheme, host or port) than u's fails with a *PolicyError; so does a
+// redirect to another origin. At most 10 same-origin redirects are
+// followed. The client has no overall timeout: use the request context.
+func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
+	p = p.orDefault()
+	o := originOf(u)
+	ip, isIP := parseIP(o.host)
+	loopbackOnly := o.scheme == "http" && !matchAny(p.AllowHosts, o.host, ip, isIP)
+	t := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return p.dial(ctx, network, addr, loopbackOnly)
+		},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+	return &http.Client{
+		Transport: &originTransport{base: t, origin: o},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if originOf(req.URL) != o {
+				return &PolicyError{URL: req.URL.Redacted(), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
+			}
+			if len(via) > maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			return nil
+		},
+	}
+}
+
+// DialContext dials addr ("host:port") for network "tcp", "tcp4" or
+// "tcp6" under the policy: it applies the host rules, resolves a name with
+// Resolver, and checks every resolved address. Any always-refused address
+// (or one in DenyHosts) refuses the dial; private addresses the policy does
+// not allow are skipped. It then dials the remaining addresses, as IP
+// literals, in order until one connects, so the address checked is the
+// address connected to, even if the name now resolves elsewhere (DNS
+// rebinding). A refusal is a *PolicyError naming addr, the address and the
+// rule; lookup and dial failures are returned as they are.
+func (p *URLPolicy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return p.orDefault().dial(ctx, network, addr, false)
+}
+
+func (p *URLPolicy) dial(ctx context.Context, network, addr string, loopbackOnly bool) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return nil, fmt.Errorf("sandbox: dial %s %s: only tcp is allowed", network, addr)
+	}
+	rawHost, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: dial %s: %w", addr, err)
+	}
+	refuse := func(format string, args ...any) error {
+		return &PolicyError{Addr: addr, Rule: fmt.Sprintf(format, args...)}
+	}
+	host := canonHost(rawHost)
+	ip, isIP := parseIP(host)
+	if host == "" {
+		return nil, refuse("empty host")
+	}
+	if matchAny(p.DenyHosts, host, ip, isIP) {
+		return nil, refuse("host %s is in sandbox.denyHosts", host)
+	}
+	allowed := matchAny(p.AllowHosts, host, ip, isIP)
+	loopbackOnly = loopbackOnly && !allowed
+	addrs, prefix := []netip.Addr{ip}, ""
+	if !isIP {
+		if rule := hostNameRule(host); rule != "" {
+			return nil, refuse("%s", rule)
+		}
+		if addrs, err = p.resolve(ctx, rawHost); err != nil {
+			return nil, err
+		}
+		prefix = host + " resolves to "
+	}
+	var ok []netip.Addr
+	var skipped string // the rule of the first skipped address
+	for _, a := range addrs {
+		if !isIP && matchAny(p.DenyHosts, a.String(), a, true) {
+			return nil, refuse("%s%s, which is in sandbox.denyHosts", prefix, a)
+		}
+		c, rule := classify(a)
+		if c == addrRefused {
+			return nil, refuse("%s%s", prefix, rule)
+		}
+		if rule = p.addrRule(c, rule, allowed); rule == "" && loopbackOnly && c != addrLoopback {
+			rule = fmt.Sprintf("%s, and plain http goes only to loopback", a)
+		}
+		if rule != "" {
+			if skipped == "" {
+				skipped = prefix + rule
+			}
+			continue
+		}
+		if a = a.Unmap(); network == "tcp4" && !a.Is4() || network == "tcp6" && a.Is4() {
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		if skipped != "" {
+			return nil, refuse("%s", skipped)
+		}
+		return nil, fmt.Errorf("sandbox: dial %s %s: no address of that family", network, addr)
+	}
+	dial := p.Dialer
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+	}
+	var first error
+	for _, a := range ok {
+		c, err := dial(ctx, network, net.JoinHostPort(a.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, first
+}
+
+func (p *URLPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	var addrs []netip.Addr
+	var err error
+	if p.Resolver != nil {
+		addrs, err = p.Resolver(ctx, host)
+	} else {
+		addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}
+	if err == nil && len(addrs) == 0 {
+		err = fmt.Errorf("sandbox: lookup %s: no addresses", host)
+	}
+	return addrs, err
+}
+
+// addrRule returns the rule refusing an address of class c (whose own rule
+// is rule), or "" if the policy allows it; allowed says the host is in
+// AllowHosts.
+func (p *URLPolicy) addrRule(c addrClass, rule string, allowed bool) string {
+	if c == addrRefused || c == addrPrivate && !p.AllowPrivateNetworks && !allowed {
+		return rule
+	}
+	return ""
+}
+
+// originTransport refuses requests to another origin than its server's:
+// the legacy SSE transport POSTs to whatever URL the server's endpoint
+// event names.
+type originTransport struct {
+	base   *http.Transport
+	origin origin
+}
+
+func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if originOf(req.URL) != t.origin {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, &PolicyError{URL: req.URL.Redacted(), Rule: fmt.Sprintf("request to another origin than the server's %s", t.origin)}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of the base transport.
+func (t *originTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// origin is a URL's scheme, canonical host and port (the scheme's default
+// if the URL has none).
+type origin struct{ scheme, host, port string }
+
+func originOf(u *url.URL) origin {
+	o := origin{scheme: strings.ToLower(u.Scheme), host: canonHost(u.Hostname()), port: u.Port()}
+	if o.port == "" {
+		o.port = map[string]string{"http": "80", "https": "443"}[o.scheme]
+	}
+	return o
+}
+
+func (o origin) String() string { return o.scheme + "://" + net.JoinHostPort(o.host, o.port) }

@@ -1,0 +1,550 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// checkURLCase is one CheckURL expectation; want "" means allowed, else a
+// substring of the refusal.
+type checkURLCase struct {
+	name   string
+	policy URLPolicy
+	url    string
+	want   string
+}
+
+var (
+	allowPrivate = URLPolicy{AllowPrivateNetworks: true}
+	wantNotPlain = "plain http only to loopback"
+	wantMetadata = "cloud metadata"
+	wantPrivate  = "private network address"
+)
+
+var checkURLCases = []checkURLCase{
+	// Schemes.
+	{"ftp", URLPolicy{}, "ftp://example.com/mcp", `scheme "ftp" not allowed`},
+	{"file", URLPolicy{}, "file:///etc/passwd", `scheme "file" not allowed`},
+	{"ws", URLPolicy{}, "ws://127.0.0.1/mcp", `scheme "ws" not allowed`},
+	{"missing scheme", URLPolicy{}, "example.com/mcp", "missing scheme"},
+	{"empty", URLPolicy{}, "", "missing scheme"},
+	{"malformed", URLPolicy{}, "https://exa mple.com/", "malformed URL"},
+	{"https public", URLPolicy{}, "https://mcp.example.com/mcp", ""},
+	{"https public IP", URLPolicy{}, "https://93.184.216.34:8443/mcp", ""},
+	{"uppercase scheme and host", URLPolicy{}, "HTTPS://MCP.Example.COM/mcp", ""},
+	// Plain http.
+	{"http localhost", URLPolicy{}, "http://localhost:8808/sse", ""},
+	{"http LOCALHOST", URLPolicy{}, "http://LOCALHOST:8808/sse", ""},
+	{"http localhost trailing dot", URLPolicy{}, "http://localhost./mcp", ""},
+	{"http sub.localhost", URLPolicy{}, "http://app.localhost:3000/mcp", ""},
+	{"http 127.0.0.1", URLPolicy{}, "http://127.0.0.1:8808/mcp", ""},
+	{"http 127.0.0.1 trailing dot", URLPolicy{}, "http://127.0.0.1./mcp", ""},
+	{"http 127.8.9.10", URLPolicy{}, "http://127.8.9.10/mcp", ""},
+	{"http ::1", URLPolicy{}, "http://[::1]:3000/mcp", ""},
+	{"http mapped loopback", URLPolicy{}, "http://[::ffff:127.0.0.1]/mcp", ""},
+	{"http public name", URLPolicy{}, "http://mcp.example.com/mcp", wantNotPlain},
+	{"http public IP", URLPolicy{}, "http://93.184.216.34/mcp", wantNotPlain},
+	{"http localhost.example", URLPolicy{}, "http://localhost.example.com/", wantNotPlain},
+	{"http private IP even if private allowed", allowPrivate, "http://10.0.0.1/mcp", wantNotPlain},
+	{"http NAT64 loopback", URLPolicy{}, "http://[64:ff9b::7f00:1]/", "reaches another host's loopback"},
+	// Always refused.
+	{"link-local", URLPolicy{}, "https://169.254.10.20/", "link-local address 169.254.10.20"},
+	{"link-local v6", URLPolicy{}, "https://[fe80::1]/", "link-local address fe80::1"},
+	{"link-local v6 zone", URLPolicy{}, "https://[fe80::1%25eth0]/", "link-local address fe80::1"},
+	{"metadata v4", URLPolicy{}, "http://169.254.169.254/latest/meta-data/", "cloud metadata address 169.254.169.254"},
+	{"metadata v6", URLPolicy{}, "https://[fd00:ec2::254]/", "cloud metadata address fd00:ec2::254"},
+	{"metadata alibaba", allowPrivate, "https://100.100.100.200/", wantMetadata},
+	{"metadata.google.internal", URLPolicy{}, "https://metadata.google.internal/computeMetadata/v1/", "cloud metadata host metadata.google.internal"},
+	{"METADATA.GOOGLE.INTERNAL.", URLPolicy{}, "https://METADATA.GOOGLE.INTERNAL./", wantMetadata},
+	{"metadata short name", URLPolicy{}, "https://metadata/", "cloud metadata host metadata"},
+	{"metadata in allowHosts", URLPolicy{AllowPrivateNetworks: true, AllowHosts: []string{"169.254.169.254", "metadata.google.internal"}}, "http://169.254.169.254/", wantMetadata},
+	{"metadata name in allowHosts", URLPolicy{AllowHosts: []string{"metadata.google.internal"}}, "http://metadata.google.internal/", wantMetadata},
+	{"link-local in allowHosts", URLPolicy{AllowHosts: []string{"169.254.1.1"}}, "https://169.254.1.1/", "link-local"},
+	{"unspecified v4", URLPolicy{}, "http://0.0.0.0:8080/", "unspecified address 0.0.0.0"},
+	{"this network", URLPolicy{}, "https://0.1.2.3/", "unspecified address 0.1.2.3"},
+	{"unspecified v6", URLPolicy{}, "http://[::]:8080/", "unspecified address ::"},
+	{"multicast v4", URLPolicy{}, "https://224.0.0.251/", "multicast address 224.0.0.251"},
+	{"multicast v6", URLPolicy{}, "https://[ff02::1]/", "multicast address ff02::1"},
+	{"broadcast", URLPolicy{}, "https://255.255.255.255/", "broadcast address"},
+	{"reserved", URLPolicy{}, "https://240.1.2.3/", "reserved address"},
+	{"mapped metadata", URLPolicy{}, "https://[::ffff:169.254.169.254]/", "cloud metadata address 169.254.169.254 (as IPv4-mapped ::ffff:169.254.169.254)"},
+	{"mapped metadata hex", URLPolicy{}, "https://[::ffff:a9fe:a9fe]/", wantMetadata},
+	{"mapped link-local", URLPolicy{}, "https://[::ffff:169.254.1.1]/", "link-local"},
+	{"mapped unspecified", URLPolicy{}, "https://[::ffff:0.0.0.0]/", "unspecified"},
+	{"mapped multicast", URLPolicy{}, "https://[::ffff:224.0.0.1]/", "multicast"},
+	{"mapped broadcast", URLPolicy{}, "https://[::ffff:255.255.255.255]/", "broadcast"},
+	{"NAT64 metadata", URLPolicy{}, "https://[64:ff9b::a9fe:a9fe]/", "cloud metadata address 169.254.169.254 (as NAT64 64:ff9b::a9fe:a9fe)"},
+	{"IPv4-compatible metadata", URLPolicy{}, "https://[::169.254.169.254]/", "(as IPv4-compatible"},
+	{"IPv4-compatible zero net", URLPolicy{}, "https://[::2]/", "unspecified address 0.0.0.2"},
+	// Private ranges.
+	{"10/8", URLPolicy{}, "https://10.0.0.1/mcp", wantPrivate + " 10.0.0.1 (set sandbox.allowPrivateNetworks to allow it)"},
+	{"172.16/12", URLPolicy{}, "https://172.31.255.254/", wantPrivate},
+	{"172.32 is public", URLPolicy{}, "https://172.32.0.1/", ""},
+	{"192.168/16", URLPolicy{}, "https://192.168.1.10/", wantPrivate},
+	{"100.64/10", URLPolicy{}, "https://100.64.0.1/", wantPrivate},
+	{"fc00::/7", URLPolicy{}, "https://[fd12:3456::1]/", wantPrivate},
+	{"mapped private", URLPolicy{}, "https://[::ffff:10.0.0.1]/", wantPrivate + " 10.0.0.1 (as IPv4-mapped ::ffff:10.0.0.1)"},
+	{"NAT64 private", URLPolicy{}, "https://[64:ff9b::a00:1]/", wantPrivate},
+	{"10/8 allowed", allowPrivate, "https://10.0.0.1/mcp", ""},
+	{"fc00::/7 allowed", allowPrivate, "https://[fd12:3456::1]/", ""},
+	{"mapped private allowed", allowPrivate, "https://[::ffff:10.0.0.1]/", ""},
+	// allowHosts widens the private rule and the http rule.
+	{"allowHosts private IP", URLPolicy{AllowHosts: []string{"10.0.0.7"}}, "https://10.0.0.7/", ""},
+	{"allowHosts private IP, another one", URLPolicy{AllowHosts: []string{"10.0.0.7"}}, "https://10.0.0.8/", wantPrivate},
+	{"allowHosts http IP", URLPolicy{AllowHosts: []string{"10.0.0.7"}}, "http://10.0.0.7:8080/", ""},
+	{"allowHosts bracketed v6", URLPolicy{AllowHosts: []string{"[fd00::7]"}}, "http://[fd00::7]/", ""},
+	{"allowHosts http name", URLPolicy{AllowHosts: []string{"mcp.corp"}}, "http://mcp.corp/mcp", ""},
+	{"allowHosts case and dot", URLPolicy{AllowHosts: []string{"MCP.corp."}}, "http://mcp.CORP./mcp", ""},
+	{"allowHosts suffix", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://a.corp.example/", ""},
+	{"allowHosts suffix deep", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://x.a.corp.example/", ""},
+	{"allowHosts suffix not apex", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://corp.example/", wantNotPlain},
+	{"allowHosts suffix not lookalike", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://evilcorp.example/", wantNotPlain},
+	// denyHosts wins.
+	{"deny exact", URLPolicy{DenyHosts: []string{"evil.example"}}, "https://evil.example/", "host evil.example is in sandbox.denyHosts"},
+	{"deny beats allow", URLPolicy{DenyHosts: []string{"evil.example"}, AllowHosts: []string{"evil.example"}}, "https://EVIL.example./", "denyHosts"},
+	{"deny suffix beats allow", URLPolicy{DenyHosts: []string{"*.evil.example"}, AllowHosts: []string{"a.evil.example"}}, "https://a.evil.example/", "denyHosts"},
+	{"deny suffix not apex", URLPolicy{DenyHosts: []string{"*.evil.example"}}, "https://evil.example/", ""},
+	{"deny before scheme", URLPolicy{DenyHosts: []string{"evil.example"}}, "ftp://evil.example/", "denyHosts"},
+	{"deny loopback", URLPolicy{DenyHosts: []string{"127.0.0.1"}}, "http://127.0.0.1:1/mcp", "denyHosts"},
+	{"deny mapped form", URLPolicy{DenyHosts: []string{"127.0.0.1"}}, "http://[::ffff:127.0.0.1]/", "denyHosts"},
+	{"deny v6", URLPolicy{DenyHosts: []string{"[::1]"}}, "http://[::1]/", "denyHosts"},
+	// Numeric spellings.
+	{"decimal", URLPolicy{}, "http://2130706433/", `non-canonical IP address spelling "2130706433" (means 127.0.0.1)`},
+	{"octal", URLPolicy{}, "http://0177.0.0.1/", `non-canonical IP address spelling "0177.0.0.1" (means 127.0.0.1)`},
+	{"hex", URLPolicy{}, "http://0x7f.0.0.1/", `(means 127.0.0.1)`},
+	{"hex whole", URLPolicy{}, "http://0x7F000001/", `(means 127.0.0.1)`},
+	{"short", URLPolicy{}, "http://127.1/", `non-canonical IP address spelling "127.1" (means 127.0.0.1)`},
+	{"short three", URLPolicy{}, "https://10.1.1/", `(means 10.1.0.1)`},
+	{"leading zeros", URLPolicy{}, "http://127.000.000.001/", `(means 127.0.0.1)`},
+	{"octal metadata", URLPolicy{}, "https://0251.0376.0251.0376/", `(means 169.254.169.254)`},
+	{"decimal metadata", URLPolicy{}, "https://2852039166/", `(means 169.254.169.254)`},
+	{"trailing dot spelling", URLPolicy{}, "https://2852039166./", `(means 169.254.169.254)`},
+	{"out of range", URLPolicy{}, "https://999.1.1.1/", `numeric host "999.1.1.1" is not a valid IP address`},
+	{"five parts", URLPolicy{}, "https://1.2.3.4.5/", "not a valid IP address"},
+	{"numeric TLD", URLPolicy{}, "https://example.123/", "not a valid IP address"},
+	{"spelling in allowHosts", URLPolicy{AllowHosts: []string{"0177.0.0.1"}}, "http://0177.0.0.1/", "non-canonical"},
+	// Host and URL shape.
+	{"userinfo", URLPolicy{}, "https://user:pass@mcp.example.com/", "userinfo"},
+	{"user only", URLPolicy{}, "https://user@mcp.example.com/", "userinfo"},
+	{"empty userinfo", URLPolicy{}, "https://@mcp.example.com/", "userinfo"},
+	{"empty host", URLPolicy{}, "https:///mcp", "empty host"},
+	{"empty host with port", URLPolicy{}, "https://:443/mcp", "empty host"},
+	{"opaque", URLPolicy{}, "http:localhost", "empty host"},
+	{"empty label", URLPolicy{}, "https://a..example/", "empty label"},
+	{"two trailing dots", URLPolicy{}, "http://localhost../", "empty label"},
+	{"non-ASCII", URLPolicy{}, "https://ｅｘａｍｐｌｅ.com/", "non-ASCII host"},
+	{"fullwidth digits", URLPolicy{}, "https://１２７.0.0.1/", "non-ASCII host"},
+	{"punycode", URLPolicy{}, "https://xn--80ak6aa92e.com/", ""},
+	{"underscore", URLPolicy{}, "https://my_server.example/", ""},
+	{"sub-delim", URLPolicy{}, "https://a$b.example/", "invalid character"},
+	{"port 0", URLPolicy{}, "https://mcp.example.com:0/", `invalid port "0"`},
+	{"port too big", URLPolicy{}, "https://mcp.example.com:65536/", "invalid port"},
+}
+
+func TestURLPolicy_CheckURL(t *testing.T) {
+	for _, tt := range checkURLCases {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := tt.policy.CheckURL(tt.url)
+			if tt.want == "" {
+				if err != nil || u == nil {
+					t.Fatalf("CheckURL(%q) = %v, want allowed", tt.url, err)
+				}
+				return
+			}
+			var pe *PolicyError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
+				t.Fatalf("CheckURL(%q) = %v, %v; want a *PolicyError", tt.url, u, err)
+			}
+			if !strings.Contains(pe.Rule, tt.want) {
+				t.Errorf("rule = %q, want it to contain %q", pe.Rule, tt.want)
+			}
+			if !strings.Contains(tt.url, "@") && !strings.Contains(err.Error(), fmt.Sprintf("URL %q refused: ", tt.url)) {
+				t.Errorf("error %q does not name the URL", err)
+			}
+		})
+	}
+}
+
+func TestURLPolicy_ErrorText(t *testing.T) {
+	var p *URLPolicy // nil is the default policy
+	_, err := p.CheckURL("http://10.0.0.1/mcp")
+	want := `URL "http://10.0.0.1/mcp" refused: private network address 10.0.0.1 (set sandbox.allowPrivateNetworks to allow it)`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+	_, err = p.CheckURL("https://user:s3cret@mcp.example.com/")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("err = %v, want a refusal without the password", err)
+	}
+}
+
+// fakeNet is a Resolver and a Dialer that never touch the network.
+type fakeNet struct {
+	t       *testing.T
+	answers map[string][][]netip.Addr // successive answers per host; the last repeats
+	mu      sync.Mutex
+	asked   map[string]int
+	dialed  []string
+}
+
+func newFakeNet(t *testing.T, answers map[string][]string) *fakeNet {
+	f := &fakeNet{t: t, answers: map[string][][]netip.Addr{}, asked: map[string]int{}}
+	for host, list := range answers {
+		for _, a := range list {
+			var round []netip.Addr
+			for _, s := range strings.Split(a, ",") {
+				round = append(round, netip.MustParseAddr(s))
+			}
+			f.answers[host] = append(f.answers[host], round)
+		}
+	}
+	return f
+}
+
+func (f *fakeNet) resolve(_ context.Context, host string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rounds, ok := f.answers[strings.TrimSuffix(strings.ToLower(host), ".")]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	i := min(f.asked[host], len(rounds)-1)
+	f.asked[host]++ // per spelling; tests use one
+	return rounds[i], nil
+}
+
+func (f *fakeNet) dial(_ context.Context, network, addr string) (net.Conn, error) {
+	f.mu.Lock()
+	f.dialed = append(f.dialed, addr)
+	f.mu.Unlock()
+	c1, c2 := net.Pipe()
+	_ = c2.Close()
+	return c1, nil
+}
+
+func (f *fakeNet) policy(p URLPolicy) *URLPolicy {
+	p.Resolver, p.Dialer = f.resolve, f.dial
+	return &p
+}
+
+func TestURLPolicy_DialContext(t *testing.T) {
+	answers := map[string][]string{
+		"local.test":     {"127.0.0.1"},
+		"both.test":      {"::1,127.0.0.1"},
+		"corp.test":      {"10.0.0.5"},
+		"mixed.test":     {"10.0.0.5,93.184.216.34"},
+		"metadata.test":  {"93.184.216.34,169.254.169.254"},
+		"mapped.test":    {"::ffff:169.254.169.254"},
+		"nat64.test":     {"64:ff9b::a9fe:a9fe"},
+		"public.test":    {"93.184.216.34"},
+		"multicast.test": {"93.184.216.34,ff02::1"},
+	}
+	tests := []struct {
+		name    string
+		policy  URLPolicy
+		network string
+		addr    string
+		dialed  string // the address dialed, if allowed
+		refused string // a substring of the rule, if refused
+	}{
+		{"name to loopback", URLPolicy{}, "tcp", "local.test:8080", "127.0.0.1:8080", ""},
+		{"name trailing dot", URLPolicy{}, "tcp", "LOCAL.test.:8080", "127.0.0.1:8080", ""},
+		{"v6 first", URLPolicy{}, "tcp", "both.test:80", "[::1]:80", ""},
+		{"tcp4 filters", URLPolicy{}, "tcp4", "both.test:80", "127.0.0.1:80", ""},
+		{"public", URLPolicy{}, "tcp", "public.test:443", "93.184.216.34:443", ""},
+		{"literal loopback", URLPolicy{}, "tcp", "[::1]:80", "[::1]:80", ""},
+		{"literal mapped loopback", URLPolicy{}, "tcp", "[::ffff:127.0.0.1]:80", "127.0.0.1:80", ""},
+		{"private refused", URLPolicy{}, "tcp", "corp.test:443", "", "corp.test resolves to private network address 10.0.0.5"},
+		{"private allowed", URLPolicy{AllowPrivateNetworks: true}, "tcp", "corp.test:443", "10.0.0.5:443", ""},
+		{"private allowHosts", URLPolicy{AllowHosts: []string{"*.test"}}, "tcp", "corp.test:443", "10.0.0.5:443", ""},
+		{"private skipped", URLPolicy{}, "tcp", "mixed.test:443", "93.184.216.34:443", ""},
+		{"public and metadata", URLPolicy{}, "tcp", "metadata.test:443", "", "metadata.test resolves to cloud metadata address 169.254.169.254"},
+		{"metadata despite allow", URLPolicy{AllowPrivateNetworks: true, AllowHosts: []string{"metadata.test"}}, "tcp", "metadata.test:443", "", "cloud metadata"},
+		{"mapped metadata", URLPolicy{}, "tcp", "mapped.test:443", "", "cloud metadata"},
+		{"NAT64 metadata", URLPolicy{}, "tcp", "nat64.test:443", "", "cloud metadata"},
+		{"multicast answer", URLPolicy{}, "tcp", "multicast.test:443", "", "multicast"},
+		{"literal metadata", URLPolicy{}, "tcp", "169.254.169.254:80", "", "cloud metadata address 169.254.169.254"},
+		{"literal private", URLPolicy{}, "tcp", "10.0.0.5:80", "", "private network address 10.0.0.5"},
+		{"metadata name, no lookup", URLPolicy{}, "tcp", "metadata.google.internal:80", "", "cloud metadata host"},
+		{"spelling", URLPolicy{}, "tcp", "0x7f.1:80", "", "non-canonical"},
+		{"deny name", URLPolicy{DenyHosts: []string{"local.test"}}, "tcp", "local.test:80", "", "denyHosts"},
+		{"deny resolved IP", URLPolicy{DenyHosts: []string{"10.0.0.5"}, AllowPrivateNetworks: true}, "tcp", "corp.test:80", "", "corp.test resolves to 10.0.0.5, which is in sandbox.denyHosts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeNet(t, answers)
+			c, err := f.policy(tt.policy).DialContext(t.Context(), tt.network, tt.addr)
+			if tt.refused != "" {
+				var pe *PolicyError
+				if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
+					t.Fatalf("DialContext = %v, want a *PolicyError", err)
+				}
+				if !strings.Contains(pe.Rule, tt.refused) || pe.Addr != tt.addr {
+					t.Errorf("refusal = %+v, want addr %q and rule containing %q", pe, tt.addr, tt.refused)
+				}
+				if len(f.dialed) != 0 {
+					t.Errorf("dialed %v despite the refusal", f.dialed)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DialContext = %v", err)
+			}
+			_ = c.Close()
+			if !slices.Equal(f.dialed, []string{tt.dialed}) {
+				t.Errorf("dialed %v, want [%s]", f.dialed, tt.dialed)
+			}
+		})
+	}
+}
+
+func TestURLPolicy_DialContextErrors(t *testing.T) {
+	f := newFakeNet(t, nil)
+	p := f.policy(URLPolicy{})
+	if _, err := p.DialContext(t.Context(), "tcp", "nowhere.test:80"); err == nil || errors.Is(err, ErrRefused) {
+		t.Errorf("lookup failure = %v, want a non-policy error", err)
+	}
+	if _, err := p.DialContext(t.Context(), "udp", "127.0.0.1:53"); err == nil {
+		t.Error("udp was dialed")
+	}
+	if _, err := p.DialContext(t.Context(), "tcp", "127.0.0.1"); err == nil {
+		t.Error("an address without a port was dialed")
+	}
+	if len(f.dialed) != 0 {
+		t.Errorf("dialed %v", f.dialed)
+	}
+}
+
+func TestURLPolicy_DNSRebinding(t *testing.T) {
+	f := newFakeNet(t, map[string][]string{"rebind.test": {"127.0.0.1", "169.254.169.254"}})
+	p := f.policy(URLPolicy{})
+	if _, err := p.CheckURL("http://rebind.test/"); err == nil {
+		t.Fatal("plain http to a name that is not localhost was accepted")
+	}
+	if _, err := p.CheckURL("https://rebind.test:8443/mcp"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.DialContext(t.Context(), "tcp", "rebind.test:8443")
+	if err != nil {
+		t.Fatalf("first dial: %v", err)
+	}
+	_ = c.Close()
+	_, err = p.DialContext(t.Context(), "tcp", "rebind.test:8443")
+	var pe *PolicyError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "rebind.test resolves to cloud metadata address 169.254.169.254") {
+		t.Fatalf("second dial = %v, want a refusal naming the metadata address", err)
+	}
+	if !slices.Equal(f.dialed, []string{"127.0.0.1:8443"}) {
+		t.Errorf("dialed %v", f.dialed)
+	}
+}
+
+func TestURLPolicy_HTTPClientPlainHTTPDialsLoopbackOnly(t *testing.T) {
+	f := newFakeNet(t, map[string][]string{"app.localhost": {"10.0.0.9"}})
+	p := f.policy(URLPolicy{AllowPrivateNetworks: true})
+	u, err := p.CheckURL("http://app.localhost:3000/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.HTTPClient(u).Get(u.String())
+	var pe *PolicyError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "app.localhost resolves to 10.0.0.9, and plain http goes only to loopback") {
+		t.Fatalf("Get = %v, want a loopback refusal", err)
+	}
+	if len(f.dialed) != 0 {
+		t.Errorf("dialed %v", f.dialed)
+	}
+
+	// In allowHosts, plain http may reach the private address.
+	p.AllowHosts = []string{"app.localhost"}
+	_, err = p.HTTPClient(u).Get(u.String())
+	if errors.Is(err, ErrRefused) || !slices.Equal(f.dialed, []string{"10.0.0.9:3000"}) {
+		t.Errorf("Get = %v, dialed %v; want 10.0.0.9:3000 dialed", err, f.dialed)
+	}
+}
+
+func TestURLPolicy_HTTPClientNoProxy(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:9")
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "direct") }))
+	t.Cleanup(ts.Close)
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	// A name resolved by the policy, dialed at the server's loopback address.
+	p := &URLPolicy{Resolver: func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}}
+	u, err := p.CheckURL("http://mcp.localhost:" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.HTTPClient(u).Get(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "direct" {
+		t.Errorf("body = %q", b)
+	}
+}
+
+func TestURLPolicy_Redirect(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "other") }))
+	t.Cleanup(other.Close)
+	var hits atomic.Int32
+	mux := http.NewServeMux()
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	mux.HandleFunc("/a", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/b", http.StatusFound) })
+	mux.HandleFunc("/b", func(w http.ResponseWriter, r *http.Request) { hits.Add(1); io.WriteString(w, "b") })
+	mux.HandleFunc("/full", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:"+port+"/b", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/host", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://localhost:"+port+"/b", http.StatusFound)
+	})
+	mux.HandleFunc("/scheme", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://127.0.0.1:"+port+"/b", http.StatusFound)
+	})
+	mux.HandleFunc("/port", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/", http.StatusFound) })
+	mux.HandleFunc("/loop/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.PathValue("n"))
+		if n == 0 {
+			io.WriteString(w, "end")
+			return
+		}
+		http.Redirect(w, r, "/loop/"+strconv.Itoa(n-1), http.StatusFound)
+	})
+
+	p := &URLPolicy{}
+	u, err := p.CheckURL(ts.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := p.HTTPClient(u)
+	tests := []struct {
+		path    string
+		body    string // the body, if followed
+		refused string // the refused target, if refused
+	}{
+		{"/a", "b", ""},
+		{"/full", "b", ""},
+		{"/loop/10", "end", ""},
+		{"/host", "", "http://localhost:" + port + "/b"},
+		{"/scheme", "", "https://127.0.0.1:" + port + "/b"},
+		{"/port", "", other.URL + "/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, err := client.Get(ts.URL + tt.path)
+			if tt.refused != "" {
+				var pe *PolicyError
+				if !errors.As(err, &pe) || pe.URL != tt.refused || !strings.Contains(pe.Rule, "another host, port or scheme") {
+					t.Fatalf("Get = %v, want a refusal of %s", err, tt.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != tt.body {
+				t.Errorf("Get = %d %q, want 200 %q", resp.StatusCode, b, tt.body)
+			}
+		})
+	}
+	t.Run("too many", func(t *testing.T) {
+		_, err := client.Get(ts.URL + "/loop/11")
+		if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") {
+			t.Errorf("Get = %v, want stopped after 10 redirects", err)
+		}
+	})
+	t.Run("request to another origin", func(t *testing.T) {
+		_, err := client.Get("http://localhost:" + port + "/b")
+		var pe *PolicyError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "another origin") {
+			t.Errorf("Get = %v, want a refusal", err)
+		}
+	})
+	if hits.Load() != 2 {
+		t.Errorf("/b served %d times, want 2 (the refused redirects must not reach it)", hits.Load())
+	}
+}
+
+// forbiddenAddr says, independently of the policy's code, why the default
+// policy must never accept a, or "".
+func forbiddenAddr(a netip.Addr) string {
+	a = a.WithZone("").Unmap()
+	if nat := netip.MustParsePrefix("64:ff9b::/96"); nat.Contains(a) {
+		b := a.As16()
+		if why := forbiddenAddr(netip.AddrFrom4([4]byte(b[12:]))); why != "" {
+			return "NAT64 " + why
+		}
+	}
+	switch {
+	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
+		return "link-local"
+	case a.IsUnspecified() || a.Is4() && a.As4()[0] == 0:
+		return "unspecified"
+	case a.IsMulticast():
+		return "multicast"
+	case a == netip.MustParseAddr("169.254.169.254") || a == netip.MustParseAddr("fd00:ec2::254"):
+		return "metadata"
+	case a == netip.MustParseAddr("255.255.255.255"):
+		return "broadcast"
+	case a.IsPrivate() || netip.MustParsePrefix("100.64.0.0/10").Contains(a):
+		return "private"
+	}
+	return ""
+}
+
+func FuzzURLPolicy_CheckURL(f *testing.F) {
+	for _, tt := range checkURLCases {
+		f.Add(tt.url)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var p URLPolicy
+		u, err := p.CheckURL(raw)
+		if err != nil {
+			if !errors.Is(err, ErrRefused) {
+				t.Fatalf("CheckURL(%q) = %v, not a refusal", raw, err)
+			}
+			return
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.User != nil {
+			t.Fatalf("CheckURL(%q) accepted scheme %q, user %v", raw, u.Scheme, u.User)
+		}
+		host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if host == "" {
+			t.Fatalf("CheckURL(%q) accepted an empty host", raw)
+		}
+		a, perr := netip.ParseAddr(host)
+		if perr == nil {
+			if why := forbiddenAddr(a); why != "" {
+				t.Fatalf("CheckURL(%q) accepted %s address %s", raw, why, a)
+			}
+		} else if strings.Trim(host, "0123456789.") == "" {
+			t.Fatalf("CheckURL(%q) accepted numeric host %q that is not an IP literal", raw, host)
+		}
+		loopback := host == "localhost" || strings.HasSuffix(host, ".localhost") || perr == nil && a.Unmap().IsLoopback()
+		if u.Scheme == "http" && !loopback {
+			t.Fatalf("CheckURL(%q) accepted plain http to %q", raw, host)
+		}
+		if _, err := url.Parse(u.String()); err != nil {
+			t.Fatalf("accepted URL %q does not round-trip: %v", u, err)
+		}
+	})
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// longToolName needs truncation once bridged as mcp__<server>__<tool>.
+const longToolName = "a_tool_with_a_deliberately_very_long_name_that_needs_truncation_when_bridged"
+
+type (
+	none   struct{}
+	echoIn struct {
+		Message string `json:"message" jsonschema:"the text to echo back"`
+	}
+	addIn struct {
+		A float64 `json:"a" jsonschema:"first addend"`
+		B float64 `json:"b" jsonschema:"second addend"`
+	}
+	addOut struct {
+		Sum float64 `json:"sum" jsonschema:"a + b"`
+	}
+	// slowIn is filled in from slowSchema, whose defaults the SDK applies.
+	slowIn struct {
+		Seconds float64 `json:"seconds"`
+		Steps   int     `json:"steps"`
+	}
+	failIn struct {
+		Message string `json:"message,omitempty" jsonschema:"the failure text (default: requested)"`
+	}
+)
+
+// slowSchema is written by hand because struct tags cannot carry defaults.
+var slowSchema = json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"seconds": {"type": "number", "minimum": 0, "default": 30, "description": "total time to sleep"},
+		"steps": {"type": "integer", "minimum": 1, "default": 10, "description": "number of progress notifications"}
+	},
+	"additionalProperties": false
+}`)
+
+// rootsInput is the key of the roots/list input request the roots tool makes.
+const rootsInput = "roots"
+
+func addTools(srv *mcp.Server) {
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: readOnly,
+		Description: "Echo a message back.\nReturns \"Echo: <message>\"."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text("Echo: " + in.Message), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add", Annotations: readOnly,
+		Description: "Add two numbers.\nReturns the sum as text and as structured content {\"sum\": n}."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+			sum := in.A + in.B
+			return text(strconv.FormatFloat(sum, 'f', -1, 64)), addOut{Sum: sum}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "image",
+		Description: "Return a tiny PNG image.\nA text block, then a 1x1 image/png block."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "tiny image"},
+				&mcp.ImageContent{Data: tinyPNG(), MIMEType: "image/png"},
+			}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "audio",
+		Description: "Return a tiny WAV clip.\nOne audio/wav block of a few 16-bit mono samples."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.AudioContent{Data: tinyWAV(), MIMEType: "audio/wav"},
+			}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "resource",
+		Description: "Return an embedded text resource.\nfixture://notes/hello.txt, text/plain."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+				URI: "fixture://notes/hello.txt", MIMEType: "text/plain", Text: "hello from an embedded resource",
+			}}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "resource_link",
+		Description: "Return a link to a resource.\nfixture://files/report.pdf, application/pdf, 1234 bytes."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			size := int64(1234)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{
+				URI: "fixture://files/report.pdf", Name: "report.pdf", Title: "Report",
+				Description: "a linked file", MIMEType: "application/pdf", Size: &size,
+			}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow", InputSchema: slowSchema,
+		Description: "Sleep, reporting progress, until done or cancelled.\n" +
+			"Sends a progress notification after each of steps equal slices of seconds, " +
+			"if the request carries a progress token."},
+		slow)
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail",
+		Description: "Fail with isError.\nReturns \"fixture failure: <message>\"."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
+			msg := in.Message
+			if msg == "" {
+				msg = "requested"
+			}
+			res := text("fixture failure: " + msg)
+			res.IsError = true
+			return res, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash",
+		Description: "Exit the server in the middle of the call.\nThe process exits with status 3 and never answers."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			log.Print("crash requested: exiting with status 3")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn_grandchild",
+		Description: "Start `sleep 600` in the server's process group.\nReturns its pid; the server does not wait for it."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			// No SysProcAttr: the child stays in the server's process group.
+			// Its stdio is /dev/null, so it holds none of the server's pipes.
+			cmd := exec.Command("sleep", "600")
+			if err := cmd.Start(); err != nil {
+				return nil, nil, err
+			}
+			go func() { _ = cmd.Wait() }() // reap it if it is killed before the server
+			return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "env",
+		Description: "Return the server's environment.\nSorted, one KEY=VALUE a line."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			env := os.Environ()
+			slices.Sort(env)
+			return text(strings.Join(env, "\n")), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "headers",
+		Description: "Return the HTTP headers of the request that carried the call.\nSorted, one \"Name: value\" a line; empty over stdio."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			var h http.Header
+			if req.Extra != nil {
+				h = req.Extra.Header
+			}
+			if len(h) == 0 && lastPostHeader.Load() != nil {
+				h = *lastPostHeader.Load()
+			}
+			var lines []string
+			for k, vs := range h {
+				lines = append(lines, k+": "+strings.Join(vs, ", "))
+			}
+			slices.Sort(lines)
+			return text(strings.Join(lines, "\n")), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "roots",
+		Description: "Return the client's roots.\nOne URI a line."},
+		roots)
+	mcp.AddTool(srv, &mcp.Tool{Name: longToolName,
+		Description: "A tool whose bridged name must be truncated.\nReturns \"long name ok\"."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return text("long name ok"), nil, nil
+		})
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// slow sleeps in.Seconds in in.Steps slices, sending a progress notification
+// after each when the client sent a progress token, and stops as soon as the
+// call is cancelled.
+func slow(ctx context.Context, req *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+	steps := max(in.Steps, 1)
+	slice := time.Duration(in.Seconds * float64(time.Second) / float64(steps))
+	token := req.Params.GetProgressToken()
+	timer := time.NewTimer(slice)
+	defer timer.Stop()
+	for i := 1; i <= steps; i++ {
+		select {
+		case <-ctx.Done():
+			record("cancelled slow")
+			return nil, nil, ctx.Err()
+		case <-timer.C:
+		}
+		if token != nil {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      float64(i),
+				Total:         float64(steps),
+				Message:       fmt.Sprintf("step %d of %d", i, steps),
+			})
+			if err != nil {
+				log.Printf("slow: progress: %v", err)
+			}
+		}
+		timer.Reset(slice)
+	}
+	return text("slept " + strconv.FormatFloat(in.Seconds, 'f', -1, 64) + "s"), nil, nil
+}
+
+// roots returns the client's root URIs. It asks for them with a multi
+// round-trip input request rather than ServerSession.ListRoots, which go-sdk
+// refuses on protocol 2026-07-28: there the client answers the input request
+// and calls again with inputResponses, while on 2025-11-25 the SDK's server
+// middleware sends roots/list itself and calls this handler again.
+func roots(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+	//lint:ignore SA1019 the fixture checks that the bridge still offers roots.
+	res, ok := req.Params.InputResponses[rootsInput].(*mcp.ListRootsResult)
+	if !ok {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+			//lint:ignore SA1019 the fixture checks that the bridge still offers roots.
+			rootsInput: &mcp.ListRootsParams{},
+		}}, nil, nil
+	}
+	var uris []string
+	for _, r := range res.Roots {
+		uris = append(uris, r.URI)
+	}
+	return text(strings.Join(uris, "\n")), nil, nil
+}
