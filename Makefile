@@ -27,7 +27,11 @@ unit:
 bench: e2e-deps
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'Bridged|Direct' -benchtime 2000x -count 1 ./e2e | tee $(BIN)/bench.txt
-	@awk '/^BenchmarkBridgedCall/ {b=$$3} /^BenchmarkDirectCall/ {d=$$3} END { if (b && d) printf "bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", b/d, b, d }' $(BIN)/bench.txt
+	@awk '{ sub(/-[0-9]+$$/, "", $$1) } \
+		$$1 == "BenchmarkBridgedCall" {b=$$3} $$1 == "BenchmarkDirectCall" {d=$$3} \
+		$$1 == "BenchmarkBridgedCallHTTP" {bh=$$3} $$1 == "BenchmarkDirectCallHTTP" {dh=$$3} \
+		END { if (b && d) printf "stdio           bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", b/d, b, d; \
+		      if (bh && dh) printf "Streamable HTTP bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", bh/dh, bh, dh }' $(BIN)/bench.txt
 
 $(BIN)/mcp-fixture: FORCE
 	$(GO) build -o $@ ./testfixtures/mcpserver

@@ -16,11 +16,12 @@ import (
 
 // Paths set up by TestMain.
 var (
-	agentBin   string // the acp-agent binary
-	fixtureBin string // the Go MCP fixture server
-	everything string // server-everything's entry point (node)
-	filesystem string // server-filesystem's entry point (node)
-	acpxCLI    string // acpx's entry point (node)
+	agentBin     string // the acp-agent binary
+	fixtureBin   string // the Go MCP fixture server
+	everything   string // server-everything's entry point (node)
+	filesystem   string // server-filesystem's entry point (node)
+	acpxCLI      string // acpx's entry point (node)
+	supergateway string // supergateway's entry point (node)
 )
 
 func TestMain(m *testing.M) {
@@ -59,7 +60,8 @@ func setup(m *testing.M) (int, error) {
 	everything = filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js")
 	filesystem = filepath.Join(nm, "@modelcontextprotocol/server-filesystem/dist/index.js")
 	acpxCLI = filepath.Join(nm, "acpx/dist/cli.js")
-	for _, p := range []string{everything, filesystem, acpxCLI} {
+	supergateway = filepath.Join(nm, "supergateway/dist/index.js")
+	for _, p := range []string{everything, filesystem, acpxCLI, supergateway} {
 		if _, err := os.Stat(p); err != nil {
 			return 0, fmt.Errorf("%v: the e2e npm packages are missing; run `make test` (it runs npm ci in e2e/)", err)
 		}

@@ -1,19 +1,22 @@
 // Command acp-demo runs one real ACP session against acp-agent, as an editor
 // would, and prints the stream of session updates. It is what `make demo`
-// runs: the agent binary over stdio, with two real MCP servers (the Go test
-// fixture and the reference filesystem server on a temporary directory); it
-// lists the servers and tools, reads a file through the filesystem server,
-// calls the fixture's image tool, closes the session and checks that the
+// runs: the agent binary over stdio, with three real MCP servers (the Go test
+// fixture over stdio and over Streamable HTTP on loopback, and the reference
+// filesystem server on a temporary directory); it lists the servers and
+// tools, reads a file through the filesystem server, calls the fixture's
+// image tool and its HTTP echo, closes the session and checks that the
 // servers' processes are gone. It exits non-zero if any step fails.
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -82,17 +85,24 @@ func run() error {
 	}
 	fmt.Printf("▶ initialize → %s %s, protocol %d\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion)
 
-	fmt.Printf("▶ session/new cwd=%s with mcpServers: fixture (Go, stdio), filesystem (node, stdio)\n", work)
+	httpURL, stopHTTP, err := startHTTPFixture(*fixture)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+
+	fmt.Printf("▶ session/new cwd=%s with mcpServers: fixture (Go, stdio), filesystem (node, stdio), web (Go, Streamable HTTP at %s)\n", work, httpURL)
 	start := time.Now()
 	sess, err := agent.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: work, McpServers: []acpsdk.McpServer{
 		acpclient.Stdio("fixture", *fixture, nil, nil),
 		acpclient.Stdio("filesystem", "node", []string{*fsServer, work}, nil),
+		{Http: &acpsdk.McpServerHttpInline{Name: "web", Url: httpURL, Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer demo-token"}}}},
 	}})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
 	sid := string(sess.SessionId)
-	fmt.Printf("  session %s ready in %s (both servers connected before the answer)\n", sid, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("  session %s ready in %s (every server connected before the answer)\n", sid, time.Since(start).Round(time.Millisecond))
 	if _, _, err := rec.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool { return n.Update.AvailableCommandsUpdate != nil }); err != nil {
 		return err
 	}
@@ -104,6 +114,8 @@ func run() error {
 		{fmt.Sprintf(`/call mcp__filesystem__read_text_file {"path":%q}`, note), "Hello from the acp-agent demo!"},
 		{"/call mcp__fixture__image", "[image image/png"},
 		{`/call mcp__fixture__add {"a": 2, "b": 3}`, "5"},
+		{`/call mcp__web__echo {"message": "over Streamable HTTP"}`, "Echo: over Streamable HTTP"},
+		{"/call mcp__web__headers", "Authorization: Bearer demo-token"},
 	}
 	for _, s := range steps {
 		fmt.Printf("\n▶ %s\n", s.prompt)
@@ -139,6 +151,30 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// startHTTPFixture runs the fixture in HTTP mode on loopback and returns its
+// Streamable HTTP URL.
+func startHTTPFixture(bin string) (string, func(), error) {
+	cmd := exec.Command(bin, "-http", "127.0.0.1:0")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = stdin.Close(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("fixture -http: %w", err)
+	}
+	return strings.TrimSpace(line) + "/mcp", stop, nil
 }
 
 // childPids lists the direct children of pid.
