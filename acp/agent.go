@@ -205,7 +205,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 
 	id := session.NewID()
 	key := session.Key(id, p.Meta)
-	s := &liveSession{id: id, key: key, cwd: p.Cwd, manager: bridge.NewManager(a.bridgeOptions(id, p.Cwd))}
+	s := &liveSession{id: id, key: key, cwd: p.Cwd, model: a.defaultModel(), manager: bridge.NewManager(a.bridgeOptions(id, p.Cwd))}
 	if err := a.addSession(s); err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
@@ -226,7 +226,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	<-a.ready
 	after := a.out.afterResponse(id)
 	a.tasks.Go(func() { a.afterNewSession(s, after) })
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id)}, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id), ConfigOptions: a.configOptions(s.model)}, nil
 }
 
 // sessionServers merges the config's default servers with the session's own
@@ -369,11 +369,6 @@ func (a *Agent) ListSessions(context.Context, acpsdk.ListSessionsRequest) (acpsd
 // ResumeSession implements acpsdk.Agent; resuming is not offered yet.
 func (a *Agent) ResumeSession(context.Context, acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
 	return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
-}
-
-// SetSessionConfigOption implements acpsdk.Agent; no config options are offered yet.
-func (a *Agent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
-	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetConfigOption)
 }
 
 // SetSessionMode implements acpsdk.Agent; no modes are offered.

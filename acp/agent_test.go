@@ -274,7 +274,7 @@ func TestAgent_DirectCommands(t *testing.T) {
 	}
 
 	_, out = h.prompt(t.Context(), sid, "hello there")
-	if got := joinText(out); !strings.Contains(got, "/call <tool>") || !strings.Contains(got, "No model is configured") {
+	if got := joinText(out); !strings.Contains(got, "/call <tool>") || !strings.Contains(got, "--model anthropic:claude-sonnet-4-5") {
 		t.Errorf("help: %q", got)
 	}
 }

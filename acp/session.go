@@ -24,6 +24,7 @@ type liveSession struct {
 	turn sync.Mutex // held for the whole of a prompt turn: one turn at a time
 
 	mu           sync.Mutex
+	model        string             // the ID of the model the session uses
 	cancelPrompt context.CancelFunc // cancels the running turn, or nil
 	turnDone     chan struct{}      // closed when the running turn returns, or nil
 	ended        bool
@@ -32,6 +33,18 @@ type liveSession struct {
 
 // turnWait bounds how long ending a session waits for its cancelled turn.
 const turnWait = 5 * time.Second
+
+func (s *liveSession) setModel(id string) {
+	s.mu.Lock()
+	s.model = id
+	s.mu.Unlock()
+}
+
+func (s *liveSession) currentModel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model
+}
 
 // begin registers the cancel func of a starting turn; it reports false when
 // the session has ended.
@@ -108,7 +121,11 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	}
 
 	runID := fmt.Sprintf("%s-%d", s.id, s.runs.Add(1))
-	stop, err := a.gw.Send(ctx, gateway.SendRequest{SessionKey: s.key, RunID: runID, Message: content}, func(ev gateway.Event) {
+	req := gateway.SendRequest{
+		SessionKey: s.key, RunID: runID, Message: content,
+		Model: s.currentModel(), System: systemPrompt(s.cwd), Ask: a.askFunc(s.id),
+	}
+	stop, err := a.gw.Send(ctx, req, func(ev gateway.Event) {
 		if u, ok := sessionUpdate(ev); ok {
 			send(u)
 		}
@@ -124,4 +141,12 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		stop = gateway.StopCancelled
 	}
 	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}, nil
+}
+
+// systemPrompt tells the model who it is and where it works.
+func systemPrompt(cwd string) string {
+	return "You are acp-agent, a coding assistant working inside the user's editor through the Agent Client Protocol. " +
+		"The session's working directory is " + cwd + ". " +
+		"Use the tools you are given (MCP servers the editor connected) when they help; say briefly what you are doing. " +
+		"If a tool call fails or the user declines it, explain and adapt instead of retrying the same call."
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // DirectHelp is the text of /help in direct mode, also shown for any text
-// that is not a command.
+// that is not a command. It says how to configure a model.
 const DirectHelp = `acp-agent is running without a model (direct mode): you drive the session's tools yourself.
 
 Commands:
@@ -20,10 +20,13 @@ Commands:
   /servers             show each MCP server: state, transport, tool count
   /help                show this help
 
-No model is configured. Model providers (Anthropic, and OpenAI-compatible
-endpoints such as OpenAI, Ollama or vLLM) will be set with the "model" key of
-the config file (--config); until then the commands above call the same tools
-a model would.`
+This session runs without a model. To chat with one, pick it in the
+session's Model setting if your editor shows one, or start acp-agent with:
+  --model anthropic:claude-sonnet-4-5   and ANTHROPIC_API_KEY set
+  --model openai:gpt-4.1                and OPENAI_API_KEY set
+  --model openai:llama3.1               and OPENAI_BASE_URL=http://127.0.0.1:11434/v1 (Ollama)
+or the "model" key of the config file. The commands above call the same
+tools a model would, under the same permissions.`
 
 // Direct is the offline provider used when no model is configured. It reads
 // the user's text as a command: /tools lists the tools, /call asks the runner
@@ -71,6 +74,17 @@ func (d *Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*R
 	default:
 		return say(DirectHelp)
 	}
+}
+
+// IsDirectCommand reports whether text is one of the direct provider's
+// commands (/tools, /call, /help), which run without the model.
+func IsDirectCommand(text string) bool {
+	cmd, _, _ := strings.Cut(strings.TrimSpace(text), " ")
+	switch cmd {
+	case "/tools", "/call", "/help":
+		return true
+	}
+	return false
 }
 
 // parseArgs parses the arguments of /call: a JSON object, {} when s is blank.

@@ -20,8 +20,13 @@ type Gateway interface {
 	// (chat.abort) and the turn ends with StopCancelled. Events reach emit in
 	// order, from one goroutine at a time.
 	Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error)
-	// ProviderName names the model provider, such as "direct".
-	ProviderName() string
+	// Models lists the models a session can choose from, the default first.
+	Models() []ModelInfo
+}
+
+// ModelInfo describes a model a session can choose.
+type ModelInfo struct {
+	ID, Label string
 }
 
 // SendRequest is one user message for a session.
@@ -31,6 +36,15 @@ type SendRequest struct {
 	RunID string
 	// Message is the user's prompt content.
 	Message []Content
+	// Model is the ID of the model the session uses; "" means the default.
+	Model string
+	// System is the system prompt of the session (who the agent is, its
+	// working directory), or "".
+	System string
+	// Ask asks the user to permit a tool call (ACP
+	// session/request_permission). Nil allows every call the policy would
+	// ask about.
+	Ask AskFunc
 }
 
 // Local is the in-process Gateway: a Registry and a Runner.
@@ -42,8 +56,8 @@ type Local struct {
 
 var _ Gateway = (*Local)(nil)
 
-// NewLocal returns an in-process gateway. opts may be nil (direct provider,
-// no built-in tools).
+// NewLocal returns an in-process gateway. opts may be nil (the direct
+// provider only, no built-in tools).
 func NewLocal(opts *RunnerOptions) *Local {
 	reg := &Registry{}
 	runner := NewRunner(reg, opts)
@@ -62,17 +76,24 @@ func (g *Local) SetExtraTools(_ context.Context, sessionKey string, tools []*Too
 // ClearExtraTools implements Gateway.
 func (g *Local) ClearExtraTools(_ context.Context, sessionKey string) error {
 	g.registry.Clear(sessionKey)
-	g.runner.opts.History.Forget(sessionKey)
+	g.runner.Forget(sessionKey)
 	return nil
 }
 
 // Send implements Gateway.
 func (g *Local) Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error) {
 	g.log.Debug("turn start", "session", req.SessionKey, "run", req.RunID)
-	stop, err := g.runner.Run(ctx, req.SessionKey, req.Message, emit)
+	stop, err := g.runner.Run(ctx, req, emit)
 	g.log.Debug("turn end", "session", req.SessionKey, "run", req.RunID, "stop", stop, "err", err)
 	return stop, err
 }
 
-// ProviderName implements Gateway.
-func (g *Local) ProviderName() string { return g.runner.Provider().Name() }
+// Models implements Gateway.
+func (g *Local) Models() []ModelInfo {
+	ms := g.runner.Models()
+	out := make([]ModelInfo, len(ms))
+	for i, m := range ms {
+		out[i] = ModelInfo{ID: m.ID, Label: m.Label}
+	}
+	return out
+}

@@ -19,9 +19,14 @@ type Message struct {
 	Content []Content
 	// ToolCalls are the calls an assistant message asked for, in order.
 	ToolCalls []ToolCall
-	// ToolCallID and Result are set on a tool message: the result of the call
-	// with that ID.
+	// Thinking is the model's reasoning that came with an assistant message,
+	// and ThinkingSignature the provider's signature over it (Anthropic needs
+	// both back in the history of a tool-using turn). Empty when none.
+	Thinking, ThinkingSignature string
+	// ToolCallID, ToolName and Result are set on a tool message: the result
+	// of the call with that ID.
 	ToolCallID string
+	ToolName   string
 	Result     *Result
 }
 
@@ -36,6 +41,8 @@ type ToolCall struct {
 
 // Request is what the runner asks a provider for one model turn.
 type Request struct {
+	// System is the system prompt, or "".
+	System string
 	// Messages is the whole conversation so far, oldest first.
 	Messages []Message
 	// Tools are the tools the model may call this turn.
@@ -54,7 +61,8 @@ type Response struct {
 // Provider is a model: given the conversation and the tools, it produces the
 // next assistant message, streaming its text through emit as it goes
 // (EventTextDelta, EventThoughtDelta). Complete must return promptly once ctx
-// is done.
+// is done; it may then return the partial message it has streamed so far
+// with ctx's error. It is safe for concurrent use.
 type Provider interface {
 	// Name identifies the provider in messages, such as "direct" or "anthropic".
 	Name() string

@@ -6,23 +6,49 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// DefaultMaxTurnRequests is the default limit of model requests in one prompt
-// turn, after which the turn ends with StopMaxTurnRequests.
-const DefaultMaxTurnRequests = 50
+// Defaults of RunnerOptions.
+const (
+	// DefaultMaxTurnRequests is the limit of model requests in one prompt
+	// turn, after which the turn ends with StopMaxTurnRequests.
+	DefaultMaxTurnRequests = 50
+	// DefaultParallelTools bounds the tool calls of one model response that
+	// run at once.
+	DefaultParallelTools = 4
+)
+
+// Model is one model a session can use.
+type Model struct {
+	// ID identifies the model in SendRequest.Model and in the session's
+	// config option, such as "anthropic:claude-sonnet-4-5" or "direct".
+	ID string
+	// Label is the name shown to the user.
+	Label    string
+	Provider Provider
+}
 
 // RunnerOptions configure a Runner. The zero value is valid.
 type RunnerOptions struct {
-	// Provider is the model. Nil means the direct provider (NewDirect).
-	Provider Provider
+	// Models are the models sessions can choose from, the default first.
+	// The direct provider is added last as "direct" when absent, so it is
+	// the default when no other model is configured.
+	Models []Model
 	// Tools are built-in tools offered in every session, before its extra tools.
 	Tools []*Tool
 	// History keeps conversations. Nil means a new MemoryHistory.
 	History History
+	// Permissions is the tool permissions policy.
+	Permissions Permissions
 	// MaxTurnRequests limits model requests per turn; zero or negative means
 	// DefaultMaxTurnRequests.
 	MaxTurnRequests int
+	// ParallelTools bounds concurrent tool calls of one model response; zero
+	// or negative means DefaultParallelTools.
+	ParallelTools int
 	// Logger receives the runner's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -34,6 +60,7 @@ type RunnerOptions struct {
 type Runner struct {
 	registry *Registry
 	opts     RunnerOptions
+	grants   grants // "allow always" answers, by session
 }
 
 // NewRunner returns a Runner over registry. opts may be nil.
@@ -42,8 +69,9 @@ func NewRunner(registry *Registry, opts *RunnerOptions) *Runner {
 	if opts != nil {
 		r.opts = *opts
 	}
-	if r.opts.Provider == nil {
-		r.opts.Provider = NewDirect()
+	r.opts.Models = slices.Clone(r.opts.Models)
+	if !slices.ContainsFunc(r.opts.Models, func(m Model) bool { return m.ID == DirectModelID }) {
+		r.opts.Models = append(r.opts.Models, Model{ID: DirectModelID, Label: "Direct (no model: slash commands)", Provider: NewDirect()})
 	}
 	if r.opts.History == nil {
 		r.opts.History = &MemoryHistory{}
@@ -51,37 +79,81 @@ func NewRunner(registry *Registry, opts *RunnerOptions) *Runner {
 	if r.opts.MaxTurnRequests <= 0 {
 		r.opts.MaxTurnRequests = DefaultMaxTurnRequests
 	}
+	if r.opts.ParallelTools <= 0 {
+		r.opts.ParallelTools = DefaultParallelTools
+	}
 	if r.opts.Logger == nil {
 		r.opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return r
 }
 
-// Provider returns the runner's model provider.
-func (r *Runner) Provider() Provider { return r.opts.Provider }
+// DirectModelID is the model ID of the direct provider.
+const DirectModelID = "direct"
 
-// Run runs one prompt turn of sessionKey: the user message, then model
-// requests and the tool calls they ask for, until the model ends the turn.
-// Every step is passed to emit, from the calling goroutine, in order. The
-// turn's messages are added to the session's history when it ends, whatever
-// the reason, with every tool call answered, so the next turn can follow.
+// Models returns the models sessions can choose from, the default first.
+func (r *Runner) Models() []Model { return r.opts.Models }
+
+// model returns the model with id, or the default one for "".
+func (r *Runner) model(id string) (Model, error) {
+	if id == "" {
+		return r.opts.Models[0], nil
+	}
+	for _, m := range r.opts.Models {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return Model{}, fmt.Errorf("unknown model %q", id)
+}
+
+// Forget drops what the runner keeps for a session: its history and its
+// "allow always" answers.
+func (r *Runner) Forget(sessionKey string) {
+	r.opts.History.Forget(sessionKey)
+	r.grants.forget(sessionKey)
+}
+
+// Run runs one prompt turn: the user message, then model requests and the
+// tool calls they ask for, until the model ends the turn. Every step reaches
+// emit in order, one event at a time. The turn's messages are added to the
+// session's history when it ends, whatever the reason, with every tool call
+// answered, so the next turn can follow.
 //
 // When ctx is cancelled, Run returns StopCancelled and a nil error. A failing
 // tool never ends the turn: its failure goes back to the model as an error
-// result. An error is returned only when the provider fails.
-func (r *Runner) Run(ctx context.Context, sessionKey string, prompt []Content, emit func(Event)) (StopReason, error) {
-	turn := []Message{{Role: RoleUser, Content: prompt}}
-	defer func() { r.opts.History.Append(sessionKey, turn...) }()
+// result. An error is returned only when the model (provider) fails.
+func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error) {
+	model, err := r.model(req.Model)
+	if err != nil {
+		return "", err
+	}
+	if IsDirectCommand(PromptText(req.Message)) {
+		// Slash commands work whatever the model: the direct provider runs
+		// them, and the model sees them in the history afterwards.
+		model, _ = r.model(DirectModelID)
+	}
+	var emitMu sync.Mutex
+	emitOne := func(e Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) }
+
+	turn := []Message{{Role: RoleUser, Content: req.Message}}
+	defer func() { r.opts.History.Append(req.SessionKey, turn...) }()
 
 	for range r.opts.MaxTurnRequests {
-		tools := slices.Concat(r.opts.Tools, r.registry.Tools(sessionKey))
-		req := &Request{Messages: slices.Concat(r.opts.History.Messages(sessionKey), turn), Tools: tools}
-		resp, err := r.opts.Provider.Complete(ctx, req, emit)
+		all := slices.Concat(r.opts.Tools, r.registry.Tools(req.SessionKey))
+		offered := slices.DeleteFunc(slices.Clone(all), func(t *Tool) bool { return r.opts.Permissions.Decide(t) == DecisionDeny })
+		preq := &Request{System: req.System, Messages: slices.Concat(r.opts.History.Messages(req.SessionKey), turn), Tools: offered}
+		resp, err := model.Provider.Complete(ctx, preq, emitOne)
 		if ctx.Err() != nil {
+			if resp != nil && len(resp.Message.Content) > 0 {
+				resp.Message.Role = RoleAssistant
+				resp.Message.ToolCalls = nil // not run: the turn was cancelled
+				turn = append(turn, resp.Message)
+			}
 			return StopCancelled, nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("%s provider: %w", r.opts.Provider.Name(), err)
+			return "", fmt.Errorf("%s: %w", model.Provider.Name(), err)
 		}
 		resp.Message.Role = RoleAssistant
 		if len(resp.Message.Content) > 0 || len(resp.Message.ToolCalls) > 0 {
@@ -93,10 +165,7 @@ func (r *Runner) Run(ctx context.Context, sessionKey string, prompt []Content, e
 			}
 			return resp.StopReason, nil
 		}
-		for _, call := range resp.Message.ToolCalls {
-			res := r.callTool(ctx, tools, call, emit)
-			turn = append(turn, Message{Role: RoleTool, ToolCallID: call.ID, Result: &res})
-		}
+		turn = append(turn, r.runCalls(ctx, req, all, resp.Message.ToolCalls, emitOne)...)
 		if ctx.Err() != nil {
 			return StopCancelled, nil
 		}
@@ -104,60 +173,130 @@ func (r *Runner) Run(ctx context.Context, sessionKey string, prompt []Content, e
 	return StopMaxTurnRequests, nil
 }
 
-// callTool runs one tool call and reports it: ToolStart (pending), ToolUpdate
-// (in_progress, then progress), ToolEnd (completed or failed). It always
-// returns the result to give the model.
-func (r *Runner) callTool(ctx context.Context, tools []*Tool, call ToolCall, emit func(Event)) Result {
+// pendingCall is one tool call between its permission check and its run.
+type pendingCall struct {
+	call ToolCall
+	tool *Tool // nil: unknown
+	ev   ToolCallEvent
+	res  *Result // the outcome; set before the run when the call will not run
+}
+
+// runCalls runs the tool calls of one model response: first, in order, each
+// is announced (tool_call, pending) and checked against the permissions
+// policy, asking the user when needed; then the allowed ones run in
+// parallel, at most ParallelTools at once. It returns one tool message per
+// call, in request order.
+func (r *Runner) runCalls(ctx context.Context, req SendRequest, tools []*Tool, calls []ToolCall, emit func(Event)) []Message {
+	pending := make([]*pendingCall, len(calls))
+	for i, call := range calls {
+		p := r.announce(tools, call, emit)
+		pending[i] = p
+		if p.res == nil {
+			r.permit(ctx, req, p)
+		}
+		if p.res != nil { // it will not run: unknown, denied, declined, cancelled
+			finish(p, emit)
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(r.opts.ParallelTools)
+	for _, p := range pending {
+		if p.res == nil {
+			g.Go(func() error { r.execute(ctx, p, emit); return nil })
+		}
+	}
+	_ = g.Wait()
+	msgs := make([]Message, len(pending))
+	for i, p := range pending {
+		msgs[i] = Message{Role: RoleTool, ToolCallID: p.call.ID, ToolName: p.call.Name, Result: p.res}
+	}
+	return msgs
+}
+
+// announce emits the ToolStart of a call and resolves what needs no
+// question: an unknown tool, a denied one, a cancelled turn.
+func (r *Runner) announce(tools []*Tool, call ToolCall, emit func(Event)) *pendingCall {
 	if call.Args == nil {
 		call.Args = map[string]any{}
 	}
-	var tool *Tool
-	if i := slices.IndexFunc(tools, func(t *Tool) bool { return t.Name == call.Name }); i >= 0 {
-		tool = tools[i]
+	p := &pendingCall{call: call}
+	if j := slices.IndexFunc(tools, func(t *Tool) bool { return t.Name == call.Name }); j >= 0 {
+		p.tool = tools[j]
 	}
-	ev := ToolCallEvent{ID: call.ID, Name: call.Name, Title: call.Name, Kind: ToolKindOther, RawInput: call.Args, Status: ToolPending}
-	if tool != nil {
-		ev.Title = tool.Title()
-		if tool.Annotations.ReadOnlyHint {
-			ev.Kind = ToolKindRead
+	p.ev = ToolCallEvent{ID: call.ID, Name: call.Name, Title: call.Name, Kind: ToolKindOther, RawInput: call.Args, Status: ToolPending}
+	if p.tool != nil {
+		p.ev.Title = p.tool.Title()
+		if p.tool.Annotations.ReadOnlyHint {
+			p.ev.Kind = ToolKindRead
 		}
 	}
-	send := func(kind EventKind, mutate func(*ToolCallEvent)) {
-		e := ev
-		mutate(&e)
-		emit(Event{Kind: kind, Call: &e})
-	}
-	send(EventToolStart, func(*ToolCallEvent) {})
-
-	var res Result
+	e := p.ev
+	emit(Event{Kind: EventToolStart, Call: &e})
 	switch {
-	case tool == nil:
-		res = ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name))
-	case ctx.Err() != nil:
-		res = ErrorResult("cancelled before it started")
-	default:
-		send(EventToolUpdate, func(e *ToolCallEvent) { e.Status = ToolInProgress })
-		onUpdate := func(u ToolUpdate) {
-			send(EventToolUpdate, func(e *ToolCallEvent) { e.Status = ToolInProgress; e.Update = &u })
-		}
-		var err error
-		res, err = tool.Execute(ctx, call.ID, call.Args, onUpdate)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			res = ErrorResult("cancelled")
-		case errors.Is(err, context.Canceled):
-			res = ErrorResult("cancelled")
-		case err != nil:
-			r.opts.Logger.Warn("tool call failed", "tool", call.Name, "err", err)
-			res = ErrorResult(err.Error())
-		}
+	case p.tool == nil:
+		p.res = ptr(ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
+	case r.opts.Permissions.Decide(p.tool) == DecisionDeny:
+		p.res = ptr(ErrorResult(deniedText(call.Name)))
 	}
-	send(EventToolEnd, func(e *ToolCallEvent) {
-		e.Status = ToolCompleted
-		if res.IsError {
-			e.Status = ToolFailed
-		}
-		e.Result = &res
-	})
-	return res
+	return p
 }
+
+// permit applies the permissions policy to p, asking the user when the
+// policy says so and no "allow always" answer covers the tool.
+func (r *Runner) permit(ctx context.Context, req SendRequest, p *pendingCall) {
+	if ctx.Err() != nil {
+		p.res = ptr(ErrorResult("cancelled before it started"))
+		return
+	}
+	if r.opts.Permissions.Decide(p.tool) != DecisionAsk || r.grants.allowed(req.SessionKey, p.tool.Name) || req.Ask == nil {
+		return
+	}
+	outcome, err := req.Ask(ctx, PermissionRequest{Call: p.ev})
+	switch {
+	case err != nil || outcome == PermissionCancelled || ctx.Err() != nil:
+		if err != nil && ctx.Err() == nil {
+			r.opts.Logger.Warn("permission request failed", "tool", p.tool.Name, "err", err)
+		}
+		p.res = ptr(ErrorResult("cancelled: the permission request was not answered"))
+	case outcome == PermissionReject:
+		p.res = ptr(ErrorResult(declinedText(p.tool.Name)))
+	case outcome == PermissionAllowAlways:
+		r.grants.grant(req.SessionKey, p.tool.Name)
+	}
+}
+
+// execute runs an allowed call, sets p.res and reports the call
+// (in_progress, progress, end).
+func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(Event)) {
+	inProgress := p.ev
+	inProgress.Status = ToolInProgress
+	emit(Event{Kind: EventToolUpdate, Call: &inProgress})
+	onUpdate := func(u ToolUpdate) {
+		e := inProgress
+		e.Update = &u
+		emit(Event{Kind: EventToolUpdate, Call: &e})
+	}
+	res, err := p.tool.Execute(ctx, p.call.ID, p.call.Args, onUpdate)
+	switch {
+	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)):
+		res = ErrorResult("cancelled")
+	case err != nil:
+		r.opts.Logger.Warn("tool call failed", "tool", p.call.Name, "err", err)
+		res = ErrorResult(err.Error())
+	}
+	p.res = &res
+	finish(p, emit)
+}
+
+// finish emits the ToolEnd of p with its result.
+func finish(p *pendingCall, emit func(Event)) {
+	e := p.ev
+	e.Status = ToolCompleted
+	if p.res.IsError {
+		e.Status = ToolFailed
+	}
+	e.Result = p.res
+	emit(Event{Kind: EventToolEnd, Call: &e})
+}
+
+func ptr[T any](v T) *T { return &v }

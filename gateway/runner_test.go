@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,7 @@ func TestRunner_DirectCallReportsEveryStep(t *testing.T) {
 	reg.Set("k", []*Tool{echoTool("mcp__srv__echo")})
 	r := NewRunner(reg, nil)
 	evs, emit := collect()
-	stop, err := r.Run(t.Context(), "k", []Content{TextContent(`/call mcp__srv__echo {"message":"hi"}`)}, emit)
+	stop, err := r.Run(t.Context(), SendRequest{SessionKey: "k", Message: []Content{TextContent(`/call mcp__srv__echo {"message":"hi"}`)}}, emit)
 	if err != nil || stop != StopEndTurn {
 		t.Fatalf("Run = %s, %v", stop, err)
 	}
@@ -82,9 +83,9 @@ func TestRunner_ToolFailuresNeverEndTheTurn(t *testing.T) {
 		seen = req.Messages
 		return &Response{Message: Message{Content: []Content{TextContent("ok")}}}, nil
 	}}
-	r := NewRunner(reg, &RunnerOptions{Provider: p})
+	r := NewRunner(reg, &RunnerOptions{Models: []Model{{ID: "fake", Provider: p}}})
 	evs, emit := collect()
-	stop, err := r.Run(t.Context(), "k", []Content{TextContent("go")}, emit)
+	stop, err := r.Run(t.Context(), SendRequest{SessionKey: "k", Message: []Content{TextContent("go")}}, emit)
 	if err != nil || stop != StopEndTurn {
 		t.Fatalf("Run = %s, %v", stop, err)
 	}
@@ -94,7 +95,8 @@ func TestRunner_ToolFailuresNeverEndTheTurn(t *testing.T) {
 			ends = append(ends, string(e.Call.Status)+":"+e.Call.Result.Content[0].Text)
 		}
 	}
-	want := "failed:transport closed|failed:bad input|failed:unknown tool missing; /tools lists them"
+	slices.Sort(ends) // the unknown tool ends at once; the others run in parallel
+	want := "failed:bad input|failed:transport closed|failed:unknown tool missing; /tools lists them"
 	if got := strings.Join(ends, "|"); got != want {
 		t.Errorf("ends = %s\nwant %s", got, want)
 	}
@@ -116,7 +118,7 @@ func TestRunner_CancelledMidTool(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
 	evs, emit := collect()
-	stop, err := r.Run(ctx, "k", []Content{TextContent("/call block")}, emit)
+	stop, err := r.Run(ctx, SendRequest{SessionKey: "k", Message: []Content{TextContent("/call block")}}, emit)
 	if err != nil || stop != StopCancelled {
 		t.Fatalf("Run = %s, %v; want cancelled", stop, err)
 	}
@@ -136,9 +138,9 @@ func TestRunner_MaxTurnRequests(t *testing.T) {
 	p := &fakeProvider{complete: func(context.Context, *Request, func(Event)) (*Response, error) {
 		return &Response{Message: Message{ToolCalls: []ToolCall{{ID: "x", Name: "e"}}}}, nil
 	}}
-	r := NewRunner(reg, &RunnerOptions{Provider: p, MaxTurnRequests: 3})
+	r := NewRunner(reg, &RunnerOptions{Models: []Model{{ID: "fake", Provider: p}}, MaxTurnRequests: 3})
 	_, emit := collect()
-	if stop, err := r.Run(t.Context(), "k", nil, emit); err != nil || stop != StopMaxTurnRequests {
+	if stop, err := r.Run(t.Context(), SendRequest{SessionKey: "k", Message: nil}, emit); err != nil || stop != StopMaxTurnRequests {
 		t.Errorf("Run = %s, %v", stop, err)
 	}
 }
@@ -147,9 +149,9 @@ func TestRunner_ProviderErrorIsReturned(t *testing.T) {
 	p := &fakeProvider{complete: func(context.Context, *Request, func(Event)) (*Response, error) {
 		return nil, errors.New("HTTP 500")
 	}}
-	r := NewRunner(&Registry{}, &RunnerOptions{Provider: p})
+	r := NewRunner(&Registry{}, &RunnerOptions{Models: []Model{{ID: "fake", Provider: p}}})
 	_, emit := collect()
-	if _, err := r.Run(t.Context(), "k", nil, emit); err == nil || !strings.Contains(err.Error(), "fake provider: HTTP 500") {
+	if _, err := r.Run(t.Context(), SendRequest{SessionKey: "k", Message: nil}, emit); err == nil || !strings.Contains(err.Error(), "fake: HTTP 500") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -159,9 +161,9 @@ func TestRunner_ReadsRegistryEveryTurn(t *testing.T) {
 	r := NewRunner(reg, nil)
 	_, emit := collect()
 	evs, emit2 := collect()
-	_, _ = r.Run(t.Context(), "k", []Content{TextContent("/tools")}, emit)
+	_, _ = r.Run(t.Context(), SendRequest{SessionKey: "k", Message: []Content{TextContent("/tools")}}, emit)
 	reg.Set("k", []*Tool{echoTool("late")})
-	_, _ = r.Run(t.Context(), "k", []Content{TextContent("/tools")}, emit2)
+	_, _ = r.Run(t.Context(), SendRequest{SessionKey: "k", Message: []Content{TextContent("/tools")}}, emit2)
 	if len(*evs) != 1 || !strings.Contains((*evs)[0].Text, "- late (srv)") {
 		t.Errorf("second /tools = %+v", *evs)
 	}

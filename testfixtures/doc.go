@@ -1,4 +1,5 @@
-// Package testfixtures holds the MCP servers used by acp-agent's tests and
-// demo. Its commands (such as mcpserver) are built by the tests; nothing here
-// is imported by non-test code.
+// Package testfixtures holds what acp-agent's tests and demo run against:
+// mcpserver, the Go MCP server (built by the tests), and fakemodel, fake
+// Anthropic and OpenAI streaming APIs. Nothing here is imported by non-test
+// code.
 package testfixtures

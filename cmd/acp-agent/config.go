@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -31,6 +32,22 @@ type Config struct {
 	// default server or a session's server of that name.
 	Servers map[string]ServerConfig `json:"servers"`
 	Sandbox SandboxConfig           `json:"sandbox"`
+	// Model is the default model; --model overrides it.
+	Model *ModelConfig `json:"model"`
+	// Permissions is the tool permissions policy.
+	Permissions PermissionsConfig `json:"permissions"`
+}
+
+// PermissionsConfig is config "permissions": mode ask (default), allow or
+// deny, and tool-name globs such as "mcp__github__*"; deny wins.
+type PermissionsConfig struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow"`
+	Deny  []string `json:"deny"`
+}
+
+func (p PermissionsConfig) gateway() gateway.Permissions {
+	return gateway.Permissions{Mode: gateway.PermissionMode(p.Mode), Allow: p.Allow, Deny: p.Deny}
 }
 
 // Timeouts are durations in Go syntax ("30s", "2m"). Zero means the default.
@@ -134,6 +151,17 @@ func parseConfig(data []byte, cfg *Config) error {
 	}
 	if _, err := cfg.DefaultServers(); err != nil {
 		return err
+	}
+	if err := cfg.Permissions.gateway().Validate(); err != nil {
+		return fmt.Errorf("key %q: %v", "permissions", err)
+	}
+	if m := cfg.Model; m != nil {
+		if m.Provider != "anthropic" && m.Provider != "openai" {
+			return fmt.Errorf("key %q: %q is not a provider (want anthropic or openai)", "model.provider", m.Provider)
+		}
+		if strings.TrimSpace(m.Name) == "" {
+			return fmt.Errorf("key %q: must be a non-empty model name", "model.name")
+		}
 	}
 	for _, h := range slices.Concat(cfg.Sandbox.AllowHosts, cfg.Sandbox.DenyHosts) {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/: ") && !strings.HasPrefix(h, "[") {

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	acp-agent [--config FILE] [--verbose] [--log-file FILE] [--version]
+//	acp-agent [--config FILE] [--model provider:name] [--verbose] [--log-file FILE] [--version]
 //
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
 // only; logs go to stderr, or to --log-file.
@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // version is set with -ldflags "-X main.version=..."; otherwise the module
@@ -57,6 +58,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	modelFlag := fs.String("model", "", "the default model: provider:name (anthropic:claude-sonnet-4-5, openai:gpt-4.1), or direct")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -95,6 +97,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts, err := cfg.agentOptions()
 	if err != nil {
 		return err
+	}
+	primary := cfg.Model
+	if *modelFlag != "" {
+		mc, err := parseModelFlag(*modelFlag)
+		if err != nil {
+			return err
+		}
+		if primary != nil && primary.Provider == mc.Provider { // keep the config's baseURL, key env, limits
+			mc.BaseURL, mc.APIKeyEnv, mc.MaxTokens = primary.BaseURL, primary.APIKeyEnv, primary.MaxTokens
+		}
+		primary = &mc
+	}
+	ms, err := models(primary, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	opts.Gateway = gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: cfg.Permissions.gateway(), Logger: log})
+	if len(ms) > 0 {
+		log.Info("default model", "model", ms[0].ID)
+	} else {
+		log.Info("no model configured: direct mode (slash commands)")
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	agent := acp.New(opts)

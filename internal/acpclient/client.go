@@ -20,7 +20,8 @@ type Recorder struct {
 	// recorded). It must be set before the connection starts.
 	OnUpdate func(acpsdk.SessionNotification)
 	// Permission chooses the answer to session/request_permission. Nil
-	// selects the first option.
+	// selects the first option. Set it before the connection starts, or
+	// with SetPermission.
 	Permission func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse
 
 	mu      sync.Mutex
@@ -77,10 +78,20 @@ func (r *Recorder) SessionUpdate(_ context.Context, n acpsdk.SessionNotification
 	return nil
 }
 
+// SetPermission sets Permission while the connection runs.
+func (r *Recorder) SetPermission(f func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse) {
+	r.mu.Lock()
+	r.Permission = f
+	r.mu.Unlock()
+}
+
 // RequestPermission implements acpsdk.Client.
 func (r *Recorder) RequestPermission(_ context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
-	if r.Permission != nil {
-		return r.Permission(p), nil
+	r.mu.Lock()
+	f := r.Permission
+	r.mu.Unlock()
+	if f != nil {
+		return f(p), nil
 	}
 	if len(p.Options) == 0 {
 		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil

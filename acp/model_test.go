@@ -1,0 +1,153 @@
+package acp
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+)
+
+// scriptProvider is a model that replays responses, one per request, and
+// records the requests.
+type scriptProvider struct {
+	mu        sync.Mutex
+	responses []gateway.Response
+	requests  []*gateway.Request
+}
+
+func (p *scriptProvider) Name() string { return "script" }
+func (p *scriptProvider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
+	p.mu.Lock()
+	p.requests = append(p.requests, req)
+	if len(p.responses) == 0 {
+		p.mu.Unlock()
+		return &gateway.Response{}, nil
+	}
+	r := p.responses[0]
+	p.responses = p.responses[1:]
+	p.mu.Unlock()
+	if t := gateway.PromptText(r.Message.Content); t != "" {
+		for _, chunk := range strings.SplitAfter(t, " ") {
+			emit(gateway.Event{Kind: gateway.EventTextDelta, Text: chunk})
+		}
+	}
+	return &r, nil
+}
+
+func say(text string) gateway.Response {
+	return gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent(text)}}}
+}
+
+func callTool(id, name string, args map[string]any) gateway.Response {
+	return gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: id, Name: name, Args: args}}}}
+}
+
+func TestAgent_ModelTurnWithPermissions(t *testing.T) {
+	p := &scriptProvider{responses: []gateway.Response{
+		callTool("c1", "mcp__mem__image", nil), say("the user said no"),
+		callTool("c2", "mcp__mem__image", nil), say("here is the image"),
+		callTool("c3", "mcp__mem__image", nil), say("again, without asking"),
+	}}
+	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "script:1", Label: "Script", Provider: p}}})
+	h := startAgentWith(t, Options{Gateway: gw})
+	var asked []string
+	var mu sync.Mutex
+	answer := "reject_once"
+	h.client.SetPermission(func(req acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, string(req.ToolCall.ToolCallId))
+		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(answer))}
+	})
+	res, err := h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{acpclient.Stdio("mem", "x", nil, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ConfigOptions) != 1 || res.ConfigOptions[0].Select.CurrentValue != "script:1" {
+		t.Errorf("configOptions = %+v, want the model selector on script:1", res.ConfigOptions)
+	}
+	sid := string(res.SessionId)
+
+	stop, out := h.prompt(t.Context(), sid, "show me an image")
+	if stop != acpsdk.StopReasonEndTurn || joinText(out) != "the user said no" {
+		t.Errorf("turn 1: %s %q", stop, joinText(out))
+	}
+	if end := lastToolUpdate(out); end == nil || *end.Status != acpsdk.ToolCallStatusFailed || !strings.Contains(end.Content[0].Content.Content.Text.Text, "declined") {
+		t.Errorf("rejected call: %+v", end)
+	}
+	mu.Lock()
+	answer = "allow_always"
+	mu.Unlock()
+	h.prompt(t.Context(), sid, "please, show it")
+	_, out = h.prompt(t.Context(), sid, "once more")
+	if end := lastToolUpdate(out); end == nil || *end.Status != acpsdk.ToolCallStatusCompleted {
+		t.Errorf("allowed call: %+v", end)
+	}
+	mu.Lock()
+	if strings.Join(asked, ",") != "c1,c2" {
+		t.Errorf("asked for %v, want c1 and c2 (allow always covers c3)", asked)
+	}
+	mu.Unlock()
+	// The model saw the whole history, with the declined call answered.
+	p.mu.Lock()
+	last := p.requests[len(p.requests)-1]
+	p.mu.Unlock()
+	if len(last.Messages) < 9 || !strings.Contains(last.System, "working directory") {
+		t.Errorf("last request: %d messages, system %q", len(last.Messages), last.System)
+	}
+}
+
+func TestAgent_SwitchModel(t *testing.T) {
+	a := &scriptProvider{responses: []gateway.Response{say("from a")}}
+	b := &scriptProvider{responses: []gateway.Response{say("from b")}}
+	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "a", Label: "A", Provider: a}, {ID: "b", Label: "B", Provider: b}}})
+	h := startAgentWith(t, Options{Gateway: gw})
+	sid := h.newSession()
+	if _, out := h.prompt(t.Context(), sid, "hi"); joinText(out) != "from a" {
+		t.Errorf("default model: %q", joinText(out))
+	}
+	res, err := h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
+		SessionId: acpsdk.SessionId(sid), ConfigId: "model", Value: "b"}})
+	if err != nil || res.ConfigOptions[0].Select.CurrentValue != "b" {
+		t.Fatalf("set model: %+v %v", res, err)
+	}
+	if _, out := h.prompt(t.Context(), sid, "hi"); joinText(out) != "from b" {
+		t.Errorf("switched model: %q", joinText(out))
+	}
+	if len(b.requests[0].Messages) != 3 { // hi, from a, hi: the history moved along
+		t.Errorf("model b saw %d messages", len(b.requests[0].Messages))
+	}
+	_, err = h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
+		SessionId: acpsdk.SessionId(sid), ConfigId: "model", Value: "nope"}})
+	if err == nil || !strings.Contains(err.Error(), `unknown model \"nope\"`) {
+		t.Errorf("unknown model: %v", err)
+	}
+}
+
+// A provider that fails ends the turn with a message naming it; the session
+// goes on.
+func TestAgent_ProviderErrorEndsTheTurnOnly(t *testing.T) {
+	failing := &failProvider{}
+	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "f", Provider: failing}}})
+	h := startAgentWith(t, Options{Gateway: gw})
+	sid := h.newSession()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	stop, out := h.prompt(ctx, sid, "hi")
+	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(joinText(out), "The turn failed: fail: anthropic: HTTP 401 Unauthorized") {
+		t.Errorf("%s %q", stop, joinText(out))
+	}
+}
+
+type failProvider struct{}
+
+func (failProvider) Name() string { return "fail" }
+func (failProvider) Complete(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
+	return nil, &gateway.ProviderError{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY to a valid API key"}
+}

@@ -1,0 +1,260 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+)
+
+// DefaultMaxTokens is the default output token limit of a model request.
+const DefaultMaxTokens = 8192
+
+// ProviderOptions configure a model provider (Anthropic or OpenAI-compatible).
+type ProviderOptions struct {
+	// Model is the model name, such as "claude-sonnet-4-5" or "gpt-4.1".
+	Model string
+	// APIKey authenticates the requests; APIKeyEnv names the environment
+	// variable it came from, for error messages.
+	APIKey, APIKeyEnv string
+	// BaseURL overrides the API's base URL ("" means the provider's own).
+	BaseURL string
+	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
+	MaxTokens int64
+	// MaxRetries is the SDK's retry count for 408, 409, 429 and 5xx, with
+	// its own backoff; zero means 2, negative means none.
+	MaxRetries int
+	// HTTPClient, if set, carries the requests (tests).
+	HTTPClient *http.Client
+	// Logger receives the provider's warnings. Nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *ProviderOptions) requestOptions() []option.RequestOption {
+	opts := []option.RequestOption{option.WithAPIKey(o.APIKey)}
+	if o.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(o.BaseURL))
+	}
+	switch {
+	case o.MaxRetries < 0:
+		opts = append(opts, option.WithMaxRetries(0))
+	case o.MaxRetries > 0:
+		opts = append(opts, option.WithMaxRetries(o.MaxRetries))
+	}
+	if o.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	}
+	return opts
+}
+
+// Anthropic is the Anthropic Messages API provider
+// (https://docs.anthropic.com/en/api/messages), streaming through the
+// official Go SDK. Safe for concurrent use.
+type Anthropic struct {
+	client anthropic.Client
+	opts   ProviderOptions
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+// NewAnthropic returns an Anthropic provider.
+func NewAnthropic(opts ProviderOptions) *Anthropic {
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Anthropic{client: anthropic.NewClient(opts.requestOptions()...), opts: opts}
+}
+
+// Name implements Provider.
+func (a *Anthropic) Name() string { return "anthropic" }
+
+// Complete implements Provider: one streamed Messages request.
+func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error) {
+	params := anthropic.MessageNewParams{
+		Model:     anthropic.Model(a.opts.Model),
+		MaxTokens: a.opts.MaxTokens,
+		Messages:  a.messages(req.Messages),
+		Tools:     a.tools(req.Tools),
+	}
+	if req.System != "" {
+		params.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	stream := a.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var msg anthropic.Message
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, err
+		}
+		if ev.Type == "content_block_delta" {
+			switch ev.Delta.Type {
+			case "text_delta":
+				emit(Event{Kind: EventTextDelta, Text: ev.Delta.Text})
+			case "thinking_delta":
+				emit(Event{Kind: EventThoughtDelta, Text: ev.Delta.Thinking})
+			}
+		}
+	}
+	resp := a.response(&msg)
+	if err := stream.Err(); err != nil {
+		if ctx.Err() != nil {
+			return resp, ctx.Err()
+		}
+		return nil, a.describe(err)
+	}
+	return resp, nil
+}
+
+// response converts the accumulated message.
+func (a *Anthropic) response(msg *anthropic.Message) *Response {
+	var out Response
+	var text string
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			text += b.Text
+		case "thinking":
+			out.Message.Thinking += b.Thinking
+			out.Message.ThinkingSignature = b.Signature
+		case "tool_use":
+			args := map[string]any{}
+			if len(b.Input) > 0 {
+				if err := json.Unmarshal(b.Input, &args); err != nil || args == nil {
+					args = map[string]any{}
+				}
+			}
+			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: args})
+		}
+	}
+	if text != "" {
+		out.Message.Content = []Content{TextContent(text)}
+	}
+	switch msg.StopReason {
+	case anthropic.StopReasonMaxTokens:
+		out.StopReason = StopMaxTokens
+	case anthropic.StopReasonRefusal:
+		out.StopReason = StopRefusal
+	}
+	return &out
+}
+
+// messages converts the history; consecutive tool results become one user
+// message of tool_result blocks, as the API wants.
+func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
+	var out []anthropic.MessageParam
+	for _, m := range history {
+		switch m.Role {
+		case RoleUser:
+			var blocks []anthropic.ContentBlockParamUnion
+			for _, p := range PromptParts(m.Content) {
+				if p.Image != nil {
+					blocks = append(blocks, anthropic.NewImageBlockBase64(p.MIMEType, base64.StdEncoding.EncodeToString(p.Image)))
+				} else if p.Text != "" {
+					blocks = append(blocks, anthropic.NewTextBlock(p.Text))
+				}
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock("(empty message)"))
+			}
+			out = append(out, anthropic.NewUserMessage(blocks...))
+		case RoleAssistant:
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Thinking != "" && m.ThinkingSignature != "" {
+				blocks = append(blocks, anthropic.NewThinkingBlock(m.ThinkingSignature, m.Thinking))
+			}
+			if t := PromptText(m.Content); t != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(t))
+			}
+			for _, c := range m.ToolCalls {
+				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, c.Args, c.Name))
+			}
+			if len(blocks) > 0 {
+				out = append(out, anthropic.NewAssistantMessage(blocks...))
+			}
+		case RoleTool:
+			block := anthropic.ContentBlockParamUnion{OfToolResult: a.toolResult(m)}
+			if n := len(out); n > 0 && out[n-1].Role == anthropic.MessageParamRoleUser && isToolResults(out[n-1]) {
+				out[n-1].Content = append(out[n-1].Content, block)
+			} else {
+				out = append(out, anthropic.NewUserMessage(block))
+			}
+		}
+	}
+	return out
+}
+
+func isToolResults(m anthropic.MessageParam) bool {
+	return len(m.Content) > 0 && m.Content[0].OfToolResult != nil
+}
+
+// toolResult degrades a result for Anthropic: text blocks and image blocks.
+func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
+	res := m.Result
+	if res == nil {
+		res = &Result{}
+	}
+	tr := &anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+	if res.IsError {
+		tr.IsError = anthropic.Bool(true)
+	}
+	for _, p := range DegradeResult(KindAnthropic, res) {
+		if p.Image != nil {
+			tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
+				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+					Data: base64.StdEncoding.EncodeToString(p.Image), MediaType: anthropic.Base64ImageSourceMediaType(p.MIMEType),
+				}},
+			}})
+			continue
+		}
+		tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: p.Text}})
+	}
+	return tr
+}
+
+// tools converts the tool definitions with normalized schemas.
+func (a *Anthropic) tools(tools []*Tool) []anthropic.ToolUnionParam {
+	out := make([]anthropic.ToolUnionParam, 0, len(tools))
+	for _, t := range tools {
+		s := NormalizeSchema(KindAnthropic, t.Name, t.InputSchema, a.opts.Logger)
+		schema := anthropic.ToolInputSchemaParam{Properties: s["properties"], ExtraFields: map[string]any{}}
+		if req, ok := s["required"].([]any); ok {
+			for _, r := range req {
+				if name, ok := r.(string); ok {
+					schema.Required = append(schema.Required, name)
+				}
+			}
+		}
+		for k, v := range s {
+			if k != "type" && k != "properties" && k != "required" {
+				schema.ExtraFields[k] = v
+			}
+		}
+		tp := &anthropic.ToolParam{Name: t.Name, InputSchema: schema}
+		if t.Description != "" {
+			tp.Description = anthropic.String(t.Description)
+		}
+		out = append(out, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	return out
+}
+
+// describe turns an SDK error into a ProviderError.
+func (a *Anthropic) describe(err error) error {
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		return newProviderError("anthropic", apiErr.StatusCode, apiErrorMessage(apiErr.RawJSON()), a.opts.APIKeyEnv, err)
+	}
+	return &ProviderError{Provider: "anthropic", Err: err}
+}

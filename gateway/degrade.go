@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Degrading rich tool results, per provider, in one place (see
+// docs/architecture.md, "Degrading rich content"):
+//
+//	content          Anthropic                OpenAI-compatible chat
+//	text             text block               text
+//	image            image block (base64)     note with mime type and size
+//	audio            note with type and size  same
+//	resource (text)  its text                 same
+//	resource (blob)  note with URI            same
+//	resource_link    note with URI            same
+
+// ResultPart is one piece of a tool result as a provider receives it: text,
+// or (Anthropic only) an image.
+type ResultPart struct {
+	Text     string
+	Image    []byte // raw bytes; nil for text parts
+	MIMEType string
+}
+
+// DegradeResult maps a tool result to what provider kind can carry, keeping
+// order. An empty result becomes one text part saying so, since the APIs
+// reject empty tool results.
+func DegradeResult(kind ProviderKind, res *Result) []ResultPart {
+	var parts []ResultPart
+	for _, c := range res.Content {
+		switch c.Type {
+		case ContentText:
+			parts = append(parts, ResultPart{Text: c.Text})
+		case ContentImage:
+			if kind == KindAnthropic && anthropicImageTypes[c.MIMEType] {
+				parts = append(parts, ResultPart{Image: c.Data, MIMEType: c.MIMEType})
+			} else {
+				parts = append(parts, ResultPart{Text: mediaNote("image", c.MIMEType, len(c.Data))})
+			}
+		case ContentAudio:
+			parts = append(parts, ResultPart{Text: mediaNote("audio", c.MIMEType, len(c.Data))})
+		case ContentResource:
+			parts = append(parts, ResultPart{Text: resourceText(c.Resource)})
+		case ContentResourceLink:
+			parts = append(parts, ResultPart{Text: linkNote(c)})
+		default:
+			parts = append(parts, ResultPart{Text: fmt.Sprintf("[%s content]", c.Type)})
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, ResultPart{Text: "(the tool returned no content)"})
+	}
+	return parts
+}
+
+// ResultText joins the degraded parts of a result as text (for providers
+// whose tool messages are text only).
+func ResultText(kind ProviderKind, res *Result) string {
+	var b strings.Builder
+	for i, p := range DegradeResult(kind, res) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// anthropicImageTypes are the image types the Messages API takes.
+var anthropicImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+func mediaNote(kind, mimeType string, n int) string {
+	if mimeType == "" {
+		mimeType = "unknown type"
+	}
+	return fmt.Sprintf("[%s: %s, %d bytes; not shown to the model]", kind, mimeType, n)
+}
+
+func resourceText(r *EmbeddedResource) string {
+	if r == nil {
+		return "[empty resource]"
+	}
+	if r.Blob != nil {
+		return fmt.Sprintf("[resource %s: %s, %d bytes of binary data]", r.URI, orUnknown(r.MIMEType), len(r.Blob))
+	}
+	return r.Text
+}
+
+func linkNote(c Content) string {
+	s := "[resource link: " + c.URI
+	if c.Name != "" && c.Name != c.URI {
+		s += " (" + c.Name + ")"
+	}
+	if c.MIMEType != "" {
+		s += ", " + c.MIMEType
+	}
+	return s + "]"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return s
+}
+
+// PromptParts maps the user's prompt content the same way: text as is,
+// embedded resources as their text inside a <resource> tag, resource links
+// and audio as notes, and images kept as images (both providers take them in
+// user messages).
+func PromptParts(content []Content) []ResultPart {
+	var parts []ResultPart
+	for _, c := range content {
+		switch c.Type {
+		case ContentText:
+			parts = append(parts, ResultPart{Text: c.Text})
+		case ContentImage:
+			parts = append(parts, ResultPart{Image: c.Data, MIMEType: c.MIMEType})
+		case ContentResource:
+			if c.Resource != nil && c.Resource.Blob == nil {
+				parts = append(parts, ResultPart{Text: fmt.Sprintf("<resource uri=%q>\n%s\n</resource>", c.Resource.URI, c.Resource.Text)})
+			} else {
+				parts = append(parts, ResultPart{Text: resourceText(c.Resource)})
+			}
+		case ContentResourceLink:
+			parts = append(parts, ResultPart{Text: linkNote(c)})
+		case ContentAudio:
+			parts = append(parts, ResultPart{Text: mediaNote("audio", c.MIMEType, len(c.Data))})
+		}
+	}
+	return parts
+}

@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// OpenAI is the OpenAI-compatible Chat Completions provider
+// (https://platform.openai.com/docs/api-reference/chat), streaming through
+// the official Go SDK: OpenAI itself, and through BaseURL Ollama, vLLM,
+// llama.cpp server or OpenRouter. Reasoning deltas that compatible servers
+// send as delta.reasoning_content or delta.reasoning become thoughts. Safe
+// for concurrent use.
+type OpenAI struct {
+	client openai.Client
+	opts   ProviderOptions
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI returns an OpenAI-compatible provider.
+func NewOpenAI(opts ProviderOptions) *OpenAI {
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ro := []oaioption.RequestOption{oaioption.WithAPIKey(opts.APIKey)}
+	if opts.BaseURL != "" {
+		ro = append(ro, oaioption.WithBaseURL(opts.BaseURL))
+	}
+	switch {
+	case opts.MaxRetries < 0:
+		ro = append(ro, oaioption.WithMaxRetries(0))
+	case opts.MaxRetries > 0:
+		ro = append(ro, oaioption.WithMaxRetries(opts.MaxRetries))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, oaioption.WithHTTPClient(opts.HTTPClient))
+	}
+	return &OpenAI{client: openai.NewClient(ro...), opts: opts}
+}
+
+// Name implements Provider.
+func (o *OpenAI) Name() string { return "openai" }
+
+// Complete implements Provider: one streamed chat completion.
+func (o *OpenAI) Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error) {
+	params := openai.ChatCompletionNewParams{
+		Model:     shared.ChatModel(o.opts.Model),
+		Messages:  o.messages(req.System, req.Messages),
+		MaxTokens: openai.Int(o.opts.MaxTokens),
+	}
+	if len(req.Tools) > 0 {
+		params.Tools = o.tools(req.Tools)
+	}
+	stream := o.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	var thinking string
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		if len(chunk.Choices) == 0 {
+			continue
+		}
+		d := chunk.Choices[0].Delta
+		if t := reasoningDelta(d); t != "" {
+			thinking += t
+			emit(Event{Kind: EventThoughtDelta, Text: t})
+		}
+		if d.Content != "" {
+			emit(Event{Kind: EventTextDelta, Text: d.Content})
+		}
+	}
+	resp := o.response(&acc, thinking)
+	if err := stream.Err(); err != nil {
+		if ctx.Err() != nil {
+			return resp, ctx.Err()
+		}
+		return nil, o.describe(err)
+	}
+	return resp, nil
+}
+
+// reasoningDelta reads the non-standard reasoning fields of a delta.
+func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) string {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		if f, ok := d.JSON.ExtraFields[key]; ok {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func (o *OpenAI) response(acc *openai.ChatCompletionAccumulator, thinking string) *Response {
+	out := &Response{}
+	out.Message.Thinking = thinking
+	if len(acc.Choices) == 0 {
+		return out
+	}
+	ch := acc.Choices[0]
+	if ch.Message.Content != "" {
+		out.Message.Content = []Content{TextContent(ch.Message.Content)}
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		args := map[string]any{}
+		if tc.Function.Arguments != "" {
+			if err := json.Unmarshal([]byte(tc.Function.Arguments), &args); err != nil || args == nil {
+				args = map[string]any{}
+			}
+		}
+		out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
+	}
+	switch ch.FinishReason {
+	case "length":
+		out.StopReason = StopMaxTokens
+	case "content_filter":
+		out.StopReason = StopRefusal
+	}
+	if ch.Message.Refusal != "" && len(out.Message.ToolCalls) == 0 {
+		out.StopReason = StopRefusal
+	}
+	return out
+}
+
+// messages converts the system prompt and the history.
+func (o *OpenAI) messages(system string, history []Message) []openai.ChatCompletionMessageParamUnion {
+	var out []openai.ChatCompletionMessageParamUnion
+	if system != "" {
+		out = append(out, openai.SystemMessage(system))
+	}
+	for _, m := range history {
+		switch m.Role {
+		case RoleUser:
+			var parts []openai.ChatCompletionContentPartUnionParam
+			for _, p := range PromptParts(m.Content) {
+				if p.Image != nil {
+					url := "data:" + p.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Image)
+					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}))
+				} else if p.Text != "" {
+					parts = append(parts, openai.TextContentPart(p.Text))
+				}
+			}
+			if len(parts) == 1 && parts[0].OfText != nil {
+				out = append(out, openai.UserMessage(parts[0].OfText.Text)) // plain string: the widest compatibility
+			} else if len(parts) > 0 {
+				out = append(out, openai.UserMessage(parts))
+			} else {
+				out = append(out, openai.UserMessage("(empty message)"))
+			}
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if t := PromptText(m.Content); t != "" {
+				a.Content.OfString = openai.String(t)
+			}
+			for _, c := range m.ToolCalls {
+				args, _ := json.Marshal(c.Args)
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(args)},
+				}})
+			}
+			if a.Content.OfString.Valid() || len(a.ToolCalls) > 0 {
+				out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			}
+		case RoleTool:
+			res := m.Result
+			if res == nil {
+				res = &Result{}
+			}
+			text := ResultText(KindOpenAI, res)
+			if res.IsError {
+				text = "Error: " + text
+			}
+			out = append(out, openai.ToolMessage(text, m.ToolCallID))
+		}
+	}
+	return out
+}
+
+// tools converts the tool definitions with normalized schemas.
+func (o *OpenAI) tools(tools []*Tool) []openai.ChatCompletionToolUnionParam {
+	out := make([]openai.ChatCompletionToolUnionParam, 0, len(tools))
+	for _, t := range tools {
+		fn := shared.FunctionDefinitionParam{
+			Name:       t.Name,
+			Parameters: shared.FunctionParameters(NormalizeSchema(KindOpenAI, t.Name, t.InputSchema, o.opts.Logger)),
+		}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(fn))
+	}
+	return out
+}
+
+// describe turns an SDK error into a ProviderError.
+func (o *OpenAI) describe(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = apiErrorMessage(apiErr.RawJSON())
+		}
+		return newProviderError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
+	}
+	return &ProviderError{Provider: "openai", Err: err}
+}
