@@ -4,9 +4,14 @@ import (
 	"context"
 	"os/exec"
 	"testing"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+
+	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
 // BenchmarkBridgedCall measures one /call through the agent: an ACP prompt,
@@ -84,4 +89,68 @@ func BenchmarkDirectCallHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFirstChunk measures a prompt's time to its first
+// agent_message_chunk through the agent, against the fake OpenAI server.
+// Compare with BenchmarkFirstChunkDirect, the SDK's time to the first delta
+// on the same server: the difference is what the agent adds.
+func BenchmarkFirstChunk(b *testing.B) {
+	fake := fakemodel.NewOpenAI(b)
+	a := startAgentWith(b, []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1"}, "--model", "openai:bench")
+	ctx := context.Background()
+	cwd := b.TempDir()
+	var total time.Duration
+	for b.Loop() {
+		// A fresh session each time, so the history (and the request) does
+		// not grow with b.N; only prompt → first chunk is timed.
+		res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cwd, McpServers: []acpsdk.McpServer{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sid := string(res.SessionId)
+		fake.Push(fakemodel.Turn{Text: "Hello from the model."})
+		from := len(a.Client.Updates())
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := a.Prompt(ctx, sid, "hi"); done <- err }()
+		if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool { return n.Update.AgentMessageChunk != nil }); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: res.SessionId}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/first-chunk")
+}
+
+// BenchmarkFirstChunkDirect is the openai-go SDK's own time to the first
+// content delta from the fake server.
+func BenchmarkFirstChunkDirect(b *testing.B) {
+	fake := fakemodel.NewOpenAI(b)
+	client := openai.NewClient(oaioption.WithBaseURL(fake.URL+"/v1"), oaioption.WithAPIKey("k"))
+	var total time.Duration
+	for b.Loop() {
+		fake.Push(fakemodel.Turn{Text: "Hello from the model."})
+		start := time.Now()
+		stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: "bench", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+		for stream.Next() {
+			if c := stream.Current(); len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
+				total += time.Since(start)
+				break
+			}
+		}
+		for stream.Next() {
+		}
+		if err := stream.Err(); err != nil {
+			b.Fatal(err)
+		}
+		stream.Close()
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/first-chunk")
 }

@@ -23,11 +23,20 @@ type agent struct {
 }
 
 // startAgent runs the agent binary with a minimal environment, initialized.
+// GITHUB_TOKEN is set, to prove that the agent's variables never reach a
+// server. No model is configured: the session runs in direct mode.
 func startAgent(t testing.TB) *agent {
 	t.Helper()
+	return startAgentWith(t, []string{"GITHUB_TOKEN=sk-agent-secret"})
+}
+
+// startAgentWith runs the agent with extra environment variables and
+// arguments, initialized.
+func startAgentWith(t testing.TB, env []string, args ...string) *agent {
+	t.Helper()
 	stderr := &lockedBuffer{}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=sk-agent-secret"}
-	p, err := acpclient.Start(agentBin, []string{"--verbose"}, env, stderr, nil)
+	env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	p, err := acpclient.Start(agentBin, append([]string{"--verbose"}, args...), env, stderr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
