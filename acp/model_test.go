@@ -140,7 +140,7 @@ func TestAgent_ProviderErrorEndsTheTurnOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	stop, out := h.prompt(ctx, sid, "hi")
-	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(joinText(out), "The turn failed: fail: anthropic: HTTP 401 Unauthorized") {
+	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(joinText(out), "The turn failed: anthropic: HTTP 401 Unauthorized (set ANTHROPIC_API_KEY to a valid API key)") {
 		t.Errorf("%s %q", stop, joinText(out))
 	}
 }

@@ -26,6 +26,11 @@ type ProviderOptions struct {
 	BaseURL string
 	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
 	MaxTokens int64
+	// ThinkingBudget, if positive, turns on Anthropic extended thinking with
+	// this many tokens (at least 1024, less than MaxTokens); thoughts stream
+	// as EventThoughtDelta. Ignored by OpenAI-compatible providers, whose
+	// reasoning deltas stream whenever the server sends them.
+	ThinkingBudget int64
 	// MaxRetries is the SDK's retry count for 408, 409, 429 and 5xx, with
 	// its own backoff; zero means 2, negative means none.
 	MaxRetries int
@@ -67,6 +72,9 @@ func NewAnthropic(opts ProviderOptions) *Anthropic {
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = DefaultMaxTokens
 	}
+	if opts.ThinkingBudget > 0 && opts.MaxTokens <= opts.ThinkingBudget {
+		opts.MaxTokens = opts.ThinkingBudget + DefaultMaxTokens
+	}
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
 	}
@@ -89,6 +97,9 @@ func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)
 	}
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	if a.opts.ThinkingBudget > 0 {
+		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(a.opts.ThinkingBudget)
 	}
 	stream := a.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()

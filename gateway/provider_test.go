@@ -264,3 +264,18 @@ func TestProviders_PromptContent(t *testing.T) {
 		})
 	}
 }
+
+func TestAnthropic_ThinkingBudget(t *testing.T) {
+	s := fakemodel.NewAnthropic(t, fakemodel.Turn{Thinking: "step by step", Text: "42"})
+	p := gateway.NewAnthropic(gateway.ProviderOptions{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
+	r, _ := newRunner(p)
+	_, rec, err := run(t, r, "think")
+	if err != nil || rec.count(gateway.EventThoughtDelta) == 0 {
+		t.Fatalf("%v, %d thought deltas", err, rec.count(gateway.EventThoughtDelta))
+	}
+	req := s.Requests()[0].JSON
+	th, _ := req["thinking"].(map[string]any)
+	if th["type"] != "enabled" || th["budget_tokens"] != float64(2048) || req["max_tokens"].(float64) <= 2048 {
+		t.Errorf("thinking = %v, max_tokens = %v", th, req["max_tokens"])
+	}
+}

@@ -153,6 +153,10 @@ func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (St
 			return StopCancelled, nil
 		}
 		if err != nil {
+			var pe *ProviderError
+			if errors.As(err, &pe) { // it names the provider already
+				return "", err
+			}
 			return "", fmt.Errorf("%s: %w", model.Provider.Name(), err)
 		}
 		resp.Message.Role = RoleAssistant

@@ -105,7 +105,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		if primary != nil && primary.Provider == mc.Provider { // keep the config's baseURL, key env, limits
-			mc.BaseURL, mc.APIKeyEnv, mc.MaxTokens = primary.BaseURL, primary.APIKeyEnv, primary.MaxTokens
+			mc.BaseURL, mc.APIKeyEnv, mc.MaxTokens, mc.ThinkingBudget = primary.BaseURL, primary.APIKeyEnv, primary.MaxTokens, primary.ThinkingBudget
 		}
 		primary = &mc
 	}

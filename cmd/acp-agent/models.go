@@ -23,6 +23,9 @@ type ModelConfig struct {
 	APIKeyEnv string `json:"apiKeyEnv"`
 	// MaxTokens caps one response; default 8192.
 	MaxTokens int64 `json:"maxTokens"`
+	// ThinkingBudget turns on Anthropic extended thinking with this many
+	// tokens (at least 1024); 0 leaves it off.
+	ThinkingBudget int64 `json:"thinkingBudget"`
 }
 
 // Default model names when a provider is chosen by its API key alone.
@@ -85,7 +88,7 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 	if mc.Name == "" {
 		return gateway.Model{}, fmt.Errorf("model: name is empty")
 	}
-	opts := gateway.ProviderOptions{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, Logger: log}
+	opts := gateway.ProviderOptions{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log}
 	id := mc.Provider + ":" + mc.Name
 	switch mc.Provider {
 	case "anthropic":
