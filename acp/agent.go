@@ -43,6 +43,12 @@ type Options struct {
 	// ServerSettings are per-server settings from the config, by server name;
 	// an entry's own _meta timeouts win over them.
 	ServerSettings map[string]ServerSettings
+	// Store keeps sessions across restarts. Nil means session.NewMemory().
+	Store session.Store
+	// History is the gateway's conversation history over Store; the agent
+	// attaches each session to it. Nil means a new session.History over
+	// Store, which is then also the History of the default Gateway.
+	History *session.History
 	// Logger receives the agent's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -64,9 +70,11 @@ const postSessionTimeout = 10 * time.Second
 // Agent implements acpsdk.Agent. Create it with New and run it with Serve.
 // Its methods are called by acp-go-sdk, concurrently.
 type Agent struct {
-	opts Options
-	gw   gateway.Gateway
-	log  *slog.Logger
+	opts    Options
+	gw      gateway.Gateway
+	store   session.Store
+	history *session.History
+	log     *slog.Logger
 
 	ready chan struct{} // closed once conn and out are set
 	conn  *acpsdk.AgentSideConnection
@@ -98,9 +106,17 @@ func New(opts *Options) *Agent {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	a.store = a.opts.Store
+	if a.store == nil {
+		a.store = session.NewMemory()
+	}
+	a.history = a.opts.History
+	if a.history == nil {
+		a.history = session.NewHistory(a.store, a.log)
+	}
 	a.gw = a.opts.Gateway
 	if a.gw == nil {
-		a.gw = gateway.NewLocal(&gateway.RunnerOptions{Logger: a.log})
+		a.gw = gateway.NewLocal(&gateway.RunnerOptions{History: a.history, Logger: a.log})
 	}
 	return a
 }
@@ -157,9 +173,13 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
-			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
-			McpCapabilities:     acpsdk.McpCapabilities{Http: true, Sse: true},
-			SessionCapabilities: acpsdk.SessionCapabilities{Close: &acpsdk.SessionCloseCapabilities{}},
+			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
+			McpCapabilities:    acpsdk.McpCapabilities{Http: true, Sse: true},
+			SessionCapabilities: acpsdk.SessionCapabilities{
+				Close:  &acpsdk.SessionCloseCapabilities{},
+				List:   &acpsdk.SessionListCapabilities{},
+				Resume: &acpsdk.SessionResumeCapabilities{},
+			},
 		},
 		AuthMethods: []acpsdk.AuthMethod{},
 	}, nil
@@ -186,47 +206,96 @@ func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsd
 // failures do not fail the session; they are reported to the client as an
 // agent message right after the response.
 func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	raw, err := rawMCPServers(p.Meta)
+	specs, err := a.sessionSpecs(p.Meta, p.Cwd)
 	if err != nil {
-		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: mcpServers: %v", ErrInvalidParams, err))
+		return acpsdk.NewSessionResponse{}, toRequestError(err)
+	}
+	id := session.NewID()
+	now := time.Now()
+	rec := session.Record{ID: id, Key: session.Key(id, p.Meta), Cwd: p.Cwd, Created: now, Updated: now, Servers: serverRefs(specs)}
+	if err := a.store.Create(ctx, rec); err != nil {
+		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("storing the session: %w", err))
+	}
+	a.log.Info("session/new", "session", id, "cwd", p.Cwd, "mcpServers", len(specs))
+	s, err := a.open(ctx, rec, p.Cwd, specs, nil)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, toRequestError(err)
+	}
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id), ConfigOptions: a.configOptions(s.currentModel())}, nil
+}
+
+// sessionSpecs validates the request's mcpServers (raw, see
+// rawMCPServersReader) and cwd, merges the config's default servers and
+// applies the servers-per-session quota.
+func (a *Agent) sessionSpecs(meta map[string]any, cwd string) ([]bridge.ServerSpec, error) {
+	raw, err := rawMCPServers(meta)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mcpServers: %v", ErrInvalidParams, err)
 	}
 	own, err := ParseMCPServers(raw)
 	if err != nil {
-		return acpsdk.NewSessionResponse{}, toRequestError(err)
+		return nil, err
 	}
 	specs := a.sessionServers(own)
 	if limit := a.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {
-		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
-			ErrInvalidParams, len(specs), len(own), len(specs)-len(own), limit))
+		return nil, fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
+			ErrInvalidParams, len(specs), len(own), len(specs)-len(own), limit)
 	}
-	if !filepath.IsAbs(p.Cwd) {
-		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, p.Cwd))
+	if !filepath.IsAbs(cwd) {
+		return nil, fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, cwd)
 	}
+	return specs, nil
+}
 
-	id := session.NewID()
-	key := session.Key(id, p.Meta)
-	s := &liveSession{id: id, key: key, cwd: p.Cwd, model: a.defaultModel(), manager: bridge.NewManager(a.bridgeOptions(id, p.Cwd))}
+// serverRefs are the names and transports of specs: what the store keeps.
+func serverRefs(specs []bridge.ServerSpec) []session.Server {
+	out := make([]session.Server, len(specs))
+	for i, s := range specs {
+		out[i] = session.Server{Name: s.Name, Transport: string(s.Transport)}
+	}
+	return out
+}
+
+// open makes the stored session rec live in cwd: it attaches its history
+// (calling replay with the stored turns, if non-nil, before anything else),
+// connects specs and registers the tools, then schedules the notifications
+// that follow the response. A session of the same id still live in this
+// process is ended first.
+func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs []bridge.ServerSpec, replay func([]session.Turn)) (*liveSession, error) {
+	if old, err := a.lookup(acpsdk.SessionId(rec.ID)); err == nil {
+		a.log.Info("session reopened: ending its live instance first", "session", rec.ID)
+		a.endSession(old)
+	}
+	s := &liveSession{id: rec.ID, key: rec.Key, cwd: cwd, model: a.defaultModel(), manager: bridge.NewManager(a.bridgeOptions(rec.ID, cwd))}
 	if err := a.addSession(s); err != nil {
-		return acpsdk.NewSessionResponse{}, toRequestError(err)
+		return nil, err
 	}
-	a.log.Info("session/new", "session", id, "cwd", p.Cwd, "mcpServers", len(specs))
-
+	turns, err := a.history.Attach(ctx, rec.Key, rec.ID)
+	if err != nil {
+		a.endSession(s)
+		return nil, fmt.Errorf("loading the session's history: %w", err)
+	}
+	if replay != nil {
+		replay(turns)
+	}
 	start := time.Now()
 	_ = s.manager.Connect(ctx, specs)
-	if err := a.gw.SetExtraTools(ctx, key, s.manager.Tools()); err != nil {
+	if err := a.gw.SetExtraTools(ctx, s.key, s.manager.Tools()); err != nil {
 		a.endSession(s)
-		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("registering tools: %w", err))
+		return nil, fmt.Errorf("registering tools: %w", err)
 	}
 	if ctx.Err() != nil { // the client gave up, or the connection is gone
 		a.endSession(s)
-		return acpsdk.NewSessionResponse{}, toRequestError(context.Cause(ctx))
+		return nil, context.Cause(ctx)
 	}
-	a.log.Info("session ready", "session", id, "tools", len(s.manager.Tools()), "elapsed", time.Since(start))
-
+	if err := a.store.SetServers(ctx, rec.ID, serverRefs(specs)); err != nil {
+		a.log.Warn("recording the session's servers failed", "session", rec.ID, "err", err)
+	}
+	a.log.Info("session ready", "session", rec.ID, "tools", len(s.manager.Tools()), "elapsed", time.Since(start))
 	<-a.ready
-	after := a.out.afterResponse(id)
+	after := a.out.afterResponse(rec.ID)
 	a.tasks.Go(func() { a.afterNewSession(s, after) })
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id), ConfigOptions: a.configOptions(s.model)}, nil
+	return s, nil
 }
 
 // sessionServers merges the config's default servers with the session's own
@@ -334,7 +403,7 @@ func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
 
 // CloseSession implements acpsdk.Agent: the running prompt is cancelled and
 // every connection and child process of the session is ended before the
-// response.
+// response. The stored session stays, for session/load.
 func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
 	s, err := a.lookup(p.SessionId)
 	if err != nil {
@@ -357,18 +426,9 @@ func (a *Agent) endSession(s *liveSession) {
 	s.end(func() {
 		_ = s.manager.Close(context.Background())
 		_ = a.gw.ClearExtraTools(context.Background(), s.key)
+		a.history.Forget(s.key)
 	})
 	a.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
-}
-
-// ListSessions implements acpsdk.Agent; session listing is not offered yet.
-func (a *Agent) ListSessions(context.Context, acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
-	return acpsdk.ListSessionsResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionList)
-}
-
-// ResumeSession implements acpsdk.Agent; resuming is not offered yet.
-func (a *Agent) ResumeSession(context.Context, acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
 }
 
 // SetSessionMode implements acpsdk.Agent; no modes are offered.

@@ -12,8 +12,8 @@ type History interface {
 	// Messages returns the conversation of sessionKey, oldest first. The
 	// caller must not modify the returned slice.
 	Messages(sessionKey string) []Message
-	// Append adds the messages of one finished turn.
-	Append(sessionKey string, msgs ...Message)
+	// Append adds the messages of one finished turn, which ended with stop.
+	Append(sessionKey string, stop StopReason, msgs ...Message)
 	// Forget drops the conversation of sessionKey.
 	Forget(sessionKey string)
 }
@@ -34,7 +34,7 @@ func (h *MemoryHistory) Messages(sessionKey string) []Message {
 }
 
 // Append implements History.
-func (h *MemoryHistory) Append(sessionKey string, msgs ...Message) {
+func (h *MemoryHistory) Append(sessionKey string, _ StopReason, msgs ...Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.msgs == nil {

@@ -24,9 +24,12 @@ type Message struct {
 	// both back in the history of a tool-using turn). Empty when none.
 	Thinking, ThinkingSignature string
 	// ToolCallID, ToolName and Result are set on a tool message: the result
-	// of the call with that ID.
+	// of the call with that ID. ToolTitle and ToolKind are how the call was
+	// shown (its tool_call), kept so a stored session can be replayed.
 	ToolCallID string
 	ToolName   string
+	ToolTitle  string
+	ToolKind   ToolKind
 	Result     *Result
 }
 

@@ -123,7 +123,7 @@ func (r *Runner) Forget(sessionKey string) {
 // When ctx is cancelled, Run returns StopCancelled and a nil error. A failing
 // tool never ends the turn: its failure goes back to the model as an error
 // result. An error is returned only when the model (provider) fails.
-func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error) {
+func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (stop StopReason, err error) {
 	model, err := r.model(req.Model)
 	if err != nil {
 		return "", err
@@ -137,7 +137,13 @@ func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (St
 	emitOne := func(e Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) }
 
 	turn := []Message{{Role: RoleUser, Content: req.Message}}
-	defer func() { r.opts.History.Append(req.SessionKey, turn...) }()
+	defer func() {
+		s := stop
+		if err != nil {
+			s = StopEndTurn // the turn failed: what there is of it is kept
+		}
+		r.opts.History.Append(req.SessionKey, s, turn...)
+	}()
 
 	for range r.opts.MaxTurnRequests {
 		all := slices.Concat(r.opts.Tools, r.registry.Tools(req.SessionKey))
@@ -212,7 +218,7 @@ func (r *Runner) runCalls(ctx context.Context, req SendRequest, tools []*Tool, c
 	_ = g.Wait()
 	msgs := make([]Message, len(pending))
 	for i, p := range pending {
-		msgs[i] = Message{Role: RoleTool, ToolCallID: p.call.ID, ToolName: p.call.Name, Result: p.res}
+		msgs[i] = Message{Role: RoleTool, ToolCallID: p.call.ID, ToolName: p.call.Name, ToolTitle: p.ev.Title, ToolKind: p.ev.Kind, Result: p.res}
 	}
 	return msgs
 }

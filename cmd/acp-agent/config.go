@@ -36,6 +36,16 @@ type Config struct {
 	Model *ModelConfig `json:"model"`
 	// Permissions is the tool permissions policy.
 	Permissions PermissionsConfig `json:"permissions"`
+	// Store is where sessions are kept.
+	Store StoreConfig `json:"store"`
+}
+
+// StoreConfig is config "store".
+type StoreConfig struct {
+	// Path is the SQLite database file; default
+	// $XDG_STATE_HOME/acp-agent/sessions.db (~/.local/state/...). "memory"
+	// keeps sessions in memory only.
+	Path string `json:"path"`
 }
 
 // PermissionsConfig is config "permissions": mode ask (default), allow or

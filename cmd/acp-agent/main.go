@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	acp-agent [--config FILE] [--model provider:name] [--verbose] [--log-file FILE] [--version]
+//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory] [--verbose] [--log-file FILE] [--version]
 //
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
 // only; logs go to stderr, or to --log-file.
@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // version is set with -ldflags "-X main.version=..."; otherwise the module
@@ -58,6 +60,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr")
 	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	storeFlag := fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
 	modelFlag := fs.String("model", "", "the default model: provider:name (anthropic:claude-sonnet-4-5, openai:gpt-4.1), or direct")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,7 +116,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts.Gateway = gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: cfg.Permissions.gateway(), Logger: log})
+	store, err := openStore(*storeFlag, cfg.Store.Path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	opts.Store = store
+	opts.History = session.NewHistory(store, log)
+	opts.Gateway = gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
 	if len(ms) > 0 {
 		log.Info("default model", "model", ms[0].ID)
 	} else {
@@ -124,6 +134,28 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	err = agent.Serve(ctx, stdin, stdout)
 	log.Info("stopped")
 	return err
+}
+
+// openStore opens the session store: --store, else config store.path, else
+// the default path; "memory" keeps sessions in memory. A store that cannot
+// be opened is a startup error naming the path and the cause.
+func openStore(flagPath, cfgPath string) (session.Store, error) {
+	path := flagPath
+	if path == "" {
+		path = cfgPath
+	}
+	if path == "memory" {
+		return session.NewMemory(), nil
+	}
+	if path == "" {
+		var err error
+		if path, err = session.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return session.OpenSQLite(ctx, path)
 }
 
 // newLogger builds the zap logger: human-readable lines on stderr, or JSON

@@ -1,0 +1,159 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+var _ acpsdk.AgentLoader = (*Agent)(nil)
+
+// LoadSession implements acpsdk.AgentLoader
+// (https://agentclientprotocol.com/protocol/session-setup#loading-sessions):
+// the stored transcript is replayed as session/update notifications before
+// the response, the request's mcpServers are connected with a fresh manager,
+// and the model continues with the restored history. A session still live
+// in this process is ended first.
+func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
+	rec, specs, err := a.reopen(ctx, p.SessionId, p.Meta, p.Cwd)
+	if err != nil {
+		return acpsdk.LoadSessionResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/load", "session", rec.ID, "cwd", p.Cwd, "mcpServers", len(specs))
+	s, err := a.open(ctx, rec, p.Cwd, specs, func(turns []session.Turn) { a.replay(ctx, rec.ID, turns) })
+	if err != nil {
+		return acpsdk.LoadSessionResponse{}, toRequestError(err)
+	}
+	return acpsdk.LoadSessionResponse{ConfigOptions: a.configOptions(s.currentModel())}, nil
+}
+
+// ResumeSession implements acpsdk.Agent: like session/load, without the
+// replay.
+func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+	rec, specs, err := a.reopen(ctx, p.SessionId, p.Meta, p.Cwd)
+	if err != nil {
+		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/resume", "session", rec.ID, "cwd", p.Cwd, "mcpServers", len(specs))
+	s, err := a.open(ctx, rec, p.Cwd, specs, nil)
+	if err != nil {
+		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
+	}
+	return acpsdk.ResumeSessionResponse{ConfigOptions: a.configOptions(s.currentModel())}, nil
+}
+
+// reopen finds the stored session and validates the request's servers.
+func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string]any, cwd string) (session.Record, []bridge.ServerSpec, error) {
+	rec, err := a.store.Get(ctx, string(id))
+	if errors.Is(err, session.ErrNotFound) {
+		return session.Record{}, nil, fmt.Errorf("%w %q: no stored session has that id", ErrUnknownSession, id)
+	}
+	if err != nil {
+		return session.Record{}, nil, fmt.Errorf("reading the session store: %w", err)
+	}
+	specs, err := a.sessionSpecs(meta, cwd)
+	if err != nil {
+		return session.Record{}, nil, err
+	}
+	return rec, specs, nil
+}
+
+// replay sends the stored turns as session/update notifications: each user
+// message as user_message_chunk, the model's thoughts and text as
+// agent_thought_chunk and agent_message_chunk, and each tool call as a
+// tool_call followed by a tool_call_update with its final status, content
+// and rawOutput.
+func (a *Agent) replay(ctx context.Context, sessionID string, turns []session.Turn) {
+	for _, u := range replayUpdates(turns) {
+		a.notify(ctx, sessionID, u)
+	}
+}
+
+// replayUpdates maps stored turns to the session/updates that replay them.
+func replayUpdates(turns []session.Turn) []acpsdk.SessionUpdate {
+	var out []acpsdk.SessionUpdate
+	for _, t := range turns {
+		// How each call was shown, from its tool message.
+		shown := map[string]gateway.Message{}
+		for _, m := range t.Messages {
+			if m.Role == gateway.RoleTool {
+				shown[m.ToolCallID] = m
+			}
+		}
+		for _, m := range t.Messages {
+			switch m.Role {
+			case gateway.RoleUser:
+				for _, c := range m.Content {
+					out = append(out, acpsdk.UpdateUserMessage(toACPContent(c)))
+				}
+			case gateway.RoleAssistant:
+				if m.Thinking != "" {
+					out = append(out, acpsdk.UpdateAgentThoughtText(m.Thinking))
+				}
+				for _, c := range m.Content {
+					out = append(out, acpsdk.UpdateAgentMessage(toACPContent(c)))
+				}
+				for _, c := range m.ToolCalls {
+					title, kind := c.Name, gateway.ToolKindOther
+					if tm, ok := shown[c.ID]; ok && tm.ToolTitle != "" {
+						title, kind = tm.ToolTitle, tm.ToolKind
+					}
+					out = append(out, acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
+						acpsdk.WithStartKind(acpsdk.ToolKind(kind)),
+						acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
+						acpsdk.WithStartRawInput(c.Args)))
+				}
+			case gateway.RoleTool:
+				res := m.Result
+				if res == nil {
+					res = &gateway.Result{}
+				}
+				status := gateway.ToolCompleted
+				if res.IsError {
+					status = gateway.ToolFailed
+				}
+				u, _ := sessionUpdate(gateway.Event{Kind: gateway.EventToolEnd, Call: &gateway.ToolCallEvent{ID: m.ToolCallID, Status: status, Result: res}})
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// ListSessions implements acpsdk.Agent: stored sessions, newest first, 50 a
+// page, optionally of one cwd.
+func (a *Agent) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
+	opts := session.ListOptions{}
+	if p.Cwd != nil {
+		opts.Cwd = *p.Cwd
+	}
+	if p.Cursor != nil {
+		opts.Cursor = *p.Cursor
+	}
+	recs, next, err := a.store.List(ctx, opts)
+	if errors.Is(err, session.ErrBadCursor) {
+		return acpsdk.ListSessionsResponse{}, toRequestError(fmt.Errorf("%w: %v", ErrInvalidParams, err))
+	}
+	if err != nil {
+		return acpsdk.ListSessionsResponse{}, toRequestError(fmt.Errorf("reading the session store: %w", err))
+	}
+	resp := acpsdk.ListSessionsResponse{Sessions: make([]acpsdk.SessionInfo, 0, len(recs))}
+	for _, r := range recs {
+		info := acpsdk.SessionInfo{SessionId: acpsdk.SessionId(r.ID), Cwd: r.Cwd, UpdatedAt: acpsdk.Ptr(r.Updated.UTC().Format(time.RFC3339Nano))}
+		if r.Title != "" {
+			info.Title = acpsdk.Ptr(r.Title)
+		}
+		resp.Sessions = append(resp.Sessions, info)
+	}
+	if next != "" {
+		resp.NextCursor = &next
+	}
+	return resp, nil
+}

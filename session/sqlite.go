@@ -1,0 +1,321 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+)
+
+// migrations are the schema versions, applied in order; the schema version
+// is the database's PRAGMA user_version. Append only: a released migration
+// never changes.
+var migrations = []string{
+	// 1: sessions and their turns.
+	`CREATE TABLE sessions (
+		id          TEXT PRIMARY KEY,
+		gateway_key TEXT NOT NULL,
+		cwd         TEXT NOT NULL,
+		title       TEXT NOT NULL DEFAULT '',
+		created_at  INTEGER NOT NULL,
+		updated_at  INTEGER NOT NULL,
+		servers     TEXT NOT NULL DEFAULT '[]'
+	);
+	CREATE TABLE turns (
+		session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+		seq        INTEGER NOT NULL,
+		messages   TEXT NOT NULL,
+		PRIMARY KEY (session_id, seq)
+	);`,
+	// 2: stop reasons, and indexes for listing newest first by cwd.
+	`ALTER TABLE turns ADD COLUMN stop_reason TEXT NOT NULL DEFAULT 'end_turn';
+	CREATE INDEX sessions_updated ON sessions (updated_at DESC, id DESC);
+	CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at DESC, id DESC);`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = len(migrations)
+
+// SQLite is the embedded session store: one SQLite database file (pure Go,
+// modernc.org/sqlite), in WAL mode with a busy timeout, so several agent
+// processes can share it. Safe for concurrent use.
+type SQLite struct {
+	db   *sql.DB
+	path string
+}
+
+var _ Store = (*SQLite)(nil)
+
+// DefaultPath returns $XDG_STATE_HOME/acp-agent/sessions.db, falling back to
+// ~/.local/state/acp-agent/sessions.db.
+func DefaultPath() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("session store: no XDG_STATE_HOME and no home directory: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "acp-agent", "sessions.db"), nil
+}
+
+// OpenSQLite opens (creating if needed) the store at path and upgrades an
+// older schema. A database that cannot be opened, is locked past the busy
+// timeout, is corrupt, or has a newer schema is an error naming the path and
+// the cause; there is no silent fallback.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	return openSQLite(ctx, path, SchemaVersion)
+}
+
+// openSQLite migrates up to version target (tests build older databases).
+func openSQLite(ctx context.Context, path string, target int) (*SQLite, error) {
+	fail := func(err error) (*SQLite, error) {
+		return nil, fmt.Errorf("session store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fail(err)
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return fail(err)
+	}
+	s := &SQLite{db: db, path: path}
+	if err := s.migrate(ctx, target); err != nil {
+		db.Close()
+		return fail(err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		db.Close()
+		return fail(err)
+	}
+	return s, nil
+}
+
+// migrate applies the missing migrations up to target, each in its own
+// transaction with the version bump.
+func (s *SQLite) migrate(ctx context.Context, target int) error {
+	var version int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent, or point store.path elsewhere", version, SchemaVersion)
+	}
+	for v := version; v < target; v++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+		}
+	}
+	return nil
+}
+
+// Path returns the database file.
+func (s *SQLite) Path() string { return s.path }
+
+// Close implements Store.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// Create implements Store.
+func (s *SQLite) Create(ctx context.Context, r Record) error {
+	servers, err := json.Marshal(orEmpty(r.Servers))
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers))
+	return err
+}
+
+func orEmpty(s []Server) []Server {
+	if s == nil {
+		return []Server{}
+	}
+	return s
+}
+
+// Get implements Store.
+func (s *SQLite) Get(ctx context.Context, id string) (Record, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT id, gateway_key, cwd, title, created_at, updated_at, servers FROM sessions WHERE id = ?`, id)
+	r, err := scanRecord(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return r, err
+}
+
+func scanRecord(scan func(...any) error) (Record, error) {
+	var r Record
+	var created, updated int64
+	var servers string
+	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers); err != nil {
+		return Record{}, err
+	}
+	r.Created, r.Updated = time.UnixMilli(created), time.UnixMilli(updated)
+	if err := json.Unmarshal([]byte(servers), &r.Servers); err != nil {
+		return Record{}, fmt.Errorf("session %s: servers: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// SetServers implements Store.
+func (s *SQLite) SetServers(ctx context.Context, id string, servers []Server) error {
+	b, err := json.Marshal(orEmpty(servers))
+	if err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET servers = ? WHERE id = ?`, string(b), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return nil
+}
+
+// List implements Store.
+func (s *SQLite) List(ctx context.Context, opts ListOptions) ([]Record, string, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	q := `SELECT id, gateway_key, cwd, title, created_at, updated_at, servers FROM sessions WHERE 1=1`
+	var args []any
+	if opts.Cwd != "" {
+		q += ` AND cwd = ?`
+		args = append(args, opts.Cwd)
+	}
+	if opts.Cursor != "" {
+		at, id, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (updated_at < ? OR (updated_at = ? AND id < ?))`
+		args = append(args, at, at, id)
+	}
+	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows.Scan)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(last.Updated.UnixMilli(), last.ID)
+	}
+	return out, next, nil
+}
+
+// ErrBadCursor: a List cursor this store did not issue.
+var ErrBadCursor = errors.New("invalid cursor")
+
+func encodeCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + ":" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
+	}
+	at, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
+	}
+	return n, id, nil
+}
+
+// AppendTurn implements Store.
+func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) error {
+	data, err := json.Marshal(turn.Messages)
+	if err != nil {
+		return fmt.Errorf("session %s: encoding the turn: %w", id, err)
+	}
+	title := ""
+	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
+		title = TitleFrom(turn.Messages[0].Content)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixMilli()
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`, now, title, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?)`,
+		id, id, string(data), string(turn.StopReason)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Turns implements Store.
+func (s *SQLite) Turns(ctx context.Context, id string) ([]Turn, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT messages, stop_reason FROM turns WHERE session_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var data, stop string
+		if err := rows.Scan(&data, &stop); err != nil {
+			return nil, err
+		}
+		var t Turn
+		if err := json.Unmarshal([]byte(data), &t.Messages); err != nil {
+			return nil, fmt.Errorf("session %s: a stored turn: %w", id, err)
+		}
+		t.StopReason = gateway.StopReason(stop)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,93 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// ErrNotFound: no session has that ID (or gateway key).
+var ErrNotFound = errors.New("session not found")
+
+// Record is what is stored about one session. Secret values never are: of
+// its MCP servers only the names and transports are kept, since the client
+// sends the servers (env, headers) again on session/load.
+type Record struct {
+	// ID is the ACP sessionId; Key the gateway session key.
+	ID, Key string
+	// Cwd is the session's working directory (absolute).
+	Cwd string
+	// Title is taken from the first prompt; empty until then.
+	Title string
+	// Created and Updated are the times of creation and of the last
+	// committed turn.
+	Created, Updated time.Time
+	// Servers are the session's MCP servers as last connected.
+	Servers []Server
+}
+
+// Server names one MCP server of a session and its transport.
+type Server struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+}
+
+// Turn is one committed prompt turn.
+type Turn struct {
+	// Messages are the turn's conversation messages: the user message, the
+	// assistant messages and the tool results.
+	Messages []gateway.Message
+	// StopReason is why the turn ended.
+	StopReason gateway.StopReason
+}
+
+// ListOptions select sessions for List.
+type ListOptions struct {
+	// Cwd, if set, keeps only the sessions of that working directory.
+	Cwd string
+	// Cursor continues a listing where the previous page ended ("" starts).
+	Cursor string
+	// Limit is the page size; zero or negative means 50.
+	Limit int
+}
+
+// Store keeps sessions and their transcripts across agent restarts. Every
+// method is safe for concurrent use, and, for the embedded SQLite store,
+// across processes sharing the database.
+type Store interface {
+	// Create stores a new session record.
+	Create(ctx context.Context, r Record) error
+	// Get returns the record of the session with id, or ErrNotFound.
+	Get(ctx context.Context, id string) (Record, error)
+	// SetServers replaces the recorded MCP servers of the session.
+	SetServers(ctx context.Context, id string, servers []Server) error
+	// List returns sessions, newest (last updated) first, a page at a time,
+	// and the cursor of the next page ("" at the end).
+	List(ctx context.Context, opts ListOptions) ([]Record, string, error)
+	// AppendTurn commits one finished turn of the session, in one
+	// transaction: its messages, its stop reason, the updated time, and the
+	// title when the session has none yet.
+	AppendTurn(ctx context.Context, id string, turn Turn) error
+	// Turns returns every committed turn of the session, oldest first.
+	Turns(ctx context.Context, id string) ([]Turn, error)
+	// Close releases the store.
+	Close() error
+}
+
+// TitleFrom returns a session title made from a prompt: its first line, at
+// most 80 characters.
+func TitleFrom(content []gateway.Content) string {
+	text := gateway.PromptText(content)
+	for i, r := range text {
+		if r == '\n' {
+			text = text[:i]
+			break
+		}
+	}
+	if r := []rune(text); len(r) > 80 {
+		text = string(r[:79]) + "…"
+	}
+	return text
+}

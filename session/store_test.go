@@ -1,0 +1,243 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// stores runs a test against both Store implementations.
+func stores(t *testing.T) map[string]Store {
+	t.Helper()
+	sq, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "state", "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	return map[string]Store{"memory": NewMemory(), "sqlite": sq}
+}
+
+func turn(prompt, answer string) Turn {
+	return Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(prompt)}},
+		{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(answer)}},
+	}}
+}
+
+func TestStore_RoundTrip(t *testing.T) {
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Millisecond)
+			rec := Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Servers: []Server{{"fs", "stdio"}}}
+			if err := st.Create(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			tool := Turn{StopReason: gateway.StopCancelled, Messages: []gateway.Message{
+				{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("Fix the build\nplease"), {Type: gateway.ContentImage, Data: []byte{1, 2}, MIMEType: "image/png"}}},
+				{Role: gateway.RoleAssistant, Thinking: "hm", ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "mcp__fs__read", Args: map[string]any{"path": "a"}}}},
+				{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "mcp__fs__read", ToolTitle: "fs/read", ToolKind: gateway.ToolKindRead,
+					Result: &gateway.Result{IsError: true, Content: []gateway.Content{gateway.TextContent("cancelled")}, Raw: map[string]any{"isError": true}}},
+			}}
+			if err := st.AppendTurn(ctx, "sess_a", tool); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.AppendTurn(ctx, "sess_a", turn("second", "ok")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.Get(ctx, "sess_a")
+			if err != nil || got.Title != "Fix the build" || !got.Updated.After(now) || got.Servers[0] != (Server{"fs", "stdio"}) {
+				t.Errorf("record = %+v, %v", got, err)
+			}
+			turns, err := st.Turns(ctx, "sess_a")
+			if err != nil || len(turns) != 2 || turns[0].StopReason != gateway.StopCancelled {
+				t.Fatalf("turns = %+v, %v", turns, err)
+			}
+			m := turns[0].Messages
+			if string(m[0].Content[1].Data) != "\x01\x02" || m[1].ToolCalls[0].Args["path"] != "a" || m[2].ToolTitle != "fs/read" || !m[2].Result.IsError || m[1].Thinking != "hm" {
+				t.Errorf("messages = %+v", m)
+			}
+			if _, err := st.Get(ctx, "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+				t.Errorf("unknown id: %v", err)
+			}
+			if err := st.AppendTurn(ctx, "nope", turn("a", "b")); err == nil {
+				t.Error("appending to an unknown session succeeded")
+			}
+		})
+	}
+}
+
+func TestStore_ListPaginationFilterAndOrder(t *testing.T) {
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			base := time.UnixMilli(1_700_000_000_000)
+			for i := range 120 {
+				cwd := "/a"
+				if i%3 == 0 {
+					cwd = "/b"
+				}
+				at := base.Add(time.Duration(i) * time.Second)
+				if err := st.Create(ctx, Record{ID: fmt.Sprintf("sess_%03d", i), Key: "k", Cwd: cwd, Created: at, Updated: at}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var all []Record
+			cursor, pages := "", 0
+			for {
+				page, next, err := st.List(ctx, ListOptions{Cursor: cursor, Limit: 50})
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, page...)
+				pages++
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			if len(all) != 120 || pages != 3 || all[0].ID != "sess_119" || all[119].ID != "sess_000" {
+				t.Fatalf("%d sessions in %d pages, first %s last %s", len(all), pages, all[0].ID, all[len(all)-1].ID)
+			}
+			for i := 1; i < len(all); i++ {
+				if all[i].Updated.After(all[i-1].Updated) {
+					t.Fatalf("not newest first at %d", i)
+				}
+			}
+			b, next, err := st.List(ctx, ListOptions{Cwd: "/b", Limit: 100})
+			if err != nil || len(b) != 40 || next != "" || b[0].ID != "sess_117" {
+				t.Errorf("cwd filter: %d sessions, next %q, %v", len(b), next, err)
+			}
+			if _, _, err := st.List(ctx, ListOptions{Cursor: "!!"}); err == nil {
+				t.Error("a bad cursor was accepted")
+			}
+		})
+	}
+}
+
+func TestSQLite_MigratesSchemaVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	old, err := openSQLite(t.Context(), path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.db.Exec(`INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.db.Exec(`INSERT INTO turns (session_id, seq, messages) VALUES ('sess_old', 1, '[{"Role":"user","Content":[{"Type":"text","Text":"hi"}]}]')`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	st, err := OpenSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var v int
+	st.db.QueryRow("PRAGMA user_version").Scan(&v)
+	turns, err := st.Turns(t.Context(), "sess_old")
+	if v != SchemaVersion || err != nil || len(turns) != 1 || turns[0].StopReason != gateway.StopEndTurn || turns[0].Messages[0].Content[0].Text != "hi" {
+		t.Errorf("version %d, turns %+v, %v", v, turns, err)
+	}
+	if err := st.AppendTurn(t.Context(), "sess_old", turn("new", "turn")); err != nil {
+		t.Errorf("writing after the upgrade: %v", err)
+	}
+}
+
+func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
+	dir := t.TempDir()
+	newer := filepath.Join(dir, "newer.db")
+	db, _ := sql.Open("sqlite", newer)
+	db.Exec("PRAGMA user_version = 99")
+	db.Close()
+	if _, err := OpenSQLite(t.Context(), newer); err == nil || !strings.Contains(err.Error(), newer) || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("newer schema: %v", err)
+	}
+	corrupt := filepath.Join(dir, "corrupt.db")
+	os.WriteFile(corrupt, []byte(strings.Repeat("not a database ", 100)), 0o600)
+	if _, err := OpenSQLite(t.Context(), corrupt); err == nil || !strings.Contains(err.Error(), corrupt) {
+		t.Errorf("corrupt file: %v", err)
+	}
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o500)
+	if os.Getuid() != 0 { // root writes anywhere
+		if _, err := OpenSQLite(t.Context(), filepath.Join(ro, "s.db")); err == nil {
+			t.Error("an unwritable directory was accepted")
+		}
+	}
+}
+
+func TestSQLite_ConcurrentWritersShareTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	var stores []*SQLite
+	for range 2 {
+		st, err := OpenSQLite(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stores = append(stores, st)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for w, st := range stores {
+		for g := range 4 {
+			wg.Go(func() {
+				id := fmt.Sprintf("sess_%d_%d", w, g)
+				if err := st.Create(ctx, Record{ID: id, Key: id, Cwd: "/w", Created: time.Now(), Updated: time.Now()}); err != nil {
+					errs <- err
+					return
+				}
+				for i := range 25 {
+					if err := st.AppendTurn(ctx, id, turn(fmt.Sprint(i), "x")); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent write: %v", err)
+	}
+	for w, st := range stores {
+		turns, err := st.Turns(ctx, fmt.Sprintf("sess_%d_0", 1-w))
+		if err != nil || len(turns) != 25 {
+			t.Errorf("store %d sees %d turns of the other's session, %v", w, len(turns), err)
+		}
+	}
+}
+
+func TestHistory_AttachAppendForget(t *testing.T) {
+	st := NewMemory()
+	ctx := t.Context()
+	st.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	st.AppendTurn(ctx, "s", turn("one", "1"))
+	h := NewHistory(st, nil)
+	turns, err := h.Attach(ctx, "acp:s", "s")
+	if err != nil || len(turns) != 1 || len(h.Messages("acp:s")) != 2 {
+		t.Fatalf("attach: %d turns, %d messages, %v", len(turns), len(h.Messages("acp:s")), err)
+	}
+	h.Append("acp:s", gateway.StopEndTurn, turn("two", "2").Messages...)
+	if got, _ := st.Turns(ctx, "s"); len(got) != 2 || len(h.Messages("acp:s")) != 4 {
+		t.Errorf("append: %d stored turns, %d messages", len(got), len(h.Messages("acp:s")))
+	}
+	h.Forget("acp:s")
+	if h.Messages("acp:s") != nil {
+		t.Error("Forget kept the cache")
+	}
+	if got, _ := st.Turns(ctx, "s"); len(got) != 2 {
+		t.Error("Forget dropped the stored turns")
+	}
+}
