@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -153,4 +158,43 @@ func BenchmarkFirstChunkDirect(b *testing.B) {
 		stream.Close()
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/first-chunk")
+}
+
+// BenchmarkLoad500Turns measures session/load of a stored 500-turn session:
+// reading the transcript, replaying it to the client (about 2,500
+// session/update notifications), and answering.
+func BenchmarkLoad500Turns(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "sessions.db")
+	st, err := session.OpenSQLite(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const sid = "sess_bench"
+	now := time.Now()
+	if err := st.Create(context.Background(), session.Record{ID: sid, Key: "acp:" + sid, Cwd: dir, Created: now, Updated: now}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 500 {
+		id := fmt.Sprintf("call_%d", i)
+		turn := session.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+			{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(fmt.Sprintf("prompt %d: please echo something useful", i))}},
+			{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("Calling the tool.")}, ToolCalls: []gateway.ToolCall{{ID: id, Name: "mcp__fixture__echo", Args: map[string]any{"message": "hello"}}}},
+			{Role: gateway.RoleTool, ToolCallID: id, ToolName: "mcp__fixture__echo", ToolTitle: "fixture/echo", ToolKind: gateway.ToolKindRead,
+				Result: &gateway.Result{Content: []gateway.Content{gateway.TextContent("Echo: hello")}, Raw: map[string]any{"content": []any{map[string]any{"type": "text", "text": "Echo: hello"}}}}},
+			{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(strings.Repeat("The tool answered as expected. ", 10))}},
+		}}
+		if err := st.AppendTurn(context.Background(), sid, turn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st.Close()
+	a := startAgentWith(b, nil, "--store", path)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := a.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: dir, McpServers: []acpsdk.McpServer{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
