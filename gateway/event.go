@@ -80,16 +80,17 @@ type Event struct {
 // ToolCallEvent describes a tool call at one step.
 type ToolCallEvent struct {
 	// ID is unique within the session.
-	ID string
+	ID string `json:"id"`
 	// Name is the tool's model-facing name; Title is its display title.
-	Name, Title string
-	Kind        ToolKind
+	Name  string   `json:"name"`
+	Title string   `json:"title"`
+	Kind  ToolKind `json:"kind"`
 	// RawInput is the arguments object, never nil.
-	RawInput map[string]any
-	Status   ToolStatus
+	RawInput map[string]any `json:"rawInput"`
+	Status   ToolStatus     `json:"status"`
 	// Update is the progress report of an EventToolUpdate, if any.
-	Update *ToolUpdate
+	Update *ToolUpdate `json:"update,omitempty"`
 	// Result is the outcome of an EventToolEnd. For a call that could not be
 	// carried out it is an error result whose text says why.
-	Result *Result
+	Result *Result `json:"result,omitempty"`
 }

@@ -45,6 +45,12 @@ type SendRequest struct {
 	// session/request_permission). Nil allows every call the policy would
 	// ask about.
 	Ask AskFunc
+	// CallerHistory says the caller keeps the conversation (a translator
+	// talking to a remote gateway): History is the conversation so far, and
+	// the turn's messages go to OnTurn instead of the gateway's History.
+	CallerHistory bool
+	History       []Message
+	OnTurn        func(stop StopReason, msgs []Message)
 }
 
 // Local is the in-process Gateway: a Registry and a Runner.

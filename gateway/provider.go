@@ -14,32 +14,33 @@ const (
 
 // Message is one entry of a conversation.
 type Message struct {
-	Role Role
+	Role Role `json:"role"`
 	// Content is the text (and other blocks) of a user or assistant message.
-	Content []Content
+	Content []Content `json:"content,omitempty"`
 	// ToolCalls are the calls an assistant message asked for, in order.
-	ToolCalls []ToolCall
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	// Thinking is the model's reasoning that came with an assistant message,
 	// and ThinkingSignature the provider's signature over it (Anthropic needs
 	// both back in the history of a tool-using turn). Empty when none.
-	Thinking, ThinkingSignature string
+	Thinking          string `json:"thinking,omitempty"`
+	ThinkingSignature string `json:"thinkingSignature,omitempty"`
 	// ToolCallID, ToolName and Result are set on a tool message: the result
 	// of the call with that ID. ToolTitle and ToolKind are how the call was
 	// shown (its tool_call), kept so a stored session can be replayed.
-	ToolCallID string
-	ToolName   string
-	ToolTitle  string
-	ToolKind   ToolKind
-	Result     *Result
+	ToolCallID string   `json:"toolCallId,omitempty"`
+	ToolName   string   `json:"toolName,omitempty"`
+	ToolTitle  string   `json:"toolTitle,omitempty"`
+	ToolKind   ToolKind `json:"toolKind,omitempty"`
+	Result     *Result  `json:"result,omitempty"`
 }
 
 // ToolCall is a model's request to call a tool.
 type ToolCall struct {
 	// ID is unique within the session.
-	ID   string
-	Name string
+	ID   string `json:"id"`
+	Name string `json:"name"`
 	// Args is the arguments object, never nil.
-	Args map[string]any
+	Args map[string]any `json:"args"`
 }
 
 // Request is what the runner asks a provider for one model turn.

@@ -142,13 +142,25 @@ func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (st
 		if err != nil {
 			s = StopEndTurn // the turn failed: what there is of it is kept
 		}
+		if req.CallerHistory {
+			if req.OnTurn != nil {
+				req.OnTurn(s, turn)
+			}
+			return
+		}
 		r.opts.History.Append(req.SessionKey, s, turn...)
 	}()
+	past := func() []Message {
+		if req.CallerHistory {
+			return req.History
+		}
+		return r.opts.History.Messages(req.SessionKey)
+	}
 
 	for range r.opts.MaxTurnRequests {
 		all := slices.Concat(r.opts.Tools, r.registry.Tools(req.SessionKey))
 		offered := slices.DeleteFunc(slices.Clone(all), func(t *Tool) bool { return r.opts.Permissions.Decide(t) == DecisionDeny })
-		preq := &Request{System: req.System, Messages: slices.Concat(r.opts.History.Messages(req.SessionKey), turn), Tools: offered}
+		preq := &Request{System: req.System, Messages: slices.Concat(past(), turn), Tools: offered}
 		resp, err := model.Provider.Complete(ctx, preq, emitOne)
 		if ctx.Err() != nil {
 			if resp != nil && len(resp.Message.Content) > 0 {

@@ -67,11 +67,12 @@ type Annotations struct {
 type ToolUpdate struct {
 	// Progress and Total follow MCP notifications/progress; Total is 0 when
 	// unknown.
-	Progress, Total float64
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
 	// Message is the progress message, if any.
-	Message string
+	Message string `json:"message,omitempty"`
 	// Content is partial content to show, if any.
-	Content []Content
+	Content []Content `json:"content,omitempty"`
 }
 
 // Result is the outcome of one tool call. Nothing is dropped here: every
@@ -79,16 +80,16 @@ type ToolUpdate struct {
 // translator) degrades what it cannot carry.
 type Result struct {
 	// Content holds the result blocks in order.
-	Content []Content
+	Content []Content `json:"content"`
 	// Structured is the tool's structured result (MCP structuredContent), or nil.
-	Structured any
+	Structured any `json:"structured,omitempty"`
 	// IsError reports that the tool itself failed (MCP isError); Content
 	// carries the tool's explanation.
-	IsError bool
+	IsError bool `json:"isError,omitempty"`
 	// Raw is the result as the tool's source produced it (for a bridged MCP
 	// tool, the whole CallToolResult), reported to the client as rawOutput.
 	// Nil means none.
-	Raw any
+	Raw any `json:"raw,omitempty"`
 }
 
 // ContentType names the kind of a Content block, following the MCP content
@@ -111,26 +112,26 @@ const (
 //   - resource_link: URI, Name, and optionally Title, Description, MIMEType, Size
 //   - resource: Resource (an embedded resource with text or a blob)
 type Content struct {
-	Type        ContentType
-	Text        string
-	Data        []byte
-	MIMEType    string
-	URI         string
-	Name        string
-	Title       string
-	Description string
+	Type        ContentType `json:"type"`
+	Text        string      `json:"text,omitempty"`
+	Data        []byte      `json:"data,omitempty"`
+	MIMEType    string      `json:"mimeType,omitempty"`
+	URI         string      `json:"uri,omitempty"`
+	Name        string      `json:"name,omitempty"`
+	Title       string      `json:"title,omitempty"`
+	Description string      `json:"description,omitempty"`
 	// Size is the resource size in bytes, or nil when unknown.
-	Size     *int64
-	Resource *EmbeddedResource
+	Size     *int64            `json:"size,omitempty"`
+	Resource *EmbeddedResource `json:"resource,omitempty"`
 }
 
 // EmbeddedResource is the contents of an embedded resource: Text for a text
 // resource, Blob (raw bytes) for a binary one.
 type EmbeddedResource struct {
-	URI      string
-	MIMEType string
-	Text     string
-	Blob     []byte
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Blob     []byte `json:"blob,omitempty"`
 }
 
 // TextContent returns a text Content block.

@@ -54,14 +54,16 @@ func agentVersion() string {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "gateway" {
+		return runGateway(args[1:], stderr)
+	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default $XDG_CONFIG_HOME/acp-agent/config.json)")
-	verbose := fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr")
-	logFile := fs.String("log-file", "", "write logs to this file instead of stderr")
+	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	storeFlag := fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
-	modelFlag := fs.String("model", "", "the default model: provider:name (anthropic:claude-sonnet-4-5, openai:gpt-4.1), or direct")
+	gatewayURL := fs.String("gateway", "", "use the remote gateway at this ws:// URL (token from --token-file or ACP_AGENT_GATEWAY_TOKEN) instead of the in-process one")
+	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -69,50 +71,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio)", fs.Arg(0))
+		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or \"gateway\")", fs.Arg(0))
 	}
 	if *showVersion {
 		// --version is the one thing printed on stdout outside ACP.
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
 	}
-
-	required := *configPath != ""
-	if !required {
-		*configPath = defaultConfigPath()
-	}
-	cfg, err := loadConfig(*configPath, required)
+	env, err := common.setup(stderr)
 	if err != nil {
 		return err
 	}
-
-	logger, closeLog, err := newLogger(*verbose, *logFile, stderr)
-	if err != nil {
-		return err
-	}
-	defer closeLog()
-	log := slog.New(zapslog.NewHandler(logger.Core(), zapslog.WithCaller(false)))
-	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
+	defer env.close()
+	log, cfg := env.log, env.cfg
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
 	opts, err := cfg.agentOptions()
-	if err != nil {
-		return err
-	}
-	primary := cfg.Model
-	if *modelFlag != "" {
-		mc, err := parseModelFlag(*modelFlag)
-		if err != nil {
-			return err
-		}
-		if primary != nil && primary.Provider == mc.Provider { // keep the config's baseURL, key env, limits
-			mc.BaseURL, mc.APIKeyEnv, mc.MaxTokens, mc.ThinkingBudget = primary.BaseURL, primary.APIKeyEnv, primary.MaxTokens, primary.ThinkingBudget
-		}
-		primary = &mc
-	}
-	ms, err := models(primary, os.Getenv, log)
 	if err != nil {
 		return err
 	}
@@ -123,17 +99,101 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer store.Close()
 	opts.Store = store
 	opts.History = session.NewHistory(store, log)
-	opts.Gateway = gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
-	if len(ms) > 0 {
-		log.Info("default model", "model", ms[0].ID)
+	if *gatewayURL != "" {
+		token, err := gatewayToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		remote, err := gateway.DialRemote(dctx, gateway.RemoteOptions{URL: *gatewayURL, Token: token, History: opts.History,
+			Info: gateway.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer remote.Close()
+		opts.Gateway = remote
+		log.Info("using the remote gateway", "url", *gatewayURL)
 	} else {
-		log.Info("no model configured: direct mode (slash commands)")
+		ms, err := env.models()
+		if err != nil {
+			return err
+		}
+		opts.Gateway = gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	agent := acp.New(opts)
 	err = agent.Serve(ctx, stdin, stdout)
 	log.Info("stopped")
 	return err
+}
+
+// commonFlags are the flags of both the agent and the gateway.
+type commonFlags struct {
+	config, logFile, model *string
+	verbose                *bool
+}
+
+func addCommonFlags(fs *flag.FlagSet) *commonFlags {
+	return &commonFlags{
+		config:  fs.String("config", "", "config file (default $XDG_CONFIG_HOME/acp-agent/config.json)"),
+		verbose: fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr"),
+		logFile: fs.String("log-file", "", "write logs to this file instead of stderr"),
+		model:   fs.String("model", "", "the default model: provider:name (anthropic:claude-sonnet-4-5, openai:gpt-4.1), or direct"),
+	}
+}
+
+// runEnv is what setup builds from the common flags.
+type runEnv struct {
+	cfg      *Config
+	log      *slog.Logger
+	modelArg string
+	close    func()
+}
+
+// setup loads the config and builds the logger.
+func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
+	required := *c.config != ""
+	path := *c.config
+	if !required {
+		path = defaultConfigPath()
+	}
+	cfg, err := loadConfig(path, required)
+	if err != nil {
+		return nil, err
+	}
+	logger, closeLog, err := newLogger(*c.verbose, *c.logFile, stderr)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(zapslog.NewHandler(logger.Core(), zapslog.WithCaller(false)))
+	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
+	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog}, nil
+}
+
+// models builds the models from --model, the config and the environment.
+func (e *runEnv) models() ([]gateway.Model, error) {
+	primary := e.cfg.Model
+	if e.modelArg != "" {
+		mc, err := parseModelFlag(e.modelArg)
+		if err != nil {
+			return nil, err
+		}
+		if primary != nil && primary.Provider == mc.Provider { // keep the config's baseURL, key env, limits
+			mc.BaseURL, mc.APIKeyEnv, mc.MaxTokens, mc.ThinkingBudget = primary.BaseURL, primary.APIKeyEnv, primary.MaxTokens, primary.ThinkingBudget
+		}
+		primary = &mc
+	}
+	ms, err := models(primary, os.Getenv, e.log)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) > 0 {
+		e.log.Info("default model", "model", ms[0].ID)
+	} else {
+		e.log.Info("no model configured: direct mode (slash commands)")
+	}
+	return ms, nil
 }
 
 // openStore opens the session store: --store, else config store.path, else

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// tokenEnv holds the gateway token when no --token-file is given.
+const tokenEnv = "ACP_AGENT_GATEWAY_TOKEN"
+
+// gatewayToken reads the token from file, else from ACP_AGENT_GATEWAY_TOKEN.
+func gatewayToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", fmt.Errorf("--token-file %s is empty", file)
+		}
+		return t, nil
+	}
+	return os.Getenv(tokenEnv), nil
+}
+
+// checkListen refuses an address without an explicit host (":7777" binds
+// every interface) and, without a token, any address that is not loopback.
+func checkListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %v", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("--listen %q has no host and would bind every interface; name one, such as 127.0.0.1%s", addr, addr)
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && token == "" {
+		return fmt.Errorf("--listen %q is not a loopback address: set a token (--token-file or %s) first", addr, tokenEnv)
+	}
+	return nil
+}
+
+// runGateway is "acp-agent gateway": the agent runtime as a WebSocket
+// service for many translators (docs/gateway-protocol.md).
+func runGateway(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("acp-agent gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	common := addCommonFlags(fs)
+	listen := fs.String("listen", "127.0.0.1:7777", "address to listen on, with an explicit host")
+	tokenFile := fs.String("token-file", "", "file holding the shared token (default: "+tokenEnv+")")
+	origins := fs.String("allowed-origins", "", "comma-separated Origin values accepted from browsers (none by default)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	token, err := gatewayToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	if err := checkListen(*listen, token); err != nil {
+		return err
+	}
+	env, err := common.setup(stderr)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	log := env.log
+	ms, err := env.models()
+	if err != nil {
+		return err
+	}
+	local := gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: env.cfg.Permissions.gateway(), Logger: log})
+	var allowed []string
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			allowed = append(allowed, o)
+		}
+	}
+	srv := gateway.NewServer(local, &gateway.ServerOptions{Token: token, AllowedOrigins: allowed,
+		Info: gateway.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Logger: log})
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("gateway listening", "url", "ws://"+ln.Addr().String(), "auth", token != "")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: ending running turns")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	_ = hs.Shutdown(sctx)
+	log.Info("stopped")
+	return nil
+}

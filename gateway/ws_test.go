@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// wsServer runs a gateway Server (direct provider) on 127.0.0.1.
+func wsServer(t *testing.T, opts *ServerOptions) (*Server, string) {
+	t.Helper()
+	srv := NewServer(NewLocal(nil), opts)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		ts.Close()
+	})
+	return srv, "ws" + strings.TrimPrefix(ts.URL, "http")
+}
+
+func dialRemote(t *testing.T, url, token string) *Remote {
+	t.Helper()
+	r, err := DialRemote(t.Context(), RemoteOptions{URL: url, Token: token, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func collectEvents() (*[]Event, func(Event)) {
+	var mu sync.Mutex
+	var evs []Event
+	return &evs, func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+}
+
+func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
+	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
+	r := dialRemote(t, url, "s3cret")
+	var ranHere bool
+	tool := &Tool{Name: "mcp__local__echo", Label: "local/echo", Annotations: Annotations{ReadOnlyHint: true},
+		Execute: func(_ context.Context, _ string, args map[string]any, onUpdate func(ToolUpdate)) (Result, error) {
+			ranHere = true
+			onUpdate(ToolUpdate{Progress: 1, Total: 2})
+			return Result{Content: []Content{TextContent("Echo: " + args["message"].(string))}}, nil
+		}}
+	if err := r.SetExtraTools(t.Context(), "acp:s1", []*Tool{tool}); err != nil {
+		t.Fatal(err)
+	}
+	evs, emit := collectEvents()
+	stop, err := r.Send(t.Context(), SendRequest{SessionKey: "acp:s1", RunID: "r1", Message: []Content{TextContent(`/call mcp__local__echo {"message":"over ws"}`)}}, emit)
+	if err != nil || stop != StopEndTurn || !ranHere {
+		t.Fatalf("Send = %s, %v, ran %v", stop, err, ranHere)
+	}
+	var kinds []string
+	var end *ToolCallEvent
+	for _, e := range *evs {
+		kinds = append(kinds, e.Kind.String())
+		if e.Kind == EventToolEnd {
+			end = e.Call
+		}
+	}
+	if end == nil || end.Title != "local/echo" || end.Result.Content[0].Text != "Echo: over ws" {
+		t.Errorf("events %v, end %+v", kinds, end)
+	}
+	// The translator keeps the history.
+	if h := r.opts.History.Messages("acp:s1"); len(h) != 3 || h[2].Result == nil {
+		t.Errorf("history = %+v", h)
+	}
+	if ms := r.Models(); len(ms) != 1 || ms[0].ID != DirectModelID {
+		t.Errorf("models = %+v", ms)
+	}
+}
+
+func TestServer_RefusesWrongTokenOriginAndProtocol(t *testing.T) {
+	_, url := wsServer(t, &ServerOptions{Token: "right", AllowedOrigins: []string{"https://ide.example"}})
+	if _, err := DialRemote(t.Context(), RemoteOptions{URL: url, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+		t.Errorf("wrong token: %v", err)
+	}
+	if _, err := DialRemote(t.Context(), RemoteOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+		t.Errorf("missing token: %v", err)
+	}
+	_, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {"https://evil.example"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bad origin: %v %v", err, resp)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {"https://ide.example"}})
+	if err != nil {
+		t.Fatalf("allowed origin: %v", err)
+	}
+	defer ws.Close()
+	params, _ := json.Marshal(ConnectParams{Protocol: 99, Token: "right"})
+	ws.WriteJSON(Frame{Type: "req", ID: "1", Method: "connect", Params: params})
+	var res Frame
+	if err := ws.ReadJSON(&res); err != nil || res.OK || res.Error == nil || !strings.Contains(res.Error.Message, "protocol version 99 is not supported: this gateway speaks version 1") {
+		t.Errorf("protocol mismatch: %+v %v", res, err)
+	}
+}
+
+func TestServer_SessionsBelongToTheirConnection(t *testing.T) {
+	_, url := wsServer(t, nil)
+	a, b := dialRemote(t, url, ""), dialRemote(t, url, "")
+	noop := &Tool{Name: "t", Execute: func(context.Context, string, map[string]any, func(ToolUpdate)) (Result, error) { return Result{}, nil }}
+	if err := a.SetExtraTools(t.Context(), "acp:a", []*Tool{noop}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetExtraTools(t.Context(), "acp:a", []*Tool{noop}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("forged setExtraTools: %v", err)
+	}
+	if _, err := b.Send(t.Context(), SendRequest{SessionKey: "acp:a", RunID: "x", Message: []Content{TextContent("/tools")}}, func(Event) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("forged chat.send: %v", err)
+	}
+	evs, emit := collectEvents()
+	if _, err := b.Send(t.Context(), SendRequest{SessionKey: "acp:b", RunID: "y", Message: []Content{TextContent("/tools")}}, emit); err != nil {
+		t.Fatal(err)
+	}
+	if text := (*evs)[0].Text; !strings.Contains(text, "no tools") {
+		t.Errorf("b sees a's tools: %q", text)
+	}
+}
+
+func TestServer_TranslatorLostMidToolFailsTheCallOnly(t *testing.T) {
+	srv, url := wsServer(t, nil)
+	a := dialRemote(t, url, "")
+	started := make(chan struct{})
+	block := &Tool{Name: "block", Annotations: Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(ToolUpdate)) (Result, error) {
+		close(started)
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	}}
+	if err := a.SetExtraTools(t.Context(), "acp:a", []*Tool{block}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Send(context.Background(), SendRequest{SessionKey: "acp:a", RunID: "r", Message: []Content{TextContent("/call block")}}, func(Event) {})
+		done <- err
+	}()
+	<-started
+	a.Close() // the translator goes away mid-tool
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the turn of a closed translator succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn did not end")
+	}
+	// The gateway dropped the connection's tools and still serves others.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(srv.local.registry.Tools("acp:a")) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(srv.local.registry.Tools("acp:a")); n != 0 {
+		t.Errorf("%d tools of the lost translator remain", n)
+	}
+	b := dialRemote(t, url, "")
+	if stop, err := b.Send(t.Context(), SendRequest{SessionKey: "acp:b", RunID: "r", Message: []Content{TextContent("/help")}}, func(Event) {}); err != nil || stop != StopEndTurn {
+		t.Errorf("another translator after the loss: %s %v", stop, err)
+	}
+}
+
+func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
+	srv := NewServer(NewLocal(nil), nil)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	url := "ws" + strings.TrimPrefix(ts.URL, "http")
+	r := dialRemote(t, url, "")
+	tool := &Tool{Name: "t", Annotations: Annotations{ReadOnlyHint: true}, Execute: func(context.Context, string, map[string]any, func(ToolUpdate)) (Result, error) {
+		return Result{Content: []Content{TextContent("ok")}}, nil
+	}}
+	if err := r.SetExtraTools(t.Context(), "acp:s", []*Tool{tool}); err != nil {
+		t.Fatal(err)
+	}
+	// Drop every connection from the server side.
+	srv.mu.Lock()
+	for c := range srv.conns {
+		c.p.close(websocket.CloseGoingAway, "test drop")
+	}
+	srv.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := r.Send(t.Context(), SendRequest{SessionKey: "acp:s", RunID: "r" + time.Now().String(), Message: []Content{TextContent("/call t")}}, func(Event) {})
+		if err == nil && len(srv.local.registry.Tools("acp:s")) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not back after a drop: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

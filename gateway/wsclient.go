@@ -1,0 +1,366 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// RemoteOptions configure a Remote gateway client.
+type RemoteOptions struct {
+	// URL is the gateway's WebSocket URL, such as "ws://127.0.0.1:7777".
+	URL string
+	// Token is the shared secret of the gateway, or "".
+	Token string
+	// Info is this translator's name and version, sent in connect.
+	Info PeerInfo
+	// History keeps the conversations of this translator's sessions: the
+	// remote gateway keeps none. Nil means a new MemoryHistory.
+	History History
+	// MinBackoff and MaxBackoff bound the wait between reconnection
+	// attempts; zero means 100ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+	// Logger receives the client's logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Remote is the Gateway of a translator whose gateway runs as a separate
+// service, over the WebSocket protocol of docs/gateway-protocol.md. The
+// session's tools stay here: the gateway invokes them back (tools.invoke).
+// When the connection drops, a turn in flight ends with an error, and the
+// client reconnects with backoff and registers the extra tools of every
+// live session again. Safe for concurrent use.
+type Remote struct {
+	opts RemoteOptions
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	p         *peer                 // the current connection, nil while reconnecting
+	connected chan struct{}         // closed when p is set; replaced when it drops
+	models    []ModelInfo           // from hello
+	tools     map[string][]*Tool    // extra tools by session key, to invoke and re-register
+	runs      map[string]*remoteRun // turns in flight by run id
+	closed    bool
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+	runSeq    atomic.Uint64
+}
+
+type remoteRun struct {
+	key  string
+	emit func(Event)
+	ask  AskFunc
+	mu   sync.Mutex // serializes emit
+}
+
+var _ Gateway = (*Remote)(nil)
+
+// DialRemote connects to the gateway at opts.URL and keeps the connection
+// up until Close. The first connection must succeed.
+func DialRemote(ctx context.Context, opts RemoteOptions) (*Remote, error) {
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	if opts.History == nil {
+		opts.History = &MemoryHistory{}
+	}
+	r := &Remote{opts: opts, log: opts.Logger, connected: make(chan struct{}), tools: make(map[string][]*Tool), runs: make(map[string]*remoteRun)}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	p, hello, err := r.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.setPeer(p, hello)
+	lctx, cancel := context.WithCancel(context.Background())
+	r.stop = cancel
+	r.wg.Go(func() { r.maintain(lctx, p) })
+	return r, nil
+}
+
+// dial opens one connection and runs the handshake.
+func (r *Remote) dial(ctx context.Context) (*peer, Hello, error) {
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
+	ws, resp, err := d.DialContext(ctx, r.opts.URL, http.Header{})
+	if err != nil {
+		if resp != nil {
+			return nil, Hello{}, fmt.Errorf("gateway %s: %s", r.opts.URL, resp.Status)
+		}
+		return nil, Hello{}, fmt.Errorf("gateway %s: %w", r.opts.URL, err)
+	}
+	p := newPeer(ws, r.log)
+	p.handle = r.handle
+	p.onEvent = r.onEvent
+	p.start()
+	var hello Hello
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	if err := p.call(hctx, "connect", ConnectParams{Protocol: ProtocolVersion, Client: r.opts.Info, Token: r.opts.Token}, &hello); err != nil {
+		p.close(websocket.CloseNormalClosure, "handshake failed")
+		p.wait()
+		return nil, Hello{}, fmt.Errorf("gateway %s refused the connection: %w", r.opts.URL, err)
+	}
+	return p, hello, nil
+}
+
+func (r *Remote) setPeer(p *peer, hello Hello) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.p, r.models = p, hello.Models
+	close(r.connected)
+}
+
+// maintain waits for the connection to drop, then reconnects with
+// exponential backoff and registers the live sessions' tools again.
+func (r *Remote) maintain(ctx context.Context, p *peer) {
+	for {
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			p.close(websocket.CloseNormalClosure, "translator closing")
+			p.wait()
+			return
+		}
+		r.log.Warn("gateway connection lost; reconnecting", "cause", p.Err())
+		p.wait()
+		r.mu.Lock()
+		r.p, r.connected = nil, make(chan struct{})
+		r.mu.Unlock()
+		backoff := r.opts.MinBackoff
+		for {
+			np, hello, err := r.dial(ctx)
+			if err == nil {
+				p = np
+				r.setPeer(p, hello)
+				r.reregister(ctx, p)
+				r.log.Info("gateway connection restored")
+				break
+			}
+			r.log.Debug("gateway reconnect failed", "err", err, "retry in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, r.opts.MaxBackoff)
+		}
+	}
+}
+
+func (r *Remote) reregister(ctx context.Context, p *peer) {
+	r.mu.Lock()
+	sets := make(map[string][]*Tool, len(r.tools))
+	for k, t := range r.tools {
+		sets[k] = t
+	}
+	r.mu.Unlock()
+	for key, tools := range sets {
+		if err := p.call(ctx, "sessions.setExtraTools", SetExtraToolsParams{SessionKey: key, Tools: wireTools(tools)}, nil); err != nil {
+			r.log.Warn("registering a session's tools again failed", "sessionKey", key, "err", err)
+		}
+	}
+}
+
+// current returns the live connection, waiting for a reconnect while ctx
+// allows.
+func (r *Remote) current(ctx context.Context) (*peer, error) {
+	for {
+		r.mu.Lock()
+		p, connected, closed := r.p, r.connected, r.closed
+		r.mu.Unlock()
+		if closed {
+			return nil, errors.New("gateway client closed")
+		}
+		if p != nil {
+			return p, nil
+		}
+		select {
+		case <-connected:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("gateway %s is unreachable (reconnecting): %w", r.opts.URL, context.Cause(ctx))
+		}
+	}
+}
+
+// Close ends the connection and stops reconnecting.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	if r.stop != nil {
+		r.stop()
+	}
+	r.wg.Wait()
+	return nil
+}
+
+func wireTools(tools []*Tool) []WireTool {
+	out := make([]WireTool, len(tools))
+	for i, t := range tools {
+		out[i] = WireTool{Name: t.Name, Label: t.Label, Group: t.Group, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
+	}
+	return out
+}
+
+// SetExtraTools implements Gateway.
+func (r *Remote) SetExtraTools(ctx context.Context, sessionKey string, tools []*Tool) error {
+	r.mu.Lock()
+	r.tools[sessionKey] = append([]*Tool(nil), tools...)
+	r.mu.Unlock()
+	p, err := r.current(ctx)
+	if err != nil {
+		return err
+	}
+	return p.call(ctx, "sessions.setExtraTools", SetExtraToolsParams{SessionKey: sessionKey, Tools: wireTools(tools)}, nil)
+}
+
+// ClearExtraTools implements Gateway.
+func (r *Remote) ClearExtraTools(ctx context.Context, sessionKey string) error {
+	r.mu.Lock()
+	delete(r.tools, sessionKey)
+	p := r.p
+	r.mu.Unlock()
+	r.opts.History.Forget(sessionKey)
+	if p == nil {
+		return nil // the gateway forgot the session's tools with the connection
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return p.call(cctx, "sessions.clearExtraTools", SessionKeyParams{SessionKey: sessionKey}, nil)
+}
+
+// Models implements Gateway.
+func (r *Remote) Models() []ModelInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.models
+}
+
+// Send implements Gateway: chat.send, with chat.abort when ctx ends. A
+// dropped connection ends the turn with an error saying so.
+func (r *Remote) Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error) {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	p, err := r.current(wctx)
+	cancel()
+	if err != nil {
+		return "", err
+	}
+	runID := req.RunID
+	if runID == "" {
+		runID = "run-" + strconv.FormatUint(r.runSeq.Add(1), 10)
+	}
+	run := &remoteRun{key: req.SessionKey, emit: emit, ask: req.Ask}
+	r.mu.Lock()
+	r.runs[runID] = run
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.runs, runID)
+		r.mu.Unlock()
+	}()
+	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
+		History: r.opts.History.Messages(req.SessionKey)}
+	var res ChatSendResult
+	err = p.call(ctx, "chat.send", params, &res)
+	switch {
+	case ctx.Err() != nil:
+		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = p.call(actx, "chat.abort", ChatAbortParams{SessionKey: req.SessionKey, RunID: runID}, nil)
+		cancel()
+		return StopCancelled, nil
+	case errors.Is(err, errConnClosed):
+		return "", fmt.Errorf("the connection to the gateway %s was lost during the turn (%v); the next prompt will work once it is back", r.opts.URL, err)
+	case err != nil:
+		return "", fmt.Errorf("gateway: %w", err)
+	}
+	r.opts.History.Append(req.SessionKey, res.StopReason, res.Messages...)
+	return res.StopReason, nil
+}
+
+// handle serves the gateway's requests: tools.invoke and permission.request.
+func (r *Remote) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "tools.invoke":
+		var p ToolsInvokeParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, badRequest("tools.invoke: %v", err)
+		}
+		r.mu.Lock()
+		var tool *Tool
+		for _, t := range r.tools[p.SessionKey] {
+			if t.Name == p.Name {
+				tool = t
+			}
+		}
+		peer := r.p
+		r.mu.Unlock()
+		if tool == nil {
+			return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("session %q has no tool %q here", p.SessionKey, p.Name)}
+		}
+		onUpdate := func(u ToolUpdate) {
+			if peer != nil {
+				_ = peer.event("tools.update", map[string]any{"toolCallId": p.ToolCallID, "update": u})
+			}
+		}
+		res, err := tool.Execute(ctx, p.ToolCallID, p.Args, onUpdate)
+		if err != nil {
+			return nil, &WireError{Code: "internal", Message: err.Error()}
+		}
+		return res, nil
+	case "permission.request":
+		var p PermissionParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, badRequest("permission.request: %v", err)
+		}
+		r.mu.Lock()
+		run := r.runs[p.RunID]
+		r.mu.Unlock()
+		if run == nil || run.ask == nil {
+			return PermissionResult{Outcome: "allow_once"}, nil
+		}
+		o, err := run.ask(ctx, PermissionRequest{Call: p.Call})
+		if err != nil {
+			o = PermissionCancelled
+		}
+		return PermissionResult{Outcome: permissionOutcomes[o]}, nil
+	}
+	return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("unknown method %q", method)}
+}
+
+// onEvent delivers a turn's events to its emit, in order.
+func (r *Remote) onEvent(event string, payload json.RawMessage) {
+	if event != "chat" {
+		return
+	}
+	var ce ChatEvent
+	if json.Unmarshal(payload, &ce) != nil {
+		return
+	}
+	r.mu.Lock()
+	run := r.runs[ce.RunID]
+	r.mu.Unlock()
+	if run == nil {
+		return
+	}
+	for kind, name := range eventKindNames {
+		if name == ce.Kind {
+			run.mu.Lock()
+			run.emit(Event{Kind: kind, Text: ce.Text, Call: ce.Call})
+			run.mu.Unlock()
+			return
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package gateway
+
+import "encoding/json"
+
+// Parameters and results of the gateway protocol's methods
+// (docs/gateway-protocol.md).
+
+// ConnectParams is the first request of a translator: "connect".
+type ConnectParams struct {
+	Protocol int      `json:"protocol"`
+	Client   PeerInfo `json:"client"`
+	Token    string   `json:"token,omitempty"`
+}
+
+// PeerInfo names a program and its version.
+type PeerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Hello answers connect.
+type Hello struct {
+	Protocol int         `json:"protocol"`
+	Server   PeerInfo    `json:"server"`
+	Limits   HelloLimits `json:"limits"`
+	Models   []ModelInfo `json:"models"`
+}
+
+// HelloLimits are the server's wire limits.
+type HelloLimits struct {
+	MaxFrameBytes    int `json:"maxFrameBytes"`
+	WriteQueueFrames int `json:"writeQueueFrames"`
+}
+
+// ChatSendParams is "chat.send": one prompt turn. The response comes when
+// the turn ends: ChatSendResult.
+type ChatSendParams struct {
+	SessionKey string    `json:"sessionKey"`
+	RunID      string    `json:"runId"`
+	Message    []Content `json:"message"`
+	Model      string    `json:"model,omitempty"`
+	System     string    `json:"system,omitempty"`
+	// History is the conversation so far: the translator keeps it.
+	History []Message `json:"history,omitempty"`
+}
+
+// ChatSendResult ends a turn: its stop reason and its messages, which the
+// translator adds to the session's history.
+type ChatSendResult struct {
+	StopReason StopReason `json:"stopReason"`
+	Messages   []Message  `json:"messages"`
+}
+
+// ChatAbortParams is "chat.abort".
+type ChatAbortParams struct {
+	SessionKey string `json:"sessionKey"`
+	RunID      string `json:"runId"`
+}
+
+// WireTool is a tool definition on the wire (sessions.setExtraTools).
+type WireTool struct {
+	Name        string          `json:"name"`
+	Label       string          `json:"label,omitempty"`
+	Group       string          `json:"group,omitempty"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Annotations Annotations     `json:"annotations"`
+}
+
+// SetExtraToolsParams is "sessions.setExtraTools".
+type SetExtraToolsParams struct {
+	SessionKey string     `json:"sessionKey"`
+	Tools      []WireTool `json:"tools"`
+}
+
+// SessionKeyParams is "sessions.clearExtraTools".
+type SessionKeyParams struct {
+	SessionKey string `json:"sessionKey"`
+}
+
+// ToolsInvokeParams is "tools.invoke", gateway → translator; the result is
+// a Result.
+type ToolsInvokeParams struct {
+	SessionKey string         `json:"sessionKey"`
+	RunID      string         `json:"runId"`
+	ToolCallID string         `json:"toolCallId"`
+	Name       string         `json:"name"`
+	Args       map[string]any `json:"args"`
+}
+
+// PermissionParams is "permission.request", gateway → translator; the
+// result is PermissionResult.
+type PermissionParams struct {
+	SessionKey string        `json:"sessionKey"`
+	RunID      string        `json:"runId"`
+	Call       ToolCallEvent `json:"call"`
+}
+
+// PermissionResult answers permission.request: "allow_once",
+// "allow_always", "reject" or "cancelled".
+type PermissionResult struct {
+	Outcome string `json:"outcome"`
+}
+
+// ChatEvent is the payload of the "chat" events of a turn: a delta or a
+// tool step ("text", "thought", "tool_start", "tool_update", "tool_end").
+// The turn's end is the "chat.final", "chat.error" or "chat.aborted" event.
+type ChatEvent struct {
+	SessionKey string         `json:"sessionKey"`
+	RunID      string         `json:"runId"`
+	Kind       string         `json:"kind"`
+	Text       string         `json:"text,omitempty"`
+	Call       *ToolCallEvent `json:"call,omitempty"`
+	StopReason StopReason     `json:"stopReason,omitempty"`
+	Error      string         `json:"error,omitempty"`
+}
+
+var eventKindNames = map[EventKind]string{
+	EventTextDelta: "text", EventThoughtDelta: "thought",
+	EventToolStart: "tool_start", EventToolUpdate: "tool_update", EventToolEnd: "tool_end",
+}
+
+var permissionOutcomes = map[PermissionOutcome]string{
+	PermissionAllowOnce: "allow_once", PermissionAllowAlways: "allow_always",
+	PermissionReject: "reject", PermissionCancelled: "cancelled",
+}

@@ -1,0 +1,410 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// ServerOptions configure a gateway Server. The zero value is valid: no
+// token (the caller must then listen on loopback only), no browser origins.
+type ServerOptions struct {
+	// Token is the shared secret translators send in connect; compared in
+	// constant time. Empty means no authentication.
+	Token string
+	// AllowedOrigins are the Origin header values accepted, such as
+	// "https://ide.example". A request without Origin (not from a browser)
+	// is accepted; any other Origin is refused.
+	AllowedOrigins []string
+	// Info is the server's name and version, sent in hello.
+	Info PeerInfo
+	// Logger receives the server's logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// handshakeTimeout bounds the wait for the connect request.
+const handshakeTimeout = 10 * time.Second
+
+// errShuttingDown ends the turns that run when the server shuts down.
+var errShuttingDown = errors.New("the gateway is shutting down")
+
+// Server serves the gateway protocol over WebSocket (docs/gateway-protocol.md)
+// for many translators at once. Extra tools belong to both a session key and
+// the connection that registered them: no other connection can replace or
+// clear them, or run turns of that session, and they go away with the
+// connection. Safe for concurrent use.
+type Server struct {
+	local    *Local
+	opts     ServerOptions
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+
+	mu      sync.Mutex
+	conns   map[*serverConn]bool
+	owners  map[string]*serverConn // session key → the connection that owns it
+	closing bool
+	wg      sync.WaitGroup // connections
+}
+
+// NewServer returns a Server running turns on local. opts may be nil.
+func NewServer(local *Local, opts *ServerOptions) *Server {
+	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn)}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10,
+		CheckOrigin: func(r *http.Request) bool {
+			o := r.Header.Get("Origin")
+			return o == "" || slices.Contains(s.opts.AllowedOrigins, o)
+		},
+	}
+	return s
+}
+
+// ServeHTTP upgrades a request to the gateway protocol.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		http.Error(w, "the gateway is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.opts.AllowedOrigins, o) {
+		s.log.Warn("refused a connection from a foreign origin", "origin", o, "remote", r.RemoteAddr)
+		http.Error(w, fmt.Sprintf("origin %q is not allowed", o), http.StatusForbidden)
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered
+	}
+	c := &serverConn{s: s, keys: make(map[string]bool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(ToolUpdate))}
+	c.p = newPeer(ws, s.log.With("remote", r.RemoteAddr))
+	c.p.handle = c.handle
+	c.p.onEvent = c.onEvent
+	s.mu.Lock()
+	s.conns[c] = true
+	s.mu.Unlock()
+	s.wg.Go(func() { c.run() })
+}
+
+// Shutdown ends the running turns with an error event, closes every
+// connection and waits for them, bounded by ctx.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.abortRuns(errShuttingDown)
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, c := range conns {
+			c.waitRuns(ctx)
+			c.p.close(websocket.CloseGoingAway, "the gateway is shutting down")
+		}
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// serverConn is one translator's connection.
+type serverConn struct {
+	s  *Server
+	p  *peer
+	id string // client name, for logs
+
+	mu      sync.Mutex
+	authed  bool
+	keys    map[string]bool                    // session keys this connection owns
+	runs    map[string]context.CancelCauseFunc // running turns by run id
+	running sync.WaitGroup
+	updates map[string]func(ToolUpdate) // tool call id → progress sink
+}
+
+func (c *serverConn) run() {
+	c.p.start()
+	timer := time.AfterFunc(handshakeTimeout, func() {
+		c.mu.Lock()
+		authed := c.authed
+		c.mu.Unlock()
+		if !authed {
+			c.p.close(websocket.ClosePolicyViolation, "no connect request in time")
+		}
+	})
+	<-c.p.Done()
+	timer.Stop()
+	c.abortRuns(fmt.Errorf("%w", c.p.Err()))
+	c.release()
+	c.p.wait()
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	c.s.log.Info("translator disconnected", "client", c.id, "cause", c.p.Err())
+}
+
+// release removes the tools of every session this connection owns; the
+// sessions' conversations stay with their translator.
+func (c *serverConn) release() {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.keys {
+		if c.s.owners[key] == c {
+			delete(c.s.owners, key)
+			c.s.local.registry.Clear(key)
+		}
+	}
+	c.keys = map[string]bool{}
+}
+
+func (c *serverConn) abortRuns(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.runs {
+		cancel(cause)
+	}
+}
+
+func (c *serverConn) waitRuns(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { c.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// own claims key for this connection, or says who has it.
+func (c *serverConn) own(key string) error {
+	if key == "" {
+		return badRequest("sessionKey is empty")
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if o := c.s.owners[key]; o != nil && o != c {
+		return &WireError{Code: "forbidden", Message: fmt.Sprintf("session %q belongs to another connection", key)}
+	}
+	c.s.owners[key] = c
+	c.mu.Lock()
+	c.keys[key] = true
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *serverConn) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	c.mu.Lock()
+	authed := c.authed
+	c.mu.Unlock()
+	if method == "connect" {
+		return c.connect(params)
+	}
+	if !authed {
+		return nil, &WireError{Code: "unauthorized", Message: "connect first"}
+	}
+	switch method {
+	case "chat.send":
+		var p ChatSendParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, badRequest("chat.send: %v", err)
+		}
+		return c.chatSend(ctx, p)
+	case "chat.abort":
+		var p ChatAbortParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, badRequest("chat.abort: %v", err)
+		}
+		c.mu.Lock()
+		cancel := c.runs[p.RunID]
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel(context.Canceled)
+		}
+		return struct{}{}, nil
+	case "sessions.setExtraTools":
+		var p SetExtraToolsParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, badRequest("sessions.setExtraTools: %v", err)
+		}
+		if err := c.own(p.SessionKey); err != nil {
+			return nil, err
+		}
+		tools := make([]*Tool, len(p.Tools))
+		for i, wt := range p.Tools {
+			tools[i] = c.proxy(p.SessionKey, wt)
+		}
+		c.s.local.registry.Set(p.SessionKey, tools)
+		return struct{}{}, nil
+	case "sessions.clearExtraTools":
+		var p SessionKeyParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, badRequest("sessions.clearExtraTools: %v", err)
+		}
+		if err := c.own(p.SessionKey); err != nil {
+			return nil, err
+		}
+		_ = c.s.local.ClearExtraTools(ctx, p.SessionKey)
+		c.s.mu.Lock()
+		delete(c.s.owners, p.SessionKey)
+		c.s.mu.Unlock()
+		c.mu.Lock()
+		delete(c.keys, p.SessionKey)
+		c.mu.Unlock()
+		return struct{}{}, nil
+	}
+	return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("unknown method %q", method)}
+}
+
+func (c *serverConn) connect(params json.RawMessage) (any, error) {
+	var p ConnectParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, badRequest("connect: %v", err)
+	}
+	if p.Protocol != ProtocolVersion {
+		err := &WireError{Code: "bad_request", Message: fmt.Sprintf("protocol version %d is not supported: this gateway speaks version %d", p.Protocol, ProtocolVersion)}
+		go func() { time.Sleep(100 * time.Millisecond); c.p.close(websocket.CloseProtocolError, err.Message) }()
+		return nil, err
+	}
+	if c.s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(p.Token), []byte(c.s.opts.Token)) != 1 {
+		c.s.log.Warn("refused a translator with a wrong token", "client", p.Client.Name)
+		go func() { time.Sleep(100 * time.Millisecond); c.p.close(websocket.ClosePolicyViolation, "unauthorized") }()
+		return nil, &WireError{Code: "unauthorized", Message: "wrong or missing token"}
+	}
+	c.mu.Lock()
+	c.authed, c.id = true, p.Client.Name+" "+p.Client.Version
+	c.mu.Unlock()
+	c.s.log.Info("translator connected", "client", c.id)
+	return Hello{Protocol: ProtocolVersion, Server: c.s.opts.Info, Models: c.s.local.Models(),
+		Limits: HelloLimits{MaxFrameBytes: MaxFrameBytes, WriteQueueFrames: WriteQueueFrames}}, nil
+}
+
+// chatSend runs one turn for the translator, streaming its events.
+func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error) {
+	if err := c.own(p.SessionKey); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c.mu.Lock()
+	if _, dup := c.runs[p.RunID]; dup || p.RunID == "" {
+		c.mu.Unlock()
+		return nil, badRequest("runId %q is empty or already running", p.RunID)
+	}
+	c.runs[p.RunID] = cancel
+	c.running.Add(1)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.runs, p.RunID)
+		c.mu.Unlock()
+		c.running.Done()
+	}()
+
+	var history []Message
+	if len(p.History) > 0 {
+		history = p.History
+	}
+	var turn []Message
+	req := SendRequest{SessionKey: p.SessionKey, RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
+		CallerHistory: true, History: history, OnTurn: func(_ StopReason, msgs []Message) { turn = msgs },
+		Ask: func(ctx context.Context, pr PermissionRequest) (PermissionOutcome, error) {
+			var res PermissionResult
+			if err := c.p.call(ctx, "permission.request", PermissionParams{SessionKey: p.SessionKey, RunID: p.RunID, Call: pr.Call}, &res); err != nil {
+				return PermissionCancelled, err
+			}
+			for o, name := range permissionOutcomes {
+				if name == res.Outcome {
+					return o, nil
+				}
+			}
+			return PermissionReject, fmt.Errorf("unknown permission outcome %q", res.Outcome)
+		},
+	}
+	emit := func(e Event) {
+		_ = c.p.event("chat", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: eventKindNames[e.Kind], Text: e.Text, Call: e.Call})
+	}
+	stop, err := c.s.local.Send(ctx, req, emit)
+	cause := context.Cause(ctx)
+	switch {
+	case err == nil && stop == StopCancelled && cause != nil && !errors.Is(cause, context.Canceled):
+		// Ended by the server (shutdown) or the connection, not by chat.abort.
+		_ = c.p.event("chat.error", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: cause.Error()})
+		return nil, &WireError{Code: "unavailable", Message: cause.Error()}
+	case err != nil:
+		_ = c.p.event("chat.error", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: err.Error()})
+		return nil, &WireError{Code: "internal", Message: err.Error()}
+	case stop == StopCancelled:
+		_ = c.p.event("chat.aborted", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "aborted", StopReason: stop})
+	default:
+		_ = c.p.event("chat.final", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
+	}
+	return ChatSendResult{StopReason: stop, Messages: turn}, nil
+}
+
+// proxy is the gateway side of a translator's tool: Execute invokes it back
+// over the connection that registered it.
+func (c *serverConn) proxy(key string, wt WireTool) *Tool {
+	return &Tool{Name: wt.Name, Label: wt.Label, Group: wt.Group, Description: wt.Description, InputSchema: wt.InputSchema, Annotations: wt.Annotations,
+		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(ToolUpdate)) (Result, error) {
+			if onUpdate != nil {
+				c.mu.Lock()
+				c.updates[callID] = onUpdate
+				c.mu.Unlock()
+				defer func() {
+					c.mu.Lock()
+					delete(c.updates, callID)
+					c.mu.Unlock()
+				}()
+			}
+			var res Result
+			err := c.p.call(ctx, "tools.invoke", ToolsInvokeParams{SessionKey: key, ToolCallID: callID, Name: wt.Name, Args: args}, &res)
+			if errors.Is(err, errConnClosed) {
+				return Result{}, fmt.Errorf("tool %s: the translator that owns it disconnected", wt.Name)
+			}
+			return res, err
+		}}
+}
+
+// onEvent receives the translator's events: tool progress.
+func (c *serverConn) onEvent(event string, payload json.RawMessage) {
+	if event != "tools.update" {
+		return
+	}
+	var u struct {
+		ToolCallID string     `json:"toolCallId"`
+		Update     ToolUpdate `json:"update"`
+	}
+	if json.Unmarshal(payload, &u) != nil {
+		return
+	}
+	c.mu.Lock()
+	sink := c.updates[u.ToolCallID]
+	c.mu.Unlock()
+	if sink != nil {
+		sink(u.Update)
+	}
+}
