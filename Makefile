@@ -27,6 +27,7 @@ bench: e2e-deps
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'Call|FirstChunk' -benchtime 2000x -count 1 ./e2e | tee $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'Load500' -benchtime 20x -count 1 ./e2e | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'GatewayLoad' -benchtime 10x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	@awk '{ sub(/-[0-9]+$$/, "", $$1) } \
 		$$1 == "BenchmarkBridgedCall" {b=$$3} $$1 == "BenchmarkDirectCall" {d=$$3} \
 		$$1 == "BenchmarkBridgedCallHTTP" {bh=$$3} $$1 == "BenchmarkDirectCallHTTP" {dh=$$3} \
