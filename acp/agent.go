@@ -217,7 +217,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("storing the session: %w", err))
 	}
 	a.log.Info("session/new", "session", id, "cwd", p.Cwd, "mcpServers", len(specs))
-	s, err := a.open(ctx, rec, p.Cwd, specs, nil)
+	s, err := a.open(ctx, rec, p.Cwd, specs, false, nil)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
@@ -258,10 +258,11 @@ func serverRefs(specs []bridge.ServerSpec) []session.Server {
 
 // open makes the stored session rec live in cwd: it attaches its history
 // (calling replay with the stored turns, if non-nil, before anything else),
-// connects specs and registers the tools, then schedules the notifications
-// that follow the response. A session of the same id still live in this
-// process is ended first.
-func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs []bridge.ServerSpec, replay func([]session.Turn)) (*liveSession, error) {
+// connects specs and registers the tools, then sends the notifications that
+// follow: after the response for a new session, at once for a session the
+// client already knows (known, or replayed). A session of the same id still
+// live in this process is ended first.
+func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs []bridge.ServerSpec, known bool, replay func([]session.Turn)) (*liveSession, error) {
 	if old, err := a.lookup(acpsdk.SessionId(rec.ID)); err == nil {
 		a.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		a.endSession(old)
@@ -293,6 +294,14 @@ func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs 
 	}
 	a.log.Info("session ready", "session", rec.ID, "tools", len(s.manager.Tools()), "elapsed", time.Since(start))
 	<-a.ready
+	if replay != nil || known {
+		// session/load and session/resume: the client knows the sessionId
+		// already, so the notifications may precede the response.
+		now := make(chan struct{})
+		close(now)
+		a.afterNewSession(s, now)
+		return s, nil
+	}
 	after := a.out.afterResponse(rec.ID)
 	a.tasks.Go(func() { a.afterNewSession(s, after) })
 	return s, nil

@@ -27,7 +27,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/load", "session", rec.ID, "cwd", p.Cwd, "mcpServers", len(specs))
-	s, err := a.open(ctx, rec, p.Cwd, specs, func(turns []session.Turn) { a.replay(ctx, rec.ID, turns) })
+	s, err := a.open(ctx, rec, p.Cwd, specs, true, func(turns []session.Turn) { a.replay(ctx, rec.ID, turns) })
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
@@ -42,7 +42,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/resume", "session", rec.ID, "cwd", p.Cwd, "mcpServers", len(specs))
-	s, err := a.open(ctx, rec, p.Cwd, specs, nil)
+	s, err := a.open(ctx, rec, p.Cwd, specs, true, nil)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}

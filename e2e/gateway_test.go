@@ -213,10 +213,7 @@ func TestGateway_TranslatorKilledMidTool(t *testing.T) {
 	go func() { _, _ = a.Prompt(context.Background(), sid, `/call mcp__fixture__slow {"seconds": 60}`) }()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool {
-		u := n.Update.ToolCallUpdate
-		return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
-	}); err != nil {
+	if _, _, err := a.Client.WaitFor(ctx, from, toolRunning); err != nil {
 		t.Fatal(err)
 	}
 	pids := descendants(a.Cmd.Process.Pid)

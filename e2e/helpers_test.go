@@ -232,3 +232,9 @@ func waitFile(t *testing.T, path, want string, d time.Duration) {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// toolRunning matches the tool_call_update that says a call is in progress.
+func toolRunning(n acpsdk.SessionNotification) bool {
+	u := n.Update.ToolCallUpdate
+	return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
+}

@@ -175,10 +175,7 @@ func modelScenario(t *testing.T, a *agent, fake *fakemodel.Server) {
 
 	// 5. Cancel during a slow tool; the next prompt works.
 	fake.Push(fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{ID: "call_slow", Name: "mcp__everything__trigger-long-running-operation", Args: `{"duration": 60, "steps": 60}`}}})
-	cancelDuring(t, a, sid, "run the long operation", func(n acpsdk.SessionNotification) bool {
-		u := n.Update.ToolCallUpdate
-		return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
-	})
+	cancelDuring(t, a, sid, "run the long operation", toolRunning)
 	fake.Push(fakemodel.Turn{Text: "Still here."})
 	if stop, out := a.prompt(sid, "and now?"); stop != acpsdk.StopReasonEndTurn || text(out) != "Still here." {
 		t.Errorf("after cancelling a tool: %s %q", stop, text(out))

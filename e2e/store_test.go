@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,6 +107,9 @@ func TestStore_RestartAndLoad(t *testing.T) {
 		t.Fatalf("session/load: %v", err)
 	}
 	replayed := b.Client.Updates()[from:] // everything sent before the response
+	if !slices.ContainsFunc(replayed, func(n acpsdk.SessionNotification) bool { return n.Update.AvailableCommandsUpdate != nil }) {
+		t.Error("no available_commands_update before the session/load response")
+	}
 	want, got := transcript(expected), transcript(replayed)
 	if strings.Join(want, "\n") != strings.Join(got, "\n") {
 		t.Errorf("replayed transcript differs\n--- live ---\n%s\n--- replay ---\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
@@ -167,10 +171,7 @@ func TestStore_KillDuringTurnKeepsEarlierTurns(t *testing.T) {
 	go func() { _, _ = a.Prompt(context.Background(), sid, "third, interrupted") }()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool {
-		u := n.Update.ToolCallUpdate
-		return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
-	}); err != nil {
+	if _, _, err := a.Client.WaitFor(ctx, from, toolRunning); err != nil {
 		t.Fatal(err)
 	}
 	pids := descendants(a.Cmd.Process.Pid)
