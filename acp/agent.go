@@ -267,7 +267,7 @@ func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs 
 		a.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		a.endSession(old)
 	}
-	s := &liveSession{id: rec.ID, key: rec.Key, cwd: cwd, model: a.defaultModel(), manager: bridge.NewManager(a.bridgeOptions(rec.ID, cwd))}
+	s := &liveSession{id: rec.ID, key: rec.Key, cwd: cwd, model: a.defaultModel(), manager: bridge.NewManager(a.bridgeOptions(rec.ID, rec.Key, cwd))}
 	if err := a.addSession(s); err != nil {
 		return nil, err
 	}
@@ -333,12 +333,20 @@ func (a *Agent) sessionServers(own []bridge.ServerSpec) []bridge.ServerSpec {
 	return specs
 }
 
-// bridgeOptions returns the bridge.Manager options of a session.
-func (a *Agent) bridgeOptions(id, cwd string) *bridge.Options {
+// bridgeOptions returns the bridge.Manager options of a session: a server's
+// tools/list_changed re-registers the session's tools, seen on the next turn.
+func (a *Agent) bridgeOptions(id, key, cwd string) *bridge.Options {
 	o := a.opts.Bridge
 	o.Cwd = cwd
 	o.ClientInfo = &mcp.Implementation{Name: a.opts.Name, Version: a.opts.Version}
 	o.Logger = a.log.With("session", id)
+	o.OnToolsChanged = func(tools []*gateway.Tool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.gw.SetExtraTools(ctx, key, tools); err != nil {
+			a.log.Warn("registering the refreshed tools failed", "session", id, "err", err)
+		}
+	}
 	return &o
 }
 

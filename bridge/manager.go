@@ -66,6 +66,11 @@ type Options struct {
 	Clock func() time.Time
 	// Logger receives the bridge's logs. Nil discards them.
 	Logger *slog.Logger
+	// OnToolsChanged, if non-nil, is called with the session's new tool set
+	// after a server's notifications/tools/list_changed changed it (from a
+	// goroutine of the Manager, never after Close returns). Names stay
+	// stable: the same tools keep their names.
+	OnToolsChanged func(tools []*gateway.Tool)
 	// Dial, if non-nil, supplies the transport of a server instead of the
 	// built-in ones: tests use in-memory transports, and transports that live
 	// outside the bridge plug in here. A nil transport with a nil error falls
@@ -140,6 +145,7 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 	servers := make([]*server, len(specs))
 	for i, spec := range specs {
 		servers[i] = newServer(spec, &m.opts)
+		servers[i].onToolsChanged = m.rebridge
 	}
 	m.mu.Lock()
 	if m.closed || m.servers != nil {
@@ -193,6 +199,22 @@ func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts ma
 		counts[o.srv.spec.Name]++
 	}
 	return tools, counts, leftOut
+}
+
+// rebridge recomputes the session's tools after a refresh and tells
+// Options.OnToolsChanged.
+func (m *Manager) rebridge() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.tools, m.counts, m.leftOut = bridgeTools(m.servers, m.opts.Limits.ToolsPerSession)
+	tools := m.tools
+	m.mu.Unlock()
+	if m.opts.OnToolsChanged != nil {
+		m.opts.OnToolsChanged(tools)
+	}
 }
 
 // ToolLimit returns the most tools the session bridges (Limits.ToolsPerSession).

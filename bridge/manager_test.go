@@ -366,3 +366,33 @@ func waitGone(t *testing.T, pid int) {
 	}
 	t.Errorf("process %d still alive", pid)
 }
+
+func TestManager_ToolListChangedRefreshes(t *testing.T) {
+	srv := testServer(t)
+	changed := make(chan []*gateway.Tool, 10)
+	m := memManager(t, &Options{OnToolsChanged: func(tools []*gateway.Tool) { changed <- tools }},
+		map[string]*mcp.Server{"mem": srv}, ServerSpec{Name: "mem", Transport: TransportStdio})
+	before := len(m.Tools())
+	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late ok"}}}, nil
+	})
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case tools := <-changed:
+			if len(tools) != before+1 {
+				continue
+			}
+			res, err := toolByName(t, m, "mcp__mem__late").Execute(t.Context(), "c", nil, nil)
+			if err != nil || res.Content[0].Text != "late ok" {
+				t.Errorf("the new tool: %+v %v", res, err)
+			}
+			if st := m.Servers()[0]; st.Tools != before+1 {
+				t.Errorf("status counts %d tools", st.Tools)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("no refresh after a tool was added (had %d tools)", before)
+		}
+	}
+}

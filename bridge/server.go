@@ -56,6 +56,12 @@ type server struct {
 
 	redial sync.Mutex // serializes reconnects after an expired HTTP session
 
+	// life ends when the server closes; it bounds background work (tool
+	// refreshes). onToolsChanged is called after a refresh changed s.tools.
+	life           context.Context
+	endLife        context.CancelFunc
+	onToolsChanged func()
+
 	stderr *tailWriter // last lines of a stdio child's stderr, for failure reasons
 
 	mu         sync.Mutex
@@ -69,7 +75,9 @@ type server struct {
 	progress   map[string]*progressFan // progress token → the call waiting for it
 	nextToken  int
 	closing    bool           // Close has begun; a lost connection is not a failure
-	watchers   sync.WaitGroup // connection watchers, one per client session
+	watchers   sync.WaitGroup // connection watchers and tool refreshes
+	refreshing bool           // a refresh runs
+	stale      bool           // tools/list_changed arrived during the refresh
 }
 
 // progressFan forwards progress notifications to one running call until the
@@ -84,6 +92,7 @@ func newServer(spec ServerSpec, opts *Options) *server {
 	if perMinute == 0 {
 		perMinute = opts.CallsPerMinute
 	}
+	life, endLife := context.WithCancel(context.Background())
 	return &server{
 		spec:     spec,
 		opts:     opts,
@@ -91,6 +100,53 @@ func newServer(spec ServerSpec, opts *Options) *server {
 		timeouts: spec.Timeouts.Or(opts.Timeouts),
 		limiter:  sandbox.NewCallLimiter(spec.Name, perMinute, opts.Clock),
 		progress: make(map[string]*progressFan),
+		life:     life,
+		endLife:  endLife,
+	}
+}
+
+// onToolListChanged handles notifications/tools/list_changed: the tools are
+// listed again in the background (one refresh at a time; a notification
+// during a refresh runs one more), and the Manager is told.
+func (s *server) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateConnected || s.closing {
+		return // connect lists the tools itself
+	}
+	if s.refreshing {
+		s.stale = true
+		return
+	}
+	s.refreshing = true
+	s.watchers.Go(s.refresh)
+}
+
+func (s *server) refresh() {
+	for {
+		cs, err := s.session()
+		var tools []*mcp.Tool
+		if err == nil {
+			tools, err = s.listTools(s.life, cs)
+		}
+		s.mu.Lock()
+		if err == nil && !s.closing {
+			s.tools = tools
+		}
+		again := s.stale && !s.closing
+		s.stale = false
+		s.refreshing = again
+		notify := err == nil && !s.closing
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Warn("refreshing the tools after tools/list_changed failed; keeping the old list", "err", err)
+		} else if notify && s.onToolsChanged != nil {
+			s.log.Info("tools changed", "tools", len(tools))
+			s.onToolsChanged()
+		}
+		if !again {
+			return
+		}
 	}
 }
 
@@ -138,6 +194,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		//lint:ignore SA1019 roots are deprecated only from 2026-07-28; we negotiate 2025-11-25 and servers (server-filesystem) rely on them.
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		ProgressNotificationHandler: s.onProgress,
+		ToolListChangedHandler:      s.onToolListChanged,
 	})
 	if root := rootFor(s.opts.Cwd); root != nil {
 		//lint:ignore SA1019 see Capabilities above.
@@ -428,6 +485,7 @@ func (s *server) close() {
 	cs, cmd, procCancel := s.cs, s.cmd, s.procCancel
 	s.state, s.cs = StateClosed, nil
 	s.mu.Unlock()
+	s.endLife()
 	start := time.Now()
 	defer func() { s.log.Debug("MCP server closed", "elapsed", time.Since(start)) }()
 
