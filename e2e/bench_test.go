@@ -28,9 +28,15 @@ import (
 // the session/update notifications back. Compare with BenchmarkDirectCall
 // (`make bench` prints the ratio).
 func BenchmarkBridgedCall(b *testing.B) {
+	benchBridged(b, fixtureServer("fixture", ""))
+}
+
+// benchBridged times `/call mcp__fixture__echo` turns through the agent, with
+// the fixture reached as server says.
+func benchBridged(b *testing.B, server acpsdk.McpServer) {
 	a := startAgent(b)
 	ctx := context.Background()
-	res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: b.TempDir(), McpServers: []acpsdk.McpServer{fixtureServer("fixture", "")}})
+	res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: b.TempDir(), McpServers: []acpsdk.McpServer{server}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,21 +71,7 @@ func BenchmarkDirectCall(b *testing.B) {
 // BenchmarkBridgedCallHTTP is BenchmarkBridgedCall over Streamable HTTP: the
 // agent reaches the fixture in HTTP mode through the URL policy's dialer.
 func BenchmarkBridgedCallHTTP(b *testing.B) {
-	url := startFixtureHTTP(b) + "/mcp"
-	a := startAgent(b)
-	ctx := context.Background()
-	res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: b.TempDir(), McpServers: []acpsdk.McpServer{httpServer("fixture", url, nil)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sid := string(res.SessionId)
-	b.ResetTimer()
-	for b.Loop() {
-		stop, err := a.Prompt(ctx, sid, `/call mcp__fixture__echo {"message":"hi"}`)
-		if err != nil || stop != acpsdk.StopReasonEndTurn {
-			b.Fatalf("prompt: %s, %v", stop, err)
-		}
-	}
+	benchBridged(b, httpServer("fixture", startFixtureHTTP(b)+"/mcp", nil))
 }
 
 // BenchmarkDirectCallHTTP is BenchmarkDirectCall over Streamable HTTP.
