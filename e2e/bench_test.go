@@ -53,8 +53,13 @@ func benchBridged(b *testing.B, server acpsdk.McpServer) {
 // BenchmarkDirectCall measures the same tools/call from a go-sdk client
 // straight to the fixture server, with no agent in between.
 func BenchmarkDirectCall(b *testing.B) {
+	benchDirect(b, &mcp.CommandTransport{Command: exec.Command(fixtureBin)})
+}
+
+// benchDirect times tools/call echo from a go-sdk client to the fixture over t.
+func benchDirect(b *testing.B, t mcp.Transport) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(fixtureBin)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,20 +81,7 @@ func BenchmarkBridgedCallHTTP(b *testing.B) {
 
 // BenchmarkDirectCallHTTP is BenchmarkDirectCall over Streamable HTTP.
 func BenchmarkDirectCallHTTP(b *testing.B) {
-	url := startFixtureHTTP(b) + "/mcp"
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := cs.CallTool(context.Background(), params); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDirect(b, &mcp.StreamableClientTransport{Endpoint: startFixtureHTTP(b) + "/mcp"})
 }
 
 // BenchmarkFirstChunk measures a prompt's time to its first
