@@ -448,6 +448,14 @@ func (a *Agent) endSession(s *liveSession) {
 	a.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
 }
 
+// Logout implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/initialization#authentication).
+// No auth methods are advertised, so there is no sign-in to end: the method
+// is answered method_not_found, as for any agent without the capability.
+func (a *Agent) Logout(context.Context, acpsdk.LogoutRequest) (acpsdk.LogoutResponse, error) {
+	return acpsdk.LogoutResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodLogout)
+}
+
 // SetSessionMode implements acpsdk.Agent; no modes are offered.
 func (a *Agent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
 	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
