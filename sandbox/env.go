@@ -14,11 +14,50 @@ var BaselineEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "
 
 // injectionKeys are variables that make a program load or run code chosen by
 // whoever sets them. A client's entry may not set them unless the config
-// re-allows them (sandbox.allowEnv). Names ending in '*' are prefixes.
+// re-allows them (sandbox.allowEnv). Names ending in '*' are prefixes. The
+// list follows the loaders of the runtimes MCP servers are written in; each
+// group says what the variables make the runtime load. Variables that only
+// tune a runtime (PYTHONUNBUFFERED, NODE_ENV, GEM_HOME, …) stay allowed:
+// clients set them routinely and they load nothing.
 var injectionKeys = []string{
-	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_*",
-	"NODE_OPTIONS", "PYTHONSTARTUP", "PYTHONINSPECT", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS",
-	"BASH_ENV", "ENV", "PROMPT_COMMAND",
+	// glibc's ld.so: preloaded and audit libraries, the library search path,
+	// and every other LD_* knob of the loader (profiling output, debug
+	// output files); GCONV_PATH makes iconv dlopen charset modules from a
+	// chosen directory. macOS dyld: the same under DYLD_*.
+	"LD_*", "GCONV_PATH", "DYLD_*",
+	// Node.js: NODE_OPTIONS takes --require/--import; NODE_PATH adds module
+	// directories searched by require. npm and npx (the usual launcher of
+	// servers) read their whole config from npm_config_* (registry,
+	// script-shell, node-options), so `npx -y pkg` would fetch or run
+	// something else.
+	"NODE_OPTIONS", "NODE_PATH", "npm_config_*", "NPM_CONFIG_*",
+	// Python: the module search path and prefix, the user site directory
+	// (its .pth files run code), a startup script, the bytecode cache
+	// location, breakpoint() and warning-category hooks that import a named
+	// module.
+	"PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR", "PYTHONSTARTUP", "PYTHONINSPECT",
+	"PYTHONPYCACHEPREFIX", "PYTHONBREAKPOINT", "PYTHONWARNINGS",
+	// Ruby: interpreter options (-r), the load path, Bundler's Gemfile
+	// (itself Ruby code).
+	"RUBYOPT", "RUBYLIB", "BUNDLE_GEMFILE",
+	// Perl: interpreter options (-M), the library path, the debugger's
+	// startup code.
+	"PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB",
+	// Java: options every JVM reads (-javaagent, -cp), the class path, and
+	// JAVA_OPTS, which launcher scripts pass to the JVM.
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "JAVA_OPTS",
+	// .NET: startup hooks and profilers are assemblies or libraries loaded
+	// into every process.
+	"DOTNET_STARTUP_HOOKS", "CORECLR_PROFILER*", "CORECLR_ENABLE_PROFILING",
+	// Shells: a script sourced at start (bash's BASH_ENV, sh's ENV), exported
+	// functions that replace commands (BASH_FUNC_name%%), shell options
+	// (SHELLOPTS=xtrace makes PS4's command substitutions run), the prompt
+	// command.
+	"BASH_ENV", "ENV", "BASH_FUNC_*", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
+	// Git (servers that run git): configuration from the environment
+	// (core.fsmonitor, core.sshCommand run programs), and the programs git
+	// runs for ssh, credentials, proxies, diffs and sub-commands.
+	"GIT_CONFIG_*", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_EXEC_PATH",
 }
 
 // EnvVar is one environment variable of a child process.

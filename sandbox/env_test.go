@@ -65,3 +65,32 @@ func TestIsInjectionKey(t *testing.T) {
 		}
 	}
 }
+
+// TestIsInjectionKey_Runtimes covers the loaders of the common runtimes
+// (glibc, Node.js and npm, Python, Ruby, Perl, Java, .NET, bash, git), and
+// variables that only tune a runtime, which clients set routinely.
+func TestIsInjectionKey_Runtimes(t *testing.T) {
+	refused := []string{
+		"LD_PRELOAD", "LD_PROFILE", "LD_DEBUG_OUTPUT", "GCONV_PATH", "DYLD_INSERT_LIBRARIES",
+		"NODE_OPTIONS", "NODE_PATH", "npm_config_registry", "npm_config_script_shell", "NPM_CONFIG_NODE_OPTIONS",
+		"PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONSTARTUP", "PYTHONPYCACHEPREFIX", "PYTHONBREAKPOINT", "PYTHONWARNINGS",
+		"RUBYOPT", "RUBYLIB", "BUNDLE_GEMFILE",
+		"PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB",
+		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "JAVA_OPTS",
+		"DOTNET_STARTUP_HOOKS", "CORECLR_PROFILER_PATH", "CORECLR_ENABLE_PROFILING",
+		"BASH_ENV", "ENV", "BASH_FUNC_ls%%", "SHELLOPTS", "PS4", "PROMPT_COMMAND",
+		"GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ASKPASS",
+	}
+	for _, name := range refused {
+		if !IsInjectionKey(name) {
+			t.Errorf("IsInjectionKey(%q) = false, want true", name)
+		}
+	}
+	allowed := []string{"PATH", "HOME", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "NODE_ENV", "NODE_EXTRA_CA_CERTS", "GEM_HOME",
+		"JAVA_HOME", "GIT_AUTHOR_NAME", "LANG", "LC_ALL", "GITHUB_TOKEN", "ENVIRONMENT", "BASH", "LDFLAGS"}
+	for _, name := range allowed {
+		if IsInjectionKey(name) {
+			t.Errorf("IsInjectionKey(%q) = true, want false", name)
+		}
+	}
+}
