@@ -47,6 +47,10 @@ func (e *WireError) Error() string { return e.Code + ": " + e.Message }
 const (
 	// MaxFrameBytes is the largest frame either end reads.
 	MaxFrameBytes = 32 << 20
+	// MaxPreAuthFrameBytes is the largest frame the gateway reads from a
+	// connection before its connect request has succeeded, so that an
+	// unauthenticated client cannot make it buffer megabytes.
+	MaxPreAuthFrameBytes = 64 << 10
 	// WriteQueueFrames is how many frames may wait to be written to one
 	// connection; a peer slower than that is disconnected.
 	WriteQueueFrames = 1024
@@ -69,6 +73,12 @@ type peer struct {
 	log     *slog.Logger
 	handle  func(ctx context.Context, method string, params json.RawMessage) (any, error)
 	onEvent func(event string, payload json.RawMessage)
+	// authed, when set, reports whether the other end has authenticated.
+	// Until it has, frames are limited to MaxPreAuthFrameBytes and each
+	// request is served on the reader goroutine before the next frame is
+	// read, so the limit rises exactly when connect succeeds. Set before
+	// start; read on the reader goroutine only.
+	authed func() bool
 
 	out     chan []byte   // the write queue
 	done    chan struct{} // closed when the peer is closed
@@ -88,7 +98,6 @@ func newPeer(ws *websocket.Conn, log *slog.Logger) *peer {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	p := &peer{ws: ws, log: log, out: make(chan []byte, WriteQueueFrames), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, pending: make(map[string]chan Frame), serving: make(map[string]context.CancelFunc)}
-	ws.SetReadLimit(MaxFrameBytes)
 	return p
 }
 
@@ -210,8 +219,17 @@ func (p *peer) readLoop() {
 	_ = p.ws.SetReadDeadline(time.Now().Add(pongWait))
 	p.ws.SetPongHandler(func(string) error { return p.ws.SetReadDeadline(time.Now().Add(pongWait)) })
 	for {
+		preAuth := p.authed != nil && !p.authed()
+		if preAuth {
+			p.ws.SetReadLimit(MaxPreAuthFrameBytes)
+		} else {
+			p.ws.SetReadLimit(MaxFrameBytes)
+		}
 		var f Frame
 		if err := p.ws.ReadJSON(&f); err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) && preAuth {
+				p.log.Warn("gateway peer sent an oversized frame before connect: disconnecting", "limit", MaxPreAuthFrameBytes)
+			}
 			reason := "connection lost"
 			if ce, ok := err.(*websocket.CloseError); ok && ce.Text != "" {
 				reason = ce.Text
@@ -229,7 +247,11 @@ func (p *peer) readLoop() {
 				ch <- f
 			}
 		case "req":
-			p.serve(f)
+			if preAuth {
+				p.serveSync(f)
+			} else {
+				p.serve(f)
+			}
 		case "event":
 			if f.Event == "request.cancel" {
 				var c struct{ ID string }
@@ -263,22 +285,35 @@ func (p *peer) serve(f Frame) {
 			p.mu.Unlock()
 			cancel()
 		}()
-		res := Frame{Type: "res", ID: f.ID}
-		out, err := p.handle(ctx, f.Method, f.Params)
-		if err != nil {
-			var we *WireError
-			if !errors.As(err, &we) {
-				we = &WireError{Code: "internal", Message: err.Error()}
-			}
-			res.Error = we
-		} else {
-			res.OK = true
-			if res.Result, err = json.Marshal(out); err != nil {
-				res.OK, res.Result, res.Error = false, nil, &WireError{Code: "internal", Message: err.Error()}
-			}
-		}
-		_ = p.send(res)
+		p.respond(ctx, f)
 	})
+}
+
+// serveSync runs one request on the reader goroutine (before
+// authentication: the only valid request then is connect, which is quick).
+func (p *peer) serveSync(f Frame) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	p.respond(ctx, f)
+}
+
+// respond handles request f and sends its response.
+func (p *peer) respond(ctx context.Context, f Frame) {
+	res := Frame{Type: "res", ID: f.ID}
+	out, err := p.handle(ctx, f.Method, f.Params)
+	if err != nil {
+		var we *WireError
+		if !errors.As(err, &we) {
+			we = &WireError{Code: "internal", Message: err.Error()}
+		}
+		res.Error = we
+	} else {
+		res.OK = true
+		if res.Result, err = json.Marshal(out); err != nil {
+			res.OK, res.Result, res.Error = false, nil, &WireError{Code: "internal", Message: err.Error()}
+		}
+	}
+	_ = p.send(res)
 }
 
 func (p *peer) writeLoop() {

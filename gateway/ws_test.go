@@ -199,3 +199,55 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestServer_SmallFramesUntilAuthenticated: before connect succeeds the
+// gateway reads at most MaxPreAuthFrameBytes of a frame (the connection is
+// closed with 1009, message too big); after it, frames up to MaxFrameBytes
+// are read.
+func TestServer_SmallFramesUntilAuthenticated(t *testing.T) {
+	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
+	big := func(n int) Frame {
+		params, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", n)})
+		return Frame{Type: "req", ID: "big", Method: "tools.set", Params: params}
+	}
+	read := func(ws *websocket.Conn) (Frame, error) {
+		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var f Frame
+		err := ws.ReadJSON(&f)
+		return f, err
+	}
+
+	// Unauthenticated: a 1 MiB frame closes the connection.
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	// The gateway may close while the frame is still being written
+	// (connection reset): it stops reading at the limit.
+	if err := ws.WriteJSON(big(1 << 20)); err == nil {
+		if f, err := read(ws); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+			t.Fatalf("a 1 MiB frame before connect: got frame %+v, err %v; want close 1009", f, err)
+		}
+	}
+
+	// Authenticated: the same frame is read and answered.
+	ws2, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws2.Close()
+	cp, _ := json.Marshal(ConnectParams{Protocol: ProtocolVersion, Client: PeerInfo{Name: "raw", Version: "1"}, Token: "s3cret"})
+	if err := ws2.WriteJSON(Frame{Type: "req", ID: "c", Method: "connect", Params: cp}); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := read(ws2); err != nil || !f.OK {
+		t.Fatalf("connect: %+v %v", f, err)
+	}
+	if err := ws2.WriteJSON(big(1 << 20)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := read(ws2); err != nil || f.ID != "big" {
+		t.Fatalf("a 1 MiB frame after connect: got %+v, %v; want its response", f, err)
+	}
+}

@@ -97,6 +97,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.p = newPeer(ws, s.log.With("remote", r.RemoteAddr))
 	c.p.handle = c.handle
 	c.p.onEvent = c.onEvent
+	c.p.authed = c.isAuthed
 	s.mu.Lock()
 	s.conns[c] = true
 	s.mu.Unlock()
@@ -143,6 +144,13 @@ type serverConn struct {
 	runs    map[string]context.CancelCauseFunc // running turns by run id
 	running sync.WaitGroup
 	updates map[string]func(ToolUpdate) // tool call id → progress sink
+}
+
+// isAuthed reports whether the translator's connect request has succeeded.
+func (c *serverConn) isAuthed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.authed
 }
 
 func (c *serverConn) run() {
