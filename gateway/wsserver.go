@@ -215,7 +215,14 @@ func (c *serverConn) own(key string) error {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	if o := c.s.owners[key]; o != nil && o != c {
-		return &WireError{Code: "forbidden", Message: fmt.Sprintf("session %q belongs to another connection", key)}
+		select {
+		case <-o.p.Done():
+			// The owner's connection is gone but not yet released (a
+			// translator that reconnects quickly): the key is free, and the
+			// old connection's release no longer touches it.
+		default:
+			return &WireError{Code: "forbidden", Message: fmt.Sprintf("session %q belongs to another connection", key)}
+		}
 	}
 	c.s.owners[key] = c
 	c.mu.Lock()
