@@ -134,17 +134,18 @@ func (s *SQLite) check(ctx context.Context) error {
 		return fmt.Errorf("checking the database (quick_check): %w", err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: quick_check found: %s", errDamaged, strings.Join(problems, "; "))
+		return fmt.Errorf("%w: quick_check found: %s", ErrDamaged, strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-// errDamaged marks a database SQLite reports as corrupt.
-var errDamaged = errors.New("the database is damaged")
+// ErrDamaged marks a store whose database SQLite finds corrupt (quick_check
+// at open, or a corrupt page later) or that is not a SQLite database. The
+// error names the file and says what to do with it.
+var ErrDamaged = errors.New("the database is damaged")
 
 // damagedAdvice says what to do with a damaged store file.
-const damagedAdvice = "move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store; " +
-	"or run with --store memory to keep sessions in memory only"
+const damagedAdvice = "move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store"
 
 // wrap names the database file in a store error, and for a damaged
 // database says what to do. ErrNotFound and ErrBadCursor pass unchanged:
@@ -154,8 +155,11 @@ func (s *SQLite) wrap(err error) error {
 		return err
 	}
 	var se *sqlite.Error
-	if errors.Is(err, errDamaged) || errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB) {
+	switch {
+	case errors.Is(err, ErrDamaged):
 		return fmt.Errorf("session store %s: %w: %s", s.path, err, damagedAdvice)
+	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB):
+		return fmt.Errorf("session store %s: %w (%w): %s", s.path, ErrDamaged, err, damagedAdvice)
 	}
 	return fmt.Errorf("session store %s: %w", s.path, err)
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = OpenSQLite(t.Context(), path)
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file away") || !strings.Contains(err.Error(), "--store memory") {
+	if err == nil || !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file away") {
 		t.Errorf("open of a corrupt store = %v; want an error naming %s and what to do", err, path)
 	}
 }
