@@ -211,7 +211,9 @@ func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsd
 // NewSession implements acpsdk.Agent
 // (https://agentclientprotocol.com/protocol/session-setup#creating-a-session).
 // It validates mcpServers from the client's raw JSON (a broken list is
-// invalid_params), connects every server in parallel and registers their
+// invalid_params) and the cwd (an absolute path to an existing directory,
+// else invalid_params naming it; session/load and session/resume check it
+// alike), connects every server in parallel and registers their
 // tools, and answers only when every server has connected or failed. Server
 // failures do not fail the session; they are reported to the client as an
 // agent message right after the response.
