@@ -9,9 +9,12 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -86,6 +89,10 @@ type Agent struct {
 	closing  bool                    // Shutdown has begun
 
 	tasks sync.WaitGroup // notification senders started by NewSession
+
+	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
+	// notifications are sent.
+	beforeAnnounce func()
 }
 
 var _ acpsdk.Agent = (*Agent)(nil)
@@ -173,6 +180,9 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
+			// session/load replays a stored session; clients such as Zed
+			// offer to reopen a conversation only when this is set.
+			LoadSession:        true,
 			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
 			McpCapabilities:    acpsdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: acpsdk.SessionCapabilities{
@@ -201,7 +211,9 @@ func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsd
 // NewSession implements acpsdk.Agent
 // (https://agentclientprotocol.com/protocol/session-setup#creating-a-session).
 // It validates mcpServers from the client's raw JSON (a broken list is
-// invalid_params), connects every server in parallel and registers their
+// invalid_params) and the cwd (an absolute path to an existing directory,
+// else invalid_params naming it; session/load and session/resume check it
+// alike), connects every server in parallel and registers their
 // tools, and answers only when every server has connected or failed. Server
 // failures do not fail the session; they are reported to the client as an
 // agent message right after the response.
@@ -212,7 +224,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	}
 	id := session.NewID()
 	now := time.Now()
-	rec := session.Record{ID: id, Key: session.Key(id, p.Meta), Cwd: p.Cwd, Created: now, Updated: now, Servers: serverRefs(specs)}
+	rec := session.Record{ID: id, Key: session.Key(id, p.Meta), Cwd: p.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: a.defaultModel()}
 	if err := a.store.Create(ctx, rec); err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("storing the session: %w", err))
 	}
@@ -241,10 +253,28 @@ func (a *Agent) sessionSpecs(meta map[string]any, cwd string) ([]bridge.ServerSp
 		return nil, fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
 			ErrInvalidParams, len(specs), len(own), len(specs)-len(own), limit)
 	}
-	if !filepath.IsAbs(cwd) {
-		return nil, fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, cwd)
+	if err := checkCwd(cwd); err != nil {
+		return nil, err
 	}
 	return specs, nil
+}
+
+// checkCwd checks a session's cwd: an absolute path to an existing
+// directory, since the session's stdio servers start there.
+func checkCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) {
+		return fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: cwd %q does not exist", ErrInvalidParams, cwd)
+	case err != nil:
+		return fmt.Errorf("%w: cwd %q cannot be used: %v", ErrInvalidParams, cwd, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: cwd %q is not a directory", ErrInvalidParams, cwd)
+	}
+	return nil
 }
 
 // serverRefs are the names and transports of specs: what the store keeps.
@@ -267,13 +297,13 @@ func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs 
 		a.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		a.endSession(old)
 	}
-	s := &liveSession{id: rec.ID, key: rec.Key, cwd: cwd, model: a.defaultModel(), manager: bridge.NewManager(a.bridgeOptions(rec.ID, rec.Key, cwd))}
+	s := &liveSession{id: rec.ID, key: rec.Key, cwd: cwd, model: a.restoredModel(rec), announced: make(chan struct{}), manager: bridge.NewManager(a.bridgeOptions(rec.ID, rec.Key, cwd))}
 	if err := a.addSession(s); err != nil {
 		return nil, err
 	}
 	turns, err := a.history.Attach(ctx, rec.Key, rec.ID)
 	if err != nil {
-		a.endSession(s)
+		a.abandon(s)
 		return nil, fmt.Errorf("loading the session's history: %w", err)
 	}
 	if replay != nil {
@@ -282,11 +312,11 @@ func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs 
 	start := time.Now()
 	_ = s.manager.Connect(ctx, specs)
 	if err := a.gw.SetExtraTools(ctx, s.key, s.manager.Tools()); err != nil {
-		a.endSession(s)
+		a.abandon(s)
 		return nil, fmt.Errorf("registering tools: %w", err)
 	}
 	if ctx.Err() != nil { // the client gave up, or the connection is gone
-		a.endSession(s)
+		a.abandon(s)
 		return nil, context.Cause(ctx)
 	}
 	if err := a.store.SetServers(ctx, rec.ID, serverRefs(specs)); err != nil {
@@ -364,9 +394,17 @@ func (a *Agent) addSession(s *liveSession) error {
 	return nil
 }
 
+// abandon ends a session that failed to open; nothing will be announced.
+func (a *Agent) abandon(s *liveSession) {
+	close(s.announced)
+	a.endSession(s)
+}
+
 // afterNewSession sends what follows a session/new response: one agent
-// message per failed server, and the available slash commands.
+// message per failed server, and the available slash commands. It closes
+// s.announced when done, whatever happens.
 func (a *Agent) afterNewSession(s *liveSession, written <-chan struct{}) {
+	defer close(s.announced)
 	conn := a.connection()
 	select {
 	case <-written:
@@ -375,6 +413,9 @@ func (a *Agent) afterNewSession(s *liveSession, written <-chan struct{}) {
 		return
 	case <-time.After(postSessionTimeout):
 		a.out.forget(s.id)
+	}
+	if a.beforeAnnounce != nil {
+		a.beforeAnnounce()
 	}
 	ctx := context.Background()
 	for _, st := range s.manager.Servers() {
@@ -404,7 +445,7 @@ func (a *Agent) lookup(id acpsdk.SessionId) (*liveSession, error) {
 	defer a.mu.Unlock()
 	s := a.sessions[string(id)]
 	if s == nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownSession, id)
+		return nil, unknownSession(id, "no live session has that id (session/load or session/resume reopens a stored one)")
 	}
 	return s, nil
 }
@@ -456,7 +497,12 @@ func (a *Agent) Logout(context.Context, acpsdk.LogoutRequest) (acpsdk.LogoutResp
 	return acpsdk.LogoutResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodLogout)
 }
 
-// SetSessionMode implements acpsdk.Agent; no modes are offered.
-func (a *Agent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+// SetSessionMode implements acpsdk.Agent; no modes are offered, so it is
+// method_not_found for a live session (and resource-not-found for an unknown
+// sessionId, as for every method that takes one).
+func (a *Agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+	if _, err := a.lookup(p.SessionId); err != nil {
+		return acpsdk.SetSessionModeResponse{}, toRequestError(err)
+	}
 	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
 }

@@ -324,8 +324,8 @@ func TestAgent_CloseSession(t *testing.T) {
 	}
 	_, err := h.conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("/tools")}})
 	var re *acpsdk.RequestError
-	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, sid) {
-		t.Errorf("prompt after close: %v, want invalid_params naming the session", err)
+	if !errors.As(err, &re) || re.Code != -32002 || !strings.Contains(re.Message, sid) {
+		t.Errorf("prompt after close: %v, want resource-not-found (-32002) naming the session", err)
 	}
 	if tools := h.agent.gw.(*gateway.Local).Registry().Tools("acp:" + sid); len(tools) != 0 {
 		t.Errorf("%d tools still registered after session/close", len(tools))

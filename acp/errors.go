@@ -3,24 +3,47 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
 // Errors the Agent returns; toRequestError maps them to JSON-RPC errors.
 var (
-	// ErrUnknownSession: the sessionId names no live session of this process.
+	// ErrUnknownSession: the sessionId names no session the agent knows
+	// (live, for most methods; stored, for session/load and session/resume).
+	// It is answered with ACP's resource-not-found error (-32002).
 	ErrUnknownSession = errors.New("unknown sessionId")
 	// ErrShuttingDown: the agent is closing and takes no new sessions.
 	ErrShuttingDown = errors.New("agent is shutting down")
-	// ErrInvalidParams marks any other request the client got wrong.
+	// ErrInvalidParams marks any other request the client got wrong. Wrap it
+	// first ("%w: cwd %q must be …"): the JSON-RPC message says
+	// "Invalid params" once, followed by the rest of the text.
 	ErrInvalidParams = errors.New("invalid params")
 )
 
+// codeResourceNotFound is ACP's "Resource not found" error code
+// (https://agentclientprotocol.com/protocol/schema#errorcode); acp-go-sdk
+// has no constructor for it.
+const codeResourceNotFound = -32002
+
+// unknownSession is ErrUnknownSession naming the sessionId; why, if not
+// empty, says more ("the session was closed").
+func unknownSession(id acpsdk.SessionId, why string) error {
+	if why == "" {
+		return fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	return fmt.Errorf("%w %q: %s", ErrUnknownSession, id, why)
+}
+
 // toRequestError maps a Go error to the ACP (JSON-RPC) error sent to the
-// client, in one place: the client's mistakes are invalid_params (-32602)
-// with a message naming the field and the rule, cancellation is "request
-// cancelled" (-32800), anything else is an internal error (-32603).
+// client, in one place. The code says the class: the client's mistakes are
+// invalid_params (-32602), an unknown sessionId is resource-not-found
+// (-32002), cancellation is "request cancelled" (-32800), anything else is
+// an internal error (-32603). The message is the class's title followed by
+// the cause ("Invalid params: cwd \"/x\" does not exist"), the title said
+// once; data.error repeats the cause.
 func toRequestError(err error) error {
 	if err == nil {
 		return nil
@@ -30,11 +53,21 @@ func toRequestError(err error) error {
 		return re
 	}
 	var mse *MCPServersError
+	code, title := -32603, "Internal error"
 	switch {
-	case errors.As(err, &mse), errors.Is(err, ErrUnknownSession), errors.Is(err, ErrInvalidParams):
-		return &acpsdk.RequestError{Code: -32602, Message: "Invalid params: " + err.Error(), Data: map[string]any{"error": err.Error()}}
+	case errors.As(err, &mse), errors.Is(err, ErrInvalidParams):
+		code, title = -32602, "Invalid params"
+	case errors.Is(err, ErrUnknownSession):
+		code, title = codeResourceNotFound, "Resource not found"
 	case errors.Is(err, context.Canceled):
 		return acpsdk.NewRequestCancelled(map[string]any{"error": err.Error()})
 	}
-	return acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+	cause := errorCause(err)
+	return &acpsdk.RequestError{Code: code, Message: title + ": " + cause, Data: map[string]any{"error": cause}}
+}
+
+// errorCause is err's text without the ErrInvalidParams marker, which the
+// title of the JSON-RPC error already says.
+func errorCause(err error) string {
+	return strings.ReplaceAll(err.Error(), ErrInvalidParams.Error()+": ", "")
 }

@@ -53,7 +53,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string]any, cwd string) (session.Record, []bridge.ServerSpec, error) {
 	rec, err := a.store.Get(ctx, string(id))
 	if errors.Is(err, session.ErrNotFound) {
-		return session.Record{}, nil, fmt.Errorf("%w %q: no stored session has that id", ErrUnknownSession, id)
+		return session.Record{}, nil, unknownSession(id, "no stored session has that id")
 	}
 	if err != nil {
 		return session.Record{}, nil, fmt.Errorf("reading the session store: %w", err)

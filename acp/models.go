@@ -3,8 +3,12 @@ package acp
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // modelConfigID is the id of the session config option that selects the
@@ -12,11 +16,12 @@ import (
 const modelConfigID = "model"
 
 // configOptions returns the session's config options: the model selector,
-// when there is more than one model to choose from.
+// when there is more than one model to choose from. It is never nil (the
+// schema of session/set_config_option wants an array).
 func (a *Agent) configOptions(current string) []acpsdk.SessionConfigOption {
 	models := a.gw.Models()
 	if len(models) < 2 {
-		return nil
+		return []acpsdk.SessionConfigOption{}
 	}
 	opts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(models))
 	for _, m := range models {
@@ -37,28 +42,83 @@ func (a *Agent) defaultModel() string {
 	return ""
 }
 
-// SetSessionConfigOption implements acpsdk.Agent: "model" switches the
-// session's model; the next turn uses it, with the same history.
-func (a *Agent) SetSessionConfigOption(_ context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
-	v := p.ValueId
-	if v == nil {
-		return acpsdk.SetSessionConfigOptionResponse{}, toRequestError(fmt.Errorf("%w: config option %s takes a value id", ErrInvalidParams, modelConfigID))
+// modelIDs are the IDs of the configured models, the default first.
+func (a *Agent) modelIDs() []string {
+	var ids []string
+	for _, m := range a.gw.Models() {
+		ids = append(ids, m.ID)
 	}
-	s, err := a.lookup(v.SessionId)
-	if err != nil {
+	return ids
+}
+
+// restoredModel is the model a stored session continues with: the one it
+// last used, or the default when it has none or that model is no longer
+// configured (which is logged).
+func (a *Agent) restoredModel(rec session.Record) string {
+	if rec.Model == "" {
+		return a.defaultModel()
+	}
+	if !slices.Contains(a.modelIDs(), rec.Model) {
+		a.log.Warn("the session's model is no longer configured: it continues with the default model",
+			"session", rec.ID, "storedModel", rec.Model, "model", a.defaultModel())
+		return a.defaultModel()
+	}
+	return rec.Model
+}
+
+// SetSessionConfigOption implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/session-config-options):
+// "model", offered when more than one model is configured, switches the
+// session's model; the next turn uses it, with the same history, and the
+// choice is stored with the session (session/load and session/resume
+// restore it). An option the session does not offer, or a value it does not
+// list, is invalid_params naming it.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+	fail := func(err error) (acpsdk.SetSessionConfigOptionResponse, error) {
 		return acpsdk.SetSessionConfigOptionResponse{}, toRequestError(err)
 	}
-	if v.ConfigId != modelConfigID {
-		return acpsdk.SetSessionConfigOptionResponse{}, toRequestError(fmt.Errorf("%w: unknown config option %q (this agent has %q)", ErrInvalidParams, v.ConfigId, modelConfigID))
+	var sid acpsdk.SessionId
+	var cid acpsdk.SessionConfigId
+	switch {
+	case p.ValueId != nil:
+		sid, cid = p.ValueId.SessionId, p.ValueId.ConfigId
+	case p.Boolean != nil:
+		sid, cid = p.Boolean.SessionId, p.Boolean.ConfigId
+	default:
+		return fail(fmt.Errorf("%w: session/set_config_option needs a configId, a sessionId and a value", ErrInvalidParams))
 	}
-	known := false
-	for _, m := range a.gw.Models() {
-		known = known || m.ID == string(v.Value)
+	s, err := a.lookup(sid)
+	if err != nil {
+		return fail(err)
 	}
-	if !known {
-		return acpsdk.SetSessionConfigOptionResponse{}, toRequestError(fmt.Errorf("%w: unknown model %q", ErrInvalidParams, v.Value))
+	var offered []string
+	for _, o := range a.configOptions(s.currentModel()) {
+		if o.Select != nil {
+			offered = append(offered, string(o.Select.Id))
+		}
 	}
-	s.setModel(string(v.Value))
-	a.log.Info("model switched", "session", s.id, "model", v.Value)
-	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(string(v.Value))}, nil
+	if !slices.Contains(offered, string(cid)) {
+		return fail(fmt.Errorf("%w: configId %q is not an option of this session (%s)", ErrInvalidParams, cid, offeredText(offered)))
+	}
+	if p.ValueId == nil {
+		return fail(fmt.Errorf("%w: config option %q takes a value id (a model id), not a boolean", ErrInvalidParams, cid))
+	}
+	model := string(p.ValueId.Value)
+	if !slices.Contains(a.modelIDs(), model) {
+		return fail(fmt.Errorf("%w: config option %q: unknown model %q (the models are: %s)", ErrInvalidParams, cid, model, strings.Join(a.modelIDs(), ", ")))
+	}
+	if err := a.store.SetModel(ctx, s.id, model); err != nil {
+		return fail(fmt.Errorf("storing the session's model: %w", err))
+	}
+	s.setModel(model)
+	a.log.Info("model switched", "session", s.id, "model", model)
+	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(model)}, nil
+}
+
+// offeredText says which config options a session offers.
+func offeredText(ids []string) string {
+	if len(ids) == 0 {
+		return "it offers none: a model selector is offered only when more than one model is configured"
+	}
+	return "it offers: " + strings.Join(ids, ", ")
 }

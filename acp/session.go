@@ -20,6 +20,10 @@ type liveSession struct {
 	cwd     string
 	manager *bridge.Manager
 	runs    atomic.Uint64 // numbers prompt turns for run IDs
+	// announced is closed once the notifications that follow the session's
+	// opening (failed servers, available commands) have been sent: a prompt
+	// waits for it, so they reach the client before any turn's updates.
+	announced chan struct{}
 
 	turn sync.Mutex // held for the whole of a prompt turn: one turn at a time
 
@@ -30,6 +34,10 @@ type liveSession struct {
 	ended        bool
 	endOnce      sync.Once
 }
+
+// announceWait bounds how long a prompt waits for its session's opening
+// notifications (see liveSession.announced).
+const announceWait = postSessionTimeout + 5*time.Second
 
 // turnWait bounds how long ending a session waits for its cancelled turn.
 const turnWait = 5 * time.Second
@@ -97,12 +105,18 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
+	select {
+	case <-s.announced:
+	case <-ctx.Done(): // the turn below ends at once, cancelled
+	case <-time.After(announceWait):
+		a.log.Warn("prompt: the session's opening notifications are still not sent; going on", "session", s.id)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.turn.Lock()
 	defer s.turn.Unlock()
 	if !s.begin(cancel) {
-		return acpsdk.PromptResponse{}, toRequestError(fmt.Errorf("%w %q: the session was closed", ErrUnknownSession, p.SessionId))
+		return acpsdk.PromptResponse{}, toRequestError(unknownSession(p.SessionId, "the session was closed"))
 	}
 	defer s.finish()
 

@@ -128,13 +128,14 @@ func TestStore_RestartAndLoad(t *testing.T) {
 		}
 	}
 
-	// session/list shows it with its title; an unknown id is invalid_params.
+	// session/list shows it with its title; an unknown id is ACP's
+	// resource-not-found error.
 	res, err := b.Conn.ListSessions(ctx, acpsdk.ListSessionsRequest{Cwd: &cwd})
 	if err != nil || len(res.Sessions) != 1 || string(res.Sessions[0].SessionId) != sid || res.Sessions[0].Title == nil || *res.Sessions[0].Title != "echo hello for me" {
 		t.Errorf("session/list = %+v, %v", res, err)
 	}
 	_, err = b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: "sess_nope", Cwd: cwd, McpServers: []acpsdk.McpServer{}})
-	if err == nil || !strings.Contains(err.Error(), "sess_nope") || !strings.Contains(err.Error(), "-32602") {
+	if err == nil || !strings.Contains(err.Error(), "sess_nope") || !strings.Contains(err.Error(), "-32002") {
 		t.Errorf("unknown id: %v", err)
 	}
 	// session/close keeps the record; session/resume restores without replay.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 )
 
 // DirectHelp is the text of /help in direct mode, also shown for any text
@@ -31,10 +30,10 @@ tools a model would, under the same permissions.`
 // Direct is the offline provider used when no model is configured. It reads
 // the user's text as a command: /tools lists the tools, /call asks the runner
 // to call one (the same path a model's tool call takes), anything else gets
-// DirectHelp. It is safe for concurrent use.
-type Direct struct {
-	calls atomic.Uint64 // numbers tool call IDs
-}
+// DirectHelp. Each /call gets a random tool call ID ("call_" and 16 hex
+// digits), so IDs do not repeat across agent restarts or session/load. It is
+// safe for concurrent use.
+type Direct struct{}
 
 // NewDirect returns the direct provider.
 func NewDirect() *Direct { return &Direct{} }
@@ -45,7 +44,7 @@ var _ Provider = (*Direct)(nil)
 func (*Direct) Name() string { return "direct" }
 
 // Complete implements Provider.
-func (d *Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*Response, error) {
+func (*Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*Response, error) {
 	if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != RoleUser {
 		// The /call has run and its result is on screen: the turn is over.
 		return &Response{}, nil
@@ -69,8 +68,7 @@ func (d *Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*R
 		if err != nil {
 			return say(fmt.Sprintf("/call %s: %v", name, err))
 		}
-		id := fmt.Sprintf("call_%d", d.calls.Add(1))
-		return &Response{Message: Message{ToolCalls: []ToolCall{{ID: id, Name: name, Args: args}}}}, nil
+		return &Response{Message: Message{ToolCalls: []ToolCall{{ID: NewToolCallID(), Name: name, Args: args}}}}, nil
 	default:
 		return say(DirectHelp)
 	}

@@ -64,6 +64,18 @@ func (m *Memory) SetServers(_ context.Context, id string, servers []Server) erro
 	return nil
 }
 
+// SetModel implements Store.
+func (m *Memory) SetModel(_ context.Context, id, model string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	s.rec.Model = model
+	return nil
+}
+
 // List implements Store.
 func (m *Memory) List(_ context.Context, opts ListOptions) ([]Record, string, error) {
 	limit := opts.Limit

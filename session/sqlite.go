@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+	"modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // migrations are the schema versions, applied in order; the schema version
@@ -41,6 +42,8 @@ var migrations = []string{
 	`ALTER TABLE turns ADD COLUMN stop_reason TEXT NOT NULL DEFAULT 'end_turn';
 	CREATE INDEX sessions_updated ON sessions (updated_at DESC, id DESC);
 	CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at DESC, id DESC);`,
+	// 3: the model each session uses ('' = the default model).
+	`ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -70,10 +73,12 @@ func DefaultPath() (string, error) {
 	return filepath.Join(dir, "acp-agent", "sessions.db"), nil
 }
 
-// OpenSQLite opens (creating if needed) the store at path and upgrades an
-// older schema. A database that cannot be opened, is locked past the busy
-// timeout, is corrupt, or has a newer schema is an error naming the path and
-// the cause; there is no silent fallback.
+// OpenSQLite opens (creating if needed) the store at path, checks it with
+// SQLite's quick_check and upgrades an older schema. A database that cannot
+// be opened, is locked past the busy timeout, is damaged (not a database, or
+// corrupt pages), or has a newer schema is an error naming the path, the
+// cause and what to do; there is no silent fallback. Every later error of
+// the store names the path too.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	return openSQLite(ctx, path, SchemaVersion)
 }
@@ -92,6 +97,10 @@ func openSQLite(ctx context.Context, path string, target int) (*SQLite, error) {
 		return fail(err)
 	}
 	s := &SQLite{db: db, path: path}
+	if err := s.check(ctx); err != nil {
+		db.Close()
+		return nil, s.wrap(err)
+	}
 	if err := s.migrate(ctx, target); err != nil {
 		db.Close()
 		return fail(err)
@@ -101,6 +110,58 @@ func openSQLite(ctx context.Context, path string, target int) (*SQLite, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// check runs PRAGMA quick_check: a damaged database is found at start, not
+// by every later request.
+func (s *SQLite) check(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check(5)")
+	if err != nil {
+		return fmt.Errorf("checking the database (quick_check): %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("checking the database (quick_check): %w", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("checking the database (quick_check): %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: quick_check found: %s", ErrDamaged, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ErrDamaged marks a store whose database SQLite finds corrupt (quick_check
+// at open, or a corrupt page later) or that is not a SQLite database. The
+// error names the file and says what to do with it.
+var ErrDamaged = errors.New("the database is damaged")
+
+// damagedAdvice says what to do with a damaged store file.
+const damagedAdvice = "move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store"
+
+// wrap names the database file in a store error, and for a damaged
+// database says what to do. ErrNotFound and ErrBadCursor pass unchanged:
+// they are about the request, not the file.
+func (s *SQLite) wrap(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) || strings.Contains(err.Error(), "session store "+s.path) {
+		return err
+	}
+	var se *sqlite.Error
+	switch {
+	case errors.Is(err, ErrDamaged):
+		return fmt.Errorf("session store %s: %w: %s", s.path, err, damagedAdvice)
+	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB):
+		return fmt.Errorf("session store %s: %w (%w): %s", s.path, ErrDamaged, err, damagedAdvice)
+	}
+	return fmt.Errorf("session store %s: %w", s.path, err)
 }
 
 // migrate applies the missing migrations up to target, each in its own
@@ -140,13 +201,14 @@ func (s *SQLite) Path() string { return s.path }
 func (s *SQLite) Close() error { return s.db.Close() }
 
 // Create implements Store.
-func (s *SQLite) Create(ctx context.Context, r Record) error {
+func (s *SQLite) Create(ctx context.Context, r Record) (err error) {
+	defer func() { err = s.wrap(err) }()
 	servers, err := json.Marshal(orEmpty(r.Servers))
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers))
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model)
 	return err
 }
 
@@ -159,19 +221,22 @@ func orEmpty(s []Server) []Server {
 
 // Get implements Store.
 func (s *SQLite) Get(ctx context.Context, id string) (Record, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT id, gateway_key, cwd, title, created_at, updated_at, servers FROM sessions WHERE id = ?`, id)
+	row := s.db.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM sessions WHERE id = ?`, id)
 	r, err := scanRecord(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return r, err
+	return r, s.wrap(err)
 }
+
+// recordColumns are the columns scanRecord reads, in order.
+const recordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model`
 
 func scanRecord(scan func(...any) error) (Record, error) {
 	var r Record
 	var created, updated int64
 	var servers string
-	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers); err != nil {
+	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model); err != nil {
 		return Record{}, err
 	}
 	r.Created, r.Updated = time.UnixMilli(created), time.UnixMilli(updated)
@@ -182,7 +247,8 @@ func scanRecord(scan func(...any) error) (Record, error) {
 }
 
 // SetServers implements Store.
-func (s *SQLite) SetServers(ctx context.Context, id string, servers []Server) error {
+func (s *SQLite) SetServers(ctx context.Context, id string, servers []Server) (err error) {
+	defer func() { err = s.wrap(err) }()
 	b, err := json.Marshal(orEmpty(servers))
 	if err != nil {
 		return err
@@ -197,13 +263,27 @@ func (s *SQLite) SetServers(ctx context.Context, id string, servers []Server) er
 	return nil
 }
 
+// SetModel implements Store.
+func (s *SQLite) SetModel(ctx context.Context, id, model string) (err error) {
+	defer func() { err = s.wrap(err) }()
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET model = ? WHERE id = ?`, model, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return nil
+}
+
 // List implements Store.
-func (s *SQLite) List(ctx context.Context, opts ListOptions) ([]Record, string, error) {
+func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ string, err error) {
+	defer func() { err = s.wrap(err) }()
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	q := `SELECT id, gateway_key, cwd, title, created_at, updated_at, servers FROM sessions WHERE 1=1`
+	q := `SELECT ` + recordColumns + ` FROM sessions WHERE 1=1`
 	var args []any
 	if opts.Cwd != "" {
 		q += ` AND cwd = ?`
@@ -265,7 +345,8 @@ func decodeCursor(c string) (int64, string, error) {
 }
 
 // AppendTurn implements Store.
-func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) error {
+func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err error) {
+	defer func() { err = s.wrap(err) }()
 	data, err := json.Marshal(turn.Messages)
 	if err != nil {
 		return fmt.Errorf("session %s: encoding the turn: %w", id, err)
@@ -295,7 +376,8 @@ func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) error {
 }
 
 // Turns implements Store.
-func (s *SQLite) Turns(ctx context.Context, id string) ([]Turn, error) {
+func (s *SQLite) Turns(ctx context.Context, id string) (_ []Turn, err error) {
+	defer func() { err = s.wrap(err) }()
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}

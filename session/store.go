@@ -26,6 +26,10 @@ type Record struct {
 	Created, Updated time.Time
 	// Servers are the session's MCP servers as last connected.
 	Servers []Server
+	// Model is the ID of the model the session last used (its "model"
+	// config option); empty for a session stored before models were kept,
+	// which means the default model.
+	Model string
 }
 
 // Server names one MCP server of a session and its transport.
@@ -63,6 +67,8 @@ type Store interface {
 	Get(ctx context.Context, id string) (Record, error)
 	// SetServers replaces the recorded MCP servers of the session.
 	SetServers(ctx context.Context, id string, servers []Server) error
+	// SetModel records the ID of the model the session uses, or ErrNotFound.
+	SetModel(ctx context.Context, id, model string) error
 	// List returns sessions, newest (last updated) first, a page at a time,
 	// and the cursor of the next page ("" at the end).
 	List(ctx context.Context, opts ListOptions) ([]Record, string, error)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,7 +165,7 @@ func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
 	}
 	corrupt := filepath.Join(dir, "corrupt.db")
 	os.WriteFile(corrupt, []byte(strings.Repeat("not a database ", 100)), 0o600)
-	if _, err := OpenSQLite(t.Context(), corrupt); err == nil || !strings.Contains(err.Error(), corrupt) {
+	if _, err := OpenSQLite(t.Context(), corrupt); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), corrupt) {
 		t.Errorf("corrupt file: %v", err)
 	}
 	ro := filepath.Join(dir, "ro")

@@ -198,7 +198,8 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 
 // openStore opens the session store: --store, else config store.path, else
 // the default path; "memory" keeps sessions in memory. A store that cannot
-// be opened is a startup error naming the path and the cause.
+// be opened is a startup error naming the path and the cause; a damaged one
+// also says what to do.
 func openStore(flagPath, cfgPath string) (session.Store, error) {
 	path := flagPath
 	if path == "" {
@@ -215,7 +216,11 @@ func openStore(flagPath, cfgPath string) (session.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return session.OpenSQLite(ctx, path)
+	st, err := session.OpenSQLite(ctx, path)
+	if errors.Is(err, session.ErrDamaged) {
+		return nil, fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
+	}
+	return st, err
 }
 
 // newLogger builds the zap logger: human-readable lines on stderr, or JSON

@@ -1,0 +1,124 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The model of a session is stored, and survives reopening the store.
+func TestStore_Model(t *testing.T) {
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			now := time.Now()
+			if err := st.Create(ctx, Record{ID: "sess_m", Key: "acp:sess_m", Cwd: "/w", Created: now, Updated: now, Model: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := st.Get(ctx, "sess_m"); err != nil || r.Model != "a" {
+				t.Errorf("after create: model %q, %v", r.Model, err)
+			}
+			if err := st.SetModel(ctx, "sess_m", "b"); err != nil {
+				t.Fatal(err)
+			}
+			recs, _, err := st.List(ctx, ListOptions{})
+			if err != nil || len(recs) != 1 || recs[0].Model != "b" {
+				t.Errorf("list after SetModel: %+v, %v", recs, err)
+			}
+			if err := st.SetModel(ctx, "sess_nope", "b"); err == nil {
+				t.Error("SetModel of an unknown session succeeded")
+			}
+		})
+	}
+}
+
+// A store written before models were kept opens with every model "".
+func TestSQLite_MigratesSchemaVersion2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	old, err := openSQLite(t.Context(), path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.db.Exec(`INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	st, err := OpenSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Get(t.Context(), "sess_old")
+	if err != nil || r.Model != "" || r.Title != "old one" {
+		t.Errorf("old record = %+v, %v", r, err)
+	}
+	if err := st.SetModel(t.Context(), "sess_old", "b"); err != nil {
+		t.Errorf("SetModel after the upgrade: %v", err)
+	}
+}
+
+// A store with corrupt pages is refused at open, naming the file and what
+// to do, instead of failing later requests with "database disk image is
+// malformed".
+func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := OpenSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	big := strings.Repeat("x", 2000)
+	for i := range 40 {
+		id := "sess_" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if err := st.Create(t.Context(), Record{ID: id, Key: "acp:" + id, Cwd: "/w/" + big, Created: now, Updated: now}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AppendTurn(t.Context(), id, turn(big, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close() // the last connection checkpoints the WAL into the file
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 20*4096 {
+		t.Fatalf("the store has only %d bytes", len(data))
+	}
+	// Garbage over pages 3 to 12 (page 1, the schema, stays intact).
+	copy(data[2*4096:12*4096], bytes.Repeat([]byte{0xA5, 0x17, 0x00, 0xFF}, 10*1024))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenSQLite(t.Context(), path)
+	if err == nil || !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file away") {
+		t.Errorf("open of a corrupt store = %v; want an error naming %s and what to do", err, path)
+	}
+}
+
+// Every error of the store names its file.
+func TestSQLite_ErrorsNameTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := OpenSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	ctx := t.Context()
+	_, getErr := st.Get(ctx, "sess_a")
+	_, _, listErr := st.List(ctx, ListOptions{})
+	_, turnsErr := st.Turns(ctx, "sess_a")
+	for name, err := range map[string]error{
+		"Create": st.Create(ctx, Record{ID: "sess_a"}), "Get": getErr, "List": listErr, "Turns": turnsErr,
+		"SetServers": st.SetServers(ctx, "sess_a", nil), "SetModel": st.SetModel(ctx, "sess_a", "m"),
+		"AppendTurn": st.AppendTurn(ctx, "sess_a", turn("a", "b")),
+	} {
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s on a closed store: %v, want an error naming %s", name, err, path)
+		}
+	}
+}
