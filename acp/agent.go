@@ -126,7 +126,8 @@ func New(opts *Options) *Agent {
 // every session (Shutdown). It may be called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = newOutWatcher(out)
-	a.conn = acpsdk.NewAgentSideConnection(a, a.out, newRawMCPServersReader(in, a.ready))
+	frames := newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
+	a.conn = acpsdk.NewAgentSideConnection(framedAgent{a, frames}, a.out, frames)
 	a.conn.SetLogger(a.log.With("component", "acp-conn"))
 	close(a.ready) // the SDK reads only from here on
 	select {
@@ -136,6 +137,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
+	frames.close()
 	return nil
 }
 
