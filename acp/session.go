@@ -97,6 +97,9 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
+	if err := checkPromptMedia(p.Prompt, a.opts.Bridge.Limits.MaxMedia); err != nil {
+		return acpsdk.PromptResponse{}, toRequestError(err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.turn.Lock()
