@@ -123,7 +123,10 @@ func New(opts *Options) *Agent {
 
 // Serve speaks ACP over in (the client's requests, normally stdin) and out
 // (normally stdout) until the client disconnects or ctx is done, then ends
-// every session (Shutdown). It may be called once.
+// every session (Shutdown). Input passes through the framing layer first
+// (framing.go): what is not valid JSON-RPC 2.0, or is longer than
+// MaxFrameBytes, is answered there and never ends the agent. It may be
+// called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = newOutWatcher(out)
 	frames := newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)

@@ -279,3 +279,26 @@ func bufioLines(r io.Reader) func(func(string) bool) {
 		}
 	}
 }
+
+// BenchmarkFraming measures the framing layer on a small request and on a
+// prompt with an image of the default limits.maxMediaBytes.
+func BenchmarkFraming(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		line string
+	}{
+		{"small", `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`},
+		{"image5MiB", bigPrompt("1", (5<<20+2)/3*4, false)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := newFraming(strings.NewReader(""), started(), &frameSink{}, nil, 0)
+			defer f.close()
+			b.SetBytes(int64(len(bc.line)))
+			for b.Loop() {
+				if out := f.frame([]byte(bc.line)); len(out) != len(bc.line)+1 {
+					b.Fatal("not forwarded")
+				}
+			}
+		})
+	}
+}
