@@ -130,10 +130,14 @@ func New(opts *Options) *Agent {
 
 // Serve speaks ACP over in (the client's requests, normally stdin) and out
 // (normally stdout) until the client disconnects or ctx is done, then ends
-// every session (Shutdown). It may be called once.
+// every session (Shutdown). Input passes through the framing layer first
+// (framing.go): what is not valid JSON-RPC 2.0, or is longer than
+// MaxFrameBytes, is answered there and never ends the agent. It may be
+// called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = newOutWatcher(out)
-	a.conn = acpsdk.NewAgentSideConnection(a, a.out, newRawMCPServersReader(in, a.ready))
+	frames := newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
+	a.conn = acpsdk.NewAgentSideConnection(framedAgent{a, frames}, a.out, frames)
 	a.conn.SetLogger(a.log.With("component", "acp-conn"))
 	close(a.ready) // the SDK reads only from here on
 	select {
@@ -143,6 +147,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
+	frames.close()
 	return nil
 }
 
@@ -237,7 +242,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 }
 
 // sessionSpecs validates the request's mcpServers (raw, see
-// rawMCPServersReader) and cwd, merges the config's default servers and
+// moveMCPServers in framing.go) and cwd, merges the config's default servers and
 // applies the servers-per-session quota.
 func (a *Agent) sessionSpecs(meta map[string]any, cwd string) ([]bridge.ServerSpec, error) {
 	raw, err := rawMCPServers(meta)

@@ -10,9 +10,11 @@ import (
 // wait until the response to a session/new has been written, so that the
 // notifications that follow it (server failures, available commands) reach
 // the client after the client knows the sessionId. acp-go-sdk writes each
-// frame with one Write call.
+// frame with one Write call; the framing layer writes its error responses
+// with writeFrame. Writes are serialized, so frames never interleave.
 type outWatcher struct {
-	w io.Writer
+	wmu sync.Mutex // held for each write to w
+	w   io.Writer
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // quoted sessionId → closed once a response naming it is written
@@ -39,8 +41,19 @@ func (o *outWatcher) forget(sessionID string) {
 	o.mu.Unlock()
 }
 
+// writeFrame writes one whole frame that no waiter is looking for.
+func (o *outWatcher) writeFrame(p []byte) error {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	_, err := o.w.Write(p)
+	return err
+}
+
+// Write writes one frame of acp-go-sdk's and wakes the waiters it names.
 func (o *outWatcher) Write(p []byte) (int, error) {
+	o.wmu.Lock()
 	n, err := o.w.Write(p)
+	o.wmu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.waiters) == 0 || bytes.Contains(p, []byte(`"method"`)) {

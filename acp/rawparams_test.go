@@ -16,13 +16,10 @@ func TestRawMCPServersReader(t *testing.T) {
 		`not json at all "session/new"`,
 		``,
 	}, "\n")
-	out, err := io.ReadAll(newRawMCPServersReader(strings.NewReader(in), started()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(out), "\n")
+	out, _ := readFramed(t, in)
+	lines := strings.Split(out, "\n")
 	inLines := strings.Split(in, "\n")
-	for _, i := range []int{0, 3, 4} {
+	for _, i := range []int{0, 3} {
 		if lines[i] != inLines[i] {
 			t.Errorf("line %d changed:\n got %s\nwant %s", i, lines[i], inLines[i])
 		}
@@ -58,8 +55,9 @@ func TestRawMCPServersReader(t *testing.T) {
 }
 
 func TestRawMCPServersReader_SmallReads(t *testing.T) {
-	in := `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n" + `{"x":1}`
-	r := newRawMCPServersReader(strings.NewReader(in), started())
+	in := `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n" + `{"jsonrpc":"2.0","id":3,"result":{}}`
+	r := newFraming(strings.NewReader(in), started(), &frameSink{}, nil, 0)
+	defer r.close()
 	var out []byte
 	buf := make([]byte, 3)
 	for {
@@ -72,7 +70,7 @@ func TestRawMCPServersReader_SmallReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !strings.HasSuffix(string(out), "\n"+`{"x":1}`) || !strings.Contains(string(out), metaRawMCPServers) {
+	if !strings.HasSuffix(string(out), "\n"+`{"jsonrpc":"2.0","id":3,"result":{}}`+"\n") || !strings.Contains(string(out), metaRawMCPServers) {
 		t.Errorf("out = %s", out)
 	}
 }

@@ -105,6 +105,9 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
+	if err := checkPromptMedia(p.Prompt, a.opts.Bridge.Limits.MaxMedia); err != nil {
+		return acpsdk.PromptResponse{}, toRequestError(err)
+	}
 	select {
 	case <-s.announced:
 	case <-ctx.Done(): // the turn below ends at once, cancelled

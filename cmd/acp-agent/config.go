@@ -173,6 +173,10 @@ func parseConfig(data []byte, cfg *Config) error {
 			return fmt.Errorf("key %q: must be a non-empty model name", "model.name")
 		}
 	}
+	if m := cfg.Limits.MaxMediaBytes; m > acp.MaxPromptMediaBytes {
+		return fmt.Errorf("key %q: %d bytes is over the bound of %d bytes: a prompt image or audio block that large, base64-encoded, would not fit in one ACP message (at most %d bytes)",
+			"limits.maxMediaBytes", m, acp.MaxPromptMediaBytes, acp.MaxFrameBytes)
+	}
 	for _, h := range slices.Concat(cfg.Sandbox.AllowHosts, cfg.Sandbox.DenyHosts) {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/: ") && !strings.HasPrefix(h, "[") {
 			return fmt.Errorf("key \"sandbox\": host pattern %q must be a host name, an IP or *.suffix", h)

@@ -223,8 +223,17 @@ func openStore(flagPath, cfgPath string) (session.Store, error) {
 	return st, err
 }
 
+// stderrLogBuffer is how many bytes of log lines wait for stderr before
+// lines are dropped (see logSink).
+const stderrLogBuffer = 1 << 20
+
+// logSinkCloseTimeout bounds how long exiting waits for stderr to take the
+// last log lines.
+const logSinkCloseTimeout = 2 * time.Second
+
 // newLogger builds the zap logger: human-readable lines on stderr, or JSON
-// lines appended to the log file.
+// lines appended to the log file. Logging to stderr never blocks: if nobody
+// reads it, lines are dropped and counted (logSink).
 func newLogger(verbose bool, path string, stderr io.Writer) (*zap.Logger, func(), error) {
 	level := zapcore.InfoLevel
 	if verbose {
@@ -244,8 +253,10 @@ func newLogger(verbose bool, path string, stderr io.Writer) (*zap.Logger, func()
 		closeFn = func() { _ = f.Close() }
 	} else {
 		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
-		enc, sink = zapcore.NewConsoleEncoder(encCfg), zapcore.AddSync(stderr)
+		ls := newLogSink(stderr, stderrLogBuffer)
+		enc, sink = zapcore.NewConsoleEncoder(encCfg), ls
+		closeFn = func() { ls.Close(logSinkCloseTimeout) }
 	}
-	logger := zap.New(zapcore.NewCore(enc, sink, level))
+	logger := zap.New(zapcore.NewCore(enc, sink, level), zap.ErrorOutput(sink))
 	return logger, func() { _ = logger.Sync(); closeFn() }, nil
 }
