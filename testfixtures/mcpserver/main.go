@@ -21,7 +21,8 @@
 // ("http://127.0.0.1:PORT") as the first line on stdout.
 //
 // If FIXTURE_LOG names a file, every tools/call appends "called <tool>" to it,
-// and a cancelled slow call appends "cancelled slow". stdout carries MCP
+// a notifications/cancelled from the client appends "received
+// notifications/cancelled", and a cancelled slow call appends "cancelled slow". stdout carries MCP
 // frames only; diagnostics go to stderr.
 package main
 
@@ -101,11 +102,15 @@ func newServer() *mcp.Server {
 	return srv
 }
 
-// logCalls records "called <tool>" for each tools/call.
+// logCalls records "called <tool>" for each tools/call, and "received
+// notifications/cancelled" for each cancellation the client sends.
 func logCalls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
 			record("called " + p.Name)
+		}
+		if method == "notifications/cancelled" {
+			record("received notifications/cancelled")
 		}
 		return next(ctx, method, req)
 	}
