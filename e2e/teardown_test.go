@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 )
 
 // teardownGrace is the grace period the teardown tests configure: long, so
@@ -137,5 +141,123 @@ func TestTeardown_LingeringServerDoesNotDelayTheAnswer(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Errorf("session/close: %v", err)
+	}
+}
+
+// spawnEscapees has the fixture start two processes out of its process
+// group and session: a child that called setsid, and a daemon (orphaned at
+// once, so adopted by the agent). It returns their pids and the fixture's.
+func spawnEscapees(t *testing.T, a *agent, sid string) (escapees []int, server int) {
+	t.Helper()
+	for _, args := range []string{`{}`, `{"daemon": true}`} {
+		_, out := a.prompt(sid, "/call mcp__fixture__spawn_escapee "+args)
+		pid, err := strconv.Atoi(strings.TrimSpace(contentText(finalToolUpdate(t, out))))
+		if err != nil {
+			t.Fatalf("spawn_escapee %s: %v\n%s", args, err, dump(out))
+		}
+		escapees = append(escapees, pid)
+	}
+	for _, p := range descendants(a.Cmd.Process.Pid) {
+		if strings.Contains(cmdline(p), "mcp-fixture") {
+			server = p
+		}
+	}
+	if server == 0 {
+		t.Fatal("no fixture process below the agent")
+	}
+	for _, p := range escapees {
+		if pgid, err := syscall.Getpgid(p); err != nil || pgid == server {
+			t.Fatalf("escapee %d: pgid %d (%v); want out of the fixture's group %d", p, pgid, err, server)
+		}
+	}
+	return escapees, server
+}
+
+// TestTeardown_EscapedDescendantsEnd checks that processes that left the
+// server's process group (setsid, a daemon) do not outlive the session,
+// whether it ends by session/close or by the agent exiting on stdin EOF.
+func TestTeardown_EscapedDescendantsEnd(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(a *agent, sid string) error
+	}{
+		{"session/close", func(a *agent, sid string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := a.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)})
+			return err
+		}},
+		{"stdin EOF", func(a *agent, _ string) error {
+			if err := a.CloseStdin(); err != nil {
+				return err
+			}
+			return a.Wait(30 * time.Second)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := startAgent(t)
+			sid := a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")))
+			escapees, server := spawnEscapees(t, a, sid)
+			if err := tt.end(a, sid); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range waitAllGone(append(escapees, server), 15*time.Second) {
+				t.Errorf("process %d (%s) outlived the session", p, cmdline(p))
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		})
+	}
+}
+
+// TestTeardown_ToolsListHangCostsItsTimeout checks that a server that hangs
+// in tools/list, ignoring SIGTERM and its closed stdin, costs the toolsList
+// timeout and no more: not the grace period on top.
+func TestTeardown_ToolsListHangCostsItsTimeout(t *testing.T) {
+	const listTimeout = 2 * time.Second
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	data, _ := json.Marshal(map[string]any{"timeouts": map[string]any{"toolsList": listTimeout.String(), "grace": teardownGrace.String()}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgentWith(t, nil, "--config", cfg)
+	log := filepath.Join(t.TempDir(), "fixture.log")
+	start := time.Now()
+	sid := a.newSession(t.TempDir(), acpclient.Stdio("hang", fixtureBin, []string{"-hang-tools-list"}, map[string]string{"FIXTURE_LOG": log}))
+	if d := time.Since(start); d > teardownGrace/2 {
+		t.Errorf("session/new took %v with a server hanging in tools/list; want about the %v timeout, not the %v grace period too", d, listTimeout, teardownGrace)
+	}
+	waitFile(t, log, "hanging in tools/list", time.Second) // it did hang there
+	_, out := a.prompt(sid, "/servers")
+	if got := text(out); !strings.Contains(got, "- hang: failed (stdio):") || !strings.Contains(got, "tools/list took longer than 2s") {
+		t.Errorf("/servers:\n%s", got)
+	}
+	for _, p := range descendants(a.Cmd.Process.Pid) {
+		t.Errorf("process %d (%s) outlived the failed server", p, cmdline(p))
+	}
+}
+
+// TestTeardown_AgentKilledLeavesNoServer checks that SIGKILL of the agent,
+// which runs no teardown at all, still ends its stdio servers, even those
+// that ignore SIGTERM and outlive their closed stdin: the kernel sends them
+// the parent-death signal.
+func TestTeardown_AgentKilledLeavesNoServer(t *testing.T) {
+	a := startAgent(t)
+	stubborn := func(name string) acpsdk.McpServer {
+		return acpclient.Stdio(name, fixtureBin, []string{"-stubborn"}, nil)
+	}
+	sid := a.newSession(t.TempDir(), stubborn("fixture"), stubborn("second"))
+	a.prompt(sid, "/servers") // another turn: the servers run while other threads come and go
+	servers := descendants(a.Cmd.Process.Pid)
+	if len(servers) != 2 {
+		t.Fatalf("descendants = %v, want the two fixtures", servers)
+	}
+	if err := a.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range waitAllGone(servers, 15*time.Second) {
+		t.Errorf("server %d (%s) outlived the agent killed with SIGKILL", p, cmdline(p))
+		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }

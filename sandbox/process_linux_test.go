@@ -121,3 +121,4 @@ func waitLeftGroup(t *testing.T, pid, pgid int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
