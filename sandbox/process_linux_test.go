@@ -121,4 +121,3 @@ func waitLeftGroup(t *testing.T, pid, pgid int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
