@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -240,24 +241,29 @@ func TestTeardown_ToolsListHangCostsItsTimeout(t *testing.T) {
 
 // TestTeardown_AgentKilledLeavesNoServer checks that SIGKILL of the agent,
 // which runs no teardown at all, still ends its stdio servers, even those
-// that ignore SIGTERM and outlive their closed stdin: the kernel sends them
-// the parent-death signal.
+// that ignore SIGTERM and outlive their closed stdin (the kernel sends them
+// the parent-death signal), and what they started in their process groups
+// (the watchdog kills the groups).
 func TestTeardown_AgentKilledLeavesNoServer(t *testing.T) {
 	a := startAgent(t)
 	stubborn := func(name string) acpsdk.McpServer {
 		return acpclient.Stdio(name, fixtureBin, []string{"-stubborn"}, nil)
 	}
 	sid := a.newSession(t.TempDir(), stubborn("fixture"), stubborn("second"))
-	a.prompt(sid, "/servers") // another turn: the servers run while other threads come and go
-	servers := descendants(a.Cmd.Process.Pid)
-	if len(servers) != 2 {
-		t.Fatalf("descendants = %v, want the two fixtures", servers)
+	_, out := a.prompt(sid, "/call mcp__fixture__spawn_grandchild")
+	grandchild, err := strconv.Atoi(strings.TrimSpace(contentText(finalToolUpdate(t, out))))
+	if err != nil {
+		t.Fatalf("spawn_grandchild: %v\n%s", err, dump(out))
+	}
+	pids := descendants(a.Cmd.Process.Pid)
+	if len(pids) != 3 || !slices.Contains(pids, grandchild) {
+		t.Fatalf("descendants = %v, want the two fixtures and grandchild %d", pids, grandchild)
 	}
 	if err := a.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range waitAllGone(servers, 15*time.Second) {
-		t.Errorf("server %d (%s) outlived the agent killed with SIGKILL", p, cmdline(p))
+	for _, p := range waitAllGone(pids, 15*time.Second) {
+		t.Errorf("process %d (%s) outlived the agent killed with SIGKILL", p, cmdline(p))
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }

@@ -21,12 +21,16 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// EnableSubreaper makes the agent a child subreaper
-// (prctl(PR_SET_CHILD_SUBREAPER)): a process orphaned below one of its
-// servers, such as a daemon that forked twice and called setsid, is
-// reparented to the agent instead of init, so that StopGroup and Kill can
-// still find and end it. Call it once, early in main.
-func EnableSubreaper() error {
+// Setup prepares the agent process to end everything its servers start;
+// call it once, early in main. It starts the watchdog, which kills the
+// servers' process groups if the agent dies without teardown (SIGKILL), and
+// makes the agent a child subreaper (prctl(PR_SET_CHILD_SUBREAPER)): a
+// process orphaned below one of its servers, such as a daemon that forked
+// twice and called setsid, is reparented to the agent instead of init, so
+// that StopGroup and Kill can still find and end it. An error means the
+// agent is no subreaper; a watchdog that cannot start is skipped.
+func Setup() error {
+	startWatchdog()
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
@@ -63,7 +67,68 @@ func startChild(cmd *exec.Cmd) error {
 	})
 	r := spawnReq{cmd: cmd, done: make(chan error, 1)}
 	spawner.reqs <- r
-	return <-r.done
+	if err := <-r.done; err != nil {
+		return err
+	}
+	tellWatchdog('+', cmd.Process.Pid)
+	return nil
+}
+
+// watchdogScript is the watchdog: it reads "+ PGID" and "- PGID" lines on
+// fd 3 and, when they end because the agent exited (even by SIGKILL, which
+// runs no teardown), kills the process groups still listed. The parent-death
+// signal ends each server; this ends what else is in its group. The
+// watchdog runs in a group of its own, detached from the agent (its parent
+// shell exits at once), and ignores the signals a terminal or a process
+// manager sends the agent's group.
+const watchdogScript = `(
+trap '' HUP INT TERM
+gs=' '
+while read -r op g; do
+	case $op in
+	+) gs="$gs$g " ;;
+	-) case $gs in *" $g "*) gs="${gs%% $g *} ${gs#* $g }" ;; esac ;;
+	esac
+done
+for g in $gs; do kill -9 -$g 2>/dev/null; done
+) <&3 3<&- >/dev/null 2>&1 &`
+
+// watchdog is the agent's end of the watchdog's input.
+var watchdog struct {
+	sync.Mutex
+	w *os.File // nil when the watchdog could not start
+}
+
+// startWatchdog starts /bin/sh running watchdogScript. Without /bin/sh there
+// is no watchdog, and SIGKILL of the agent ends only the servers themselves.
+func startWatchdog() {
+	r, w, err := os.Pipe() // close-on-exec: no server inherits w
+	if err != nil {
+		return
+	}
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript)
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Run() // the shell exits at once, leaving the watchdog
+	_ = r.Close()
+	if err != nil {
+		_ = w.Close()
+		return
+	}
+	watchdog.Lock()
+	watchdog.w = w
+	watchdog.Unlock()
+}
+
+// tellWatchdog adds (op '+') or removes (op '-') the process group pgid from
+// the watchdog's list.
+func tellWatchdog(op byte, pgid int) {
+	watchdog.Lock()
+	defer watchdog.Unlock()
+	if watchdog.w != nil {
+		_, _ = watchdog.w.WriteString(string(op) + " " + strconv.Itoa(pgid) + "\n")
+	}
 }
 
 // startRegistered starts cmd and records its pid, atomically with respect to
@@ -232,6 +297,7 @@ func (p *Process) sweep() {
 		children.Unlock()
 		p.mu.Unlock()
 		if len(targets) == 0 {
+			tellWatchdog('-', root)
 			return
 		}
 		for _, pid := range targets {

@@ -11,7 +11,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// As the agent does: orphans below the children are adopted by the test.
-	if err := EnableSubreaper(); err != nil {
+	if err := Setup(); err != nil {
 		panic(err)
 	}
 	os.Exit(m.Run())

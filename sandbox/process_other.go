@@ -13,9 +13,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// EnableSubreaper is a no-op outside Linux: descendants that leave their
-// server's process group (setsid, daemons) are not tracked there.
-func EnableSubreaper() error { return nil }
+// Setup is a no-op outside Linux: descendants that leave their server's
+// process group (setsid, daemons) are not tracked there, and nothing ends
+// the servers if the agent dies by SIGKILL (they see their stdin close).
+func Setup() error { return nil }
 
 func startChild(cmd *exec.Cmd) error { return cmd.Start() }
 

@@ -85,7 +85,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	defer env.close()
 	log, cfg := env.log, env.cfg
-	if err := sandbox.EnableSubreaper(); err != nil { // adopt orphans of the servers, so teardown ends them
+	if err := sandbox.Setup(); err != nil { // so that nothing a server starts outlives its session
 		log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive the session", "err", err)
 	}
 
