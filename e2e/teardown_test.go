@@ -134,6 +134,7 @@ func TestTeardown_LingeringServerDoesNotDelayTheAnswer(t *testing.T) {
 		if r.err != nil || r.stop != acpsdk.StopReasonCancelled {
 			t.Errorf("everything: prompt answered %q, %v; want cancelled", r.stop, r.err)
 		}
+		t.Logf("answered %v after session/close", r.at.Sub(ended))
 		if d := r.at.Sub(ended); d > teardownGrace/2 {
 			t.Errorf("everything: the prompt was answered %v after session/close; want at once, not after the %v grace period", d, teardownGrace)
 		}
@@ -226,6 +227,7 @@ func TestTeardown_ToolsListHangCostsItsTimeout(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "fixture.log")
 	start := time.Now()
 	sid := a.newSession(t.TempDir(), acpclient.Stdio("hang", fixtureBin, []string{"-hang-tools-list"}, map[string]string{"FIXTURE_LOG": log}))
+	t.Logf("session/new took %v", time.Since(start))
 	if d := time.Since(start); d > teardownGrace/2 {
 		t.Errorf("session/new took %v with a server hanging in tools/list; want about the %v timeout, not the %v grace period too", d, listTimeout, teardownGrace)
 	}
