@@ -75,8 +75,11 @@ func (s *liveSession) finish() {
 }
 
 // end marks the session ended, cancels its running turn, and runs teardown
-// once: the MCP servers close at once, then it waits (at most turnWait) for
-// the cancelled turn to return. Concurrent calls wait for the first.
+// once. The turn goes first: its tool calls are cancelled (each server gets
+// notifications/cancelled) and it returns, so the prompt is answered
+// cancelled before the servers are stopped; end waits at most turnWait for
+// it, then tears down whatever the turn does. Concurrent calls wait for the
+// first.
 func (s *liveSession) end(teardown func()) {
 	s.mu.Lock()
 	s.ended = true
@@ -86,13 +89,15 @@ func (s *liveSession) end(teardown func()) {
 	done := s.turnDone
 	s.mu.Unlock()
 	s.endOnce.Do(func() {
-		teardown()
 		if done != nil {
+			timer := time.NewTimer(turnWait)
 			select {
 			case <-done:
-			case <-time.After(turnWait):
+			case <-timer.C:
 			}
+			timer.Stop()
 		}
+		teardown()
 	})
 }
 

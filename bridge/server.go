@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,6 +68,7 @@ type server struct {
 	err        error                   // why the server failed; nil unless state is StateFailed
 	cs         *mcp.ClientSession      // non-nil once connected, until closed
 	cmd        *exec.Cmd               // the stdio child, or nil
+	proc       *sandbox.Process        // the stdio child once started, or nil
 	procCancel context.CancelFunc      // kills the stdio child's process group, or ends the HTTP streams
 	tools      []*mcp.Tool             // from tools/list, in server order
 	info       *mcp.Implementation     // serverInfo from initialize
@@ -158,7 +158,7 @@ func (s *server) connect(ctx context.Context) {
 	if err == nil {
 		tools, err = s.listTools(ctx, cs)
 		if err != nil {
-			s.stopSession(cs)
+			s.abandon(cs)
 		}
 	}
 	s.mu.Lock()
@@ -215,16 +215,17 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		return cs, nil
 	}
 	kill()
-	if cmd != nil {
-		_ = sandbox.SignalGroup(cmd, syscall.SIGKILL)
+	if st, ok := transport.(*stdioTransport); ok && st.proc != nil {
+		st.proc.Kill() // the group and every descendant; then cmd.ProcessState is set
 	}
 	return nil, s.describeDialError(err, cctx, cmd)
 }
 
 // transport returns the transport of the server: Options.Dial's, a stdio
-// child in its own process group (cmd), or Streamable HTTP / SSE. kill ends
-// what the transport started (the child's process group, the HTTP streams);
-// close calls it too. It refuses transports the bridge cannot serve.
+// child in its own process group (cmd, started by the transport's Connect
+// through sandbox.Start), or Streamable HTTP / SSE. kill ends what the
+// transport started (the child's process group, the HTTP streams); close
+// calls it too. It refuses transports the bridge cannot serve.
 func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd, kill func(), err error) {
 	if s.opts.Dial != nil {
 		t, err := s.opts.Dial(ctx, s.spec)
@@ -258,9 +259,17 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	stderr := newTailWriter(s.log)
 	cmd.Stderr = stderr
 	s.mu.Lock()
-	s.cmd, s.procCancel, s.stderr = cmd, procCancel, stderr
+	s.cmd, s.proc, s.procCancel, s.stderr = cmd, nil, procCancel, stderr
 	s.mu.Unlock()
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.Grace + killGraceSlack}, cmd, procCancel, nil
+	st := &stdioTransport{cmd: cmd}
+	st.started = func(p *sandbox.Process) {
+		s.mu.Lock()
+		if s.cmd == cmd {
+			s.proc = p
+		}
+		s.mu.Unlock()
+	}
+	return st, cmd, procCancel, nil
 }
 
 // detached connects its Transport with ctx instead of the caller's context,
@@ -383,6 +392,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
 	defer cancel()
+	defer context.AfterFunc(s.life, cancel)() // closing the server cancels its calls (notifications/cancelled)
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
 		token, fan := s.watchProgress(onUpdate)
@@ -472,9 +482,11 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	}
 }
 
-// close ends the connection and, for a stdio server, the whole process group:
-// stdin is closed, then after the grace period SIGTERM, then SIGKILL
-// (sandbox.StopGroup). It is idempotent and bounded in time.
+// close ends the connection and, for a stdio server, everything the child
+// started: stdin is closed, then after the grace period the process group
+// gets SIGTERM, then SIGKILL, and what is left of the child's descendants is
+// killed (sandbox.StopGroup). Requests still in flight get
+// notifications/cancelled first. It is idempotent and bounded in time.
 func (s *server) close() {
 	s.mu.Lock()
 	if s.state == StateClosed {
@@ -482,7 +494,7 @@ func (s *server) close() {
 		return
 	}
 	s.closing = true
-	cs, cmd, procCancel := s.cs, s.cmd, s.procCancel
+	cs, proc, procCancel := s.cs, s.proc, s.procCancel
 	s.state, s.cs = StateClosed, nil
 	s.mu.Unlock()
 	s.endLife()
@@ -490,12 +502,12 @@ func (s *server) close() {
 	defer func() { s.log.Debug("MCP server closed", "elapsed", time.Since(start)) }()
 
 	switch {
-	case cmd != nil && cs != nil:
-		sandbox.StopGroup(cmd, s.opts.Grace, func() { _ = cs.Close() })
+	case proc != nil && cs != nil:
+		sandbox.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
 	case cs != nil:
 		_ = cs.Close()
-	case cmd != nil:
-		_ = sandbox.SignalGroup(cmd, syscall.SIGKILL)
+	case proc != nil: // failed or still connecting: nothing to be graceful with
+		proc.Kill()
 	}
 	if procCancel != nil {
 		procCancel()
@@ -503,16 +515,34 @@ func (s *server) close() {
 	s.watchers.Wait()
 }
 
-// stopSession closes a session that never became the server's live one.
+// stopSession closes a session that never became the server's live one
+// because the Manager closed while it connected: gracefully, as close does.
 func (s *server) stopSession(cs *mcp.ClientSession) {
 	s.mu.Lock()
-	cmd, procCancel := s.cmd, s.procCancel
+	proc, procCancel := s.proc, s.procCancel
 	s.mu.Unlock()
-	if cmd != nil {
-		sandbox.StopGroup(cmd, s.opts.Grace, func() { _ = cs.Close() })
+	if proc != nil {
+		sandbox.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
 	} else {
 		_ = cs.Close()
 	}
+	if procCancel != nil {
+		procCancel()
+	}
+}
+
+// abandon ends a session whose server failed after initialize (tools/list
+// timed out or failed): the child and its descendants are killed at once, as
+// after a failed initialize, so that a server that hangs and ignores
+// SIGTERM costs its timeout and no more.
+func (s *server) abandon(cs *mcp.ClientSession) {
+	s.mu.Lock()
+	proc, procCancel := s.proc, s.procCancel
+	s.mu.Unlock()
+	if proc != nil {
+		proc.Kill() // its stdout ends, so Close below cannot wait on it
+	}
+	_ = cs.Close()
 	if procCancel != nil {
 		procCancel()
 	}

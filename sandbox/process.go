@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,9 +18,10 @@ const killDelay = time.Second
 
 // Command returns an exec.Cmd for a stdio MCP server: it runs in dir with
 // exactly env, in a process group of its own (Setpgid), so that the whole
-// group, grandchildren included, can be signalled at once. When ctx is done
-// the group is killed; WaitDelay bounds how long Wait then waits for the
-// child's pipes.
+// group, grandchildren included, can be signalled at once. On Linux it also
+// gets SIGKILL when the agent dies (Pdeathsig), which is why it must be
+// started with Start, never with cmd.Start. When ctx is done the group is
+// killed; WaitDelay bounds how long Wait then waits for the child's pipes.
 func Command(ctx context.Context, name string, args []string, dir string, env []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
@@ -27,12 +29,63 @@ func Command(ctx context.Context, name string, args []string, dir string, env []
 	if cmd.Env == nil {
 		cmd.Env = []string{} // never inherit the agent's environment
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error {
 		return SignalGroup(cmd, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = time.Second
 	return cmd
+}
+
+// Process is a child started by Start. Its exit status is collected in the
+// background: Done is closed once cmd.Wait has returned, after which Err and
+// the Cmd's ProcessState may be read. Its methods are safe for concurrent use.
+type Process struct {
+	Cmd *exec.Cmd
+
+	done chan struct{}
+	err  error // cmd.Wait's result; read after done
+
+	mu   sync.Mutex
+	seen map[int]procID // every descendant seen so far (Linux)
+}
+
+// procID tells a process apart from a later one that reuses its pid.
+type procID struct{ start uint64 }
+
+// Start starts cmd (normally from Command) and collects its exit status in
+// the background. On Linux the fork happens on one OS thread that lives as
+// long as the agent, so that the child's parent-death signal fires when the
+// agent dies and at no other time. It fails as cmd.Start does.
+func Start(cmd *exec.Cmd) (*Process, error) {
+	if err := startChild(cmd); err != nil {
+		return nil, err
+	}
+	p := &Process{Cmd: cmd, done: make(chan struct{})}
+	go func() { // owned by p: Done reports its end
+		err := cmd.Wait()
+		forget(cmd.Process.Pid)
+		p.err = err
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the child has exited and been waited for.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is the result of cmd.Wait; it must be called after Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// Kill ends the child and everything it started at once: SIGKILL to its
+// process group, then, once the child is gone, every descendant that is left
+// (Linux: even those that left the group). It returns when all are gone, or
+// after about WaitDelay plus a few seconds at most.
+func (p *Process) Kill() {
+	p.track()
+	_ = SignalGroup(p.Cmd, syscall.SIGKILL)
+	<-p.done
+	p.sweep()
 }
 
 // SignalGroup sends sig to the process group led by cmd's process. It returns
@@ -48,35 +101,42 @@ func SignalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	return err
 }
 
-// StopGroup ends the process group of cmd, given a function that asks the
-// child to stop gracefully and returns once it has exited (for an MCP stdio
-// server: closing the client session, which closes the child's stdin and
-// waits). If that takes longer than grace, the group gets SIGTERM, and
-// killDelay later SIGKILL. Whatever the child did, the group is swept with
-// SIGKILL at the end, so no grandchild survives. StopGroup returns within
-// about grace+killDelay+cmd.WaitDelay; grace <= 0 means DefaultGrace.
-func StopGroup(cmd *exec.Cmd, grace time.Duration, stop func()) {
+// StopGroup ends p and everything it started, given a function that asks the
+// child to stop gracefully (for an MCP stdio server: closing the client
+// session, which closes the child's stdin). StopGroup waits for the child to
+// exit; if that takes longer than grace, the group gets SIGTERM, and
+// killDelay later SIGKILL. Whatever the child did, what is left of its
+// process group and (on Linux) of its descendants, including those that left
+// the group (setsid, daemons), is then killed, so nothing it started
+// survives. StopGroup returns within about grace+killDelay+WaitDelay plus the
+// time stop takes; grace <= 0 means DefaultGrace.
+func StopGroup(p *Process, grace time.Duration, stop func()) {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	p.track()
+	stopped := make(chan struct{})
+	go func() { // waited for below
+		defer close(stopped)
 		stop()
 	}()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
-	case <-done:
+	case <-p.done:
 	case <-timer.C:
-		_ = SignalGroup(cmd, syscall.SIGTERM)
+		p.track()
+		_ = SignalGroup(p.Cmd, syscall.SIGTERM)
 		timer.Reset(killDelay)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-timer.C:
-			_ = SignalGroup(cmd, syscall.SIGKILL)
-			<-done
+			p.track()
+			_ = SignalGroup(p.Cmd, syscall.SIGKILL)
+			<-p.done
 		}
 	}
-	_ = SignalGroup(cmd, syscall.SIGKILL)
+	_ = SignalGroup(p.Cmd, syscall.SIGKILL)
+	p.sweep()
+	<-stopped
 }

@@ -60,12 +60,13 @@ func TestStopGroup_SweepsGrandchildrenAfterGracefulExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	p, err := Start(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	grandchild := readPid(t, pidFile)
 	start := time.Now()
-	StopGroup(cmd, 5*time.Second, func() { _ = stdin.Close(); _ = cmd.Wait() })
+	StopGroup(p, 5*time.Second, func() { _ = stdin.Close() })
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("graceful stop took %v; it should not wait for the grace period", d)
 	}
@@ -77,12 +78,13 @@ func TestStopGroup_EscalatesToSignals(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	// The leader ignores SIGTERM and stdin; its child is in the same group.
 	cmd := Command(t.Context(), "sh", []string{"-c", "trap '' TERM; sleep 300 & echo $! > " + pidFile + "; while :; do sleep 1; done"}, dir, []string{"PATH=" + os.Getenv("PATH")})
-	if err := cmd.Start(); err != nil {
+	p, err := Start(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	grandchild := readPid(t, pidFile)
 	start := time.Now()
-	StopGroup(cmd, 200*time.Millisecond, func() { _ = cmd.Wait() })
+	StopGroup(p, 200*time.Millisecond, func() {})
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("StopGroup took %v", d)
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -84,6 +85,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	defer env.close()
 	log, cfg := env.log, env.cfg
+	if err := sandbox.Setup(); err != nil { // so that nothing a server starts outlives its session
+		log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive the session", "err", err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -9,6 +9,7 @@
 //	fail                       a result with isError
 //	crash                      exits with status 3 in the middle of the call
 //	spawn_grandchild           starts `sleep 600` in its process group
+//	spawn_escapee              starts `sleep 600` out of its group (setsid), or as a daemon
 //	env, roots                 the environment it got, the client's roots
 //	headers                    the HTTP headers of the request (HTTP mode)
 //	a_tool_with_a_deliberately_very_long_name_that_needs_truncation_when_bridged
@@ -16,12 +17,17 @@
 // It serves protocol 2025-11-25 (initialize) as well as 2026-07-28
 // (server/discover, per-request _meta).
 //
+// With -stubborn it ignores SIGTERM and outlives its closed stdin: only
+// SIGKILL ends it. -hang-tools-list is -stubborn and never answers
+// tools/list.
+//
 // With -http ADDR (such as 127.0.0.1:0) it serves Streamable HTTP at /mcp and
 // legacy SSE at /sse instead of stdio, and prints its base URL
 // ("http://127.0.0.1:PORT") as the first line on stdout.
 //
 // If FIXTURE_LOG names a file, every tools/call appends "called <tool>" to it,
-// and a cancelled slow call appends "cancelled slow". stdout carries MCP
+// a notifications/cancelled from the client appends "received
+// notifications/cancelled", and a cancelled slow call appends "cancelled slow". stdout carries MCP
 // frames only; diagnostics go to stderr.
 package main
 
@@ -35,8 +41,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,7 +55,13 @@ func main() {
 	log.SetPrefix("fixture: ")
 	log.SetFlags(0)
 	httpAddr := flag.String("http", "", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
+	stubborn := flag.Bool("stubborn", false, "ignore SIGTERM and outlive a closed stdin")
+	hang := flag.Bool("hang-tools-list", false, "never answer tools/list; implies -stubborn")
 	flag.Parse()
+	if *stubborn || *hang {
+		serveStubborn(*hang)
+		return
+	}
 	if *httpAddr != "" {
 		serveHTTP(*httpAddr)
 		return
@@ -54,6 +69,33 @@ func main() {
 	// Run returns nil when the client closes stdin.
 	if err := newServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// serveStubborn serves stdio like a server that ignores every way to end it
+// but SIGKILL; with hang, it also never answers tools/list.
+func serveStubborn(hang bool) {
+	signal.Ignore(syscall.SIGTERM)
+	srv := newServer()
+	if hang {
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					record("hanging in tools/list")
+					sleepForever()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+	sleepForever()
+}
+
+// sleepForever blocks without tripping the runtime's deadlock detector.
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
 	}
 }
 
@@ -101,11 +143,15 @@ func newServer() *mcp.Server {
 	return srv
 }
 
-// logCalls records "called <tool>" for each tools/call.
+// logCalls records "called <tool>" for each tools/call, and "received
+// notifications/cancelled" for each cancellation the client sends.
 func logCalls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
 			record("called " + p.Name)
+		}
+		if method == "notifications/cancelled" {
+			record("received notifications/cancelled")
 		}
 		return next(ctx, method, req)
 	}

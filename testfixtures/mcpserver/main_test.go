@@ -17,11 +17,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 var allTools = []string{
 	"echo", "add", "image", "audio", "resource", "resource_link", "slow", "fail",
-	"crash", "spawn_grandchild", "env", "headers", "roots", longToolName,
+	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", longToolName,
 }
 
 // TestFixture drives the built binary over stdio with the go-sdk client, once
@@ -291,6 +292,19 @@ func testTools(t *testing.T, bin, version string) {
 		defer syscall.Kill(pid, syscall.SIGKILL)
 		if pgid, err := syscall.Getpgid(pid); err != nil || pgid != f.cmd.Process.Pid {
 			t.Errorf("grandchild %d: pgid %d (%v), want the server's %d", pid, pgid, err, f.cmd.Process.Pid)
+		}
+	})
+
+	t.Run("spawn_escapee", func(t *testing.T) {
+		for _, daemon := range []bool{false, true} {
+			pid, err := strconv.Atoi(textOf(t, f.call(t, "spawn_escapee", map[string]any{"daemon": daemon})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Kill(pid, syscall.SIGKILL)
+			if sid, err := unix.Getsid(pid); err != nil || sid != pid {
+				t.Errorf("escapee %d (daemon %v): sid %d (%v), want its own", pid, daemon, sid, err)
+			}
 		}
 	})
 

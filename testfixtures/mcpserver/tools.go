@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 // longToolName needs truncation once bridged as mcp__<server>__<tool>.
@@ -35,6 +37,9 @@ type (
 	slowIn struct {
 		Seconds float64 `json:"seconds"`
 		Steps   int     `json:"steps"`
+	}
+	escapeeIn struct {
+		Daemon bool `json:"daemon,omitempty" jsonschema:"orphan it at once, as a daemon does"`
 	}
 	failIn struct {
 		Message string `json:"message,omitempty" jsonschema:"the failure text (default: requested)"`
@@ -134,6 +139,11 @@ func addTools(srv *mcp.Server) {
 			go func() { _ = cmd.Wait() }() // reap it if it is killed before the server
 			return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn_escapee",
+		Description: "Start `sleep 600` out of the server's process group and session (setsid).\n" +
+			"With daemon, it is double-forked: its parent exits at once, orphaning it while the server runs. " +
+			"Returns its pid."},
+		spawnEscapee)
 	mcp.AddTool(srv, &mcp.Tool{Name: "env",
 		Description: "Return the server's environment.\nSorted, one KEY=VALUE a line."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
@@ -223,4 +233,37 @@ func roots(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolRe
 		uris = append(uris, r.URI)
 	}
 	return text(strings.Join(uris, "\n")), nil, nil
+}
+
+// spawnEscapee starts `sleep 600` in a session of its own, with /dev/null
+// for stdio: a child of the server, or with in.Daemon an orphan (a shell
+// starts it in the background and exits).
+func spawnEscapee(_ context.Context, _ *mcp.CallToolRequest, in escapeeIn) (*mcp.CallToolResult, any, error) {
+	if in.Daemon {
+		out, err := exec.Command("sh", "-c", "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!").Output()
+		if err != nil {
+			return nil, nil, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("spawn_escapee: pid %q: %v", out, err)
+		}
+		// Answer once setsid has run, so the caller sees it out of the group.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if sid, err := unix.Getsid(pid); err != nil || sid == pid {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, nil, fmt.Errorf("spawn_escapee: %d never left the session", pid)
+			}
+		}
+		return text(strconv.Itoa(pid)), nil, nil
+	}
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	go func() { _ = cmd.Wait() }() // reap it if it is killed before the server
+	return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
 }

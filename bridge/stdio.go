@@ -1,0 +1,164 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+)
+
+// cancelWriteTimeout bounds the notifications/cancelled a closing stdio
+// connection writes, in case the server no longer reads its stdin.
+const cancelWriteTimeout = time.Second
+
+// stdioTransport runs a stdio MCP server and speaks newline-delimited JSON
+// over its stdin and stdout (go-sdk's IOTransport). Unlike
+// mcp.CommandTransport it starts the child with sandbox.Start (a locked
+// spawner thread, for the parent-death signal) and its Close never waits for
+// the child: closing the connection closes the child's stdin and stdout at
+// once, and the owner ends the process with sandbox.StopGroup. go-sdk may
+// close the connection from whichever goroutine retires the last call, a
+// cancelled tool call included, so a Close that waited would hold that call
+// for the grace period.
+type stdioTransport struct {
+	cmd *exec.Cmd
+	// started, if non-nil, receives the child once it runs, before Connect
+	// returns.
+	started func(*sandbox.Process)
+	// proc is the child once Connect has started it; read it after Connect
+	// returns.
+	proc *sandbox.Process
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		_, _ = stdinR.Close(), stdinW.Close()
+		return nil, err
+	}
+	t.cmd.Stdin, t.cmd.Stdout = stdinR, stdoutW
+	p, err := sandbox.Start(t.cmd)
+	_, _ = stdinR.Close(), stdoutW.Close() // the child's ends
+	if err != nil {
+		_, _ = stdinW.Close(), stdoutR.Close()
+		return nil, err
+	}
+	t.proc = p
+	if t.started != nil {
+		t.started(p)
+	}
+	pipes := &childPipes{stdin: stdinW, stdout: stdoutR}
+	conn, err := (&mcp.IOTransport{Reader: pipes, Writer: pipes.writer()}).Connect(ctx)
+	if err != nil {
+		_ = pipes.Close()
+		return nil, err
+	}
+	return &cancellingConn{Connection: conn, stdin: stdinW, pending: make(map[jsonrpc.ID]bool)}, nil
+}
+
+// childPipes are the agent's ends of a child's stdin and stdout. Closing
+// them closes stdin first (the MCP stdio shutdown signal), then stdout.
+type childPipes struct {
+	stdin, stdout *os.File
+}
+
+func (p *childPipes) Read(b []byte) (int, error) { return p.stdout.Read(b) }
+
+func (p *childPipes) Close() error {
+	return errors.Join(p.stdin.Close(), p.stdout.Close())
+}
+
+// writer is stdin for IOTransport, whose Close closes the Reader (both
+// pipes) first.
+func (p *childPipes) writer() io.WriteCloser { return stdinWriter{p.stdin} }
+
+type stdinWriter struct{ f *os.File }
+
+func (w stdinWriter) Write(b []byte) (int, error) { return w.f.Write(b) }
+func (w stdinWriter) Close() error                { return nil } // childPipes.Close closes it
+
+// cancellingConn sends notifications/cancelled, when it closes, for every
+// request still awaiting its response (MCP "Cancellation": the client SHOULD
+// cancel requests it abandons). go-sdk sends it for a cancelled call too, but
+// from a goroutine of its own that a close right after the cancellation
+// outruns, so the server would never hear of it.
+type cancellingConn struct {
+	mcp.Connection
+	stdin *os.File
+
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]bool // requests sent without a response or a cancellation yet
+	closed  bool
+}
+
+func (c *cancellingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		c.mu.Lock()
+		switch {
+		case req.IsCall() && req.Method != "initialize": // initialize is never cancelled
+			c.pending[req.ID] = true
+		case req.Method == "notifications/cancelled":
+			if id, ok := cancelledID(req.Params); ok {
+				delete(c.pending, id)
+			}
+		}
+		c.mu.Unlock()
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *cancellingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		delete(c.pending, resp.ID)
+		c.mu.Unlock()
+	}
+	return msg, err
+}
+
+func (c *cancellingConn) Close() error {
+	c.mu.Lock()
+	var ids []jsonrpc.ID
+	if !c.closed {
+		c.closed = true
+		for id := range c.pending {
+			ids = append(ids, id)
+		}
+		clear(c.pending)
+	}
+	c.mu.Unlock()
+	if len(ids) > 0 {
+		_ = c.stdin.SetWriteDeadline(time.Now().Add(cancelWriteTimeout))
+		for _, id := range ids {
+			params, _ := json.Marshal(&mcp.CancelledParams{RequestID: id.Raw(), Reason: "the client is closing the connection"})
+			_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+		}
+	}
+	return c.Connection.Close()
+}
+
+// cancelledID reads the requestId of notifications/cancelled params.
+func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil
+}

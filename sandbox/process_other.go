@@ -1,0 +1,29 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// sysProcAttr puts the child in a process group of its own. Platforms other
+// than Linux have no parent-death signal.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// Setup is a no-op outside Linux: descendants that leave their server's
+// process group (setsid, daemons) are not tracked there, and nothing ends
+// the servers if the agent dies by SIGKILL (they see their stdin close).
+func Setup() error { return nil }
+
+func startChild(cmd *exec.Cmd) error { return cmd.Start() }
+
+func forget(int) {}
+
+// track is a no-op outside Linux: only the process group is ended.
+func (p *Process) track() {}
+
+// sweep kills what is left of the process group.
+func (p *Process) sweep() { _ = SignalGroup(p.Cmd, syscall.SIGKILL) }
