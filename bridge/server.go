@@ -195,6 +195,8 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		ProgressNotificationHandler: s.onProgress,
 		ToolListChangedHandler:      s.onToolListChanged,
+		//lint:ignore SA1019 logging is deprecated only from 2026-07-28; we negotiate 2025-11-25.
+		LoggingMessageHandler: s.onLog,
 	})
 	if root := rootFor(s.opts.Cwd); root != nil {
 		//lint:ignore SA1019 see Capabilities above.
@@ -207,6 +209,9 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	// streams) at once so that a hanging server costs no more than its timeout.
 	stopKill := context.AfterFunc(cctx, kill)
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err == nil {
+		s.setLogLevel(cctx, cs)
+	}
 	if !stopKill() && err == nil {
 		_ = cs.Close()
 		err = cctx.Err()
