@@ -63,15 +63,25 @@ func serversText(servers []bridge.ServerStatus, toolLimit int) string {
 		default:
 			fmt.Fprintf(&b, "- %s: %s (%s)\n", s.Name, s.State, s.Transport)
 		}
-		if len(s.LeftOut) > 0 {
+		if s.LeftOutCount > 0 {
 			fmt.Fprintf(&b, "  %s\n", leftOutText(s, toolLimit))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// leftOutText says which tools of a server were not bridged.
+// leftOutText says how many tools of a server were not bridged, with a few
+// of their names as examples (never the whole list: a server may have
+// thousands).
 func leftOutText(s bridge.ServerStatus, limit int) string {
-	return fmt.Sprintf("MCP server %q: %d tools left out, over the limit of %d tools per session (config limits.toolsPerSession): %s",
-		s.Name, len(s.LeftOut), limit, strings.Join(s.LeftOut, ", "))
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP server %q: %d of its %d tools left out, over the limit of %d tools per session shared between the session's servers (config limits.toolsPerSession)",
+		s.Name, s.LeftOutCount, s.Tools+s.LeftOutCount, limit)
+	if len(s.LeftOut) > 0 {
+		b.WriteString("; e.g. " + strings.Join(s.LeftOut, ", "))
+		if len(s.LeftOut) < s.LeftOutCount {
+			b.WriteString(", …")
+		}
+	}
+	return b.String()
 }
