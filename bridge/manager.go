@@ -64,7 +64,8 @@ type Options struct {
 	CallsPerMinute int
 	// Clock is the rate limiters' clock. Nil means time.Now.
 	Clock func() time.Time
-	// Logger receives the bridge's logs. Nil discards them.
+	// Logger receives the bridge's logs, with the query values of URLs
+	// redacted (sandbox.RedactingHandler). Nil discards them.
 	Logger *slog.Logger
 	// OnToolsChanged, if non-nil, is called with the session's new tool set
 	// after a server's notifications/tools/list_changed changed it (from a
@@ -84,8 +85,12 @@ type ServerStatus struct {
 	Name      string
 	Transport Transport
 	State     State
-	// Err is why the server failed (State is StateFailed), else nil.
+	// Err is why the server failed or was lost (State is StateFailed or
+	// StateLost), else nil.
 	Err error
+	// RetryAt is, for a StateLost server, the earliest time the next call
+	// dials it again; zero means the next call does, at once.
+	RetryAt time.Time
 	// Tools is the number of tools bridged from the server.
 	Tools int
 	// LeftOutCount is the number of the server's tools that were not bridged
@@ -107,8 +112,8 @@ type Manager struct {
 	opts Options
 
 	mu      sync.Mutex
-	servers []*server           // in spec order
-	tools   []*gateway.Tool     // bridged tools in server order, then tool order
+	servers []*server          // in spec order
+	tools   []*gateway.Tool    // bridged tools in server order, then tool order
 	counts  map[string]int     // server name → bridged tools
 	leftOut map[string]leftOut // server name → its tools over the session's limit
 	closed  bool
@@ -138,6 +143,9 @@ func NewManager(opts *Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Server URLs may carry secrets in their query (?token=...): nothing the
+	// bridge or go-sdk logs shows them.
+	o.Logger = slog.New(sandbox.RedactingHandler(o.Logger.Handler()))
 	return m
 }
 
