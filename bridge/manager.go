@@ -29,11 +29,6 @@ const (
 	DefaultCallTimeout    = 120 * time.Second
 )
 
-// killGraceSlack is added to the grace period for go-sdk's own stdin → SIGTERM
-// → SIGKILL sequence, so that sandbox.StopGroup, which signals the whole
-// process group, acts first.
-const killGraceSlack = 2 * time.Second
-
 // Options configure a Manager. The zero value is valid.
 type Options struct {
 	// Cwd is the session working directory: the working directory of stdio

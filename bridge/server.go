@@ -68,7 +68,8 @@ type server struct {
 	endLife        context.CancelFunc
 	onToolsChanged func()
 
-	stderr *tailWriter // last lines of a stdio child's stderr, for failure reasons
+	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
+	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
 
 	mu         sync.Mutex
 	state      State
@@ -270,10 +271,11 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	cmd = sandbox.Command(procCtx, s.spec.Command, s.spec.Args, s.opts.Cwd, env)
 	stderr := newTailWriter(s.log)
 	cmd.Stderr = stderr
+	st, stdout := newStdioTransport(cmd, s.opts.Grace)
 	s.mu.Lock()
-	s.cmd, s.procCancel, s.stderr = cmd, procCancel, stderr
+	s.cmd, s.procCancel, s.stderr, s.stdout = cmd, procCancel, stderr, stdout
 	s.mu.Unlock()
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.Grace + killGraceSlack}, cmd, procCancel, nil
+	return st, cmd, procCancel, nil
 }
 
 // detached connects its Transport with ctx instead of the caller's context,
@@ -298,6 +300,13 @@ func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cm
 		return fmt.Errorf("cannot start command %q: %w", s.spec.Command, err)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("%w: initialize took longer than %s", ErrTimeout, s.timeouts.Connect)
+	case cmd != nil && s.stdout.nonJSON() != nil:
+		return fmt.Errorf("%w%s", s.stdout.nonJSON(), s.stderr.suffix())
+	case cmd != nil && cmd.ProcessState != nil && cmd.ProcessState.Exited():
+		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
+	case cmd != nil && s.stdout.closed() && cmd.ProcessState != nil && !cmd.ProcessState.Exited():
+		// The child was running when its stdout ended: stdioTransport killed it.
+		return fmt.Errorf("server closed its stdout during initialize while still running%s", s.stderr.suffix())
 	case cmd != nil && cmd.ProcessState != nil:
 		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
 	default:
