@@ -266,3 +266,33 @@ func TestIsSessionLost(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP_ConcurrentCallsShareOneReinitialize: calls that all find the
+// session lost at once share one fresh initialize.
+func TestHTTP_ConcurrentCallsShareOneReinitialize(t *testing.T) {
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, &Options{CallsPerMinute: -1})
+	r.stop()
+	r.start()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			res, err := callHeaders(t, m)
+			if err == nil && res.IsError {
+				err = errors.New(res.Content[0].Text)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a call failed: %v", err)
+		}
+	}
+	if n := r.inits.Load(); n != 2 {
+		t.Errorf("initialize count = %d, want 2 (one shared re-initialize)", n)
+	}
+}

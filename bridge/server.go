@@ -421,7 +421,9 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 // again first (reconnect), unless its backoff runs.
 func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
 	s.mu.Lock()
-	lost := s.cs == nil && s.state == StateLost && !s.closing
+	// Connecting with no session, once connected, is another call's redial:
+	// reconnect waits for it.
+	lost := s.cs == nil && !s.closing && s.redials() && (s.state == StateLost || s.state == StateConnecting && s.info != nil)
 	s.mu.Unlock()
 	if lost {
 		return s.reconnect(ctx, nil, nil)
