@@ -59,10 +59,14 @@ func (w *stdoutWatch) nonJSON() error {
 		line, tail, complete := bytes.Cut(rest, []byte("\n"))
 		rest = tail
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 || (!complete && !w.ended && len(w.head) < stdoutHeadBytes) {
-			continue // a line still being written
+		if len(line) == 0 {
+			continue
 		}
-		if !json.Valid(line) {
+		partial := !complete && !w.ended && len(w.head) < stdoutHeadBytes
+		if partial && (line[0] == '{' || line[0] == '[') {
+			continue // a message still being written
+		}
+		if partial || !json.Valid(line) {
 			return fmt.Errorf("server wrote non-JSON to stdout during initialize: %q (stdout is the MCP connection: logs and banners belong on stderr)", shorten(line, 120))
 		}
 	}

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ func TestManager_StdioStdoutDuringInitialize(t *testing.T) {
 	}{
 		{"banner", `echo "Starting weather server v1.2 on stdio..."; sleep 60`, `server wrote non-JSON to stdout during initialize: "Starting weather server v1.2 on stdio...`},
 		{"banner then exit", `echo "usage: weather [--port N]"; exit 2`, `server wrote non-JSON to stdout during initialize: "usage: weather [--port N]`},
+		{"banner without a newline", `printf 'Weather server ready'; sleep 60`, `server wrote non-JSON to stdout during initialize: "Weather server ready"`},
 		{"closed stdout", `exec 1>&-; sleep 60`, `server closed its stdout during initialize`},
 	}
 	for _, tt := range tests {
@@ -32,5 +34,31 @@ func TestManager_StdioStdoutDuringInitialize(t *testing.T) {
 				t.Errorf("status = %v %v, want failed with %q", st.State, st.Err, tt.want)
 			}
 		})
+	}
+}
+
+func TestStdoutWatch_NonJSON(t *testing.T) {
+	for _, tt := range []struct {
+		out   string
+		ended bool
+		want  string // "" means no cause
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n", false, ""},
+		{`{"jsonrpc":"2.0","id":1,"res`, false, ""}, // still being written
+		{`{"jsonrpc":"2.0","id":1,"result":{}}` + "\nDeprecation warning: x\n", false, `"Deprecation warning: x"`},
+		{"\n\nhello\n", false, `"hello"`},
+		{"partial banner", false, `"partial banner"`},
+		{`{"cut":`, true, `"{\"cut\":"`},
+	} {
+		w := &stdoutWatch{r: strings.NewReader(tt.out)}
+		_, _ = io.ReadAll(w)
+		w.ended = tt.ended
+		err := w.nonJSON()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%q: %v, want none", tt.out, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: %v, want one quoting %s", tt.out, err, tt.want)
+		}
 	}
 }
