@@ -19,7 +19,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// restartable is a Streamable HTTP MCP server on a fixed loopback port that
+// restartable is a Streamable HTTP (/mcp) and legacy SSE (/sse) MCP server
+// on a fixed loopback port that
 // can be stopped (connections reset, port closed) and started again as a
 // new process would be: with a new go-sdk handler that knows no session.
 // fault, if set, may answer a request itself (and return true).
@@ -58,7 +59,15 @@ func (r *restartable) start() {
 	}
 	r.addr = ln.Addr().String()
 	srv := headerServer()
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/sse") {
+			sse.ServeHTTP(w, req)
+			return
+		}
+		streamable.ServeHTTP(w, req)
+	})
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if f := r.fault.Load(); f != nil && req.Header.Get("Mcp-Session-Id") != "" && req.Method == http.MethodPost && (*f)(w, req) {
 			return
@@ -294,5 +303,23 @@ func TestHTTP_ConcurrentCallsShareOneReinitialize(t *testing.T) {
 	}
 	if n := r.inits.Load(); n != 2 {
 		t.Errorf("initialize count = %d, want 2 (one shared re-initialize)", n)
+	}
+}
+
+// TestSSE_RestartedServerIsDialedAgain: a legacy SSE server that restarts
+// is dialed again by the next call, which works.
+func TestSSE_RestartedServerIsDialedAgain(t *testing.T) {
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportSSE, URL: "http://" + r.addr + "/sse"}, nil)
+	if _, err := callHeaders(t, m); err != nil {
+		t.Fatal(err)
+	}
+	r.stop()
+	r.start()
+	if res, err := callHeaders(t, m); err != nil || res.IsError {
+		t.Fatalf("call after the restart: %v %+v", err, res)
+	}
+	if st := m.Servers()[0]; st.State != StateConnected {
+		t.Errorf("state = %v %v, want connected", st.State, st.Err)
 	}
 }
