@@ -345,12 +345,12 @@ func TestAgent_DefaultServersMergeAndLimits(t *testing.T) {
 	sid := h.newSession(acpclient.Stdio("memclash", "unused", nil, nil))
 	_, out := h.prompt(t.Context(), sid, "/servers")
 	got := joinText(out)
-	for _, want := range []string{"2 MCP servers", "- memdefault: connected", "- memclash: connected", `MCP server "memclash": 2 tools left out, over the limit of 6 tools per session (config limits.toolsPerSession): fail, image`} {
+	for _, want := range []string{"2 MCP servers", "- memdefault: connected", "- memclash: connected", `MCP server "memclash": 1 of its 4 tools left out, over the limit of 6 tools per session shared between the session's servers (config limits.toolsPerSession); e.g. image`, "- memdefault: connected (stdio, 3 tools"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("/servers lacks %q:\n%s", want, got)
 		}
 	}
-	if startup := joinText(h.client.Updates()); !strings.Contains(startup, "2 tools left out") {
+	if startup := joinText(h.client.Updates()); !strings.Contains(startup, "1 of its 4 tools left out") {
 		t.Errorf("the session-start message does not say which tools were left out:\n%s", startup)
 	}
 

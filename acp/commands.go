@@ -3,6 +3,7 @@ package acp
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -15,7 +16,7 @@ import (
 var commands = []struct{ name, desc, hint string }{
 	{"tools", "List the tools of this session", ""},
 	{"call", "Call a tool: /call <tool> {json arguments}", "<tool> {json arguments}"},
-	{"servers", "Show each MCP server: state, transport, tool count", ""},
+	{"servers", "Show each MCP server: state, transport, tool count, last error", ""},
 	{"help", "Show the commands and how to configure a model", ""},
 }
 
@@ -60,18 +61,38 @@ func serversText(servers []bridge.ServerStatus, toolLimit int) string {
 			b.WriteString(")\n")
 		case bridge.StateFailed:
 			fmt.Fprintf(&b, "- %s: failed (%s): %v\n", s.Name, s.Transport, s.Err)
+		case bridge.StateLost:
+			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %v; %s\n", s.Name, s.Transport, s.Tools, s.Err, redialText(s.RetryAt, time.Now()))
 		default:
 			fmt.Fprintf(&b, "- %s: %s (%s)\n", s.Name, s.State, s.Transport)
 		}
-		if len(s.LeftOut) > 0 {
+		if s.LeftOutCount > 0 {
 			fmt.Fprintf(&b, "  %s\n", leftOutText(s, toolLimit))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// leftOutText says which tools of a server were not bridged.
+// redialText says when a lost server is dialed again.
+func redialText(retryAt, now time.Time) string {
+	if wait := retryAt.Sub(now); wait > 0 {
+		return fmt.Sprintf("the first call after %s dials it again", wait.Round(time.Second))
+	}
+	return "the next call dials it again"
+}
+
+// leftOutText says how many tools of a server were not bridged, with a few
+// of their names as examples (never the whole list: a server may have
+// thousands).
 func leftOutText(s bridge.ServerStatus, limit int) string {
-	return fmt.Sprintf("MCP server %q: %d tools left out, over the limit of %d tools per session (config limits.toolsPerSession): %s",
-		s.Name, len(s.LeftOut), limit, strings.Join(s.LeftOut, ", "))
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP server %q: %d of its %d tools left out, over the limit of %d tools per session shared between the session's servers (config limits.toolsPerSession)",
+		s.Name, s.LeftOutCount, s.Tools+s.LeftOutCount, limit)
+	if len(s.LeftOut) > 0 {
+		b.WriteString("; e.g. " + strings.Join(s.LeftOut, ", "))
+		if len(s.LeftOut) < s.LeftOutCount {
+			b.WriteString(", …")
+		}
+	}
+	return b.String()
 }

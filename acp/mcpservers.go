@@ -51,7 +51,9 @@ func (e *MCPServersError) Error() string {
 // URL. The rules:
 //
 //   - the list is an array of objects; null or absent means empty;
-//   - every entry has a non-empty string name, unique in the list;
+//   - every entry has a string name, unique in the list, that
+//     bridge.ValidateServerName accepts (visible text: not empty, no control
+//     or invisible formatting characters);
 //   - type is absent or "stdio" for a stdio entry, which needs a non-empty
 //     command; args (strings) and env ([{name, value}], or an object of
 //     strings) may be absent, meaning empty; env names are non-empty and
@@ -98,8 +100,8 @@ func parseEntry(i int, raw json.RawMessage) (bridge.ServerSpec, error) {
 	if err := decodeField(fields, "name", &spec.Name); err != nil {
 		return fail("", "name", err.Error())
 	}
-	if strings.TrimSpace(spec.Name) == "" {
-		return fail("", "name", "must be a non-empty string")
+	if err := bridge.ValidateServerName(spec.Name); err != nil {
+		return fail("", "name", err.Error())
 	}
 	typ := "stdio"
 	if err := decodeField(fields, "type", &typ); err != nil {

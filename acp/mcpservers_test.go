@@ -40,6 +40,10 @@ func TestParseMCPServers(t *testing.T) {
 		{"entry not an object", `["fs"]`, nil, "mcpServers[0]: must be an object"},
 		{"empty name", `[{"name":"","command":"x"}]`, nil, "mcpServers[0] name: must be a non-empty string"},
 		{"missing name", `[{"command":"x"}]`, nil, "mcpServers[0] name: must be a non-empty string"},
+		{"control character in name", `[{"name":"fs","command":"a"},{"name":"ev\u001b[2Jil","command":"x"}]`, nil, `mcpServers[1] name: name "ev\x1b[2Jil" has the control or invisible formatting character U+001B`},
+		{"newline in name", `[{"name":"a\nb","command":"x"}]`, nil, `mcpServers[0] name: name "a\nb" has the control`},
+		{"bidi override in name", `[{"name":"gith\u202eub","command":"x"}]`, nil, `mcpServers[0] name: name "gith\u202eub" has the control or invisible formatting character U+202E`},
+		{"whitespace-only name", `[{"name":" \t","command":"x"}]`, nil, "mcpServers[0] name: must be a non-empty string"},
 		{"name not a string", `[{"name":7,"command":"x"}]`, nil, "mcpServers[0] name: must be a string"},
 		{"empty command", `[{"name":"fs","command":"  "}]`, nil, `mcpServers[0] ("fs") command: must be a non-empty string`},
 		{"missing command", `[{"name":"fs"}]`, nil, `mcpServers[0] ("fs") command: must be a non-empty string`},
@@ -89,6 +93,7 @@ func FuzzParseMCPServers(f *testing.F) {
 		`[{"type":"http","name":"w","url":"https://x","headers":[{"name":"a","value":"b"}]}]`,
 		`[{"name":"a","command":"x","env":{"K":"v"}},{"name":"a","command":"y"}]`,
 		`[{"name":"a","command":"x","args":["1"],"env":[{"name":"K","value":"v"}]}]`,
+		`[{"name":"a\u0000\u202e","command":"x"}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -105,6 +110,9 @@ func FuzzParseMCPServers(f *testing.F) {
 		for _, s := range specs {
 			if strings.TrimSpace(s.Name) == "" || names[s.Name] {
 				t.Fatalf("empty or duplicate name accepted: %q", s.Name)
+			}
+			if err := bridge.ValidateServerName(s.Name); err != nil {
+				t.Fatalf("invalid name accepted: %v", err)
 			}
 			names[s.Name] = true
 			if s.Transport == bridge.TransportStdio && strings.TrimSpace(s.Command) == "" {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,7 +11,9 @@ import (
 // resultFromMCP converts an MCP CallToolResult into a gateway.Result, keeping
 // every content block (MCP tools, "Tool Result":
 // https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result).
-// The whole CallToolResult is kept as Raw.
+// The whole CallToolResult is kept as Raw. A result with structuredContent
+// and no content blocks gets one text block holding the structured content's
+// JSON, so that the model (which reads content blocks) sees it.
 func resultFromMCP(res *mcp.CallToolResult) gateway.Result {
 	if res == nil {
 		return gateway.Result{Content: []gateway.Content{}}
@@ -23,6 +26,11 @@ func resultFromMCP(res *mcp.CallToolResult) gateway.Result {
 	}
 	for _, c := range res.Content {
 		out.Content = append(out.Content, contentFromMCP(c))
+	}
+	if len(out.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil && string(b) != "null" {
+			out.Content = append(out.Content, gateway.TextContent(string(b)))
+		}
 	}
 	return out
 }

@@ -11,6 +11,7 @@ var (
 	// ErrTimeout: connect, tools/list or tools/call exceeded its timeout.
 	ErrTimeout = errors.New("timeout")
 
-	// errSessionExpired: an HTTP server answered 404 for the session.
-	errSessionExpired = errors.New("the server expired the MCP session (HTTP 404)")
+	// errSessionLost: an http or sse server no longer has the client's
+	// session (isSessionLost).
+	errSessionLost = errors.New("the server lost the MCP session")
 )

@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,6 +31,7 @@ func (s *server) httpTransport() (mcp.Transport, error) {
 	}
 	switch s.spec.Transport {
 	case TransportHTTP:
+		client.Transport = &sessionStatusTransport{base: client.Transport}
 		// One reconnect attempt for a broken standalone stream; an expired
 		// session (404) is handled by the bridge, with a fresh initialize.
 		return &mcp.StreamableClientTransport{Endpoint: u.String(), HTTPClient: client, MaxRetries: 1}, nil
@@ -53,4 +56,34 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return t.base.RoundTrip(req)
+}
+
+// sessionStatusTransport makes a Streamable HTTP server's "400 Bad Request:
+// No valid session ID provided" (the TypeScript SDK and supergateway, for a
+// session they do not know, such as after a restart) read as the 404 the MCP
+// spec asks for ("Session Management": a request with an unknown session ID
+// MUST get 404), so that go-sdk reports mcp.ErrSessionMissing and the bridge
+// initializes a new session (isSessionLost). Only a 400 to a request that
+// carries a session ID, whose body mentions the session, is rewritten.
+type sessionStatusTransport struct {
+	base http.RoundTripper
+}
+
+// sessionBodyPeek is how much of a 400 body is read to look for "session".
+const sessionBodyPeek = 4096
+
+func (t *sessionStatusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusBadRequest || req.Header.Get("Mcp-Session-Id") == "" {
+		return resp, err
+	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, sessionBodyPeek))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if bytes.Contains(bytes.ToLower(head), []byte("session")) {
+		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
+	}
+	return resp, nil
 }

@@ -130,7 +130,7 @@ func TestHTTP_ExpiredSessionReconnectsOnce(t *testing.T) {
 
 	expire.Store(2) // the retried call expires too
 	_, err := tool.Execute(t.Context(), "c2", nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "expired the MCP session") || !strings.Contains(err.Error(), `"web"`) {
+	if err == nil || !strings.Contains(err.Error(), "lost the MCP session") || !strings.Contains(err.Error(), `"web"`) {
 		t.Errorf("err = %v, want a clear session-expired error naming the server", err)
 	}
 }

@@ -86,8 +86,8 @@ func TestManager_ToolsPerSessionLimit(t *testing.T) {
 		t.Errorf("%d tools bridged, want 5", n)
 	}
 	st := m.Servers()
-	if st[0].Tools != 5 || len(st[0].LeftOut) != 6 || st[1].Tools != 0 || len(st[1].LeftOut) != 11 {
-		t.Errorf("a: %d bridged %v left out; b: %d bridged %v left out", st[0].Tools, st[0].LeftOut, st[1].Tools, st[1].LeftOut)
+	if st[0].Tools != 3 || st[0].LeftOutCount != 8 || st[1].Tools != 2 || st[1].LeftOutCount != 9 {
+		t.Errorf("a: %d bridged %d left out; b: %d bridged %d left out; want the limit shared 3+2", st[0].Tools, st[0].LeftOutCount, st[1].Tools, st[1].LeftOutCount)
 	}
 }
 

@@ -59,7 +59,8 @@ type Options struct {
 	CallsPerMinute int
 	// Clock is the rate limiters' clock. Nil means time.Now.
 	Clock func() time.Time
-	// Logger receives the bridge's logs. Nil discards them.
+	// Logger receives the bridge's logs, with the query values of URLs
+	// redacted (sandbox.RedactingHandler). Nil discards them.
 	Logger *slog.Logger
 	// OnToolsChanged, if non-nil, is called with the session's new tool set
 	// after a server's notifications/tools/list_changed changed it (from a
@@ -79,12 +80,21 @@ type ServerStatus struct {
 	Name      string
 	Transport Transport
 	State     State
-	// Err is why the server failed (State is StateFailed), else nil.
+	// Err is why the server failed or was lost (State is StateFailed or
+	// StateLost), else nil.
 	Err error
+	// RetryAt is, for a StateLost server, the earliest time the next call
+	// dials it again; zero means the next call does, at once.
+	RetryAt time.Time
 	// Tools is the number of tools bridged from the server.
 	Tools int
-	// LeftOut names the server's tools that were not bridged because the
-	// session reached Limits.ToolsPerSession.
+	// LeftOutCount is the number of the server's tools that were not bridged
+	// because the session reached Limits.ToolsPerSession. The limit is shared
+	// fairly: every connected server gets an equal share (or all its tools,
+	// if fewer) before any server gets more.
+	LeftOutCount int
+	// LeftOut names the first few (at most 3) of those tools, in the
+	// server's order, as examples; nil when none was left out.
 	LeftOut []string
 	// ServerName and ServerVersion come from the server's initialize result.
 	ServerName, ServerVersion string
@@ -97,10 +107,10 @@ type Manager struct {
 	opts Options
 
 	mu      sync.Mutex
-	servers []*server           // in spec order
-	tools   []*gateway.Tool     // bridged tools in server order, then tool order
-	counts  map[string]int      // server name → bridged tools
-	leftOut map[string][]string // server name → tools over the session's limit
+	servers []*server          // in spec order
+	tools   []*gateway.Tool    // bridged tools in server order, then tool order
+	counts  map[string]int     // server name → bridged tools
+	leftOut map[string]leftOut // server name → its tools over the session's limit
 	closed  bool
 }
 
@@ -128,6 +138,9 @@ func NewManager(opts *Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Server URLs may carry secrets in their query (?token=...): nothing the
+	// bridge or go-sdk logs shows them.
+	o.Logger = slog.New(sandbox.RedactingHandler(o.Logger.Handler()))
 	return m
 }
 
@@ -165,35 +178,92 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 	return nil
 }
 
+// leftOutExamples is how many names of a server's left-out tools are kept
+// for ServerStatus.LeftOut.
+const leftOutExamples = 3
+
+// leftOut is what a server lost to Limits.ToolsPerSession.
+type leftOut struct {
+	count    int      // tools not bridged
+	examples []string // the first leftOutExamples of their names
+}
+
 // bridgeTools wraps the tools of every connected server as gateway Tools with
-// session-unique names, in server order, up to limit tools; the rest are
-// returned by server in leftOut.
-func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts map[string]int, leftOut map[string][]string) {
+// session-unique names, in server order, then tool order. At most limit tools
+// are bridged, shared fairly (fairShares); what each server lost is returned
+// by server name in left.
+func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts map[string]int, left map[string]leftOut) {
 	type owned struct {
 		srv  *server
 		tool *mcp.Tool
 	}
 	var all []owned
 	var refs []ToolRef
-	for _, s := range servers {
+	have := make([]int, len(servers))
+	for i, s := range servers {
 		s.mu.Lock()
 		for _, t := range s.tools {
 			all = append(all, owned{s, t})
 			refs = append(refs, ToolRef{Server: s.spec.Name, Tool: t.Name})
 		}
+		have[i] = len(s.tools)
 		s.mu.Unlock()
 	}
 	names := BridgedNames(refs)
-	counts, leftOut = make(map[string]int), make(map[string][]string)
-	for i, o := range all {
-		if len(tools) >= limit {
-			leftOut[o.srv.spec.Name] = append(leftOut[o.srv.spec.Name], o.tool.Name)
-			continue
+	shares := fairShares(have, limit)
+	counts, left = make(map[string]int), make(map[string]leftOut)
+	first := 0 // index in all of server i's first tool
+	for i, s := range servers {
+		for j := range have[i] {
+			o := all[first+j]
+			if j < shares[i] {
+				tools = append(tools, newBridgedTool(names[first+j], s, o.tool))
+				counts[s.spec.Name]++
+				continue
+			}
+			lo := left[s.spec.Name]
+			lo.count++
+			if len(lo.examples) < leftOutExamples {
+				lo.examples = append(lo.examples, o.tool.Name)
+			}
+			left[s.spec.Name] = lo
 		}
-		tools = append(tools, newBridgedTool(names[i], o.srv, o.tool))
-		counts[o.srv.spec.Name]++
+		first += have[i]
 	}
-	return tools, counts, leftOut
+	return tools, counts, left
+}
+
+// fairShares divides limit tool slots between servers offering have[i]
+// tools, by rounds: each round gives every server that still has tools one
+// slot, so every server gets its share (limit / servers, or all its tools if
+// it has fewer) before any server gets more, and slots a small server does
+// not need go to the others. Remainders go to the earlier servers.
+func fairShares(have []int, limit int) []int {
+	shares := make([]int, len(have))
+	for limit > 0 {
+		// Every server still wanting tools gets an equal part of what is left
+		// (at least one slot each, in order, when fewer slots than servers).
+		wanting := 0
+		for i, h := range have {
+			if shares[i] < h {
+				wanting++
+			}
+		}
+		if wanting == 0 {
+			break
+		}
+		part := max(limit/wanting, 1)
+		for i, h := range have {
+			if limit == 0 {
+				break
+			}
+			if n := min(part, h-shares[i], limit); n > 0 {
+				shares[i] += n
+				limit -= n
+			}
+		}
+	}
+	return shares
 }
 
 // rebridge recomputes the session's tools after a refresh and tells
@@ -230,7 +300,8 @@ func (m *Manager) Servers() []ServerStatus {
 	out := make([]ServerStatus, len(servers))
 	for i, s := range servers {
 		out[i] = s.status(counts[s.spec.Name])
-		out[i].LeftOut = leftOut[s.spec.Name]
+		lo := leftOut[s.spec.Name]
+		out[i].LeftOutCount, out[i].LeftOut = lo.count, lo.examples
 	}
 	return out
 }

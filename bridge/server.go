@@ -20,13 +20,17 @@ import (
 // State is the connection state of one MCP server of a session.
 type State int
 
-// The states a server goes through: Connecting, then Connected or Failed;
-// Connected becomes Failed when the connection is lost; every state ends in
-// Closed when the Manager closes.
+// The states a server goes through: Connecting, then Connected or Failed.
+// When the connection of a Connected http or sse server is lost (the server
+// restarted or forgot the session, and a fresh initialize failed), it becomes
+// Lost: the next call dials it again, with a backoff after failed attempts,
+// and success makes it Connected again. A stdio server whose connection is
+// lost becomes Failed. Every state ends in Closed when the Manager closes.
 const (
 	StateConnecting State = iota
 	StateConnected
 	StateFailed
+	StateLost
 	StateClosed
 )
 
@@ -39,6 +43,8 @@ func (s State) String() string {
 		return "connected"
 	case StateFailed:
 		return "failed"
+	case StateLost:
+		return "lost"
 	case StateClosed:
 		return "closed"
 	}
@@ -53,7 +59,7 @@ type server struct {
 	timeouts Timeouts             // effective: the spec's, else the Manager's
 	limiter  *sandbox.CallLimiter // tools/call rate limit
 
-	redial sync.Mutex // serializes reconnects after an expired HTTP session
+	redial sync.Mutex // serializes reconnects of a lost HTTP session
 
 	// life ends when the server closes; it bounds background work (tool
 	// refreshes). onToolsChanged is called after a refresh changed s.tools.
@@ -61,11 +67,14 @@ type server struct {
 	endLife        context.CancelFunc
 	onToolsChanged func()
 
-	stderr *tailWriter // last lines of a stdio child's stderr, for failure reasons
+	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
+	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
 
 	mu         sync.Mutex
 	state      State
-	err        error                   // why the server failed; nil unless state is StateFailed
+	err        error                   // why the server failed or was lost; nil when connected
+	retryAt    time.Time               // StateLost: no redial before; zero: at once
+	backoff    time.Duration           // the last wait between redials; 0 until a redial fails
 	cs         *mcp.ClientSession      // non-nil once connected, until closed
 	cmd        *exec.Cmd               // the stdio child, or nil
 	proc       *sandbox.Process        // the stdio child once started, or nil
@@ -195,6 +204,8 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		ProgressNotificationHandler: s.onProgress,
 		ToolListChangedHandler:      s.onToolListChanged,
+		//lint:ignore SA1019 logging is deprecated only from 2026-07-28; we negotiate 2025-11-25.
+		LoggingMessageHandler: s.onLog,
 	})
 	if root := rootFor(s.opts.Cwd); root != nil {
 		//lint:ignore SA1019 see Capabilities above.
@@ -207,6 +218,9 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	// streams) at once so that a hanging server costs no more than its timeout.
 	stopKill := context.AfterFunc(cctx, kill)
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err == nil {
+		s.setLogLevel(cctx, cs)
+	}
 	if !stopKill() && err == nil {
 		_ = cs.Close()
 		err = cctx.Err()
@@ -218,7 +232,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if st, ok := transport.(*stdioTransport); ok && st.proc != nil {
 		st.proc.Kill() // the group and every descendant; then cmd.ProcessState is set
 	}
-	return nil, s.describeDialError(err, cctx, cmd)
+	return nil, sandbox.RedactError(s.describeDialError(err, cctx, cmd))
 }
 
 // transport returns the transport of the server: Options.Dial's, a stdio
@@ -258,10 +272,10 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	cmd = sandbox.Command(procCtx, s.spec.Command, s.spec.Args, s.opts.Cwd, env)
 	stderr := newTailWriter(s.log)
 	cmd.Stderr = stderr
+	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}}
 	s.mu.Lock()
-	s.cmd, s.proc, s.procCancel, s.stderr = cmd, nil, procCancel, stderr
+	s.cmd, s.proc, s.procCancel, s.stderr, s.stdout = cmd, nil, procCancel, stderr, st.out
 	s.mu.Unlock()
-	st := &stdioTransport{cmd: cmd}
 	st.started = func(p *sandbox.Process) {
 		s.mu.Lock()
 		if s.cmd == cmd {
@@ -294,6 +308,13 @@ func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cm
 		return fmt.Errorf("cannot start command %q: %w", s.spec.Command, err)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("%w: initialize took longer than %s", ErrTimeout, s.timeouts.Connect)
+	case cmd != nil && s.stdout.nonJSON() != nil:
+		return fmt.Errorf("%w%s", s.stdout.nonJSON(), s.stderr.suffix())
+	case cmd != nil && cmd.ProcessState != nil && cmd.ProcessState.Exited():
+		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
+	case cmd != nil && s.stdout.closed() && cmd.ProcessState != nil && !cmd.ProcessState.Exited():
+		// The child was running when its stdout ended: dial killed it.
+		return fmt.Errorf("server closed its stdout during initialize while still running%s", s.stderr.suffix())
 	case cmd != nil && cmd.ProcessState != nil:
 		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
 	default:
@@ -321,7 +342,8 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	return tools, nil
 }
 
-// watch marks the server failed when its connection ends before Close.
+// watch marks the server failed (stdio) or lost (http, sse: the next call
+// dials again) when its connection ends before Close.
 func (s *server) watch(cs *mcp.ClientSession) {
 	err := cs.Wait()
 	s.mu.Lock()
@@ -332,11 +354,17 @@ func (s *server) watch(cs *mcp.ClientSession) {
 	s.state, s.cs = StateFailed, nil
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing):
-		s.err = fmt.Errorf("%w: %w", errSessionExpired, err)
+		s.err = fmt.Errorf("%w: %w", errSessionLost, err)
 	case err != nil && !errors.Is(err, mcp.ErrConnectionClosed):
 		s.err = fmt.Errorf("connection lost: %v%s", err, s.stderr.suffix())
 	default:
 		s.err = fmt.Errorf("connection lost%s", s.stderr.suffix())
+	}
+	s.err = sandbox.RedactError(s.err)
+	if s.redials() {
+		s.state = StateLost // retryAt stays: zero after a success, so the next call dials at once
+		s.log.Warn("MCP server connection lost; the next call dials it again", "err", s.err)
+		return
 	}
 	s.log.Warn("MCP server connection lost", "err", s.err)
 	if s.cmd != nil && s.procCancel != nil {
@@ -358,31 +386,80 @@ func (s *server) session() (*mcp.ClientSession, error) {
 }
 
 // call sends tools/call for the tool named name (the server's own name). A
-// call over the server's rate limit fails at once as a tool error. When an
-// HTTP server has expired the session (404), the bridge reconnects once with
-// a fresh initialize and retries the call once.
+// call over the server's rate limit fails at once as a tool error. For an
+// http or sse server: when the server has lost the session (isSessionLost),
+// the bridge initializes a fresh session once and retries the call once; a
+// server marked lost is dialed again by the next call, and a call while its
+// redial backoff runs fails at once as a tool error saying when it will be
+// tried again. Errors are redacted (sandbox.RedactError).
 func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 	if err := s.limiter.Allow(); err != nil {
 		return gateway.ErrorResult(err.Error()), nil
 	}
-	cs, err := s.session()
-	if errors.Is(err, errSessionExpired) {
-		cs, err = s.reconnect(ctx, nil)
+	res, err := s.callRetrying(ctx, name, args, onUpdate)
+	var wait *backoffError
+	if errors.As(err, &wait) {
+		return gateway.ErrorResult(sandbox.RedactURLs(wait.Error())), nil
 	}
+	return res, sandbox.RedactError(err)
+}
+
+func (s *server) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+	cs, err := s.liveSession(ctx)
 	if err != nil {
 		return gateway.Result{}, err
 	}
 	res, err := s.callOnce(ctx, cs, name, args, onUpdate)
-	if errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
-		s.log.Info("MCP session expired; reconnecting", "err", err)
-		if cs, err = s.reconnect(ctx, cs); err != nil {
-			return gateway.Result{}, err
-		}
-		if res, err = s.callOnce(ctx, cs, name, args, onUpdate); errors.Is(err, mcp.ErrSessionMissing) {
-			err = fmt.Errorf("%w again right after a fresh initialize: %w", errSessionExpired, err)
-		}
+	if err == nil || ctx.Err() != nil || !s.redials() || !isSessionLost(err) {
+		return res, err
+	}
+	s.log.Info("the MCP session was lost; initializing a new one and retrying the call once", "tool", name, "err", err)
+	if cs, err = s.reconnect(ctx, cs, err); err != nil {
+		return gateway.Result{}, err
+	}
+	res, err = s.callOnce(ctx, cs, name, args, onUpdate)
+	if err != nil && ctx.Err() == nil && isSessionLost(err) {
+		err = fmt.Errorf("%w again right after a fresh initialize: %w", errSessionLost, err)
+		s.markLost(cs, err)
 	}
 	return res, err
+}
+
+// liveSession returns the live client session; a lost server is dialed
+// again first (reconnect), unless its backoff runs.
+func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	// Connecting with no session, once connected, is another call's redial:
+	// reconnect waits for it.
+	lost := s.cs == nil && !s.closing && s.redials() && (s.state == StateLost || s.state == StateConnecting && s.info != nil)
+	s.mu.Unlock()
+	if lost {
+		return s.reconnect(ctx, nil, nil)
+	}
+	return s.session()
+}
+
+// markLost marks an http or sse server lost after its session cs failed
+// again right after a fresh initialize: the next call dials again, after
+// the backoff.
+func (s *server) markLost(cs *mcp.ClientSession, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.cs != cs {
+		return
+	}
+	s.backoff = nextBackoff(s.backoff)
+	s.state, s.cs, s.err, s.retryAt = StateLost, nil, sandbox.RedactError(cause), s.now().Add(s.backoff)
+	s.closeStale(cs)
+}
+
+// closeStale ends a replaced session in the background (for Streamable
+// HTTP, Close may send a DELETE to a server that is gone); s.watchers owns
+// the goroutine. s.mu must be held.
+func (s *server) closeStale(cs *mcp.ClientSession) {
+	if cs != nil {
+		s.watchers.Go(func() { _ = cs.Close() })
+	}
 }
 
 // callOnce sends one tools/call on cs, bounded by the call timeout.
@@ -412,10 +489,15 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	return resultFromMCP(capResult(res, s.opts.Limits)), nil
 }
 
-// reconnect replaces the client session stale (nil: whatever failed) with a
-// fresh one: a new transport and initialize. The tools are kept. Concurrent
-// callers share one reconnect.
-func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession) (*mcp.ClientSession, error) {
+// reconnect replaces the client session stale with a fresh one: a new
+// transport and initialize; the tools are kept. stale is the session a call
+// just saw fail with cause, or nil when the server is already marked lost.
+// Concurrent callers share one reconnect. A redial of a lost server waits
+// for its backoff: before retryAt it fails at once with a *backoffError,
+// except for the first retry of a session that was live until now. A failed
+// redial marks the server lost and doubles the backoff (redialMinBackoff up
+// to redialMaxBackoff); a successful one resets it.
+func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause error) (*mcp.ClientSession, error) {
 	s.redial.Lock()
 	defer s.redial.Unlock()
 	s.mu.Lock()
@@ -428,23 +510,63 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession) (*mcp.
 		s.mu.Unlock()
 		return cs, nil
 	}
-	s.mu.Unlock()
-	if stale != nil {
-		_ = stale.Close()
+	if s.cs == nil { // lost: no session to retry at once, so the backoff rules
+		if s.state != StateLost {
+			err := s.err
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
+		}
+		if wait := s.retryAt.Sub(s.now()); wait > 0 {
+			err := &backoffError{server: s.spec.Name, retryIn: wait, cause: s.err}
+			s.mu.Unlock()
+			return nil, err
+		}
 	}
+	if stale != nil && s.cs == stale {
+		s.closeStale(stale)
+		s.cs, s.err = nil, sandbox.RedactError(fmt.Errorf("%w: %w", errSessionLost, cause))
+	}
+	s.state = StateConnecting
+	var endStreams context.CancelFunc
+	if s.cmd == nil {
+		endStreams = s.procCancel // the old HTTP streams' context; dial sets a new one
+	}
+	s.mu.Unlock()
+	if endStreams != nil {
+		defer endStreams()
+	}
+
+	s.log.Info("dialing the MCP server again")
 	cs, err := s.dial(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
-		s.state, s.err, s.cs = StateFailed, fmt.Errorf("%w and reconnecting failed: %w", errSessionExpired, err), nil
-		return nil, s.err
-	}
 	if s.closing {
-		_ = cs.Close()
+		if cs != nil {
+			s.mu.Unlock()
+			_ = cs.Close()
+			s.mu.Lock()
+		}
 		return nil, ErrNotConnected
 	}
-	s.state, s.err, s.cs = StateConnected, nil, cs
+	if err != nil && ctx.Err() != nil { // the call was cancelled: no backoff for that
+		s.state = StateLost
+		return nil, context.Cause(ctx)
+	}
+	if err != nil {
+		s.backoff = nextBackoff(s.backoff)
+		s.state, s.retryAt, s.cs = StateLost, s.now().Add(s.backoff), nil
+		if cause != nil {
+			err = fmt.Errorf("%w (%v), and dialing again failed: %w", errSessionLost, cause, err)
+		} else {
+			err = fmt.Errorf("dialing again failed: %w", err)
+		}
+		s.err = sandbox.RedactError(err)
+		s.log.Warn("dialing the MCP server again failed", "err", s.err, "retryIn", s.backoff)
+		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.err)
+	}
+	s.state, s.err, s.cs, s.backoff, s.retryAt = StateConnected, nil, cs, 0, time.Time{}
 	s.watchers.Go(func() { s.watch(cs) })
+	s.log.Info("MCP server connected again")
 	return cs, nil
 }
 
@@ -553,6 +675,9 @@ func (s *server) status(bridged int) ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := ServerStatus{Name: s.spec.Name, Transport: s.spec.Transport, State: s.state, Err: s.err, Tools: bridged}
+	if s.state == StateLost {
+		st.RetryAt = s.retryAt
+	}
 	if s.info != nil {
 		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
 	}

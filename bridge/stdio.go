@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -37,6 +39,9 @@ type stdioTransport struct {
 	// proc is the child once Connect has started it; read it after Connect
 	// returns.
 	proc *sandbox.Process
+	// out watches the child's stdout, for the cause of a failed initialize.
+	// Set before Connect.
+	out *stdoutWatch
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -60,7 +65,11 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.started != nil {
 		t.started(p)
 	}
-	pipes := &childPipes{stdin: stdinW, stdout: stdoutR}
+	if t.out == nil {
+		t.out = &stdoutWatch{}
+	}
+	t.out.r = stdoutR
+	pipes := &childPipes{stdin: stdinW, stdout: stdoutR, watch: t.out}
 	conn, err := (&mcp.IOTransport{Reader: pipes, Writer: pipes.writer()}).Connect(ctx)
 	if err != nil {
 		_ = pipes.Close()
@@ -73,9 +82,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // them closes stdin first (the MCP stdio shutdown signal), then stdout.
 type childPipes struct {
 	stdin, stdout *os.File
+	watch         *stdoutWatch // reads stdout, keeping its start
 }
 
-func (p *childPipes) Read(b []byte) (int, error) { return p.stdout.Read(b) }
+func (p *childPipes) Read(b []byte) (int, error) { return p.watch.Read(b) }
 
 func (p *childPipes) Close() error {
 	return errors.Join(p.stdin.Close(), p.stdout.Close())
@@ -89,6 +99,81 @@ type stdinWriter struct{ f *os.File }
 
 func (w stdinWriter) Write(b []byte) (int, error) { return w.f.Write(b) }
 func (w stdinWriter) Close() error                { return nil } // childPipes.Close closes it
+
+// stdoutHeadBytes is how much of a stdio child's stdout is kept to explain a
+// failed initialize.
+const stdoutHeadBytes = 4096
+
+// stdoutWatch reads a stdio child's stdout for the MCP connection and keeps
+// its first stdoutHeadBytes and whether it ended, so that a failed
+// initialize can say the real cause: a banner or shell echo that is not
+// JSON, or stdout closed by a child that is still running. Safe for
+// concurrent use.
+type stdoutWatch struct {
+	r io.Reader // set once before the first Read
+
+	mu    sync.Mutex
+	head  []byte // the first stdoutHeadBytes read
+	ended bool   // a Read returned an error (EOF: stdout closed)
+}
+
+func (w *stdoutWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.mu.Lock()
+	if room := stdoutHeadBytes - len(w.head); room > 0 {
+		w.head = append(w.head, p[:min(n, room)]...)
+	}
+	if err != nil {
+		w.ended = true
+	}
+	w.mu.Unlock()
+	return n, err
+}
+
+// nonJSON returns an error quoting the first line the child wrote on stdout
+// that is not JSON, or nil. A nil w has none.
+func (w *stdoutWatch) nonJSON() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rest := w.head
+	for len(rest) > 0 {
+		line, tail, complete := bytes.Cut(rest, []byte("\n"))
+		rest = tail
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		partial := !complete && !w.ended && len(w.head) < stdoutHeadBytes
+		if partial && (line[0] == '{' || line[0] == '[') {
+			continue // a message still being written
+		}
+		if partial || !json.Valid(line) {
+			return fmt.Errorf("server wrote non-JSON to stdout during initialize: %q (stdout is the MCP connection: logs and banners belong on stderr)", shorten(line, 120))
+		}
+	}
+	return nil
+}
+
+// closed reports whether the child's stdout has ended. A nil w has not.
+func (w *stdoutWatch) closed() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ended
+}
+
+// shorten returns at most n bytes of b, marking a cut with "…".
+func shorten(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
 
 // cancellingConn sends notifications/cancelled, when it closes, for every
 // request still awaiting its response (MCP "Cancellation": the client SHOULD

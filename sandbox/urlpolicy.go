@@ -19,8 +19,8 @@ var ErrRefused = errors.New("refused by the URL policy")
 
 // PolicyError is a URL or address the URL policy refuses.
 type PolicyError struct {
-	// URL is the refused URL as given (with any password redacted). It is
-	// empty for a refusal at dial time, which sets Addr.
+	// URL is the refused URL, redacted (RedactURL: no query values, no
+	// password). It is empty for a refusal at dial time, which sets Addr.
 	URL string
 	// Addr is the host:port being dialed, for a refusal at dial time.
 	Addr string
@@ -118,12 +118,9 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, &PolicyError{URL: raw, Rule: "malformed URL: " + err.Error()}
+		return nil, &PolicyError{URL: RedactURL(raw), Rule: "malformed URL: " + RedactURLs(err.Error())}
 	}
-	shown := raw
-	if u.User != nil {
-		shown = u.Redacted()
-	}
+	shown := RedactURL(raw)
 	refuse := func(format string, args ...any) (*url.URL, error) {
 		return nil, &PolicyError{URL: shown, Rule: fmt.Sprintf(format, args...)}
 	}
@@ -198,7 +195,7 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 		Transport: &originTransport{base: t, origin: o},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL) != o {
-				return &PolicyError{URL: req.URL.Redacted(), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
+				return &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
 			}
 			if len(via) > maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
@@ -341,7 +338,7 @@ func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, &PolicyError{URL: req.URL.Redacted(), Rule: fmt.Sprintf("request to another origin than the server's %s", t.origin)}
+		return nil, &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("request to another origin than the server's %s", t.origin)}
 	}
 	return t.base.RoundTrip(req)
 }

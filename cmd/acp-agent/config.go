@@ -232,8 +232,8 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 	fail := func(field, rule string, args ...any) (bridge.ServerSpec, error) {
 		return bridge.ServerSpec{}, fmt.Errorf("key %q: %s", key+field, fmt.Sprintf(rule, args...))
 	}
-	if strings.TrimSpace(name) == "" {
-		return fail("", "a server name must not be empty")
+	if err := bridge.ValidateServerName(name); err != nil {
+		return fail("", "server name: %v", err)
 	}
 	var e struct {
 		Type    string            `json:"type"`

@@ -63,6 +63,8 @@ func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 		{`{"timeout": {}}`, `unknown key "timeout"`},
 		{`{"limits": {"toolsPerSession": "many"}}`, `key "limits.toolsPerSession": must be int`},
 		{`{"timeouts": {"connect": "soon"}}`, `"soon" is not a positive duration`},
+		{`{"mcpServers": {"f\u001bs": {"command": "x"}}}`, `key "mcpServers.f\x1bs": server name: name "f\x1bs" has the control or invisible formatting character U+001B`},
+		{`{"mcpServers": {"": {"command": "x"}}}`, `key "mcpServers.": server name: must be a non-empty string`},
 		{`{"mcpServers": {"fs": {"args": []}}}`, `key "mcpServers.fs.command": must be a non-empty string`},
 		{`{"mcpServers": {"fs": {"command": "x", "cwd": "/"}}}`, `key "mcpServers.fs": unknown key "cwd"`},
 		{`{"mcpServers": {"w": {"type": "http"}}}`, `key "mcpServers.w.url": must be a non-empty string`},

@@ -1,0 +1,39 @@
+package acp
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+)
+
+func TestServersText_LeftOutIsCountedNotListed(t *testing.T) {
+	out := serversText([]bridge.ServerStatus{
+		{Name: "huge", Transport: bridge.TransportStdio, State: bridge.StateConnected, Tools: 90, LeftOutCount: 4910, LeftOut: []string{"t90", "t91", "t92"}},
+		{Name: "small", Transport: bridge.TransportStdio, State: bridge.StateConnected, Tools: 10},
+	}, 100)
+	want := `MCP server "huge": 4910 of its 5000 tools left out, over the limit of 100 tools per session shared between the session's servers (config limits.toolsPerSession); e.g. t90, t91, t92, …`
+	if !strings.Contains(out, want) {
+		t.Errorf("/servers =\n%s\nwant a line %q", out, want)
+	}
+	if strings.Count(out, "left out") != 1 {
+		t.Errorf("/servers =\n%s\nwant one left-out line", out)
+	}
+}
+
+func TestServersText_LostServer(t *testing.T) {
+	out := serversText([]bridge.ServerStatus{
+		{Name: "web", Transport: bridge.TransportHTTP, State: bridge.StateLost, Tools: 4, Err: errors.New("dialing again failed: connection refused"), RetryAt: time.Now().Add(8 * time.Second)},
+		{Name: "api", Transport: bridge.TransportHTTP, State: bridge.StateLost, Tools: 2, Err: errors.New("connection lost")},
+	}, 100)
+	for _, want := range []string{
+		"- web: lost (http, 4 tools): dialing again failed: connection refused; the first call after 8s dials it again",
+		"- api: lost (http, 2 tools): connection lost; the next call dials it again",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("/servers =\n%s\nwant a line %q", out, want)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// TestManager_StructuredOnlyResultReachesTheModel: a result with only
+// structuredContent carries its JSON as text, the only part a model reads.
+func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "structured", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "weather", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"celsius": 21, "sky": "clear"}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "both", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "21 C"}}, StructuredContent: map[string]any{"celsius": 21}}, nil
+	})
+	m := memManager(t, nil, map[string]*mcp.Server{"w": srv}, ServerSpec{Name: "w", Transport: TransportStdio})
+
+	res, err := toolByName(t, m, "mcp__w__weather").Execute(t.Context(), "c1", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gateway.ResultText(gateway.KindOpenAI, &res), `{"celsius":21,"sky":"clear"}`; got != want {
+		t.Errorf("model reads %q, want %q", got, want)
+	}
+	if res.Structured == nil {
+		t.Error("the structured content itself is gone")
+	}
+
+	res, err = toolByName(t, m, "mcp__w__both").Execute(t.Context(), "c2", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gateway.ResultText(gateway.KindOpenAI, &res); got != "21 C" {
+		t.Errorf("a result with content blocks reads %q, want them alone", got)
+	}
+}

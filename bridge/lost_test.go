@@ -1,0 +1,325 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// restartable is a Streamable HTTP (/mcp) and legacy SSE (/sse) MCP server
+// on a fixed loopback port that
+// can be stopped (connections reset, port closed) and started again as a
+// new process would be: with a new go-sdk handler that knows no session.
+// fault, if set, may answer a request itself (and return true).
+type restartable struct {
+	t     *testing.T
+	addr  string
+	inits atomic.Int32 // initialize requests served, over all lives
+	fault atomic.Pointer[func(w http.ResponseWriter, r *http.Request) bool]
+
+	mu  sync.Mutex
+	srv *http.Server
+	wg  sync.WaitGroup
+}
+
+func newRestartable(t *testing.T) *restartable {
+	r := &restartable{t: t, addr: "127.0.0.1:0"}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *restartable) url() string { return "http://" + r.addr + "/mcp" }
+
+func (r *restartable) start() {
+	r.t.Helper()
+	var ln net.Listener
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if ln, err = net.Listen("tcp", r.addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the old listener's port is being released
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.addr = ln.Addr().String()
+	srv := headerServer()
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/sse") {
+			sse.ServeHTTP(w, req)
+			return
+		}
+		streamable.ServeHTTP(w, req)
+	})
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if f := r.fault.Load(); f != nil && req.Header.Get("Mcp-Session-Id") != "" && req.Method == http.MethodPost && (*f)(w, req) {
+			return
+		}
+		if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" {
+			r.inits.Add(1)
+		}
+		handler.ServeHTTP(w, req)
+	})}
+	r.mu.Lock()
+	r.srv = hs
+	r.mu.Unlock()
+	r.wg.Go(func() { _ = hs.Serve(ln) })
+}
+
+func (r *restartable) stop() {
+	r.mu.Lock()
+	hs := r.srv
+	r.srv = nil
+	r.mu.Unlock()
+	if hs != nil {
+		_ = hs.Close()
+	}
+	r.wg.Wait()
+}
+
+// once makes the next session-bearing POST answer with f, once.
+func (r *restartable) once(f func(w http.ResponseWriter, r *http.Request)) {
+	var used atomic.Bool
+	fn := func(w http.ResponseWriter, req *http.Request) bool {
+		if used.Swap(true) {
+			return false
+		}
+		f(w, req)
+		return true
+	}
+	r.fault.Store(&fn)
+}
+
+// resetConn closes the request's connection with a TCP reset.
+func resetConn(w http.ResponseWriter, _ *http.Request) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func callHeaders(t *testing.T, m *Manager) (gateway.Result, error) {
+	t.Helper()
+	return toolByName(t, m, "mcp__web__headers").Execute(t.Context(), "c", nil, nil)
+}
+
+// TestHTTP_LostSessionReinitializesOnce: each way a Streamable HTTP server
+// loses the session costs one fresh initialize and one retry, and the call
+// succeeds.
+func TestHTTP_LostSessionReinitializesOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		lose func(r *restartable)
+	}{
+		{"restart", func(r *restartable) { r.stop(); r.start() }},
+		{"404 session not found", func(r *restartable) {
+			r.once(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "session not found", http.StatusNotFound) })
+		}},
+		{"400 no valid session (TypeScript SDK)", func(r *restartable) {
+			r.once(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+			})
+		}},
+		{"400 no valid session (plain text)", func(r *restartable) {
+			r.once(func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, "Bad Request: No valid session ID provided", http.StatusBadRequest)
+			})
+		}},
+		{"connection reset", func(r *restartable) { r.once(resetConn) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRestartable(t)
+			m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, nil)
+			if _, err := callHeaders(t, m); err != nil {
+				t.Fatal(err)
+			}
+			tt.lose(r)
+			res, err := callHeaders(t, m)
+			if err != nil || res.IsError {
+				t.Fatalf("the call after the loss: %v %+v; want it retried on a fresh session", err, res)
+			}
+			if n := r.inits.Load(); n != 2 {
+				t.Errorf("initialize count = %d, want 2 (the first and one re-initialize)", n)
+			}
+			if st := m.Servers()[0]; st.State != StateConnected {
+				t.Errorf("state = %v %v, want connected", st.State, st.Err)
+			}
+		})
+	}
+}
+
+// fakeClock is an injected clock that tests advance by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestHTTP_LostServerIsDialedAgainWithBackoff: a server that is down is not
+// failed forever: calls in the backoff fail fast saying when the next attempt
+// is, the first call after it dials again, and once the server is back the
+// calls work.
+func TestHTTP_LostServerIsDialedAgainWithBackoff(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, &Options{Clock: clock.Now, CallsPerMinute: -1})
+	r.stop()
+
+	_, err := callHeaders(t, m)
+	if !errors.Is(err, ErrNotConnected) || !strings.Contains(err.Error(), "dialing again failed") {
+		t.Fatalf("call with the server down = %v, want a failed redial", err)
+	}
+	st := m.Servers()[0]
+	if st.State != StateLost || !st.RetryAt.Equal(clock.Now().Add(time.Second)) {
+		t.Fatalf("status = %v (retry at %v), want lost, retry in 1s", st.State, st.RetryAt)
+	}
+
+	res, err := callHeaders(t, m) // in the backoff: no dial, a tool error
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "dials it again on the first call after 1s") {
+		t.Fatalf("call in the backoff = %v %+v, want a tool error saying when", err, res)
+	}
+
+	clock.Advance(time.Second)
+	if _, err := callHeaders(t, m); err == nil {
+		t.Fatal("the server is still down, yet the call worked")
+	}
+	if st := m.Servers()[0]; !st.RetryAt.Equal(clock.Now().Add(2 * time.Second)) {
+		t.Errorf("retry at %v, want the backoff doubled to 2s", st.RetryAt)
+	}
+
+	r.start()
+	clock.Advance(2 * time.Second)
+	if res, err := callHeaders(t, m); err != nil || res.IsError {
+		t.Fatalf("the server is back: %v %+v", err, res)
+	}
+	if st := m.Servers()[0]; st.State != StateConnected || st.Err != nil || !st.RetryAt.IsZero() {
+		t.Errorf("status = %v %v %v, want connected", st.State, st.Err, st.RetryAt)
+	}
+}
+
+// TestHTTP_LostStreamMarksLostThenRedials: when the server goes away the
+// standalone stream breaks and the server is marked lost, not failed; the
+// next call dials again at once.
+func TestHTTP_LostStreamMarksLostThenRedials(t *testing.T) {
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, nil)
+	r.stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for m.Servers()[0].State != StateLost {
+		if time.Now().After(deadline) {
+			st := m.Servers()[0]
+			t.Fatalf("state = %v %v, want lost once the stream broke", st.State, st.Err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.start()
+	if res, err := callHeaders(t, m); err != nil || res.IsError {
+		t.Fatalf("call after the restart: %v %+v", err, res)
+	}
+}
+
+func TestIsSessionLost(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{fmt.Errorf("sending \"tools/call\": failed to connect (session ID: X): %w", mcp.ErrSessionMissing), true},
+		{mcp.ErrConnectionClosed, true},
+		{fmt.Errorf("Post: %w", &net.OpError{Op: "read", Err: syscall.ECONNRESET}), true},
+		{fmt.Errorf("Post: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), true},
+		{fmt.Errorf("Post: %w", io.ErrUnexpectedEOF), true},
+		{errors.New(`sending "tools/call": Bad Request: No valid session ID provided: rejected: Bad Request`), true},
+		{errors.New(`sending "tools/call": Bad Request`), false},
+		{errors.New("calling \"tools/call\": invalid params"), false},
+		{ErrTimeout, false},
+		{context.Canceled, false},
+	} {
+		if got := isSessionLost(tt.err); got != tt.want {
+			t.Errorf("isSessionLost(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestHTTP_ConcurrentCallsShareOneReinitialize: calls that all find the
+// session lost at once share one fresh initialize.
+func TestHTTP_ConcurrentCallsShareOneReinitialize(t *testing.T) {
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, &Options{CallsPerMinute: -1})
+	r.stop()
+	r.start()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			res, err := callHeaders(t, m)
+			if err == nil && res.IsError {
+				err = errors.New(res.Content[0].Text)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a call failed: %v", err)
+		}
+	}
+	if n := r.inits.Load(); n != 2 {
+		t.Errorf("initialize count = %d, want 2 (one shared re-initialize)", n)
+	}
+}
+
+// TestSSE_RestartedServerIsDialedAgain: a legacy SSE server that restarts
+// is dialed again by the next call, which works.
+func TestSSE_RestartedServerIsDialedAgain(t *testing.T) {
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportSSE, URL: "http://" + r.addr + "/sse"}, nil)
+	if _, err := callHeaders(t, m); err != nil {
+		t.Fatal(err)
+	}
+	r.stop()
+	r.start()
+	if res, err := callHeaders(t, m); err != nil || res.IsError {
+		t.Fatalf("call after the restart: %v %+v", err, res)
+	}
+	if st := m.Servers()[0]; st.State != StateConnected {
+		t.Errorf("state = %v %v, want connected", st.State, st.Err)
+	}
+}

@@ -1,0 +1,92 @@
+//lint:file-ignore SA1019 MCP logging is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25, where servers still log this way.
+
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// logBuffer is a concurrency-safe buffer for a slog text handler.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newTestLogger returns a logger writing text lines at level and above to
+// the returned buffer.
+func newTestLogger(level slog.Level) (*slog.Logger, *logBuffer) {
+	buf := &logBuffer{}
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: level})), buf
+}
+
+// waitLog waits until the log holds want, for a generous deadline.
+func waitLog(t *testing.T, buf *logBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(buf.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never had %q:\n%s", want, buf)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestManager_ServerLogMessagesReachTheLog(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "work", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for _, m := range []mcp.LoggingMessageParams{
+			{Level: "debug", Logger: "db", Data: "debug detail"},
+			{Level: "warning", Logger: "db", Data: "disk almost full"},
+			{Level: "critical", Data: map[string]any{"code": 7}},
+			{Level: "info", Data: strings.Repeat("x", 10000)},
+			{Level: "error", Data: "done\nforged=line"},
+		} {
+			_ = req.Session.Log(ctx, &m)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	log, buf := newTestLogger(slog.LevelInfo)
+	m := memManager(t, &Options{Logger: log}, map[string]*mcp.Server{"chatty": srv}, ServerSpec{Name: "chatty", Transport: TransportStdio})
+	if _, err := toolByName(t, m, "mcp__chatty__work").Execute(t.Context(), "c", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, buf, `done\nforged=line`)
+	out := buf.String()
+	for _, want := range []string{
+		`level=WARN msg="MCP server log" server=chatty mcpLevel=warning logger=db data="disk almost full"`,
+		`level=ERROR msg="MCP server log" server=chatty mcpLevel=critical data="{\"code\":7}"`,
+		`level=ERROR msg="MCP server log" server=chatty mcpLevel=error data="done\nforged=line"`,
+		`… (10000 bytes)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "debug detail") {
+		t.Error("a debug message reached an info log: logging/setLevel was not sent at info")
+	}
+	if strings.Contains(out, strings.Repeat("x", maxLogData+1)) {
+		t.Error("the data was not bounded")
+	}
+}

@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// restartableProc runs a server process that listens on one fixed loopback
+// port, and can be killed and started again on it, as a deploy would.
+type restartableProc struct {
+	t     *testing.T
+	start func() *exec.Cmd // starts the process; the port is ready when it returns
+	cmd   *exec.Cmd
+}
+
+func newRestartableProc(t *testing.T, start func() *exec.Cmd) *restartableProc {
+	p := &restartableProc{t: t, start: start}
+	p.cmd = start()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *restartableProc) kill() {
+	if p.cmd != nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		p.cmd = nil
+	}
+}
+
+func (p *restartableProc) restart() {
+	p.kill()
+	p.cmd = p.start()
+}
+
+// waitPort waits until 127.0.0.1:port accepts connections.
+func waitPort(t *testing.T, port int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never listened on %d", what, port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fixtureOnPort starts the Go fixture's HTTP mode on port.
+func fixtureOnPort(t *testing.T, port int) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		cmd := exec.Command(fixtureBin, "-http", fmt.Sprintf("127.0.0.1:%d", port))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		_, _ = cmd.StdinPipe() // kept open: EOF on stdin ends the fixture
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+			t.Fatalf("fixture -http on %d: %v", port, err)
+		}
+		return cmd
+	}
+}
+
+// supergatewayOnPort starts server-filesystem behind supergateway (stateful
+// Streamable HTTP, the TypeScript SDK's session handling) on port.
+func supergatewayOnPort(t *testing.T, port int, root string) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		loopback, _ := filepath.Abs("testdata/loopback.cjs")
+		cmd := exec.Command("node", "-r", loopback, supergateway, "--stdio", "node "+filesystem+" "+root,
+			"--outputTransport", "streamableHttp", "--stateful", "--port", strconv.Itoa(port), "--logLevel", "none")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitPort(t, port, "supergateway")
+		return cmd
+	}
+}
+
+// callUntil sends prompt until its tool call completes, for a generous
+// deadline (a lost server is dialed again after a backoff), and returns the
+// text of the call that completed.
+func callUntil(t *testing.T, a *agent, sid, prompt string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, out := a.prompt(sid, prompt)
+		end := finalToolUpdate(t, out)
+		if *end.Status == acpsdk.ToolCallStatusCompleted {
+			return contentText(end)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never completed again; last: %q", prompt, contentText(end))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestMCP_HTTPServerRestartedMidSession: Streamable HTTP servers (the Go
+// fixture: 404 for the old session; supergateway: the TypeScript SDK's 400
+// "No valid session ID") restart in the middle of a session; the next calls
+// initialize a new session and work, with no restart of the session. While
+// a server is down, its calls fail as tool errors and /servers says it is
+// lost. The token in the fixture's URL never reaches the agent's log.
+func TestMCP_HTTPServerRestartedMidSession(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("still here"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixPort, sgPort := freePort(t), freePort(t)
+	fixture := newRestartableProc(t, fixtureOnPort(t, fixPort))
+	gateway := newRestartableProc(t, supergatewayOnPort(t, sgPort, root))
+
+	a := startAgent(t)
+	sid := a.newSession(root,
+		httpServer("fixture", fmt.Sprintf("http://127.0.0.1:%d/mcp?token=e2e-url-secret", fixPort), nil),
+		httpServer("fs", fmt.Sprintf("http://127.0.0.1:%d/mcp", sgPort), nil),
+	)
+	if startup := text(a.Client.Updates()); strings.Contains(startup, "failed") {
+		t.Fatalf("a server failed:\n%s", startup)
+	}
+	echo := `/call mcp__fixture__echo {"message":"hello"}`
+	read := fmt.Sprintf(`/call mcp__fs__read_text_file {"path": %q}`, filepath.Join(root, "note.txt"))
+	if got := callUntil(t, a, sid, echo); !strings.Contains(got, "hello") {
+		t.Fatalf("echo: %q", got)
+	}
+	if got := callUntil(t, a, sid, read); !strings.Contains(got, "still here") {
+		t.Fatalf("read: %q", got)
+	}
+
+	// Down: a tool error, not a dead session; /servers says lost.
+	fixture.kill()
+	_, out := a.prompt(sid, echo)
+	if end := finalToolUpdate(t, out); *end.Status != acpsdk.ToolCallStatusFailed {
+		t.Errorf("a call to a server that is down: %s %q, want failed", *end.Status, contentText(end))
+	}
+	_, out = a.prompt(sid, "/servers")
+	if got := text(out); !strings.Contains(got, "- fixture: lost (http,") || !strings.Contains(got, "?REDACTED") {
+		t.Errorf("/servers while the fixture is down:\n%s", got)
+	}
+
+	// Back (a new process: none of the old sessions), and the fs server restarts too.
+	fixture.restart()
+	gateway.restart()
+	if got := callUntil(t, a, sid, echo); !strings.Contains(got, "hello") {
+		t.Errorf("echo after the restart: %q", got)
+	}
+	if got := callUntil(t, a, sid, read); !strings.Contains(got, "still here") {
+		t.Errorf("read after the restart: %q", got)
+	}
+	_, out = a.prompt(sid, "/servers")
+	for _, want := range []string{"- fixture: connected (http,", "- fs: connected (http,"} {
+		if got := text(out); !strings.Contains(got, want) {
+			t.Errorf("/servers after the restart lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(a.stderr.String(), "e2e-url-secret") {
+		t.Error("the URL's token is in the agent's log")
+	}
+}
