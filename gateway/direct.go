@@ -16,7 +16,7 @@ Commands:
   /tools               list the tools of this session
   /call <tool> [args]  call a tool; args is a JSON object, {} when left out
                        e.g. /call mcp__everything__echo {"message":"hi"}
-  /servers             show each MCP server: state, transport, tool count
+  /servers             show each MCP server: state, transport, tool count, last error
   /help                show this help
 
 This session runs without a model. To chat with one, pick it in the
