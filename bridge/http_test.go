@@ -19,7 +19,11 @@ import (
 // headers of the request that carried the call.
 func headerServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "http-fixture", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "headers", Description: "Return the request's headers."},
+	mcp.AddTool(srv, &mcp.Tool{Name: "touch", Description: "Do something that is not idempotent."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "headers", Description: "Return the request's headers.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			var lines []string
 			if req.Extra != nil {

@@ -50,6 +50,22 @@ func isSessionLost(err error) bool {
 	return strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "server closed idle connection")
 }
 
+// neverReached reports whether err, from a request to an http or sse
+// server, proves the server did not run the request: it answered that it
+// has no such session (404, or 400 about the session), refused the
+// connection, or net/http found the kept-alive connection closed before it
+// sent anything. A reset or EOF mid-request proves nothing: the server may
+// have run the call before the connection broke.
+func neverReached(err error) bool {
+	switch {
+	case errors.Is(err, mcp.ErrSessionMissing), errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "session") && (strings.Contains(msg, "bad request") || strings.Contains(msg, "session not found")) ||
+		strings.Contains(msg, "server closed idle connection")
+}
+
 // redials reports whether a lost connection of s is dialed again on the next
 // call: for http and sse servers, which restart and expire sessions on
 // their own. A stdio child that died stays failed: restarting it could

@@ -229,10 +229,16 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		return cs, nil
 	}
 	kill()
+	killed := false // the child was still running: its end is ours, not a cause
 	if st, ok := transport.(*stdioTransport); ok && st.proc != nil {
+		select {
+		case <-st.proc.Done():
+		default:
+			killed = true
+		}
 		st.proc.Kill() // the group and every descendant; then cmd.ProcessState is set
 	}
-	return nil, sandbox.RedactError(s.describeDialError(err, cctx, cmd))
+	return nil, sandbox.RedactError(s.describeDialError(err, cctx, cmd, killed))
 }
 
 // transport returns the transport of the server: Options.Dial's, a stdio
@@ -299,7 +305,9 @@ func (d *detached) Connect(context.Context) (mcp.Connection, error) {
 }
 
 // describeDialError turns a failed start or initialize into a short reason.
-func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cmd) error {
+// killed says the bridge killed the child after the failure, so a signal in
+// its exit status is not the cause.
+func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cmd, killed bool) error {
 	var execErr *exec.Error
 	switch {
 	case errors.As(err, &execErr):
@@ -315,7 +323,7 @@ func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cm
 	case cmd != nil && s.stdout.closed() && cmd.ProcessState != nil && !cmd.ProcessState.Exited():
 		// The child was running when its stdout ended: dial killed it.
 		return fmt.Errorf("server closed its stdout during initialize while still running%s", s.stderr.suffix())
-	case cmd != nil && cmd.ProcessState != nil:
+	case cmd != nil && cmd.ProcessState != nil && !killed:
 		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
 	default:
 		return fmt.Errorf("initialize failed: %w%s", err, s.stderr.suffix())
@@ -413,9 +421,17 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 	if err == nil || ctx.Err() != nil || !s.redials() || !isSessionLost(err) {
 		return res, err
 	}
-	s.log.Info("the MCP session was lost; initializing a new one and retrying the call once", "tool", name, "err", err)
+	retry := neverReached(err) || s.idempotent(name)
+	s.log.Info("the MCP session was lost; initializing a new one", "tool", name, "retry", retry, "err", err)
+	cause := err
 	if cs, err = s.reconnect(ctx, cs, err); err != nil {
 		return gateway.Result{}, err
+	}
+	if !retry {
+		// The server may have run the call before the connection broke:
+		// running a tool that is not idempotent twice is worse than asking.
+		return gateway.ErrorResult(fmt.Sprintf("the connection to MCP server %q broke during the call (%v), so the tool may or may not have run; the session is back: check, then call again if needed",
+			s.spec.Name, sandbox.RedactError(cause))), nil
 	}
 	res, err = s.callOnce(ctx, cs, name, args, onUpdate)
 	if err != nil && ctx.Err() == nil && isSessionLost(err) {
@@ -423,6 +439,19 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 		s.markLost(cs, err)
 	}
 	return res, err
+}
+
+// idempotent reports whether the server's tool named name says that calling
+// it twice does no more than once (readOnlyHint or idempotentHint).
+func (s *server) idempotent(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tools {
+		if t.Name == name && t.Annotations != nil {
+			return t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint
+		}
+	}
+	return false
 }
 
 // liveSession returns the live client session; a lost server is dialed

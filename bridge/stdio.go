@@ -114,7 +114,7 @@ type stdoutWatch struct {
 
 	mu    sync.Mutex
 	head  []byte // the first stdoutHeadBytes read
-	ended bool   // a Read returned an error (EOF: stdout closed)
+	ended bool   // a Read returned io.EOF: the child closed stdout
 }
 
 func (w *stdoutWatch) Read(p []byte) (int, error) {
@@ -123,7 +123,7 @@ func (w *stdoutWatch) Read(p []byte) (int, error) {
 	if room := stdoutHeadBytes - len(w.head); room > 0 {
 		w.head = append(w.head, p[:min(n, room)]...)
 	}
-	if err != nil {
+	if errors.Is(err, io.EOF) { // the child closed it; not our own close of the pipe
 		w.ended = true
 	}
 	w.mu.Unlock()

@@ -19,6 +19,10 @@ func TestManager_StdioStdoutDuringInitialize(t *testing.T) {
 		{"banner then exit", `echo "usage: weather [--port N]"; exit 2`, `server wrote non-JSON to stdout during initialize: "usage: weather [--port N]`},
 		{"banner without a newline", `printf 'Weather server ready'; sleep 60`, `server wrote non-JSON to stdout during initialize: "Weather server ready"`},
 		{"closed stdout", `exec 1>&-; sleep 60`, `server closed its stdout during initialize`},
+		// An initialize refused with a JSON-RPC error is reported as that
+		// error, not as a closed stdout (closing our end of the pipe is not
+		// the child closing its stdout).
+		{"initialize error", `read -r line; echo '{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unsupported protocol version"}}'; sleep 60`, `Unsupported protocol version`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,7 +85,9 @@ func TestNewLogger_StderrNeverBlocks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := range 20000 {
+		// About 3.5 MB: more than the batch the sink's goroutine holds in
+		// the stuck Write plus a full buffer, whenever it took that batch.
+		for i := range 60000 {
 			logger.Debug("a verbose line", zap.Int("i", i))
 		}
 	}()
