@@ -124,20 +124,27 @@ func TestStore_ListPaginationFilterAndOrder(t *testing.T) {
 	}
 }
 
-func TestSQLite_MigratesSchemaVersion1(t *testing.T) {
+// oldStore writes a store at schema version v holding the session
+// sess_old (title "old one"), runs each of stmts on it, and returns its path.
+func oldStore(t *testing.T, v int, stmts ...string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	old, err := openSQLite(t.Context(), path, 1)
+	old, err := openSQLite(t.Context(), path, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.db.Exec(`INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`); err != nil {
-		t.Fatal(err)
+	defer old.Close()
+	stmts = append([]string{`INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`}, stmts...)
+	for _, q := range stmts {
+		if _, err := old.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := old.db.Exec(`INSERT INTO turns (session_id, seq, messages) VALUES ('sess_old', 1, '[{"Role":"user","Content":[{"Type":"text","Text":"hi"}]}]')`); err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
+	return path
+}
 
+func TestSQLite_MigratesSchemaVersion1(t *testing.T) {
+	path := oldStore(t, 1, `INSERT INTO turns (session_id, seq, messages) VALUES ('sess_old', 1, '[{"Role":"user","Content":[{"Type":"text","Text":"hi"}]}]')`)
 	st, err := OpenSQLite(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)

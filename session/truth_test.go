@@ -38,16 +38,7 @@ func TestStore_Model(t *testing.T) {
 
 // A store written before models were kept opens with every model "".
 func TestSQLite_MigratesSchemaVersion2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sessions.db")
-	old, err := openSQLite(t.Context(), path, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := old.db.Exec(`INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`); err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	st, err := OpenSQLite(t.Context(), path)
+	st, err := OpenSQLite(t.Context(), oldStore(t, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
