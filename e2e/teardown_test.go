@@ -213,6 +213,42 @@ func TestTeardown_EscapedDescendantsEnd(t *testing.T) {
 	}
 }
 
+// TestTeardown_DaemonEndsWhileAnotherSessionRuns checks that a daemon a
+// server started (orphaned at once, adopted by the agent) ends with its
+// session even though another session's server still runs, and that the
+// other server survives.
+func TestTeardown_DaemonEndsWhileAnotherSessionRuns(t *testing.T) {
+	a := startAgent(t)
+	a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")))
+	var keep int
+	for _, p := range descendants(a.Cmd.Process.Pid) {
+		if strings.Contains(cmdline(p), "mcp-fixture") {
+			keep = p
+		}
+	}
+	if keep == 0 {
+		t.Fatal("no fixture process below the agent")
+	}
+	sid := a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")))
+	_, out := a.prompt(sid, `/call mcp__fixture__spawn_escapee {"daemon": true}`)
+	daemon, err := strconv.Atoi(strings.TrimSpace(contentText(finalToolUpdate(t, out))))
+	if err != nil {
+		t.Fatalf("spawn_escapee: %v\n%s", err, dump(out))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range waitAllGone([]int{daemon}, 15*time.Second) {
+		t.Errorf("daemon %d (%s) outlived its session while another session ran", p, cmdline(p))
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	if !alive(keep) {
+		t.Error("closing one session ended another session's server")
+	}
+}
+
 // TestTeardown_ToolsListHangCostsItsTimeout checks that a server that hangs
 // in tools/list, ignoring SIGTERM and its closed stdin, costs the toolsList
 // timeout and no more: not the grace period on top.

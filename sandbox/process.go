@@ -46,6 +46,9 @@ type Process struct {
 	done chan struct{}
 	err  error // cmd.Wait's result; read after done
 
+	tag       string // the value of ServerTagEnv in the child's environment (Linux)
+	rootStart uint64 // the child's start time, to tell it from a reuse of its pid (Linux)
+
 	mu   sync.Mutex
 	seen map[int]procID // every descendant seen so far (Linux)
 }
@@ -58,13 +61,13 @@ type procID struct{ start uint64 }
 // long as the agent, so that the child's parent-death signal fires when the
 // agent dies and at no other time. It fails as cmd.Start does.
 func Start(cmd *exec.Cmd) (*Process, error) {
-	if err := startChild(cmd); err != nil {
+	p := &Process{Cmd: cmd, done: make(chan struct{})}
+	if err := p.startChild(); err != nil {
 		return nil, err
 	}
-	p := &Process{Cmd: cmd, done: make(chan struct{})}
 	go func() { // owned by p: Done reports its end
 		err := cmd.Wait()
-		forget(cmd.Process.Pid)
+		p.reaped()
 		p.err = err
 		close(p.done)
 	}()
@@ -83,9 +86,21 @@ func (p *Process) Err() error { return p.err }
 // after about WaitDelay plus a few seconds at most.
 func (p *Process) Kill() {
 	p.track()
-	_ = SignalGroup(p.Cmd, syscall.SIGKILL)
+	p.signalGroup(syscall.SIGKILL)
 	<-p.done
 	p.sweep()
+}
+
+// signalGroup sends sig to the child's process group unless the child has
+// already been reaped: its pid, and with it the group id, may since belong
+// to an unrelated process. What is left of the group then is the sweep's.
+func (p *Process) signalGroup(sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = SignalGroup(p.Cmd, sig)
 }
 
 // SignalGroup sends sig to the process group led by cmd's process. It returns
@@ -126,17 +141,16 @@ func StopGroup(p *Process, grace time.Duration, stop func()) {
 	case <-p.done:
 	case <-timer.C:
 		p.track()
-		_ = SignalGroup(p.Cmd, syscall.SIGTERM)
+		p.signalGroup(syscall.SIGTERM)
 		timer.Reset(killDelay)
 		select {
 		case <-p.done:
 		case <-timer.C:
 			p.track()
-			_ = SignalGroup(p.Cmd, syscall.SIGKILL)
+			p.signalGroup(syscall.SIGKILL)
 			<-p.done
 		}
 	}
-	_ = SignalGroup(p.Cmd, syscall.SIGKILL)
 	p.sweep()
 	<-stopped
 }

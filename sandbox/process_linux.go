@@ -1,9 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +34,64 @@ func sysProcAttr() *syscall.SysProcAttr {
 // twice and called setsid, is reparented to the agent instead of init, so
 // that StopGroup and Kill can still find and end it. An error means the
 // agent is no subreaper; a watchdog that cannot start is skipped.
+//
+// A subreaper also starts the reaper, a goroutine that lives as long as the
+// process: on each SIGCHLD it reaps the adopted orphans that have exited, so
+// that they do not linger as zombies until a teardown. It never reaps a child
+// started by Start (exec.Cmd collects that status), nor an exited child in
+// the agent's own process group; but any other child the process starts
+// without Start after Setup, in a process group of its own, may have its
+// status taken (its Wait then fails with ECHILD). The agent starts every
+// child with Start.
 func Setup() error {
-	startWatchdog()
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	startWatchdog() // before the prctl: the watchdog must not be adopted
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	startReaper()
+	return nil
+}
+
+// reaper starts the reaper once.
+var reaper sync.Once
+
+func startReaper() {
+	reaper.Do(func() {
+		sigs := make(chan os.Signal, 1) // a pending signal stands for any number
+		signal.Notify(sigs, syscall.SIGCHLD)
+		go func() { // lives as long as the process, on purpose: orphans are adopted until it exits
+			for range sigs {
+				reapOrphans()
+			}
+		}()
+	})
+}
+
+// reapOrphans reaps every exited child of the agent that Start did not start
+// (adopted orphans) and that is not in the agent's own process group.
+// waitid(WNOWAIT) first tells cheaply whether any child has exited at all;
+// it cannot skip the children exec.Cmd waits for, so /proc names the rest.
+func reapOrphans() {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if err != nil || info.Signo == 0 {
+		return // no child, or none has exited
+	}
+	self, group := os.Getpid(), syscall.Getpgrp()
+	var zombies []int
+	for pid, info := range readProcs() {
+		if info.ppid == self && info.zombie && info.pgid != group {
+			zombies = append(zombies, pid)
+		}
+	}
+	children.Lock()
+	defer children.Unlock()
+	for _, pid := range zombies {
+		if _, ours := children.started[pid]; !ours {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
 }
 
 // children guards started: the pids of children started by Start whose exit
@@ -55,7 +115,33 @@ type spawnReq struct {
 	done chan error
 }
 
-func startChild(cmd *exec.Cmd) error {
+// ServerTagEnv is the environment variable Start sets in every child it
+// starts (Linux), to a random value of its own, replacing any value already
+// in the environment: its descendants inherit it, so that teardown finds
+// them even once they have left the child's tree and process group (a
+// daemon that forked twice and called setsid, reparented to the agent or to
+// init). It is no secret, and a process that clears its environment, or runs
+// as another user, escapes this match.
+const ServerTagEnv = "ACP_AGENT_SERVER_TAG"
+
+// newTag returns a random tag for ServerTagEnv.
+func newTag() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+// startChild tags p.Cmd's environment and starts it on the spawner's thread.
+func (p *Process) startChild() error {
+	cmd := p.Cmd
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	p.tag = newTag()
+	cmd.Env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, ServerTagEnv+"=")
+	}), ServerTagEnv+"="+p.tag)
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan spawnReq)
 		go func() { // lives as long as the process, on purpose
@@ -69,6 +155,10 @@ func startChild(cmd *exec.Cmd) error {
 	spawner.reqs <- r
 	if err := <-r.done; err != nil {
 		return err
+	}
+	// Not reaped yet (the reaper skips started children), so the pid is its.
+	if info, ok := readProc(cmd.Process.Pid); ok {
+		p.rootStart = info.start
 	}
 	tellWatchdog('+', cmd.Process.Pid)
 	return nil
@@ -146,11 +236,26 @@ func startRegistered(cmd *exec.Cmd) error {
 	return nil
 }
 
-// forget removes a child whose status exec.Cmd has collected.
-func forget(pid int) {
+// reaped runs once exec.Cmd has collected p's child's status. It records
+// the members left in the child's process group (while any lives, the group
+// id cannot be reused), so that the sweep finds them later without trusting
+// a group id that may by then be another's; then it forgets the child and
+// takes its group off the watchdog's list, which must never kill a group id
+// that was reused.
+func (p *Process) reaped() {
+	root := p.Cmd.Process.Pid
+	procs := readProcs()
+	p.mu.Lock()
+	for pid, info := range procs {
+		if info.pgid == root && info.start >= p.rootStart {
+			p.note(pid, info.start)
+		}
+	}
+	p.mu.Unlock()
 	children.Lock()
-	delete(children.started, pid)
+	delete(children.started, root)
 	children.Unlock()
+	tellWatchdog('-', root)
 }
 
 // procInfo is one line of /proc/<pid>/stat, in part.
@@ -223,48 +328,98 @@ func descendants(procs map[int]procInfo, root int) []int {
 }
 
 // track records the current descendants of p's child, so that the sweep
-// still knows them once they have been orphaned.
+// still knows them once they have been orphaned. It does nothing once the
+// child has been reaped, or if its pid no longer runs the child (reused).
 func (p *Process) track() {
 	if p.Cmd.Process == nil {
 		return
 	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	root := p.Cmd.Process.Pid
 	procs := readProcs()
+	if info, ok := procs[root]; !ok || info.start != p.rootStart {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.remember(procs, p.Cmd.Process.Pid)
+	p.remember(procs, root)
 }
 
 // remember adds the descendants of root in procs to p.seen; p.mu is held.
 func (p *Process) remember(procs map[int]procInfo, root int) {
+	for _, d := range descendants(procs, root) {
+		p.note(d, procs[d].start)
+	}
+}
+
+// note adds pid, started at start, to p.seen unless it is there; p.mu is held.
+func (p *Process) note(pid int, start uint64) {
 	if p.seen == nil {
 		p.seen = make(map[int]procID)
 	}
-	for _, d := range descendants(procs, root) {
-		if _, ok := p.seen[d]; !ok {
-			p.seen[d] = procID{procs[d].start}
-		}
+	if _, ok := p.seen[pid]; !ok {
+		p.seen[pid] = procID{start}
 	}
+}
+
+// tagged reports whether /proc/<pid>/environ holds needle ("\x00NAME=value\x00").
+// Another user's process cannot be read, and does not match.
+func tagged(pid int, needle []byte) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(data) == 0 {
+		return false
+	}
+	env := make([]byte, 0, len(data)+2)
+	env = append(append(append(env, 0), data...), 0)
+	return bytes.Contains(env, needle)
 }
 
 // sweepRounds bounds the sweep: each round kills what it finds, and a
 // descendant may fork while it is being killed.
 const sweepRounds = 200
 
-// sweep kills every process left of p's tree once p's child is gone: the
-// descendants seen by track and their own descendants, the members of its
-// process group, and the orphans the agent adopted as subreaper from it —
-// those seen in the tree or still in its group, and, when no other child
-// started by Start is alive to claim them, every other adopted orphan. It
-// reaps the adopted orphans it killed, and repeats until none is left.
+// sweep kills every process left of p's tree once p's child is gone (it is
+// called after Done): the descendants seen by track, the members left in its
+// process group when it was reaped, the processes that carry its tag
+// (ServerTagEnv) in their environment, wherever they were reparented, the
+// descendants of all these, and, when no other child started by Start is
+// alive to claim them, every other orphan the agent adopted as subreaper. A
+// pid counts only with the start time it was seen with, so a reused pid is
+// spared. It reaps the adopted orphans it killed, and repeats until none is
+// left.
 func (p *Process) sweep() {
 	if p.Cmd.Process == nil {
 		return
 	}
-	root := p.Cmd.Process.Pid
 	self := os.Getpid()
+	var needle []byte
+	if p.tag != "" {
+		needle = []byte("\x00" + ServerTagEnv + "=" + p.tag + "\x00")
+	}
 	for range sweepRounds {
 		procs := readProcs()
 		p.mu.Lock()
+		if p.seen == nil {
+			p.seen = make(map[int]procID)
+		}
+		if needle != nil {
+			for pid, info := range procs {
+				// A descendant starts no earlier than the child.
+				if pid == self || info.zombie || info.start < p.rootStart {
+					continue
+				}
+				if id, ok := p.seen[pid]; ok && id.start == info.start {
+					continue
+				}
+				if tagged(pid, needle) {
+					p.seen[pid] = procID{info.start} // replaces a reused pid's entry
+				}
+			}
+		}
 		for pid, id := range p.seen {
 			if info, ok := procs[pid]; ok && info.start == id.start {
 				p.remember(procs, pid)
@@ -282,7 +437,7 @@ func (p *Process) sweep() {
 					continue // exec.Cmd waits for it
 				}
 			}
-			if !seen && info.pgid != root && !(adopted && alone) {
+			if !seen && !(adopted && alone) {
 				continue
 			}
 			if info.zombie {
@@ -297,7 +452,6 @@ func (p *Process) sweep() {
 		children.Unlock()
 		p.mu.Unlock()
 		if len(targets) == 0 {
-			tellWatchdog('-', root)
 			return
 		}
 		for _, pid := range targets {

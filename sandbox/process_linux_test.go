@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -119,5 +123,196 @@ func waitLeftGroup(t *testing.T, pid, pgid int) {
 			t.Fatalf("process %d never left group %d", pid, pgid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStopGroup_KillsDaemonWhileAnotherServerRuns checks that a daemon that
+// forked twice and called setsid — adopted by the agent before any teardown
+// could see it in the server's tree — is ended with its server even while
+// another server runs (so that adopted orphans cannot all be presumed the
+// ending server's).
+func TestStopGroup_KillsDaemonWhileAnotherServerRuns(t *testing.T) {
+	o, closeOther := startScript(t, t.TempDir(), "read line; exit 0")
+	defer StopGroup(o, 5*time.Second, closeOther)
+	dir := t.TempDir()
+	p, closeStdin := startScript(t, dir, "(setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > pid); read line; exit 0")
+	daemon := readPid(t, filepath.Join(dir, "pid"))
+	waitLeftGroup(t, daemon, p.Cmd.Process.Pid)
+	StopGroup(p, 5*time.Second, closeStdin)
+	waitDead(t, daemon)
+	if !alive(o.Cmd.Process.Pid) {
+		t.Error("ending one server killed another")
+	}
+}
+
+// TestStart_TagCannotBeForged checks that the child's ServerTagEnv is Start's
+// own random value, whatever the environment given asked for.
+func TestStart_TagCannotBeForged(t *testing.T) {
+	dir := t.TempDir()
+	cmd := Command(t.Context(), "sh", []string{"-c", `echo "$` + ServerTagEnv + `" > tag; read line`}, dir,
+		[]string{"PATH=" + os.Getenv("PATH"), ServerTagEnv + "=forged"})
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer StopGroup(p, 5*time.Second, func() { _ = stdin.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	var got string
+	for {
+		data, _ := os.ReadFile(filepath.Join(dir, "tag"))
+		if got = strings.TrimSpace(string(data)); got != "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got == "" || got == "forged" || got != p.tag {
+		t.Errorf("child's %s = %q, want Start's tag %q", ServerTagEnv, got, p.tag)
+	}
+	n := 0
+	for _, kv := range cmd.Env {
+		if strings.HasPrefix(kv, ServerTagEnv+"=") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("cmd.Env holds %d %s entries, want 1", n, ServerTagEnv)
+	}
+}
+
+// zombieChild reports whether pid is an exited child of this process that
+// nobody has reaped.
+func zombieChild(pid int) bool {
+	info, ok := readProc(pid)
+	return ok && info.zombie && info.ppid == os.Getpid()
+}
+
+// TestReaper_ReapsAdoptedOrphans checks that orphans adopted from a running
+// server are reaped when they exit, not left as zombies until a teardown.
+func TestReaper_ReapsAdoptedOrphans(t *testing.T) {
+	dir := t.TempDir()
+	p, closeStdin := startScript(t, dir, "for i in 1 2 3 4 5 6 7 8 9 10; do (sleep 0.05 </dev/null >/dev/null 2>&1 & echo $! >> pids); done; echo 1 > ready; read line; exit 0")
+	defer StopGroup(p, 5*time.Second, closeStdin)
+	readPid(t, filepath.Join(dir, "ready"))
+	data, err := os.ReadFile(filepath.Join(dir, "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := strings.Fields(string(data))
+	if len(pids) != 10 {
+		t.Fatalf("pids = %q", pids)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, s := range pids {
+		pid, _ := strconv.Atoi(s)
+		for alive(pid) || zombieChild(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("orphan %d not reaped (zombie: %v)", pid, zombieChild(pid))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestReaper_LeavesStartedChildrenToWait checks that the reaper never takes
+// the exit status of a child started by Start, while orphans exit around it.
+func TestReaper_LeavesStartedChildrenToWait(t *testing.T) {
+	var ps []*Process
+	for range 8 {
+		p, _ := startScript(t, t.TempDir(), "(sleep 0.01 </dev/null >/dev/null 2>&1 &); exit 3")
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		select {
+		case <-p.Done():
+		case <-time.After(15 * time.Second):
+			t.Fatal("child never waited for")
+		}
+		if code := p.Cmd.ProcessState.ExitCode(); code != 3 {
+			t.Errorf("exit code %d (err %v), want 3", code, p.Err())
+		}
+	}
+}
+
+// staleProcess is a Process whose child exited and was reaped long ago and
+// whose pid now belongs to victim: what Kill or StopGroup would see if an
+// unrelated process reused the pid of a server that crashed.
+func staleProcess(t *testing.T, victim int) *Process {
+	t.Helper()
+	info, ok := readProc(victim)
+	if !ok {
+		t.Fatal("victim gone")
+	}
+	proc, err := os.FindProcess(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	close(done)
+	return &Process{Cmd: &exec.Cmd{Process: proc}, done: done, tag: "0123", rootStart: info.start - 1}
+}
+
+// TestTeardown_SparesReusedPid checks that Kill and StopGroup of a child
+// reaped earlier do not signal, track or sweep whatever now has its pid (or
+// its group id).
+func TestTeardown_SparesReusedPid(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		end  func(*Process)
+	}{
+		{"Kill", (*Process).Kill},
+		{"StopGroup", func(p *Process) { StopGroup(p, time.Second, func() {}) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			v, closeStdin := startScript(t, dir, "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > pid; read line; exit 0")
+			defer StopGroup(v, 5*time.Second, closeStdin)
+			child := readPid(t, filepath.Join(dir, "pid"))
+			tt.end(staleProcess(t, v.Cmd.Process.Pid))
+			if !alive(v.Cmd.Process.Pid) || !alive(child) {
+				t.Errorf("the new owner of a reaped child's pid (alive %v) or its child (alive %v) was killed",
+					alive(v.Cmd.Process.Pid), alive(child))
+			}
+		})
+	}
+}
+
+// TestWatchdog_ForgetsGroupWhenLeaderIsReaped checks that a child that exits
+// on its own is taken off the watchdog's list at once, so that the watchdog,
+// if the agent dies later, never kills a group id that may have been reused.
+func TestWatchdog_ForgetsGroupWhenLeaderIsReaped(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	watchdog.Lock()
+	old := watchdog.w
+	watchdog.w = w
+	watchdog.Unlock()
+	restore := func() {
+		watchdog.Lock()
+		watchdog.w = old
+		watchdog.Unlock()
+		_ = w.Close()
+	}
+	p, _ := startScript(t, t.TempDir(), "exit 0")
+	select {
+	case <-p.Done():
+	case <-time.After(15 * time.Second):
+		restore()
+		t.Fatal("child never exited")
+	}
+	restore()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(p.Cmd.Process.Pid)
+	if got, want := string(data), "+ "+pid+"\n- "+pid+"\n"; got != want {
+		t.Errorf("watchdog got %q, want %q", got, want)
 	}
 }

@@ -2,10 +2,7 @@
 
 package sandbox
 
-import (
-	"os/exec"
-	"syscall"
-)
+import "syscall"
 
 // sysProcAttr puts the child in a process group of its own. Platforms other
 // than Linux have no parent-death signal.
@@ -18,12 +15,14 @@ func sysProcAttr() *syscall.SysProcAttr {
 // the servers if the agent dies by SIGKILL (they see their stdin close).
 func Setup() error { return nil }
 
-func startChild(cmd *exec.Cmd) error { return cmd.Start() }
+func (p *Process) startChild() error { return p.Cmd.Start() }
 
-func forget(int) {}
+func (p *Process) reaped() {}
 
 // track is a no-op outside Linux: only the process group is ended.
 func (p *Process) track() {}
 
-// sweep kills what is left of the process group.
+// sweep kills what is left of the process group. The child has been reaped,
+// so if its pid was reused since, another group may be hit: outside Linux
+// nothing tells them apart.
 func (p *Process) sweep() { _ = SignalGroup(p.Cmd, syscall.SIGKILL) }
