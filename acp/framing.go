@@ -80,8 +80,7 @@ type frameWriter interface {
 //     A session/cancel repeating one that is still queued, with no request
 //     in between, is dropped as a duplicate; beyond maxQueuedCancels
 //     forwarded and not handled, reading waits (back-pressure), so the SDK's
-//     notification queue cannot overflow.
-//
+//     notification queue cannot overflow;
 //   - a key that encoding/json (the SDK's decoder: keys match
 //     case-insensitively, the last duplicate wins) could read as another
 //     member, such as "Method" or "Id" beside or instead of "method" or
