@@ -278,7 +278,7 @@ func (f *framing) frame(line []byte) []byte {
 	if len(trimmed) == 0 {
 		return nil
 	}
-	msg, bad, err := decodeMembers(trimmed)
+	msg, bad, err := decodeMembers(trimmed, jsonrpcKeys[:])
 	switch {
 	case errors.Is(err, errNotObject) && trimmed[0] == '[':
 		f.reply(nil, codeInvalidRequest, "Invalid Request: batches (JSON arrays) are not supported; send one JSON-RPC message per line", nil)
@@ -336,6 +336,12 @@ func (f *framing) frame(line []byte) []byte {
 	}
 	switch method {
 	case acpsdk.AgentMethodSessionNew, acpsdk.AgentMethodSessionLoad, acpsdk.AgentMethodSessionResume:
+		// moveMCPServers reads these params by exact key, the SDK by any
+		// spelling: refuse the keys they could read differently.
+		if _, bad, err := decodeMembers(msg["params"], sessionParamKeys[:]); err == nil && bad != "" {
+			f.reply(id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s: the key params.%q is a duplicate of, or differs only in case from, mcpServers or _meta", method, bad), nil)
+			return nil
+		}
 		moveMCPServers(msg)
 	}
 	out, err := wireMessage{ID: id, Method: method, Params: msg["params"]}.line()
@@ -356,18 +362,22 @@ func (f *framing) frame(line []byte) []byte {
 // jsonrpcKeys are the top-level members of a JSON-RPC 2.0 message.
 var jsonrpcKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
+// sessionParamKeys are the members of session/new, session/load and
+// session/resume params that moveMCPServers reads.
+var sessionParamKeys = [...]string{"mcpServers", "_meta"}
+
 // errNotObject is decodeMembers' error for valid JSON that is not an object.
 var errNotObject = errors.New("not a JSON object")
 
 // decodeMembers reads the top-level members of the JSON object b by their
 // exact keys, without decoding their values. bad names the first key that
-// makes the message ambiguous to encoding/json, which matches keys
-// case-insensitively and keeps the last duplicate: a member of jsonrpcKeys
-// given twice, or a key equal to one of them case-insensitively (Unicode
-// simple folding, as encoding/json does) but not exactly. It returns
+// makes the object ambiguous to encoding/json, which matches keys
+// case-insensitively and keeps the last duplicate: a member of keys given
+// twice, or a key equal to one of them case-insensitively (Unicode simple
+// folding, as encoding/json does) but not exactly. It returns
 // errNotObject if b is valid JSON but not an object, and the syntax error
 // if b is not valid JSON.
-func decodeMembers(b []byte) (msg map[string]json.RawMessage, bad string, err error) {
+func decodeMembers(b []byte, keys []string) (msg map[string]json.RawMessage, bad string, err error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		if !json.Valid(b) {
@@ -387,7 +397,7 @@ func decodeMembers(b []byte) (msg map[string]json.RawMessage, bad string, err er
 			return nil, "", err
 		}
 		if bad == "" {
-			for _, k := range jsonrpcKeys {
+			for _, k := range keys {
 				_, dup := msg[k]
 				if key == k && dup || key != k && strings.EqualFold(key, k) {
 					bad = key

@@ -93,7 +93,7 @@ func FuzzFraming(f *testing.F) {
 // a session/cancel the SDK would hand to it.
 func checkForwarded(t *testing.T, fr *framing, line []byte) {
 	t.Helper()
-	members, bad, err := decodeMembers(line)
+	members, bad, err := decodeMembers(line, jsonrpcKeys[:])
 	if err != nil || bad != "" {
 		t.Fatalf("the SDK got %q: %v, ambiguous key %q", line, err, bad)
 	}

@@ -157,6 +157,9 @@ func TestFraming_HostileLines(t *testing.T) {
 		{name: "duplicate params", line: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"a"},"params":{"sessionId":"b"}}`, id: "null", code: -32600, message: `"params"`},
 		{name: "response with Result", line: `{"jsonrpc":"2.0","id":7,"result":{},"Result":1}`, forward: `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"the client's response is invalid: the key \"Result\" is a duplicate of, or differs only in case from, a JSON-RPC member (jsonrpc, id, method, params, result, error)"}}`},
 		{name: "other keys in any case", line: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"Meta":1,"meta":2,"x":1,"x":2}`, forward: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+		{name: "session/new with McpServers", line: `{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/","mcpServers":[],"McpServers":[{"name":"x","command":"y"}]}}`, id: "4", code: -32600, message: `params."McpServers"`},
+		{name: "session/load with _Meta", line: `{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"cwd":"/","sessionId":"s","_Meta":{"acp-agent/rawMcpServers":[]}}}`, id: "4", code: -32600, message: `params."_Meta"`},
+		{name: "session/resume with two _meta", line: `{"jsonrpc":"2.0","id":4,"method":"session/resume","params":{"_meta":{},"_meta":{}}}`, id: "4", code: -32600, message: `params."_meta"`},
 		{name: "huge response", line: hugeResponse, forward: fmt.Sprintf(
 			`{"jsonrpc":"2.0","id":12,"error":{"code":-32600,"message":"the client's response of %d bytes is over the limit of %d bytes per JSON-RPC message"}}`, len(hugeResponse), MaxFrameBytes)},
 	}
