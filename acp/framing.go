@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,10 +80,27 @@ type frameWriter interface {
 //     A session/cancel repeating one that is still queued, with no request
 //     in between, is dropped as a duplicate; beyond maxQueuedCancels
 //     forwarded and not handled, reading waits (back-pressure), so the SDK's
-//     notification queue cannot overflow.
+//     notification queue cannot overflow;
+//   - a key that encoding/json (the SDK's decoder: keys match
+//     case-insensitively, the last duplicate wins) could read as another
+//     member, such as "Method" or "Id" beside or instead of "method" or
+//     "id", or a JSON-RPC member given twice, is answered with -32600
+//     naming the key;
+//   - a response to one of the agent's requests that is not exactly one of
+//     result and an error object with an integer code and a string message
+//     is replaced by an error response on its id, so the request does not
+//     wait forever; a response whose id is not a string or a number is
+//     dropped;
+//   - the SDK never gets the client's line: it gets a re-encoding of
+//     exactly the members checked ({"jsonrpc","id","method","params"} for a
+//     request, {"jsonrpc","method","params"} for a notification,
+//     {"jsonrpc","id","result"|"error"} for a response), so it cannot read
+//     a line differently from framing; the values of id, params and result
+//     are copied as read.
 //
 // session/new, session/load and session/resume also get moveMCPServers.
-// Every other valid line passes through byte for byte.
+// When maxQueuedReplies error responses wait to be written, reading waits
+// too, with one warning per episode.
 //
 // Reads block until start is closed: acp-go-sdk starts reading in
 // NewAgentSideConnection, before its logger can be set without a data race.
@@ -96,6 +114,9 @@ type framing struct {
 	mediaLimit int // limits.maxMediaBytes, for the oversize message
 
 	buf []byte // forwarded output not yet read
+	// repliesFull is set while replies has been full since it last had
+	// room (for one warning per episode); used by the reader only.
+	repliesFull bool
 
 	replies   chan []byte   // error responses for the writer goroutine
 	stop      chan struct{} // closed by close
@@ -248,38 +269,38 @@ func trailingEOL(tail [2]byte) int {
 }
 
 // frame checks one line of at most MaxFrameBytes and returns what the SDK
-// gets of it: the line with a newline, a rewrite of it, or nothing (the line
-// was answered or dropped).
+// gets of it: a re-encoding of exactly the members that were checked, with
+// a newline, or nothing (the line was answered or dropped). The line itself
+// is never forwarded, so the SDK (encoding/json, case-insensitive keys, the
+// last duplicate wins) cannot read it differently from framing.
 func (f *framing) frame(line []byte) []byte {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
 		return nil
 	}
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &msg); err != nil {
-		var te *json.UnmarshalTypeError
-		switch {
-		case !errors.As(err, &te):
-			f.reply(readableID(trimmed), codeParseError, "Parse error: the line is not valid JSON ("+err.Error()+"); send one JSON-RPC message per line", nil)
-		case trimmed[0] == '[':
-			f.reply(nil, codeInvalidRequest, "Invalid Request: batches (JSON arrays) are not supported; send one JSON-RPC message per line", nil)
-		default:
-			f.reply(nil, codeInvalidRequest, "Invalid Request: a JSON-RPC message must be a JSON object", nil)
-		}
+	msg, bad, err := decodeMembers(trimmed, jsonrpcKeys[:])
+	switch {
+	case errors.Is(err, errNotObject) && trimmed[0] == '[':
+		f.reply(nil, codeInvalidRequest, "Invalid Request: batches (JSON arrays) are not supported; send one JSON-RPC message per line", nil)
 		return nil
-	}
-	if msg == nil { // the line is null
+	case errors.Is(err, errNotObject):
 		f.reply(nil, codeInvalidRequest, "Invalid Request: a JSON-RPC message must be a JSON object", nil)
+		return nil
+	case err != nil:
+		f.reply(readableID(trimmed), codeParseError, "Parse error: the line is not valid JSON ("+err.Error()+"); send one JSON-RPC message per line", nil)
 		return nil
 	}
 	idRaw, hasID := msg["id"]
 	id := validID(idRaw)
 	methodRaw, hasMethod := msg["method"]
+	if bad != "" {
+		return f.ambiguous(msg, id, bad)
+	}
 	if !hasMethod {
 		_, hasResult := msg["result"]
 		_, hasError := msg["error"]
 		if hasID && (hasResult || hasError) {
-			return withNewline(trimmed) // a response to one of the agent's requests
+			return f.response(msg, idRaw)
 		}
 		f.reply(id, codeInvalidRequest, "Invalid Request: the message has no method (and is no response: it has no id with a result or an error)", nil)
 		return nil
@@ -300,7 +321,7 @@ func (f *framing) frame(line []byte) []byte {
 			f.log.Warn(`notification dropped: jsonrpc must be "2.0"`, "method", method)
 			return nil
 		}
-		return f.notification(method, msg["params"], trimmed)
+		return f.notification(method, msg["params"])
 	}
 	if id == nil {
 		f.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s: id must be a string or a number, not %s", method, truncate(idRaw)), nil)
@@ -310,39 +331,214 @@ func (f *framing) frame(line []byte) []byte {
 		f.reply(id, codeInvalidRequest, fmt.Sprintf(`Invalid Request: %s: jsonrpc must be "2.0"`, method), nil)
 		return nil
 	}
-	changed := false
 	if p, ok := msg["params"]; !ok || string(bytes.TrimSpace(p)) == "null" {
 		msg["params"] = json.RawMessage("{}")
-		changed = true
 	}
 	switch method {
 	case acpsdk.AgentMethodSessionNew, acpsdk.AgentMethodSessionLoad, acpsdk.AgentMethodSessionResume:
-		changed = moveMCPServers(msg) || changed
-	}
-	out := trimmed
-	if changed {
-		b, err := json.Marshal(msg)
-		if err != nil { // not reached: every value was read as JSON
-			f.reply(id, codeInvalidRequest, "Invalid Request: "+err.Error(), nil)
+		// moveMCPServers reads these params by exact key, the SDK by any
+		// spelling: refuse the keys they could read differently.
+		if _, bad, err := decodeMembers(msg["params"], sessionParamKeys[:]); err == nil && bad != "" {
+			f.reply(id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s: the key params.%q is a duplicate of, or differs only in case from, mcpServers or _meta", method, bad), nil)
 			return nil
 		}
-		out = b
+		moveMCPServers(msg)
 	}
-	if len(out) > MaxFrameBytes {
-		f.replyTooLarge(id, method, len(out))
+	out, err := wireMessage{ID: id, Method: method, Params: msg["params"]}.line()
+	if err != nil { // not reached: every value was read as JSON
+		f.reply(id, codeInvalidRequest, "Invalid Request: "+err.Error(), nil)
+		return nil
+	}
+	if len(out)-1 > MaxFrameBytes {
+		f.replyTooLarge(id, method, len(out)-1)
 		return nil
 	}
 	f.mu.Lock()
 	f.requests++
 	f.mu.Unlock()
-	return withNewline(out)
+	return out
+}
+
+// jsonrpcKeys are the top-level members of a JSON-RPC 2.0 message.
+var jsonrpcKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// sessionParamKeys are the members of session/new, session/load and
+// session/resume params that moveMCPServers reads.
+var sessionParamKeys = [...]string{"mcpServers", "_meta"}
+
+// errNotObject is decodeMembers' error for valid JSON that is not an object.
+var errNotObject = errors.New("not a JSON object")
+
+// decodeMembers reads the top-level members of the JSON object b by their
+// exact keys, without decoding their values. bad names the first key that
+// makes the object ambiguous to encoding/json, which matches keys
+// case-insensitively and keeps the last duplicate: a member of keys given
+// twice, or a key equal to one of them case-insensitively (Unicode simple
+// folding, as encoding/json does) but not exactly. It returns
+// errNotObject if b is valid JSON but not an object, and the syntax error
+// if b is not valid JSON.
+func decodeMembers(b []byte, keys []string) (msg map[string]json.RawMessage, bad string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if !json.Valid(b) {
+			return nil, "", json.Unmarshal(b, new(any))
+		}
+		return nil, "", errNotObject
+	}
+	msg = make(map[string]json.RawMessage, 4)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		key, _ := tok.(string) // dec.More inside an object: a key
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, "", err
+		}
+		if bad == "" {
+			for _, k := range keys {
+				_, dup := msg[k]
+				if key == k && dup || key != k && strings.EqualFold(key, k) {
+					bad = key
+				}
+			}
+		}
+		msg[key] = value
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, "", err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = errors.New("invalid character after top-level value")
+		}
+		return nil, "", err
+	}
+	return msg, bad, nil
+}
+
+// ambiguous refuses a message with a key that encoding/json could read as
+// another (see decodeMembers): a response to one of the agent's requests
+// becomes an error response on its id, so the request does not wait
+// forever; anything else is answered with -32600 naming the key.
+func (f *framing) ambiguous(msg map[string]json.RawMessage, id json.RawMessage, key string) []byte {
+	rule := fmt.Sprintf("the key %q is a duplicate of, or differs only in case from, a JSON-RPC member (jsonrpc, id, method, params, result, error)", key)
+	hasMethod := false
+	for k := range msg {
+		if strings.EqualFold(k, "method") {
+			hasMethod = true
+		}
+	}
+	if !hasMethod && id != nil {
+		return f.failResponse(id, "the client's response is invalid: "+rule)
+	}
+	f.reply(id, codeInvalidRequest, "Invalid Request: "+rule, nil)
+	return nil
+}
+
+// response checks the client's response to one of the agent's requests. A
+// response that can be matched to a request (its id is a string or a
+// number) but is not exactly one of result or an error object with an
+// integer code and a string message is replaced by an error response on
+// that id, so the request does not wait forever. A response with no valid
+// id matches no request and is dropped.
+func (f *framing) response(msg map[string]json.RawMessage, idRaw json.RawMessage) []byte {
+	id := validID(idRaw)
+	if id == nil {
+		f.log.Warn("response dropped: id must be a string or a number", "id", truncate(idRaw), "error", truncate(msg["error"]))
+		return nil
+	}
+	result, hasResult := msg["result"]
+	errRaw, hasError := msg["error"]
+	if hasResult && hasError {
+		return f.failResponse(id, "the client's response is invalid: it has both result and error")
+	}
+	out := wireMessage{ID: id, Result: result}
+	if hasError {
+		var e wireError
+		if err := json.Unmarshal(errRaw, &e); err != nil || e.Code == nil || e.Message == nil {
+			return f.failResponse(id, "the client's response is invalid: error must be an object with an integer code and a string message, not "+truncate(errRaw))
+		}
+		out = wireMessage{ID: id, Error: &e}
+	}
+	b, err := out.line()
+	if err != nil { // not reached: every value was read as JSON
+		return f.failResponse(id, "the client's response is invalid: "+err.Error())
+	}
+	return b
+}
+
+// failResponse returns an error response on id, for the SDK, in place of
+// the client's response that broke a rule.
+func (f *framing) failResponse(id json.RawMessage, message string) []byte {
+	f.log.Warn("response replaced by an error", "id", string(id), "error", message)
+	b, err := json.Marshal(errorResponse{JSONRPC: "2.0", ID: id, Error: acpsdk.RequestError{Code: codeInvalidRequest, Message: message}})
+	if err != nil {
+		return nil
+	}
+	return withNewline(b)
+}
+
+// wireMessage is what framing forwards to the SDK: a request (ID, Method,
+// Params), a notification (Method, Params) or a response (ID, and Result or
+// Error). ID, Params and Result are single JSON values as decodeMembers
+// read and checked them.
+type wireMessage struct {
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *wireError
+}
+
+// wireError is a JSON-RPC error object; Code and Message are required.
+type wireError struct {
+	Code    *int            `json:"code"`
+	Message *string         `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// line encodes m as {"jsonrpc":"2.0","id","method","params"|"result"|"error"}
+// (members left out when empty) and a newline. The raw values are copied as
+// they are: re-compacting a prompt of MaxFrameBytes would cost as much as
+// decoding it, and they hold no newline (they come from one line).
+func (m wireMessage) line() ([]byte, error) {
+	var method, errObj []byte
+	var err error
+	if m.Method != "" {
+		if method, err = json.Marshal(m.Method); err != nil {
+			return nil, err
+		}
+	}
+	if m.Error != nil {
+		if errObj, err = json.Marshal(m.Error); err != nil {
+			return nil, err
+		}
+	}
+	b := make([]byte, 0, 64+len(m.ID)+len(method)+len(m.Params)+len(m.Result)+len(errObj))
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	for _, mem := range [...]struct {
+		key   string
+		value []byte
+	}{{"id", m.ID}, {"method", method}, {"params", m.Params}, {"result", m.Result}, {"error", errObj}} {
+		if len(mem.value) > 0 {
+			b = append(b, `,"`+mem.key+`":`...)
+			b = append(b, mem.value...)
+		}
+	}
+	return append(b, "}\n"...), nil
 }
 
 // notification decides what becomes of a notification (see framing).
-func (f *framing) notification(method string, params json.RawMessage, line []byte) []byte {
+func (f *framing) notification(method string, params json.RawMessage) []byte {
+	line, err := wireMessage{Method: method, Params: params}.line()
+	if err != nil { // not reached: every value was read as JSON
+		return nil
+	}
 	switch method {
 	case "$/cancel_request": // handled by the SDK's reader, not queued
-		return withNewline(line)
+		return line
 	case acpsdk.AgentMethodSessionCancel:
 	default:
 		f.log.Debug("notification dropped: the agent handles no such notification", "method", method)
@@ -372,7 +568,7 @@ func (f *framing) notification(method string, params json.RawMessage, line []byt
 		f.cond.Wait()
 	}
 	f.pending = append(f.pending, pendingCancel{session: sid, requests: f.requests})
-	return withNewline(line)
+	return line
 }
 
 // cancelHandled records that Agent.Cancel has run for sessionID. The SDK
@@ -443,15 +639,28 @@ type errorResponse struct {
 }
 
 // reply queues an error response on id (nil: id null) for the writer
-// goroutine; when maxQueuedReplies are queued it waits.
+// goroutine; when maxQueuedReplies are queued it waits (back-pressure: the
+// client is not reading stdout), and logs a warning the first time it waits
+// since the queue last had room. Only the reader goroutine calls it.
 func (f *framing) reply(id json.RawMessage, code int, message string, data any) {
 	f.log.Warn("refused a client message", "id", string(id), "code", code, "error", message)
 	b, err := json.Marshal(errorResponse{JSONRPC: "2.0", ID: id, Error: acpsdk.RequestError{Code: code, Message: message, Data: data}})
 	if err != nil {
 		return
 	}
+	line := withNewline(b)
 	select {
-	case f.replies <- withNewline(b):
+	case f.replies <- line:
+		f.repliesFull = false
+		return
+	default:
+	}
+	if !f.repliesFull {
+		f.repliesFull = true
+		f.log.Warn("reading stdin waits: the error responses queued for the client are not being read from stdout", "queued", len(f.replies))
+	}
+	select {
+	case f.replies <- line:
 	case <-f.stop:
 	}
 }

@@ -175,3 +175,34 @@ func TestServe_HostileLinesKeepServing(t *testing.T) {
 func contains(raw json.RawMessage, s string) bool {
 	return json.Valid(raw) && strings.Contains(string(raw), s)
 }
+
+// TestServe_AmbiguousLinesKeepServing: lines the SDK would refuse, or read
+// differently from framing, used to freeze the agent (session/cancel with
+// "error":1: refused by the SDK, so Agent.Cancel never released it and
+// reading waited forever, even after stdin EOF) or end it ("Method" beside
+// "method": read as session/cancel by the SDK without back-pressure, which
+// overflowed its queue).
+func TestServe_AmbiguousLinesKeepServing(t *testing.T) {
+	c := serveRaw(t, nil)
+	go func() { // the writes block if the agent is stuck
+		for i := range 300 {
+			if _, err := fmt.Fprintf(c.w, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s%d"},"error":1}`+"\n", i); err != nil {
+				return
+			}
+		}
+		for i := range 3000 {
+			if _, err := fmt.Fprintf(c.w, `{"jsonrpc":"2.0","method":"$/cancel_request","Method":"session/cancel","params":{"sessionId":"m%d","requestId":1}}`+"\n", i); err != nil {
+				return
+			}
+		}
+		fmt.Fprintln(c.w, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1},"Id":null}`)
+		fmt.Fprintln(c.w, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`)
+	}()
+	if r := c.response("1"); !contains(r["error"], `the key \"Id\"`) {
+		t.Errorf("request with \"Id\":null: %v", r)
+	}
+	if r := c.response("2"); r["result"] == nil {
+		t.Fatalf("initialize after the ambiguous lines: %s", r["error"])
+	}
+	// serveRaw's cleanup checks that stdin EOF still ends the agent.
+}

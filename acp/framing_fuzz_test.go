@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	acpsdk "github.com/coder/acp-go-sdk"
 )
 
 var fuzzSeeds = []string{
@@ -23,12 +25,31 @@ var fuzzSeeds = []string{
 	`{"jsonrpc":"2.0","id":0,"result":{}}`,
 	`{"jsonrpc":"2.0","method":"_x","params":{}}`,
 	"not json\r\n\n  \n",
+	`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"},"error":1}`,
+	`{"jsonrpc":"2.0","method":"$/cancel_request","Method":"session/cancel","params":{"sessionId":"s"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"Id":null}`,
+	`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`,
+	`{"jsonrpc":"2.0","id":5,"error":{"code":1.5,"message":"m"}}`,
+	`{"jsonrpc":"2.0","id":5,"result":1,"error":{"code":1,"message":"m"}}`,
 	`"s"`, `null`, `{}`, `{"id":1e999,"method":"x","jsonrpc":"2.0"}`,
 }
 
-// FuzzFraming: whatever the client sends, the framing layer does not panic,
-// the SDK gets only JSON objects, one a line, and the client only JSON-RPC
-// error responses.
+// sdkMessage is how acp-go-sdk v0.13.5 decodes each line it reads
+// (anyMessage in its connection.go), with encoding/json.
+type sdkMessage struct {
+	JSONRPC string               `json:"jsonrpc"`
+	ID      *json.RawMessage     `json:"id,omitempty"`
+	Method  string               `json:"method,omitempty"`
+	Params  json.RawMessage      `json:"params,omitempty"`
+	Result  json.RawMessage      `json:"result,omitempty"`
+	Error   *acpsdk.RequestError `json:"error,omitempty"`
+}
+
+// FuzzFraming: whatever the client sends, the framing layer does not panic;
+// the SDK gets only JSON objects, one a line, that its own decoding reads
+// as the same method and id framing checked; every session/cancel framing
+// counts as pending reaches Agent.Cancel (so reading never waits forever);
+// and the client gets only JSON-RPC error responses.
 func FuzzFraming(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
@@ -36,22 +57,29 @@ func FuzzFraming(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		sink := &frameSink{}
 		fr := newFraming(strings.NewReader(in), started(), sink, nil, 0)
-		out, err := io.ReadAll(fr)
-		fr.close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(out) > 0 && out[len(out)-1] != '\n' {
-			t.Fatalf("output does not end a line: %q", out)
-		}
-		for line := range bytes.SplitSeq(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
-			if len(out) == 0 {
+		defer fr.close()
+		data := make([]byte, 0, len(in)+64)
+		buf := make([]byte, 512)
+		for {
+			n, err := fr.Read(buf)
+			data = append(data, buf[:n]...)
+			for {
+				i := bytes.IndexByte(data, '\n')
+				if i < 0 {
+					break
+				}
+				checkForwarded(t, fr, data[:i])
+				data = data[i+1:]
+			}
+			if err == io.EOF {
 				break
 			}
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(line, &m); err != nil || m == nil {
-				t.Fatalf("the SDK got %q: %v", line, err)
+			if err != nil {
+				t.Fatal(err)
 			}
+		}
+		if len(data) > 0 {
+			t.Fatalf("output does not end a line: %q", data)
 		}
 		for _, r := range parseReplies(t, sink.all()) {
 			if r.Error.Code != codeParseError && r.Error.Code != codeInvalidRequest {
@@ -59,6 +87,47 @@ func FuzzFraming(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkForwarded checks one line the SDK reads, and plays Agent.Cancel for
+// a session/cancel the SDK would hand to it.
+func checkForwarded(t *testing.T, fr *framing, line []byte) {
+	t.Helper()
+	members, bad, err := decodeMembers(line, jsonrpcKeys[:])
+	if err != nil || bad != "" {
+		t.Fatalf("the SDK got %q: %v, ambiguous key %q", line, err, bad)
+	}
+	var sdk sdkMessage
+	if err := json.Unmarshal(line, &sdk); err != nil {
+		t.Fatalf("the SDK refuses %q: %v", line, err)
+	}
+	var method string
+	if raw, ok := members["method"]; ok {
+		if err := json.Unmarshal(raw, &method); err != nil || method == "" {
+			t.Fatalf("forwarded method %s in %q", raw, line)
+		}
+	}
+	id, hasID := members["id"]
+	switch {
+	case sdk.Method != method:
+		t.Fatalf("the SDK reads method %q in %q, framing %q", sdk.Method, line, method)
+	case hasID != (sdk.ID != nil) || hasID && string(*sdk.ID) != string(id) || hasID && validID(id) == nil:
+		t.Fatalf("the SDK reads id %v in %q, framing %s", sdk.ID, line, id)
+	case method == "" && (sdk.Result == nil) == (sdk.Error == nil):
+		t.Fatalf("response %q has not exactly one of result and error", line)
+	}
+	if sdk.ID == nil && sdk.Method == acpsdk.AgentMethodSessionCancel {
+		var p acpsdk.CancelNotification
+		if json.Unmarshal(sdk.Params, &p) == nil && p.Validate() == nil {
+			fr.cancelHandled(string(p.SessionId))
+		}
+	}
+	fr.mu.Lock()
+	pending := len(fr.pending)
+	fr.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("after %q: %d cancels pending that the SDK never hands to Agent.Cancel", line, pending)
+	}
 }
 
 // FuzzSkeleton: the skeleton of a JSON object is valid JSON with the same

@@ -2,9 +2,11 @@ package acp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -112,8 +114,8 @@ func TestFraming_HostileLines(t *testing.T) {
 		{name: "method not a string", line: `{"jsonrpc":"2.0","id":6,"method":5}`, id: "6", code: -32600, message: "method"},
 		{name: "no method, no result", line: `{"jsonrpc":"2.0","id":5}`, id: "5", code: -32600},
 		{name: "nothing", line: `{}`, id: "null", code: -32600},
-		{name: "missing params", line: `{"jsonrpc":"2.0","id":3,"method":"session/list"}`, forward: `{"id":3,"jsonrpc":"2.0","method":"session/list","params":{}}`},
-		{name: "null params", line: `{"jsonrpc":"2.0","id":3,"method":"session/list","params":null}`, forward: `{"id":3,"jsonrpc":"2.0","method":"session/list","params":{}}`},
+		{name: "missing params", line: `{"jsonrpc":"2.0","id":3,"method":"session/list"}`, forward: `{"jsonrpc":"2.0","id":3,"method":"session/list","params":{}}`},
+		{name: "null params", line: `{"jsonrpc":"2.0","id":3,"method":"session/list","params":null}`, forward: `{"jsonrpc":"2.0","id":3,"method":"session/list","params":{}}`},
 		{name: "valid request", line: `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":1}}`, forward: `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":1}}`},
 		{name: "CRLF", line: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\r", forward: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
 		{name: "response", line: `{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}`, forward: `{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}`},
@@ -129,6 +131,35 @@ func TestFraming_HostileLines(t *testing.T) {
 		{name: "huge notification", line: bigPrompt("", huge, false)},
 		{name: "huge, not JSON", line: strings.Repeat("x", huge), id: "null", code: -32600, message: "limits.maxMediaBytes"},
 		{name: "huge top-level string", line: `{"jsonrpc":"2.0","id":9,"method":"x","big":"` + strings.Repeat("b", huge) + `"}`, id: "9", code: -32600},
+		// Framing forwards only what it checked, never the line: the SDK
+		// would refuse, or read differently, the members it ignores.
+		{name: "cancel with a bad error member", line: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"},"error":1}`, forward: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`},
+		{name: "request with result and error", line: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"result":1,"error":"x","extra":[1]}`, forward: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+		{name: "spaced request", line: ` { "jsonrpc" : "2.0" , "id" : 1 , "method" : "initialize" , "params" : { "a" : 1 } } `, forward: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{ "a" : 1 }}`},
+		{name: "escaped key", line: `{"jsonrpc":"2.0","id":1,"\u006dethod":"initialize","params":{}}`, forward: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+		{name: "error response", line: `{"jsonrpc":"2.0","id":5,"error":{"code":-1,"message":"no","data":{"a":1},"x":2}}`, forward: `{"jsonrpc":"2.0","id":5,"error":{"code":-1,"message":"no","data":{"a":1}}}`},
+		{name: "response, error not an object", line: `{"jsonrpc":"2.0","id":5,"error":1}`, forward: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"the client's response is invalid: error must be an object with an integer code and a string message, not 1"}}`},
+		{name: "response, error code not an integer", line: `{"jsonrpc":"2.0","id":"r","error":{"code":1.5,"message":"m"}}`, forward: `{"jsonrpc":"2.0","id":"r","error":{"code":-32600,"message":"the client's response is invalid: error must be an object with an integer code and a string message, not {\"code\":1.5,\"message\":\"m\"}"}}`},
+		{name: "response, error without message", line: `{"jsonrpc":"2.0","id":5,"error":{"code":1}}`, forward: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"the client's response is invalid: error must be an object with an integer code and a string message, not {\"code\":1}"}}`},
+		{name: "response, error null", line: `{"jsonrpc":"2.0","id":5,"error":null}`, forward: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"the client's response is invalid: error must be an object with an integer code and a string message, not null"}}`},
+		{name: "response, result and error", line: `{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"m"}}`, forward: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"the client's response is invalid: it has both result and error"}}`},
+		{name: "response, null result", line: `{"jsonrpc":"2.0","id":5,"result":null}`, forward: `{"jsonrpc":"2.0","id":5,"result":null}`},
+		{name: "response, id null", line: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}`},
+		{name: "response, id object", line: `{"jsonrpc":"2.0","id":{},"result":{}}`},
+		// encoding/json matches keys case-insensitively and keeps the last
+		// duplicate: such keys are refused, not guessed.
+		{name: "Method beside method", line: `{"jsonrpc":"2.0","method":"$/cancel_request","Method":"session/cancel","params":{"sessionId":"s"}}`, id: "null", code: -32600, message: `the key "Method"`},
+		{name: "Id null beside id", line: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"Id":null}`, id: "1", code: -32600, message: `the key "Id"`},
+		{name: "ID alone", line: `{"jsonrpc":"2.0","ID":1,"method":"initialize","params":{}}`, id: "null", code: -32600, message: `the key "ID"`},
+		{name: "PARAMS", line: `{"jsonrpc":"2.0","id":2,"method":"initialize","PARAMS":{}}`, id: "2", code: -32600, message: `"PARAMS"`},
+		{name: "long s folds to s", line: `{"j\u017Fonrpc":"2.0","id":2,"method":"initialize","params":{}}`, id: "2", code: -32600, message: `"jſonrpc"`},
+		{name: "duplicate method", line: `{"jsonrpc":"2.0","id":3,"method":"initialize","method":"session/list","params":{}}`, id: "3", code: -32600, message: `the key "method"`},
+		{name: "duplicate params", line: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"a"},"params":{"sessionId":"b"}}`, id: "null", code: -32600, message: `"params"`},
+		{name: "response with Result", line: `{"jsonrpc":"2.0","id":7,"result":{},"Result":1}`, forward: `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"the client's response is invalid: the key \"Result\" is a duplicate of, or differs only in case from, a JSON-RPC member (jsonrpc, id, method, params, result, error)"}}`},
+		{name: "other keys in any case", line: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"Meta":1,"meta":2,"x":1,"x":2}`, forward: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+		{name: "session/new with McpServers", line: `{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/","mcpServers":[],"McpServers":[{"name":"x","command":"y"}]}}`, id: "4", code: -32600, message: `params."McpServers"`},
+		{name: "session/load with _Meta", line: `{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"cwd":"/","sessionId":"s","_Meta":{"acp-agent/rawMcpServers":[]}}}`, id: "4", code: -32600, message: `params."_Meta"`},
+		{name: "session/resume with two _meta", line: `{"jsonrpc":"2.0","id":4,"method":"session/resume","params":{"_meta":{},"_meta":{}}}`, id: "4", code: -32600, message: `params."_meta"`},
 		{name: "huge response", line: hugeResponse, forward: fmt.Sprintf(
 			`{"jsonrpc":"2.0","id":12,"error":{"code":-32600,"message":"the client's response of %d bytes is over the limit of %d bytes per JSON-RPC message"}}`, len(hugeResponse), MaxFrameBytes)},
 	}
@@ -252,6 +283,82 @@ func TestFraming_CancelBackPressure(t *testing.T) {
 		}
 		<-done
 		f.close()
+	})
+}
+
+// gateSink is a client that reads one frame from stdout each time gate
+// gets a value.
+type gateSink struct {
+	gate chan struct{}
+	frameSink
+}
+
+func (s *gateSink) writeFrame(p []byte) error {
+	<-s.gate
+	return s.frameSink.writeFrame(p)
+}
+
+// warnings records the messages of the warnings logged.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler           { return w }
+func (w *warnings) WithGroup(string) slog.Handler                { return w }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, r.Message)
+	return nil
+}
+
+func (w *warnings) count(part string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, m := range w.msgs {
+		if strings.Contains(m, part) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFraming_RepliesFullWarnsOnce: when the client does not read stdout,
+// the reader waits for room among the queued error responses and says so
+// once per episode, not once per line.
+func TestFraming_RepliesFullWarnsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = maxQueuedReplies + 20
+		in := strings.Repeat("not json\n", n)
+		sink := &gateSink{gate: make(chan struct{})}
+		logs := &warnings{}
+		f := newFraming(strings.NewReader(in), started(), sink, slog.New(logs), 0)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = io.ReadAll(f)
+		}()
+		synctest.Wait() // the writer holds one reply, the queue is full
+		const warning = "not being read from stdout"
+		if c := logs.count(warning); c != 1 {
+			t.Fatalf("%d warnings while the queue is full, want 1", c)
+		}
+		for range 10 { // the client reads one frame at a time: still full
+			sink.gate <- struct{}{}
+			synctest.Wait()
+		}
+		if c := logs.count(warning); c != 1 {
+			t.Fatalf("%d warnings after reading 10 frames one by one, want 1", c)
+		}
+		close(sink.gate)
+		<-done
+		f.close()
+		if got := len(sink.all()); got != n {
+			t.Errorf("%d replies written, want %d", got, n)
+		}
 	})
 }
 
