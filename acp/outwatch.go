@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"sync"
 )
@@ -24,8 +25,9 @@ func newOutWatcher(w io.Writer) *outWatcher {
 	return &outWatcher{w: w, waiters: make(map[string]chan struct{})}
 }
 
-// afterResponse returns a channel closed once a response frame (a frame
-// with no "method") containing the sessionId has been written.
+// afterResponse returns a channel closed once the response whose result
+// names sessionID (a session/new response: a frame with no "method" and
+// result.sessionId equal to it) has been written.
 func (o *outWatcher) afterResponse(sessionID string) <-chan struct{} {
 	ch := make(chan struct{})
 	o.mu.Lock()
@@ -49,21 +51,38 @@ func (o *outWatcher) writeFrame(p []byte) error {
 	return err
 }
 
-// Write writes one frame of acp-go-sdk's and wakes the waiters it names.
+// Write writes one frame of acp-go-sdk's and wakes the waiters it answers.
 func (o *outWatcher) Write(p []byte) (int, error) {
 	o.wmu.Lock()
 	n, err := o.w.Write(p)
 	o.wmu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.waiters) == 0 || bytes.Contains(p, []byte(`"method"`)) {
+	if len(o.waiters) == 0 {
 		return n, err
 	}
 	for id, ch := range o.waiters {
-		if bytes.Contains(p, []byte(id)) {
+		// The substring test is cheap and rules out almost every frame; the
+		// decode confirms the frame is the response naming the session.
+		if bytes.Contains(p, []byte(id)) && answersSession(p, id) {
 			close(ch)
 			delete(o.waiters, id)
 		}
 	}
 	return n, err
+}
+
+// answersSession reports whether frame is a JSON-RPC response (no method)
+// whose result.sessionId is the JSON string quoted.
+func answersSession(frame []byte, quoted string) bool {
+	var f struct {
+		Method *string `json:"method"`
+		Result *struct {
+			SessionID json.RawMessage `json:"sessionId"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(frame, &f) != nil || f.Method != nil || f.Result == nil {
+		return false
+	}
+	return string(f.Result.SessionID) == quoted
 }
