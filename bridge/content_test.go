@@ -26,7 +26,7 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := gateway.ResultText(gateway.KindOpenAI, &res), `{"celsius":21,"sky":"clear"}`; got != want {
+	if got, want := gateway.ResultText(gateway.OpenAICapabilities, &res), `{"celsius":21,"sky":"clear"}`; got != want {
 		t.Errorf("model reads %q, want %q", got, want)
 	}
 	if res.Structured == nil {
@@ -37,7 +37,7 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gateway.ResultText(gateway.KindOpenAI, &res); got != "21 C" {
+	if got := gateway.ResultText(gateway.OpenAICapabilities, &res); got != "21 C" {
 		t.Errorf("a result with content blocks reads %q, want them alone", got)
 	}
 }

@@ -6,41 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 )
 
-// DefaultMaxTokens is the default output token limit of a model request.
-const DefaultMaxTokens = 8192
-
-// ProviderOptions configure a model provider (Anthropic or OpenAI-compatible).
-type ProviderOptions struct {
-	// Model is the model name, such as "claude-sonnet-4-5" or "gpt-4.1".
-	Model string
-	// APIKey authenticates the requests; APIKeyEnv names the environment
-	// variable it came from, for error messages.
-	APIKey, APIKeyEnv string
-	// BaseURL overrides the API's base URL ("" means the provider's own).
-	BaseURL string
-	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
-	MaxTokens int64
-	// ThinkingBudget, if positive, turns on Anthropic extended thinking with
-	// this many tokens (at least 1024, less than MaxTokens); thoughts stream
-	// as EventThoughtDelta. Ignored by OpenAI-compatible providers, whose
-	// reasoning deltas stream whenever the server sends them.
-	ThinkingBudget int64
-	// MaxRetries is the SDK's retry count for 408, 409, 429 and 5xx, with
-	// its own backoff; zero means 2, negative means none.
-	MaxRetries int
-	// HTTPClient, if set, carries the requests (tests).
-	HTTPClient *http.Client
-	// Logger receives the provider's warnings. Nil discards them.
-	Logger *slog.Logger
-}
-
-func (o *ProviderOptions) requestOptions() []option.RequestOption {
+// requestOptions maps o to the SDK's request options.
+func requestOptions(o *ProviderOptions) []option.RequestOption {
 	opts := []option.RequestOption{option.WithAPIKey(o.APIKey)}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
@@ -55,6 +27,12 @@ func (o *ProviderOptions) requestOptions() []option.RequestOption {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
 	return opts
+}
+
+// AnthropicCapabilities are what the Messages API accepts: images of four
+// types in tool results, any JSON Schema keyword.
+var AnthropicCapabilities = Capabilities{
+	ToolResultImages: map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true},
 }
 
 // Anthropic is the Anthropic Messages API provider
@@ -81,7 +59,7 @@ func NewAnthropic(opts ProviderOptions) *Anthropic {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Anthropic{client: anthropic.NewClient(opts.requestOptions()...), opts: opts}
+	return &Anthropic{client: anthropic.NewClient(requestOptions(&opts)...), opts: opts}
 }
 
 // Name implements Provider.
@@ -220,7 +198,7 @@ func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
 	if res.IsError {
 		tr.IsError = anthropic.Bool(true)
 	}
-	for _, p := range DegradeResult(KindAnthropic, res) {
+	for _, p := range DegradeResult(AnthropicCapabilities, res) {
 		if p.Image != nil {
 			tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
 				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
@@ -238,7 +216,7 @@ func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
 func (a *Anthropic) tools(tools []*Tool) []anthropic.ToolUnionParam {
 	out := make([]anthropic.ToolUnionParam, 0, len(tools))
 	for _, t := range tools {
-		s := NormalizeSchema(KindAnthropic, t.Name, t.InputSchema, a.opts.Logger)
+		s := NormalizeSchema(AnthropicCapabilities, t.Name, t.InputSchema, a.opts.Logger)
 		schema := anthropic.ToolInputSchemaParam{Properties: s["properties"], ExtraFields: map[string]any{}}
 		if req, ok := s["required"].([]any); ok {
 			for _, r := range req {

@@ -24,17 +24,17 @@ type ResultPart struct {
 	MIMEType string
 }
 
-// DegradeResult maps a tool result to what provider kind can carry, keeping
+// DegradeResult maps a tool result to what a provider with caps can carry, keeping
 // order. An empty result becomes one text part saying so, since the APIs
 // reject empty tool results.
-func DegradeResult(kind ProviderKind, res *Result) []ResultPart {
+func DegradeResult(caps Capabilities, res *Result) []ResultPart {
 	var parts []ResultPart
 	for _, c := range res.Content {
 		switch c.Type {
 		case ContentText:
 			parts = append(parts, ResultPart{Text: c.Text})
 		case ContentImage:
-			if kind == KindAnthropic && anthropicImageTypes[c.MIMEType] {
+			if caps.ToolResultImages[c.MIMEType] {
 				parts = append(parts, ResultPart{Image: c.Data, MIMEType: c.MIMEType})
 			} else {
 				parts = append(parts, ResultPart{Text: mediaNote("image", c.MIMEType, len(c.Data))})
@@ -57,9 +57,9 @@ func DegradeResult(kind ProviderKind, res *Result) []ResultPart {
 
 // ResultText joins the degraded parts of a result as text (for providers
 // whose tool messages are text only).
-func ResultText(kind ProviderKind, res *Result) string {
+func ResultText(caps Capabilities, res *Result) string {
 	var b strings.Builder
-	for i, p := range DegradeResult(kind, res) {
+	for i, p := range DegradeResult(caps, res) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -67,9 +67,6 @@ func ResultText(kind ProviderKind, res *Result) string {
 	}
 	return b.String()
 }
-
-// anthropicImageTypes are the image types the Messages API takes.
-var anthropicImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
 func mediaNote(kind, mimeType string, n int) string {
 	if mimeType == "" {

@@ -156,17 +156,6 @@ func listTools(tools []*Tool) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// PromptText joins the text blocks of a user message with newlines.
-func PromptText(content []Content) string {
-	var parts []string
-	for _, c := range content {
-		if c.Type == ContentText {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // maxDescLine is the longest description /tools shows, in runes.
 const maxDescLine = 120
 

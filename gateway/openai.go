@@ -12,6 +12,10 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
+// OpenAICapabilities are what Chat Completions accepts: text-only tool
+// results, and "required" only as an array.
+var OpenAICapabilities = Capabilities{RequiredAsList: true}
+
 // OpenAI is the OpenAI-compatible Chat Completions provider
 // (https://platform.openai.com/docs/api-reference/chat), streaming through
 // the official Go SDK: OpenAI itself, and through BaseURL Ollama, vLLM,
@@ -182,7 +186,7 @@ func (o *OpenAI) messages(system string, history []Message) []openai.ChatComplet
 			if res == nil {
 				res = &Result{}
 			}
-			text := ResultText(KindOpenAI, res)
+			text := ResultText(OpenAICapabilities, res)
 			if res.IsError {
 				text = "Error: " + text
 			}
@@ -198,7 +202,7 @@ func (o *OpenAI) tools(tools []*Tool) []openai.ChatCompletionToolUnionParam {
 	for _, t := range tools {
 		fn := shared.FunctionDefinitionParam{
 			Name:       t.Name,
-			Parameters: shared.FunctionParameters(NormalizeSchema(KindOpenAI, t.Name, t.InputSchema, o.opts.Logger)),
+			Parameters: shared.FunctionParameters(NormalizeSchema(OpenAICapabilities, t.Name, t.InputSchema, o.opts.Logger)),
 		}
 		if t.Description != "" {
 			fn.Description = openai.String(t.Description)

@@ -15,16 +15,15 @@ import (
 // providerCase runs the same scripted scenarios against both providers.
 type providerCase struct {
 	name string
-	kind gateway.ProviderKind
 	fake func(t testing.TB, turns ...fakemodel.Turn) *fakemodel.Server
 	new  func(baseURL string) gateway.Provider
 }
 
 var providerCases = []providerCase{
-	{"anthropic", gateway.KindAnthropic, fakemodel.NewAnthropic, func(u string) gateway.Provider {
+	{"anthropic", fakemodel.NewAnthropic, func(u string) gateway.Provider {
 		return gateway.NewAnthropic(gateway.ProviderOptions{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
 	}},
-	{"openai", gateway.KindOpenAI, fakemodel.NewOpenAI, func(u string) gateway.Provider {
+	{"openai", fakemodel.NewOpenAI, func(u string) gateway.Provider {
 		return gateway.NewOpenAI(gateway.ProviderOptions{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
 	}},
 }
@@ -113,7 +112,7 @@ func TestProviders_TextStreamsInChunks(t *testing.T) {
 			for _, tool := range tools {
 				tm := tool.(map[string]any)
 				schema, name := tm["input_schema"], tm["name"]
-				if pc.kind == gateway.KindOpenAI {
+				if pc.name == "openai" {
 					fn := tm["function"].(map[string]any)
 					schema, name = fn["parameters"], fn["name"]
 				}
@@ -155,8 +154,8 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 			third, _ := json.Marshal(reqs[2].JSON["messages"])
 			got := string(third)
 			// Results go back in request order, the image as the provider can carry it.
-			switch pc.kind {
-			case gateway.KindAnthropic:
+			switch pc.name {
+			case "anthropic":
 				for _, want := range []string{`"tool_use_id":"call_1"`, `"text":"Echo: hi"`, `"tool_use_id":"call_2"`, `"type":"image"`, `"media_type":"image/png"`, `"data":"UE5HREFUQQ=="`, `"tool_use_id":"call_3"`} {
 					if !strings.Contains(got, want) {
 						t.Errorf("third request lacks %s:\n%s", want, got)
@@ -165,7 +164,7 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 				if strings.Index(got, `"call_2"`) > strings.Index(got, `"tool_use_id":"call_3"`) {
 					t.Error("tool results out of request order")
 				}
-			case gateway.KindOpenAI:
+			case "openai":
 				for _, want := range []string{`"tool_call_id":"call_1"`, `"content":"Echo: hi"`, `"tool_call_id":"call_2"`, `[image: image/png, 7 bytes; not shown to the model]`, `"tool_call_id":"call_3"`} {
 					if !strings.Contains(got, want) {
 						t.Errorf("third request lacks %s:\n%s", want, got)
@@ -251,7 +250,7 @@ func TestProviders_PromptContent(t *testing.T) {
 			}
 			body := string(s.Requests()[0].Body)
 			want := []string{"look at these", `resource uri=\"file:///src/main.go\"`, `\npackage main\n`, "[resource link: file:///src/go.mod (go.mod)]"}
-			if pc.kind == gateway.KindAnthropic {
+			if pc.name == "anthropic" {
 				want = append(want, `"type":"image"`, `"data":"UE5HREFUQQ=="`)
 			} else {
 				want = append(want, `"image_url":{"url":"data:image/png;base64,UE5HREFUQQ=="}`)

@@ -23,16 +23,6 @@ const (
 	DefaultParallelTools = 4
 )
 
-// Model is one model a session can use.
-type Model struct {
-	// ID identifies the model in SendRequest.Model and in the session's
-	// config option, such as "anthropic:claude-sonnet-4-5" or "direct".
-	ID string
-	// Label is the name shown to the user.
-	Label    string
-	Provider Provider
-}
-
 // RunnerOptions configure a Runner. The zero value is valid.
 type RunnerOptions struct {
 	// Models are the models sessions can choose from, the default first.
