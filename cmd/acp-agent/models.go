@@ -6,6 +6,10 @@ import (
 	"strings"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 // ModelConfig is config "model": the model sessions use by default.
@@ -36,8 +40,8 @@ const (
 
 // parseModelFlag reads --model "provider:name", or "direct".
 func parseModelFlag(s string) (ModelConfig, error) {
-	if s == gateway.DirectModelID {
-		return ModelConfig{Provider: gateway.DirectModelID}, nil
+	if s == runner.DirectModelID {
+		return ModelConfig{Provider: runner.DirectModelID}, nil
 	}
 	provider, name, ok := strings.Cut(s, ":")
 	if !ok || name == "" {
@@ -67,9 +71,9 @@ func models(primary *ModelConfig, getenv func(string) string, log *slog.Logger) 
 		return nil
 	}
 	switch {
-	case primary != nil && primary.Provider == gateway.DirectModelID:
-		seen[gateway.DirectModelID] = true
-		out = append(out, gateway.Model{ID: gateway.DirectModelID, Label: "Direct (no model: slash commands)", Provider: gateway.NewDirect()})
+	case primary != nil && primary.Provider == runner.DirectModelID:
+		seen[runner.DirectModelID] = true
+		out = append(out, gateway.Model{ID: runner.DirectModelID, Label: "Direct (no model: slash commands)", Provider: runner.NewDirect()})
 	case primary != nil && primary.Provider != "":
 		if err := add(*primary); err != nil {
 			return nil, err
@@ -88,7 +92,7 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 	if mc.Name == "" {
 		return gateway.Model{}, fmt.Errorf("model: name is empty")
 	}
-	opts := gateway.ProviderOptions{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log}
+	opts := provider.Options{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log}
 	id := mc.Provider + ":" + mc.Name
 	switch mc.Provider {
 	case "anthropic":
@@ -96,7 +100,7 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 			opts.APIKeyEnv = "ANTHROPIC_API_KEY"
 		}
 		opts.APIKey = getenv(opts.APIKeyEnv)
-		return gateway.Model{ID: id, Label: mc.Name + " (Anthropic)", Provider: gateway.NewAnthropic(opts)}, nil
+		return gateway.Model{ID: id, Label: mc.Name + " (Anthropic)", Provider: anthropic.New(opts)}, nil
 	case "openai":
 		if opts.APIKeyEnv == "" {
 			opts.APIKeyEnv = "OPENAI_API_KEY"
@@ -109,7 +113,7 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 		if opts.BaseURL != "" {
 			label = mc.Name + " (" + opts.BaseURL + ")"
 		}
-		return gateway.Model{ID: id, Label: label, Provider: gateway.NewOpenAI(opts)}, nil
+		return gateway.Model{ID: id, Label: label, Provider: openai.New(opts)}, nil
 	}
 	return gateway.Model{}, fmt.Errorf("model: provider %q: want anthropic or openai", mc.Provider)
 }

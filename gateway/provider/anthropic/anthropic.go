@@ -1,4 +1,4 @@
-package gateway
+package anthropic
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 )
 
 // requestOptions maps o to the SDK's request options.
-func requestOptions(o *ProviderOptions) []option.RequestOption {
+func requestOptions(o *provider.Options) []option.RequestOption {
 	opts := []option.RequestOption{option.WithAPIKey(o.APIKey)}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
@@ -29,29 +31,29 @@ func requestOptions(o *ProviderOptions) []option.RequestOption {
 	return opts
 }
 
-// AnthropicCapabilities are what the Messages API accepts: images of four
+// Capabilities are what the Messages API accepts: images of four
 // types in tool results, any JSON Schema keyword.
-var AnthropicCapabilities = Capabilities{
+var Capabilities = provider.Capabilities{
 	ToolResultImages: map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true},
 }
 
-// Anthropic is the Anthropic Messages API provider
+// Provider is the Anthropic Messages API provider
 // (https://docs.anthropic.com/en/api/messages), streaming through the
 // official Go SDK. Safe for concurrent use.
-type Anthropic struct {
+type Provider struct {
 	client anthropic.Client
-	opts   ProviderOptions
+	opts   provider.Options
 }
 
-var _ Provider = (*Anthropic)(nil)
+var _ gateway.Provider = (*Provider)(nil)
 
-// NewAnthropic returns an Anthropic provider.
-func NewAnthropic(opts ProviderOptions) *Anthropic {
+// New returns an Anthropic provider.
+func New(opts provider.Options) *Provider {
 	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = DefaultMaxTokens
+		opts.MaxTokens = provider.DefaultMaxTokens
 	}
 	if opts.ThinkingBudget > 0 && opts.MaxTokens <= opts.ThinkingBudget {
-		opts.MaxTokens = opts.ThinkingBudget + DefaultMaxTokens
+		opts.MaxTokens = opts.ThinkingBudget + provider.DefaultMaxTokens
 	}
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
@@ -59,14 +61,14 @@ func NewAnthropic(opts ProviderOptions) *Anthropic {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Anthropic{client: anthropic.NewClient(requestOptions(&opts)...), opts: opts}
+	return &Provider{client: anthropic.NewClient(requestOptions(&opts)...), opts: opts}
 }
 
-// Name implements Provider.
-func (a *Anthropic) Name() string { return "anthropic" }
+// Name implements [gateway.Provider].
+func (a *Provider) Name() string { return "anthropic" }
 
-// Complete implements Provider: one streamed Messages request.
-func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error) {
+// Complete implements [gateway.Provider]: one streamed Messages request.
+func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
 	params := anthropic.MessageNewParams{
 		Model:     anthropic.Model(a.opts.Model),
 		MaxTokens: a.opts.MaxTokens,
@@ -90,9 +92,9 @@ func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)
 		if ev.Type == "content_block_delta" {
 			switch ev.Delta.Type {
 			case "text_delta":
-				emit(Event{Kind: EventTextDelta, Text: ev.Delta.Text})
+				emit(gateway.Event{Kind: gateway.EventTextDelta, Text: ev.Delta.Text})
 			case "thinking_delta":
-				emit(Event{Kind: EventThoughtDelta, Text: ev.Delta.Thinking})
+				emit(gateway.Event{Kind: gateway.EventThoughtDelta, Text: ev.Delta.Thinking})
 			}
 		}
 	}
@@ -107,8 +109,8 @@ func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)
 }
 
 // response converts the accumulated message.
-func (a *Anthropic) response(msg *anthropic.Message) *Response {
-	var out Response
+func (a *Provider) response(msg *anthropic.Message) *gateway.Response {
+	var out gateway.Response
 	var text string
 	for _, b := range msg.Content {
 		switch b.Type {
@@ -124,30 +126,30 @@ func (a *Anthropic) response(msg *anthropic.Message) *Response {
 					args = map[string]any{}
 				}
 			}
-			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: args})
+			out.Message.ToolCalls = append(out.Message.ToolCalls, gateway.ToolCall{ID: b.ID, Name: b.Name, Args: args})
 		}
 	}
 	if text != "" {
-		out.Message.Content = []Content{TextContent(text)}
+		out.Message.Content = []gateway.Content{gateway.TextContent(text)}
 	}
 	switch msg.StopReason {
 	case anthropic.StopReasonMaxTokens:
-		out.StopReason = StopMaxTokens
+		out.StopReason = gateway.StopMaxTokens
 	case anthropic.StopReasonRefusal:
-		out.StopReason = StopRefusal
+		out.StopReason = gateway.StopRefusal
 	}
 	return &out
 }
 
 // messages converts the history; consecutive tool results become one user
 // message of tool_result blocks, as the API wants.
-func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
+func (a *Provider) messages(history []gateway.Message) []anthropic.MessageParam {
 	var out []anthropic.MessageParam
 	for _, m := range history {
 		switch m.Role {
-		case RoleUser:
+		case gateway.RoleUser:
 			var blocks []anthropic.ContentBlockParamUnion
-			for _, p := range PromptParts(m.Content) {
+			for _, p := range provider.PromptParts(m.Content) {
 				if p.Image != nil {
 					blocks = append(blocks, anthropic.NewImageBlockBase64(p.MIMEType, base64.StdEncoding.EncodeToString(p.Image)))
 				} else if p.Text != "" {
@@ -158,12 +160,12 @@ func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
 				blocks = append(blocks, anthropic.NewTextBlock("(empty message)"))
 			}
 			out = append(out, anthropic.NewUserMessage(blocks...))
-		case RoleAssistant:
+		case gateway.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Thinking != "" && m.ThinkingSignature != "" {
 				blocks = append(blocks, anthropic.NewThinkingBlock(m.ThinkingSignature, m.Thinking))
 			}
-			if t := PromptText(m.Content); t != "" {
+			if t := gateway.PromptText(m.Content); t != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(t))
 			}
 			for _, c := range m.ToolCalls {
@@ -172,7 +174,7 @@ func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
 			if len(blocks) > 0 {
 				out = append(out, anthropic.NewAssistantMessage(blocks...))
 			}
-		case RoleTool:
+		case gateway.RoleTool:
 			block := anthropic.ContentBlockParamUnion{OfToolResult: a.toolResult(m)}
 			if n := len(out); n > 0 && out[n-1].Role == anthropic.MessageParamRoleUser && isToolResults(out[n-1]) {
 				out[n-1].Content = append(out[n-1].Content, block)
@@ -189,16 +191,16 @@ func isToolResults(m anthropic.MessageParam) bool {
 }
 
 // toolResult degrades a result for Anthropic: text blocks and image blocks.
-func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
+func (a *Provider) toolResult(m gateway.Message) *anthropic.ToolResultBlockParam {
 	res := m.Result
 	if res == nil {
-		res = &Result{}
+		res = &gateway.Result{}
 	}
 	tr := &anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
 	if res.IsError {
 		tr.IsError = anthropic.Bool(true)
 	}
-	for _, p := range DegradeResult(AnthropicCapabilities, res) {
+	for _, p := range provider.DegradeResult(Capabilities, res) {
 		if p.Image != nil {
 			tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
 				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
@@ -213,10 +215,10 @@ func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
 }
 
 // tools converts the tool definitions with normalized schemas.
-func (a *Anthropic) tools(tools []*Tool) []anthropic.ToolUnionParam {
+func (a *Provider) tools(tools []*gateway.Tool) []anthropic.ToolUnionParam {
 	out := make([]anthropic.ToolUnionParam, 0, len(tools))
 	for _, t := range tools {
-		s := NormalizeSchema(AnthropicCapabilities, t.Name, t.InputSchema, a.opts.Logger)
+		s := provider.NormalizeSchema(Capabilities, t.Name, t.InputSchema, a.opts.Logger)
 		schema := anthropic.ToolInputSchemaParam{Properties: s["properties"], ExtraFields: map[string]any{}}
 		if req, ok := s["required"].([]any); ok {
 			for _, r := range req {
@@ -239,11 +241,11 @@ func (a *Anthropic) tools(tools []*Tool) []anthropic.ToolUnionParam {
 	return out
 }
 
-// describe turns an SDK error into a ProviderError.
-func (a *Anthropic) describe(err error) error {
+// describe turns an SDK error into a [provider.Error].
+func (a *Provider) describe(err error) error {
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		return newProviderError("anthropic", apiErr.StatusCode, apiErrorMessage(apiErr.RawJSON()), a.opts.APIKeyEnv, err)
+		return provider.NewError("anthropic", apiErr.StatusCode, provider.APIErrorMessage(apiErr.RawJSON()), a.opts.APIKeyEnv, err)
 	}
-	return &ProviderError{Provider: "anthropic", Err: err}
+	return &provider.Error{Provider: "anthropic", Err: err}
 }

@@ -1,4 +1,4 @@
-package gateway
+package provider
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package gateway_test
+package provider_test
 
 import (
 	"context"
@@ -9,6 +9,10 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -21,10 +25,10 @@ type providerCase struct {
 
 var providerCases = []providerCase{
 	{"anthropic", fakemodel.NewAnthropic, func(u string) gateway.Provider {
-		return gateway.NewAnthropic(gateway.ProviderOptions{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
+		return anthropic.New(provider.Options{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
 	}},
 	{"openai", fakemodel.NewOpenAI, func(u string) gateway.Provider {
-		return gateway.NewOpenAI(gateway.ProviderOptions{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
+		return openai.New(provider.Options{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
 	}},
 }
 
@@ -77,13 +81,13 @@ func (r *recorder) count(kind gateway.EventKind) int {
 	return n
 }
 
-func newRunner(p gateway.Provider) (*gateway.Runner, *gateway.Registry) {
+func newRunner(p gateway.Provider) (*runner.Runner, *gateway.Registry) {
 	reg := &gateway.Registry{}
 	reg.Set("k", testTools())
-	return gateway.NewRunner(reg, &gateway.RunnerOptions{Models: []gateway.Model{{ID: "m", Provider: p}}}), reg
+	return runner.New(reg, &runner.Options{Models: []gateway.Model{{ID: "m", Provider: p}}}), reg
 }
 
-func run(t *testing.T, r *gateway.Runner, prompt string) (gateway.StopReason, *recorder, error) {
+func run(t *testing.T, r *runner.Runner, prompt string) (gateway.StopReason, *recorder, error) {
 	t.Helper()
 	rec := &recorder{}
 	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", System: "be brief", Message: []gateway.Content{gateway.TextContent(prompt)}}, rec.emit)
@@ -207,7 +211,7 @@ func TestProviders_RetryAndErrors(t *testing.T) {
 				s := pc.fake(t, fakemodel.Turn{Status: tt.status, Text: "boom"}, fakemodel.Turn{Status: tt.status, Text: "boom"}, fakemodel.Turn{Status: tt.status, Text: "boom"})
 				r, _ := newRunner(pc.new(s.URL))
 				_, _, err := run(t, r, "hi")
-				var pe *gateway.ProviderError
+				var pe *provider.Error
 				if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), pc.name+": HTTP") || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%d: err = %v", tt.status, err)
 				}
@@ -266,7 +270,7 @@ func TestProviders_PromptContent(t *testing.T) {
 
 func TestAnthropic_ThinkingBudget(t *testing.T) {
 	s := fakemodel.NewAnthropic(t, fakemodel.Turn{Thinking: "step by step", Text: "42"})
-	p := gateway.NewAnthropic(gateway.ProviderOptions{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
+	p := anthropic.New(provider.Options{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
 	r, _ := newRunner(p)
 	_, rec, err := run(t, r, "think")
 	if err != nil || rec.count(gateway.EventThoughtDelta) == 0 {

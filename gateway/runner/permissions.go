@@ -1,7 +1,8 @@
-package gateway
+package runner
 
 import (
 	"fmt"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"path"
 	"sync"
 )
@@ -57,7 +58,7 @@ const (
 )
 
 // Decide returns the policy's decision for tool t.
-func (p Permissions) Decide(t *Tool) Decision {
+func (p Permissions) Decide(t *gateway.Tool) Decision {
 	if matchAny(p.Deny, t.Name) {
 		return DecisionDeny
 	}

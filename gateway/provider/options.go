@@ -1,4 +1,4 @@
-package gateway
+package provider
 
 import (
 	"log/slog"
@@ -8,8 +8,8 @@ import (
 // DefaultMaxTokens is the default output token limit of a model request.
 const DefaultMaxTokens = 8192
 
-// ProviderOptions configure a model provider (Anthropic or OpenAI-compatible).
-type ProviderOptions struct {
+// Options configure a model provider (Anthropic or OpenAI-compatible).
+type Options struct {
 	// Model is the model name, such as "claude-sonnet-4-5" or "gpt-4.1".
 	Model string
 	// APIKey authenticates the requests; APIKeyEnv names the environment

@@ -1,7 +1,8 @@
-package gateway
+package runner
 
 import (
 	"context"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"regexp"
 	"testing"
 )
@@ -10,26 +11,26 @@ import (
 // history) gets a fresh one: the client and the history never see two calls
 // with one ID.
 func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
-	reg := &Registry{}
-	reg.Set("k", []*Tool{echoTool("echo")})
-	hist := &MemoryHistory{}
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{echoTool("echo")})
+	hist := &gateway.MemoryHistory{}
 	// An earlier agent process left a call "c1" in the history.
-	hist.Append("k", StopEndTurn,
-		Message{Role: RoleUser, Content: []Content{TextContent("before")}},
-		Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "echo"}}},
-		Message{Role: RoleTool, ToolCallID: "c1", ToolName: "echo", Result: &Result{}})
+	hist.Append("k", gateway.StopEndTurn,
+		gateway.Message{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("before")}},
+		gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "echo"}}},
+		gateway.Message{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "echo", Result: &gateway.Result{}})
 	requests := 0
-	model := &fakeProvider{complete: func(_ context.Context, req *Request, _ func(Event)) (*Response, error) {
+	model := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
 		requests++
 		switch requests {
 		case 1: // the model reuses c1, and gives two calls one ID
-			return &Response{Message: Message{ToolCalls: []ToolCall{{ID: "c1", Name: "echo"}, {ID: "c2", Name: "echo"}, {ID: "c2", Name: "echo"}, {Name: "echo"}}}}, nil
+			return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "echo"}, {ID: "c2", Name: "echo"}, {ID: "c2", Name: "echo"}, {Name: "echo"}}}}, nil
 		}
-		return &Response{Message: Message{Content: []Content{TextContent("done")}}}, nil
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("done")}}}, nil
 	}}
-	r := NewRunner(reg, &RunnerOptions{History: hist, Models: []Model{{ID: "m", Provider: model}}})
+	r := New(reg, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: model}}})
 	evs, emit := collect()
-	if _, err := r.Run(t.Context(), SendRequest{SessionKey: "k", Message: []Content{TextContent("go")}}, emit); err != nil {
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("go")}}, emit); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
@@ -43,7 +44,7 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 	}
 	started := map[string]bool{}
 	for _, e := range *evs {
-		if e.Kind == EventToolStart {
+		if e.Kind == gateway.EventToolStart {
 			if started[e.Call.ID] || e.Call.ID == "c1" || e.Call.ID == "" {
 				t.Errorf("tool_start with a used ID %q", e.Call.ID)
 			}
@@ -60,10 +61,10 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 
 // Direct mode's /call IDs do not repeat across providers (processes).
 func TestDirect_CallIDsDoNotRepeat(t *testing.T) {
-	req := &Request{Messages: []Message{{Role: RoleUser, Content: []Content{TextContent("/call echo")}}}}
+	req := &gateway.Request{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("/call echo")}}}}
 	ids := map[string]bool{}
 	for range 3 {
-		resp, err := NewDirect().Complete(t.Context(), req, func(Event) {})
+		resp, err := NewDirect().Complete(t.Context(), req, func(gateway.Event) {})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,8 @@
-package gateway
+package runner
 
 import (
 	"context"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,12 +11,12 @@ import (
 )
 
 func TestPermissions_Decide(t *testing.T) {
-	ro := &Tool{Name: "mcp__fs__read", Annotations: Annotations{ReadOnlyHint: true}}
-	rw := &Tool{Name: "mcp__fs__write"}
-	gh := &Tool{Name: "mcp__github__create_issue"}
+	ro := &gateway.Tool{Name: "mcp__fs__read", Annotations: gateway.Annotations{ReadOnlyHint: true}}
+	rw := &gateway.Tool{Name: "mcp__fs__write"}
+	gh := &gateway.Tool{Name: "mcp__github__create_issue"}
 	tests := []struct {
 		p    Permissions
-		tool *Tool
+		tool *gateway.Tool
 		want Decision
 	}{
 		{Permissions{}, ro, DecisionAllow},
@@ -42,45 +43,45 @@ func TestPermissions_Decide(t *testing.T) {
 
 // scripted is a provider that asks for calls on its first request and then
 // ends the turn.
-func scripted(calls ...ToolCall) *fakeProvider {
+func scripted(calls ...gateway.ToolCall) *fakeProvider {
 	var n atomic.Int32
-	return &fakeProvider{complete: func(context.Context, *Request, func(Event)) (*Response, error) {
+	return &fakeProvider{complete: func(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
 		if n.Add(1) == 1 {
-			return &Response{Message: Message{ToolCalls: calls}}, nil
+			return &gateway.Response{Message: gateway.Message{ToolCalls: calls}}, nil
 		}
-		return &Response{Message: Message{Content: []Content{TextContent("done")}}}, nil
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("done")}}}, nil
 	}}
 }
 
-func countingTool(name string, readOnly bool, runs *atomic.Int32) *Tool {
-	return &Tool{Name: name, Annotations: Annotations{ReadOnlyHint: readOnly},
-		Execute: func(context.Context, string, map[string]any, func(ToolUpdate)) (Result, error) {
+func countingTool(name string, readOnly bool, runs *atomic.Int32) *gateway.Tool {
+	return &gateway.Tool{Name: name, Annotations: gateway.Annotations{ReadOnlyHint: readOnly},
+		Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
 			runs.Add(1)
-			return Result{Content: []Content{TextContent("ran " + name)}}, nil
+			return gateway.Result{Content: []gateway.Content{gateway.TextContent("ran " + name)}}, nil
 		}}
 }
 
 func TestRunner_Permissions(t *testing.T) {
 	var runs atomic.Int32
-	reg := &Registry{}
-	reg.Set("k", []*Tool{countingTool("write", false, &runs), countingTool("read", true, &runs), countingTool("banned", false, &runs)})
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{countingTool("write", false, &runs), countingTool("read", true, &runs), countingTool("banned", false, &runs)})
 	var asked []string
-	var answer PermissionOutcome
-	ask := func(_ context.Context, req PermissionRequest) (PermissionOutcome, error) {
+	var answer gateway.PermissionOutcome
+	ask := func(_ context.Context, req gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 		asked = append(asked, req.Call.Name)
 		return answer, nil
 	}
 	newRunner := func() *Runner {
-		return NewRunner(reg, &RunnerOptions{
-			Models:      []Model{{ID: "fake", Provider: scripted(ToolCall{ID: "1", Name: "write"}, ToolCall{ID: "2", Name: "read"}, ToolCall{ID: "3", Name: "banned"})}},
+		return New(reg, &Options{
+			Models:      []gateway.Model{{ID: "fake", Provider: scripted(gateway.ToolCall{ID: "1", Name: "write"}, gateway.ToolCall{ID: "2", Name: "read"}, gateway.ToolCall{ID: "3", Name: "banned"})}},
 			Permissions: Permissions{Deny: []string{"banned"}},
 		})
 	}
 	run := func(r *Runner) map[string]string {
 		ends := map[string]string{}
 		var mu sync.Mutex
-		_, err := r.Run(t.Context(), SendRequest{SessionKey: "k", Ask: ask}, func(e Event) {
-			if e.Kind == EventToolEnd {
+		_, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Ask: ask}, func(e gateway.Event) {
+			if e.Kind == gateway.EventToolEnd {
 				mu.Lock()
 				ends[e.Call.Name] = string(e.Call.Status) + ":" + e.Call.Result.Content[0].Text
 				mu.Unlock()
@@ -92,7 +93,7 @@ func TestRunner_Permissions(t *testing.T) {
 		return ends
 	}
 
-	answer = PermissionReject
+	answer = gateway.PermissionReject
 	ends := run(newRunner())
 	if !strings.HasPrefix(ends["write"], "failed:The user declined to run write") || ends["read"] != "completed:ran read" ||
 		!strings.Contains(ends["banned"], "denied by the permissions policy") {
@@ -103,15 +104,15 @@ func TestRunner_Permissions(t *testing.T) {
 	}
 
 	r := newRunner()
-	answer, asked = PermissionAllowAlways, nil
+	answer, asked = gateway.PermissionAllowAlways, nil
 	run(r)
-	r.opts.Models[0].Provider = scripted(ToolCall{ID: "4", Name: "write"})
+	r.opts.Models[0].Provider = scripted(gateway.ToolCall{ID: "4", Name: "write"})
 	run(r) // allowed always: not asked again
 	if strings.Join(asked, ",") != "write" {
 		t.Errorf("asked %v, want write once (allow always)", asked)
 	}
 	r.Forget("k")
-	r.opts.Models[0].Provider = scripted(ToolCall{ID: "5", Name: "write"})
+	r.opts.Models[0].Provider = scripted(gateway.ToolCall{ID: "5", Name: "write"})
 	run(r)
 	if len(asked) != 2 {
 		t.Errorf("after Forget the grant should be gone; asked %v", asked)
@@ -120,17 +121,17 @@ func TestRunner_Permissions(t *testing.T) {
 
 func TestRunner_DeniedToolsAreNotOffered(t *testing.T) {
 	var runs atomic.Int32
-	reg := &Registry{}
-	reg.Set("k", []*Tool{countingTool("mcp__gh__a", false, &runs), countingTool("mcp__fs__b", true, &runs)})
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{countingTool("mcp__gh__a", false, &runs), countingTool("mcp__fs__b", true, &runs)})
 	var offered []string
-	p := &fakeProvider{complete: func(_ context.Context, req *Request, _ func(Event)) (*Response, error) {
+	p := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
 		for _, t := range req.Tools {
 			offered = append(offered, t.Name)
 		}
-		return &Response{}, nil
+		return &gateway.Response{}, nil
 	}}
-	r := NewRunner(reg, &RunnerOptions{Models: []Model{{ID: "f", Provider: p}}, Permissions: Permissions{Deny: []string{"mcp__gh__*"}}})
-	if _, err := r.Run(t.Context(), SendRequest{SessionKey: "k"}, func(Event) {}); err != nil {
+	r := New(reg, &Options{Models: []gateway.Model{{ID: "f", Provider: p}}, Permissions: Permissions{Deny: []string{"mcp__gh__*"}}})
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k"}, func(gateway.Event) {}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(offered, ",") != "mcp__fs__b" {
@@ -141,7 +142,7 @@ func TestRunner_DeniedToolsAreNotOffered(t *testing.T) {
 func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
-	tool := &Tool{Name: "slow", Annotations: Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, id string, _ map[string]any, _ func(ToolUpdate)) (Result, error) {
+	tool := &gateway.Tool{Name: "slow", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, id string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
 		n := running.Add(1)
 		for {
 			p := peak.Load()
@@ -151,28 +152,28 @@ func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 		}
 		<-release
 		running.Add(-1)
-		return Result{Content: []Content{TextContent("r" + id)}}, nil
+		return gateway.Result{Content: []gateway.Content{gateway.TextContent("r" + id)}}, nil
 	}}
-	reg := &Registry{}
-	reg.Set("k", []*Tool{tool})
-	var calls []ToolCall
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{tool})
+	var calls []gateway.ToolCall
 	for i := range 6 {
-		calls = append(calls, ToolCall{ID: string(rune('a' + i)), Name: "slow"})
+		calls = append(calls, gateway.ToolCall{ID: string(rune('a' + i)), Name: "slow"})
 	}
-	var seen []Message
+	var seen []gateway.Message
 	var n atomic.Int32
-	p := &fakeProvider{complete: func(_ context.Context, req *Request, _ func(Event)) (*Response, error) {
+	p := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
 		if n.Add(1) == 1 {
-			return &Response{Message: Message{ToolCalls: calls}}, nil
+			return &gateway.Response{Message: gateway.Message{ToolCalls: calls}}, nil
 		}
 		seen = req.Messages
-		return &Response{}, nil
+		return &gateway.Response{}, nil
 	}}
-	r := NewRunner(reg, &RunnerOptions{Models: []Model{{ID: "f", Provider: p}}, ParallelTools: 3})
+	r := New(reg, &Options{Models: []gateway.Model{{ID: "f", Provider: p}}, ParallelTools: 3})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = r.Run(context.Background(), SendRequest{SessionKey: "k"}, func(Event) {})
+		_, _ = r.Run(context.Background(), gateway.SendRequest{SessionKey: "k"}, func(gateway.Event) {})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for running.Load() < 3 && time.Now().Before(deadline) {
@@ -192,21 +193,21 @@ func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 
 func TestRunner_CancelWhileAskingPermission(t *testing.T) {
 	var runs atomic.Int32
-	reg := &Registry{}
-	reg.Set("k", []*Tool{countingTool("write", false, &runs)})
-	r := NewRunner(reg, &RunnerOptions{Models: []Model{{ID: "f", Provider: scripted(ToolCall{ID: "1", Name: "write"})}}})
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{countingTool("write", false, &runs)})
+	r := New(reg, &Options{Models: []gateway.Model{{ID: "f", Provider: scripted(gateway.ToolCall{ID: "1", Name: "write"})}}})
 	ctx, cancel := context.WithCancel(t.Context())
-	ask := func(ctx context.Context, _ PermissionRequest) (PermissionOutcome, error) {
+	ask := func(ctx context.Context, _ gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 		cancel()
 		<-ctx.Done()
-		return PermissionCancelled, nil
+		return gateway.PermissionCancelled, nil
 	}
-	stop, err := r.Run(ctx, SendRequest{SessionKey: "k", Ask: ask}, func(Event) {})
-	if err != nil || stop != StopCancelled || runs.Load() != 0 {
+	stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Ask: ask}, func(gateway.Event) {})
+	if err != nil || stop != gateway.StopCancelled || runs.Load() != 0 {
 		t.Errorf("Run = %s, %v, %d runs; want cancelled, nothing run", stop, err, runs.Load())
 	}
 	h := r.opts.History.Messages("k")
-	if last := h[len(h)-1]; last.Role != RoleTool || last.Result == nil || !last.Result.IsError {
+	if last := h[len(h)-1]; last.Role != gateway.RoleTool || last.Result == nil || !last.Result.IsError {
 		t.Errorf("history ends with %+v; the call needs a result", last)
 	}
 }
