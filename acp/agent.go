@@ -490,7 +490,7 @@ func (a *Agent) endSession(s *liveSession) {
 	s.end(func() {
 		_ = s.manager.Close(context.Background())
 		_ = a.gw.ClearExtraTools(context.Background(), s.key)
-		a.history.Forget(s.key)
+		a.history.Forget(context.Background(), s.key)
 	})
 	a.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
 }

@@ -234,7 +234,7 @@ func (r *Client) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	delete(r.tools, sessionKey)
 	p := r.p
 	r.mu.Unlock()
-	r.opts.History.Forget(sessionKey)
+	r.opts.History.Forget(ctx, sessionKey)
 	if p == nil {
 		return nil // the gateway forgot the session's tools with the connection
 	}
@@ -273,7 +273,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		r.mu.Unlock()
 	}()
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
-		History: r.opts.History.Messages(req.SessionKey)}
+		History: r.opts.History.Messages(ctx, req.SessionKey)}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
@@ -287,7 +287,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 	case err != nil:
 		return "", fmt.Errorf("gateway: %w", err)
 	}
-	r.opts.History.Append(req.SessionKey, res.StopReason, res.Messages...)
+	r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, res.StopReason, res.Messages...)
 	return res.StopReason, nil
 }
 

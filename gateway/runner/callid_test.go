@@ -15,7 +15,7 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 	reg.Set("k", []*gateway.Tool{echoTool("echo")})
 	hist := &gateway.MemoryHistory{}
 	// An earlier agent process left a call "c1" in the history.
-	hist.Append("k", gateway.StopEndTurn,
+	hist.Append(context.Background(), "k", gateway.StopEndTurn,
 		gateway.Message{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("before")}},
 		gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "echo"}}},
 		gateway.Message{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "echo", Result: &gateway.Result{}})
@@ -34,7 +34,7 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	for _, m := range hist.Messages("k") {
+	for _, m := range hist.Messages(context.Background(), "k") {
 		for _, c := range m.ToolCalls {
 			seen[c.ID]++
 		}

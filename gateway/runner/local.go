@@ -33,9 +33,9 @@ func (g *Local) SetExtraTools(_ context.Context, sessionKey string, tools []*gat
 }
 
 // ClearExtraTools implements [gateway.Gateway].
-func (g *Local) ClearExtraTools(_ context.Context, sessionKey string) error {
+func (g *Local) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	g.registry.Clear(sessionKey)
-	g.runner.Forget(sessionKey)
+	g.runner.Forget(ctx, sessionKey)
 	return nil
 }
 

@@ -111,7 +111,7 @@ func TestRunner_Permissions(t *testing.T) {
 	if strings.Join(asked, ",") != "write" {
 		t.Errorf("asked %v, want write once (allow always)", asked)
 	}
-	r.Forget("k")
+	r.Forget(context.Background(), "k")
 	r.opts.Models[0].Provider = scripted(gateway.ToolCall{ID: "5", Name: "write"})
 	run(r)
 	if len(asked) != 2 {
@@ -206,7 +206,7 @@ func TestRunner_CancelWhileAskingPermission(t *testing.T) {
 	if err != nil || stop != gateway.StopCancelled || runs.Load() != 0 {
 		t.Errorf("Run = %s, %v, %d runs; want cancelled, nothing run", stop, err, runs.Load())
 	}
-	h := r.opts.History.Messages("k")
+	h := r.opts.History.Messages(context.Background(), "k")
 	if last := h[len(h)-1]; last.Role != gateway.RoleTool || last.Result == nil || !last.Result.IsError {
 		t.Errorf("history ends with %+v; the call needs a result", last)
 	}

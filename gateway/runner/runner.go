@@ -103,8 +103,8 @@ func (r *Runner) model(id string) (gateway.Model, error) {
 
 // Forget drops what the runner keeps for a session: its history and its
 // "allow always" answers.
-func (r *Runner) Forget(sessionKey string) {
-	r.opts.History.Forget(sessionKey)
+func (r *Runner) Forget(ctx context.Context, sessionKey string) {
+	r.opts.History.Forget(ctx, sessionKey)
 	r.grants.forget(sessionKey)
 }
 
@@ -142,13 +142,14 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			}
 			return
 		}
-		r.opts.History.Append(req.SessionKey, s, turn...)
+		// The turn is kept even when ctx was cancelled.
+		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, s, turn...)
 	}()
 	past := func() []gateway.Message {
 		if req.CallerHistory {
 			return req.History
 		}
-		return r.opts.History.Messages(req.SessionKey)
+		return r.opts.History.Messages(ctx, req.SessionKey)
 	}
 
 	for range r.opts.MaxTurnRequests {

@@ -58,7 +58,7 @@ func TestRunner_DirectCallReportsEveryStep(t *testing.T) {
 		t.Errorf("end = %+v", end)
 	}
 	// The turn is in the history with the call answered.
-	h := r.opts.History.Messages("k")
+	h := r.opts.History.Messages(context.Background(), "k")
 	if len(h) != 3 || h[1].ToolCalls[0].Name != "mcp__srv__echo" || h[2].Role != gateway.RoleTool || h[2].Result == nil {
 		t.Errorf("history = %+v", h)
 	}
@@ -127,7 +127,7 @@ func TestRunner_CancelledMidTool(t *testing.T) {
 	if last.Kind != gateway.EventToolEnd || last.Call.Status != gateway.ToolFailed || last.Call.Result.Content[0].Text != "cancelled" {
 		t.Errorf("last event = %+v", last.Call)
 	}
-	h := r.opts.History.Messages("k")
+	h := r.opts.History.Messages(context.Background(), "k")
 	if len(h) != 3 || h[2].Result == nil || !h[2].Result.IsError {
 		t.Errorf("history after cancel = %+v; every call needs a result", h)
 	}
@@ -207,5 +207,47 @@ func TestRegistry_SetIsAtomicAndCopied(t *testing.T) {
 	reg.Clear("k")
 	if len(reg.Tools("k")) != 0 {
 		t.Error("Clear left tools")
+	}
+}
+
+// ctxHistory records whether the ctx of each Append was already done.
+type ctxHistory struct {
+	gateway.MemoryHistory
+	mu        sync.Mutex
+	doneOnAdd []bool
+}
+
+func (h *ctxHistory) Append(ctx context.Context, key string, stop gateway.StopReason, msgs ...gateway.Message) {
+	h.mu.Lock()
+	h.doneOnAdd = append(h.doneOnAdd, ctx.Err() != nil)
+	h.mu.Unlock()
+	h.MemoryHistory.Append(ctx, key, stop, msgs...)
+}
+
+// A cancelled turn is stored with a context that is not cancelled, so a
+// History backed by a store does not drop it.
+func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
+	reg := &gateway.Registry{}
+	started := make(chan struct{})
+	reg.Set("k", []*gateway.Tool{{Name: "block", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}})
+	hist := &ctxHistory{}
+	r := New(reg, &Options{History: hist})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	_, emit := collect()
+	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit); err != nil || stop != gateway.StopCancelled {
+		t.Fatalf("Run = %s, %v; want cancelled", stop, err)
+	}
+	hist.mu.Lock()
+	defer hist.mu.Unlock()
+	if len(hist.doneOnAdd) != 1 || hist.doneOnAdd[0] {
+		t.Errorf("Append calls (true: ctx already done) = %v; want one with a live ctx", hist.doneOnAdd)
+	}
+	if h := hist.Messages(context.Background(), "k"); len(h) != 3 {
+		t.Errorf("history after cancel = %+v", h)
 	}
 }
