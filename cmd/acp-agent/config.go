@@ -166,8 +166,8 @@ func parseConfig(data []byte, cfg *Config) error {
 		return fmt.Errorf("key %q: %v", "permissions", err)
 	}
 	if m := cfg.Model; m != nil {
-		if m.Provider != "anthropic" && m.Provider != "openai" {
-			return fmt.Errorf("key %q: %q is not a provider (want anthropic or openai)", "model.provider", m.Provider)
+		if _, ok := lookupProvider(m.Provider); !ok {
+			return fmt.Errorf("key %q: %q is not a provider (want %s)", "model.provider", m.Provider, providerIDs())
 		}
 		if strings.TrimSpace(m.Name) == "" {
 			return fmt.Errorf("key %q: must be a non-empty model name", "model.name")

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -145,7 +146,7 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		config:  fs.String("config", "", "config file (default $XDG_CONFIG_HOME/acp-agent/config.json)"),
 		verbose: fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr"),
 		logFile: fs.String("log-file", "", "write logs to this file instead of stderr"),
-		model:   fs.String("model", "", "the default model: provider:name (anthropic:claude-sonnet-4-5, openai:gpt-4.1), or direct"),
+		model:   fs.String("model", "", "the default model: provider:name ("+strings.Join(modelExamples(), ", ")+"), or direct"),
 	}
 }
 
