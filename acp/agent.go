@@ -24,6 +24,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -33,7 +34,7 @@ type Options struct {
 	// sent to servers. Empty means "acp-agent" and "dev".
 	Name, Version string
 	// Gateway runs the turns. Nil means an in-process gateway with the direct
-	// provider (gateway.NewLocal(nil)).
+	// provider (runner.NewLocal(nil)).
 	Gateway gateway.Gateway
 	// Bridge is the template of each session's bridge.Manager options; Cwd,
 	// ClientInfo and Logger are set per session. Bridge.Limits also holds the
@@ -123,7 +124,7 @@ func New(opts *Options) *Agent {
 	}
 	a.gw = a.opts.Gateway
 	if a.gw == nil {
-		a.gw = gateway.NewLocal(&gateway.RunnerOptions{History: a.history, Logger: a.log})
+		a.gw = runner.NewLocal(&runner.Options{History: a.history, Logger: a.log})
 	}
 	return a
 }
@@ -489,7 +490,7 @@ func (a *Agent) endSession(s *liveSession) {
 	s.end(func() {
 		_ = s.manager.Close(context.Background())
 		_ = a.gw.ClearExtraTools(context.Background(), s.key)
-		a.history.Forget(s.key)
+		a.history.Forget(context.Background(), s.key)
 	})
 	a.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
 }

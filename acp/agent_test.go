@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
@@ -327,7 +327,7 @@ func TestAgent_CloseSession(t *testing.T) {
 	if !errors.As(err, &re) || re.Code != -32002 || !strings.Contains(re.Message, sid) {
 		t.Errorf("prompt after close: %v, want resource-not-found (-32002) naming the session", err)
 	}
-	if tools := h.agent.gw.(*gateway.Local).Registry().Tools("acp:" + sid); len(tools) != 0 {
+	if tools := h.agent.gw.(*runner.Local).Registry().Tools("acp:" + sid); len(tools) != 0 {
 		t.Errorf("%d tools still registered after session/close", len(tools))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 func TestCheckPromptMedia(t *testing.T) {
@@ -65,7 +66,7 @@ func (g *recordingGateway) Send(ctx context.Context, req gateway.SendRequest, em
 // 5 MiB) reaches the gateway intact; one byte more is refused with
 // invalid_params instead of being passed on.
 func TestPrompt_MediaLimit(t *testing.T) {
-	gw := &recordingGateway{Gateway: gateway.NewLocal(nil)}
+	gw := &recordingGateway{Gateway: runner.NewLocal(nil)}
 	h := startAgentWith(t, Options{Gateway: gw})
 	sid := h.newSession()
 	img := make([]byte, 5<<20)

@@ -10,6 +10,8 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 )
 
@@ -54,7 +56,7 @@ func TestAgent_ModelTurnWithPermissions(t *testing.T) {
 		callTool("c2", "mcp__mem__image", nil), say("here is the image"),
 		callTool("c3", "mcp__mem__image", nil), say("again, without asking"),
 	}}
-	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "script:1", Label: "Script", Provider: p}}})
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "script:1", Label: "Script", Provider: p}}})
 	h := startAgentWith(t, Options{Gateway: gw})
 	var asked []string
 	var mu sync.Mutex
@@ -106,7 +108,7 @@ func TestAgent_ModelTurnWithPermissions(t *testing.T) {
 func TestAgent_SwitchModel(t *testing.T) {
 	a := &scriptProvider{responses: []gateway.Response{say("from a")}}
 	b := &scriptProvider{responses: []gateway.Response{say("from b")}}
-	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "a", Label: "A", Provider: a}, {ID: "b", Label: "B", Provider: b}}})
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "a", Label: "A", Provider: a}, {ID: "b", Label: "B", Provider: b}}})
 	h := startAgentWith(t, Options{Gateway: gw})
 	sid := h.newSession()
 	if _, out := h.prompt(t.Context(), sid, "hi"); joinText(out) != "from a" {
@@ -134,7 +136,7 @@ func TestAgent_SwitchModel(t *testing.T) {
 // goes on.
 func TestAgent_ProviderErrorEndsTheTurnOnly(t *testing.T) {
 	failing := &failProvider{}
-	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "f", Provider: failing}}})
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "f", Provider: failing}}})
 	h := startAgentWith(t, Options{Gateway: gw})
 	sid := h.newSession()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -149,5 +151,5 @@ type failProvider struct{}
 
 func (failProvider) Name() string { return "fail" }
 func (failProvider) Complete(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
-	return nil, &gateway.ProviderError{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY to a valid API key"}
+	return nil, &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY to a valid API key"}
 }

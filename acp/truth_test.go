@@ -11,6 +11,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -79,7 +80,7 @@ func TestAgent_UnknownSessionIsResourceNotFound(t *testing.T) {
 // Error messages say their class once: "Invalid params: cwd …", never
 // "Invalid params: invalid params: …".
 func TestAgent_ErrorTextsSayTheirPrefixOnce(t *testing.T) {
-	gw := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "a", Provider: &scriptProvider{}}}})
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "a", Provider: &scriptProvider{}}}})
 	h := startAgentWith(t, Options{Gateway: gw})
 	sid := h.newSession()
 	ctx := t.Context()
@@ -149,7 +150,7 @@ func TestAgent_ErrorTextsSayTheirPrefixOnce(t *testing.T) {
 // session/set_config_option never answers configOptions null, and an
 // option the session does not offer is invalid_params naming it.
 func TestAgent_SetConfigOption(t *testing.T) {
-	two := gateway.NewLocal(&gateway.RunnerOptions{Models: []gateway.Model{{ID: "a", Provider: &scriptProvider{}}}}) // a + direct
+	two := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "a", Provider: &scriptProvider{}}}}) // a + direct
 	h := startAgentWith(t, Options{Gateway: two})
 	sid := acpsdk.SessionId(h.newSession())
 	res, err := h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "direct"}})
@@ -227,7 +228,7 @@ func startStoreAgent(t *testing.T, path string, a, b gateway.Provider) *harness 
 	}
 	t.Cleanup(func() { st.Close() })
 	hist := session.NewHistory(st, nil)
-	gw := gateway.NewLocal(&gateway.RunnerOptions{History: hist, Models: []gateway.Model{{ID: "a", Provider: a}, {ID: "b", Provider: b}}})
+	gw := runner.NewLocal(&runner.Options{History: hist, Models: []gateway.Model{{ID: "a", Provider: a}, {ID: "b", Provider: b}}})
 	return startAgentWith(t, Options{Store: st, History: hist, Gateway: gw})
 }
 

@@ -7,7 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
 )
 
 // TestManager_StructuredOnlyResultReachesTheModel: a result with only
@@ -26,7 +27,7 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := gateway.ResultText(gateway.KindOpenAI, &res), `{"celsius":21,"sky":"clear"}`; got != want {
+	if got, want := provider.ResultText(openai.Capabilities, &res), `{"celsius":21,"sky":"clear"}`; got != want {
 		t.Errorf("model reads %q, want %q", got, want)
 	}
 	if res.Structured == nil {
@@ -37,7 +38,7 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gateway.ResultText(gateway.KindOpenAI, &res); got != "21 C" {
+	if got := provider.ResultText(openai.Capabilities, &res); got != "21 C" {
 		t.Errorf("a result with content blocks reads %q, want them alone", got)
 	}
 }

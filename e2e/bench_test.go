@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
@@ -197,12 +198,12 @@ func BenchmarkGatewayLoad(b *testing.B) {
 	g := startGateway(b, "", nil)
 	rss0 := rssKiB(b, g.cmd.Process.Pid)
 	type sess struct {
-		r   *gateway.Remote
+		r   *remote.Client
 		key string
 	}
 	var sessions []sess
 	for c := range conns {
-		r, err := gateway.DialRemote(context.Background(), gateway.RemoteOptions{URL: g.url(), Info: gateway.PeerInfo{Name: "bench", Version: "1"}})
+		r, err := remote.Dial(context.Background(), remote.ClientOptions{URL: g.url(), Info: remote.PeerInfo{Name: "bench", Version: "1"}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,13 +1,45 @@
-// Package gateway is acp-agent's agent runtime: the extra-tools Registry,
-// the Runner (the agent loop: a model turn, then the tool calls it asked for,
-// until the model ends the turn), the model providers, and the Gateway
-// interface the ACP translator drives.
+// Package gateway holds the core types and interfaces of acp-agent's agent
+// runtime, and nothing else: it imports the standard library alone, so a
+// package that only needs a [Tool] or a [Message] (bridge, session) links
+// no model SDK and no WebSocket library.
 //
 //	translator ── Send(sessionKey, message) ──▶ Runner ⇄ Provider (model)
 //	           ◀── Events (text, tool start/update/end) ──┘
 //	                                           │ tool calls
 //	                                Registry[sessionKey] → Tool.Execute
 //
-// The gateway never knows where a tool came from: bridged MCP tools arrive
-// as plain Tools through SetExtraTools.
+// # Tools and content
+//
+// A [Tool] is one tool a model may call: its name, its input schema and an
+// Execute function that returns a [Result] of [Content] blocks (text, image,
+// audio, embedded resource, resource link). The gateway never knows where a
+// tool came from: bridged MCP tools arrive as plain Tools through
+// [Gateway.SetExtraTools], and a [Registry] keeps them per session key.
+//
+// # Conversations
+//
+// A conversation is a list of [Message]s ([RoleUser], [RoleAssistant],
+// [RoleTool]); a [History] keeps it per session ([MemoryHistory] in memory;
+// package session keeps it in the session store).
+//
+// # Models
+//
+// A [Provider] is a model: [Provider.Complete] turns a [Request] (system
+// prompt, messages, tools) into a [Response], streaming deltas as [Event]s.
+// A [Model] names a Provider for the user. The providers themselves live
+// under gateway/provider (Anthropic, OpenAI-compatible), the offline direct
+// provider in gateway/runner.
+//
+// # The Gateway interface
+//
+// [Gateway] is what the ACP translator drives: each session's extra tools
+// and its prompt turns ([SendRequest]), which report [Event]s and end with a
+// [StopReason]. Tool permissions are asked through an [AskFunc]. Two
+// implementations exist:
+//
+//   - runner.Local (package gateway/runner): in process, a Registry and the
+//     Runner, the agent loop;
+//   - remote.Client (package gateway/remote): a translator's client of a
+//     shared gateway service, remote.Server, over the WebSocket protocol of
+//     docs/gateway-protocol.md.
 package gateway

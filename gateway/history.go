@@ -1,21 +1,24 @@
 package gateway
 
 import (
+	"context"
 	"slices"
 	"sync"
 )
 
 // History keeps the conversation of each session, keyed by session key.
 // Implementations must be safe for concurrent use; a turn's messages are
-// appended once, when the turn ends.
+// appended once, when the turn ends. ctx bounds the work of each call (a
+// store's I/O); the runner appends a turn with a ctx that is not cancelled
+// with the turn, so a cancelled turn is kept too.
 type History interface {
 	// Messages returns the conversation of sessionKey, oldest first. The
 	// caller must not modify the returned slice.
-	Messages(sessionKey string) []Message
+	Messages(ctx context.Context, sessionKey string) []Message
 	// Append adds the messages of one finished turn, which ended with stop.
-	Append(sessionKey string, stop StopReason, msgs ...Message)
+	Append(ctx context.Context, sessionKey string, stop StopReason, msgs ...Message)
 	// Forget drops the conversation of sessionKey.
-	Forget(sessionKey string)
+	Forget(ctx context.Context, sessionKey string)
 }
 
 // MemoryHistory is a History held in memory. The zero value is ready to use.
@@ -27,14 +30,14 @@ type MemoryHistory struct {
 var _ History = (*MemoryHistory)(nil)
 
 // Messages implements History.
-func (h *MemoryHistory) Messages(sessionKey string) []Message {
+func (h *MemoryHistory) Messages(_ context.Context, sessionKey string) []Message {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clip(h.msgs[sessionKey])
 }
 
 // Append implements History.
-func (h *MemoryHistory) Append(sessionKey string, _ StopReason, msgs ...Message) {
+func (h *MemoryHistory) Append(_ context.Context, sessionKey string, _ StopReason, msgs ...Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.msgs == nil {
@@ -44,7 +47,7 @@ func (h *MemoryHistory) Append(sessionKey string, _ StopReason, msgs ...Message)
 }
 
 // Forget implements History.
-func (h *MemoryHistory) Forget(sessionKey string) {
+func (h *MemoryHistory) Forget(_ context.Context, sessionKey string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.msgs, sessionKey)

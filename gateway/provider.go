@@ -72,3 +72,13 @@ type Provider interface {
 	Name() string
 	Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error)
 }
+
+// Model is one model a session can use.
+type Model struct {
+	// ID identifies the model in SendRequest.Model and in the session's
+	// config option, such as "anthropic:claude-sonnet-4-5" or "direct".
+	ID string
+	// Label is the name shown to the user.
+	Label    string
+	Provider Provider
+}

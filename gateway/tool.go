@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Tool is one tool the runner can offer a model: a built-in tool or an extra
@@ -140,4 +141,15 @@ func TextContent(s string) Content { return Content{Type: ContentText, Text: s} 
 // ErrorResult returns a Result with IsError set and msg as its only text.
 func ErrorResult(msg string) Result {
 	return Result{Content: []Content{TextContent(msg)}, IsError: true}
+}
+
+// PromptText joins the text blocks of a user message with newlines.
+func PromptText(content []Content) string {
+	var parts []string
+	for _, c := range content {
+		if c.Type == ContentText {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }

@@ -55,7 +55,7 @@ func (h *History) Attach(ctx context.Context, key, id string) ([]Turn, error) {
 }
 
 // Messages implements gateway.History.
-func (h *History) Messages(key string) []gateway.Message {
+func (h *History) Messages(_ context.Context, key string) []gateway.Message {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l := h.live[key]; l != nil {
@@ -67,7 +67,7 @@ func (h *History) Messages(key string) []gateway.Message {
 // Append implements gateway.History: the turn joins the cache and is
 // committed to the store. A store failure is logged; the conversation goes
 // on in memory.
-func (h *History) Append(key string, stop gateway.StopReason, msgs ...gateway.Message) {
+func (h *History) Append(ctx context.Context, key string, stop gateway.StopReason, msgs ...gateway.Message) {
 	h.mu.Lock()
 	l := h.live[key]
 	if l != nil {
@@ -78,14 +78,14 @@ func (h *History) Append(key string, stop gateway.StopReason, msgs ...gateway.Me
 		h.log.Warn("turn of an unattached session not stored", "sessionKey", key)
 		return
 	}
-	if err := h.store.AppendTurn(context.Background(), l.id, Turn{Messages: msgs, StopReason: stop}); err != nil {
+	if err := h.store.AppendTurn(ctx, l.id, Turn{Messages: msgs, StopReason: stop}); err != nil {
 		h.log.Error("storing the turn failed; it stays in memory only", "session", l.id, "err", err)
 	}
 }
 
 // Forget implements gateway.History: the cache is dropped; the stored
 // session stays.
-func (h *History) Forget(key string) {
+func (h *History) Forget(_ context.Context, key string) {
 	h.mu.Lock()
 	delete(h.live, key)
 	h.mu.Unlock()

@@ -234,15 +234,15 @@ func TestHistory_AttachAppendForget(t *testing.T) {
 	st.AppendTurn(ctx, "s", turn("one", "1"))
 	h := NewHistory(st, nil)
 	turns, err := h.Attach(ctx, "acp:s", "s")
-	if err != nil || len(turns) != 1 || len(h.Messages("acp:s")) != 2 {
-		t.Fatalf("attach: %d turns, %d messages, %v", len(turns), len(h.Messages("acp:s")), err)
+	if err != nil || len(turns) != 1 || len(h.Messages(ctx, "acp:s")) != 2 {
+		t.Fatalf("attach: %d turns, %d messages, %v", len(turns), len(h.Messages(ctx, "acp:s")), err)
 	}
-	h.Append("acp:s", gateway.StopEndTurn, turn("two", "2").Messages...)
-	if got, _ := st.Turns(ctx, "s"); len(got) != 2 || len(h.Messages("acp:s")) != 4 {
-		t.Errorf("append: %d stored turns, %d messages", len(got), len(h.Messages("acp:s")))
+	h.Append(ctx, "acp:s", gateway.StopEndTurn, turn("two", "2").Messages...)
+	if got, _ := st.Turns(ctx, "s"); len(got) != 2 || len(h.Messages(ctx, "acp:s")) != 4 {
+		t.Errorf("append: %d stored turns, %d messages", len(got), len(h.Messages(ctx, "acp:s")))
 	}
-	h.Forget("acp:s")
-	if h.Messages("acp:s") != nil {
+	h.Forget(ctx, "acp:s")
+	if h.Messages(ctx, "acp:s") != nil {
 		t.Error("Forget kept the cache")
 	}
 	if got, _ := st.Turns(ctx, "s"); len(got) != 2 {

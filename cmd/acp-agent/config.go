@@ -15,7 +15,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/bridge"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -56,8 +56,8 @@ type PermissionsConfig struct {
 	Deny  []string `json:"deny"`
 }
 
-func (p PermissionsConfig) gateway() gateway.Permissions {
-	return gateway.Permissions{Mode: gateway.PermissionMode(p.Mode), Allow: p.Allow, Deny: p.Deny}
+func (p PermissionsConfig) gateway() runner.Permissions {
+	return runner.Permissions{Mode: runner.PermissionMode(p.Mode), Allow: p.Allow, Deny: p.Deny}
 }
 
 // Timeouts are durations in Go syntax ("30s", "2m"). Zero means the default.
@@ -166,8 +166,8 @@ func parseConfig(data []byte, cfg *Config) error {
 		return fmt.Errorf("key %q: %v", "permissions", err)
 	}
 	if m := cfg.Model; m != nil {
-		if m.Provider != "anthropic" && m.Provider != "openai" {
-			return fmt.Errorf("key %q: %q is not a provider (want anthropic or openai)", "model.provider", m.Provider)
+		if _, ok := lookupProvider(m.Provider); !ok {
+			return fmt.Errorf("key %q: %q is not a provider (want %s)", "model.provider", m.Provider, providerIDs())
 		}
 		if strings.TrimSpace(m.Name) == "" {
 			return fmt.Errorf("key %q: must be a non-empty model name", "model.name")

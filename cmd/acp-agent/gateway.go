@@ -14,7 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 // tokenEnv holds the gateway token when no --token-file is given.
@@ -86,15 +87,15 @@ func runGateway(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	local := gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: env.cfg.Permissions.gateway(), Logger: log})
+	local := runner.NewLocal(&runner.Options{Models: ms, Permissions: env.cfg.Permissions.gateway(), Logger: log})
 	var allowed []string
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			allowed = append(allowed, o)
 		}
 	}
-	srv := gateway.NewServer(local, &gateway.ServerOptions{Token: token, AllowedOrigins: allowed,
-		Info: gateway.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Logger: log})
+	srv := remote.NewServer(local, &remote.ServerOptions{Token: token, AllowedOrigins: allowed,
+		Info: remote.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Logger: log})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,8 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -109,8 +112,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		remote, err := gateway.DialRemote(dctx, gateway.RemoteOptions{URL: *gatewayURL, Token: token, History: opts.History,
-			Info: gateway.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
+		remote, err := remote.Dial(dctx, remote.ClientOptions{URL: *gatewayURL, Token: token, History: opts.History,
+			Info: remote.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
 		cancel()
 		if err != nil {
 			return err
@@ -123,7 +126,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		opts.Gateway = gateway.NewLocal(&gateway.RunnerOptions{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
+		opts.Gateway = runner.NewLocal(&runner.Options{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	agent := acp.New(opts)
@@ -143,7 +146,7 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		config:  fs.String("config", "", "config file (default $XDG_CONFIG_HOME/acp-agent/config.json)"),
 		verbose: fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr"),
 		logFile: fs.String("log-file", "", "write logs to this file instead of stderr"),
-		model:   fs.String("model", "", "the default model: provider:name (anthropic:claude-sonnet-4-5, openai:gpt-4.1), or direct"),
+		model:   fs.String("model", "", "the default model: provider:name ("+strings.Join(modelExamples(), ", ")+"), or direct"),
 	}
 }
 

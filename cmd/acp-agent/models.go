@@ -6,6 +6,10 @@ import (
 	"strings"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 // ModelConfig is config "model": the model sessions use by default.
@@ -28,28 +32,92 @@ type ModelConfig struct {
 	ThinkingBudget int64 `json:"thinkingBudget"`
 }
 
-// Default model names when a provider is chosen by its API key alone.
-const (
-	defaultAnthropicModel = "claude-sonnet-4-5"
-	defaultOpenAIModel    = "gpt-4.1"
-)
+// modelProvider is one model provider acp-agent can use. providers lists
+// them; config validation, --model and discovery from the environment all
+// read that table, so adding a provider is one entry there (and its package
+// under gateway/provider).
+type modelProvider struct {
+	// id names the provider in --model "id:name", config model.provider and
+	// the model ID.
+	id string
+	// label follows the model name in the model's label: "gpt-4.1 (OpenAI)".
+	label string
+	// keyEnv is the environment variable of the API key, unless config
+	// model.apiKeyEnv names another. When it is set, discovery offers
+	// defaultModel.
+	keyEnv string
+	// baseURLEnv, if set, is the variable the base URL comes from when config
+	// model.baseURL is empty; the provider then serves many endpoints, so a
+	// set base URL replaces label.
+	baseURLEnv string
+	// defaultModel is the model discovery offers, such as "gpt-4.1".
+	defaultModel string
+	// new returns the provider for opts.
+	new func(opts provider.Options) gateway.Provider
+}
+
+// providers are the model providers, in the order discovery offers them.
+var providers = []modelProvider{
+	{id: "anthropic", label: "Anthropic", keyEnv: "ANTHROPIC_API_KEY", defaultModel: "claude-sonnet-4-5",
+		new: func(o provider.Options) gateway.Provider { return anthropic.New(o) }},
+	{id: "openai", label: "OpenAI", keyEnv: "OPENAI_API_KEY", baseURLEnv: "OPENAI_BASE_URL", defaultModel: "gpt-4.1",
+		new: func(o provider.Options) gateway.Provider { return openai.New(o) }},
+}
+
+// lookupProvider returns the provider with id.
+func lookupProvider(id string) (modelProvider, bool) {
+	for _, p := range providers {
+		if p.id == id {
+			return p, true
+		}
+	}
+	return modelProvider{}, false
+}
+
+// providerIDs lists the provider IDs for messages: "anthropic or openai".
+func providerIDs() string {
+	return orList(eachProvider(func(p modelProvider) string { return p.id }))
+}
+
+// modelExamples lists each provider's default model as --model takes it,
+// such as "openai:gpt-4.1".
+func modelExamples() []string {
+	return eachProvider(func(p modelProvider) string { return p.id + ":" + p.defaultModel })
+}
+
+func eachProvider(f func(modelProvider) string) []string {
+	s := make([]string, len(providers))
+	for i, p := range providers {
+		s[i] = f(p)
+	}
+	return s
+}
+
+// orList joins s as "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
 
 // parseModelFlag reads --model "provider:name", or "direct".
 func parseModelFlag(s string) (ModelConfig, error) {
-	if s == gateway.DirectModelID {
-		return ModelConfig{Provider: gateway.DirectModelID}, nil
+	if s == runner.DirectModelID {
+		return ModelConfig{Provider: runner.DirectModelID}, nil
 	}
-	provider, name, ok := strings.Cut(s, ":")
+	id, name, ok := strings.Cut(s, ":")
 	if !ok || name == "" {
-		return ModelConfig{}, fmt.Errorf("--model %q: want provider:name, such as anthropic:claude-sonnet-4-5 or openai:gpt-4.1", s)
+		return ModelConfig{}, fmt.Errorf("--model %q: want provider:name, such as %s", s, orList(modelExamples()))
 	}
-	return ModelConfig{Provider: provider, Name: name}, nil
+	return ModelConfig{Provider: id, Name: name}, nil
 }
 
 // models builds the models sessions can choose from: the configured one
 // (--model, else config "model"; "--model direct" makes the offline direct
 // mode the default) first, then one per provider whose API key is in the
-// environment (ANTHROPIC_API_KEY, OPENAI_API_KEY with OPENAI_BASE_URL). The
+// environment (providers: ANTHROPIC_API_KEY, OPENAI_API_KEY with
+// OPENAI_BASE_URL), with its default model. The
 // runner adds the direct provider last; with nothing configured it is the
 // default.
 func models(primary *ModelConfig, getenv func(string) string, log *slog.Logger) ([]gateway.Model, error) {
@@ -67,19 +135,18 @@ func models(primary *ModelConfig, getenv func(string) string, log *slog.Logger) 
 		return nil
 	}
 	switch {
-	case primary != nil && primary.Provider == gateway.DirectModelID:
-		seen[gateway.DirectModelID] = true
-		out = append(out, gateway.Model{ID: gateway.DirectModelID, Label: "Direct (no model: slash commands)", Provider: gateway.NewDirect()})
+	case primary != nil && primary.Provider == runner.DirectModelID:
+		seen[runner.DirectModelID] = true
+		out = append(out, gateway.Model{ID: runner.DirectModelID, Label: "Direct (no model: slash commands)", Provider: runner.NewDirect()})
 	case primary != nil && primary.Provider != "":
 		if err := add(*primary); err != nil {
 			return nil, err
 		}
 	}
-	if getenv("ANTHROPIC_API_KEY") != "" {
-		_ = add(ModelConfig{Provider: "anthropic", Name: defaultAnthropicModel})
-	}
-	if getenv("OPENAI_API_KEY") != "" {
-		_ = add(ModelConfig{Provider: "openai", Name: defaultOpenAIModel})
+	for _, p := range providers {
+		if getenv(p.keyEnv) != "" {
+			_ = add(ModelConfig{Provider: p.id, Name: p.defaultModel})
+		}
 	}
 	return out, nil
 }
@@ -88,28 +155,23 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 	if mc.Name == "" {
 		return gateway.Model{}, fmt.Errorf("model: name is empty")
 	}
-	opts := gateway.ProviderOptions{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log}
-	id := mc.Provider + ":" + mc.Name
-	switch mc.Provider {
-	case "anthropic":
-		if opts.APIKeyEnv == "" {
-			opts.APIKeyEnv = "ANTHROPIC_API_KEY"
-		}
-		opts.APIKey = getenv(opts.APIKeyEnv)
-		return gateway.Model{ID: id, Label: mc.Name + " (Anthropic)", Provider: gateway.NewAnthropic(opts)}, nil
-	case "openai":
-		if opts.APIKeyEnv == "" {
-			opts.APIKeyEnv = "OPENAI_API_KEY"
-		}
-		opts.APIKey = getenv(opts.APIKeyEnv)
+	p, ok := lookupProvider(mc.Provider)
+	if !ok {
+		return gateway.Model{}, fmt.Errorf("model: provider %q: want %s", mc.Provider, providerIDs())
+	}
+	opts := provider.Options{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log}
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = p.keyEnv
+	}
+	opts.APIKey = getenv(opts.APIKeyEnv)
+	label := mc.Name + " (" + p.label + ")"
+	if p.baseURLEnv != "" {
 		if opts.BaseURL == "" {
-			opts.BaseURL = getenv("OPENAI_BASE_URL")
+			opts.BaseURL = getenv(p.baseURLEnv)
 		}
-		label := mc.Name + " (OpenAI)"
 		if opts.BaseURL != "" {
 			label = mc.Name + " (" + opts.BaseURL + ")"
 		}
-		return gateway.Model{ID: id, Label: label, Provider: gateway.NewOpenAI(opts)}, nil
 	}
-	return gateway.Model{}, fmt.Errorf("model: provider %q: want anthropic or openai", mc.Provider)
+	return gateway.Model{ID: mc.Provider + ":" + mc.Name, Label: label, Provider: p.new(opts)}, nil
 }

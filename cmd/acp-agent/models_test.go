@@ -1,8 +1,13 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -68,5 +73,40 @@ func TestParseConfig_ModelAndPermissions(t *testing.T) {
 		if err := parseConfig([]byte(json), &Config{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", json, err, want)
 		}
+	}
+}
+
+// A provider added to the table is known to config validation, --model and
+// discovery from the environment, with no other change.
+func TestProviders_OneTableDrivesEveryUse(t *testing.T) {
+	saved := providers
+	t.Cleanup(func() { providers = saved })
+	var got provider.Options
+	providers = append(slices.Clone(saved), modelProvider{id: "acme", label: "Acme", keyEnv: "ACME_API_KEY", defaultModel: "rocket-1",
+		new: func(o provider.Options) gateway.Provider { got = o; return runner.NewDirect() }})
+
+	ms, err := models(nil, env(map[string]string{"ACME_API_KEY": "k"}), nil)
+	if err != nil || len(ms) != 1 || ms[0].ID != "acme:rocket-1" || ms[0].Label != "rocket-1 (Acme)" {
+		t.Fatalf("discovery = %+v, %v; want acme:rocket-1 labelled %q", ms, err, "rocket-1 (Acme)")
+	}
+	if got.APIKey != "k" || got.APIKeyEnv != "ACME_API_KEY" || got.Model != "rocket-1" {
+		t.Errorf("options = %+v; want the key from ACME_API_KEY", got)
+	}
+	mc, err := parseModelFlag("acme:rocket-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := models(&mc, env(nil), nil); err != nil || len(ms) != 1 || ms[0].ID != "acme:rocket-2" {
+		t.Errorf("--model acme:rocket-2 = %+v, %v", ms, err)
+	}
+	if _, err := parseModelFlag("rocket"); err == nil || !strings.Contains(err.Error(), "openai:gpt-4.1 or acme:rocket-1") {
+		t.Errorf("--model error = %v; want the table's examples", err)
+	}
+	var cfg Config
+	if err := parseConfig([]byte(`{"model": {"provider": "acme", "name": "rocket-3"}}`), &cfg); err != nil {
+		t.Errorf("config with provider acme: %v", err)
+	}
+	if err := parseConfig([]byte(`{"model": {"provider": "gemini", "name": "x"}}`), &cfg); err == nil || !strings.Contains(err.Error(), "anthropic, openai or acme") {
+		t.Errorf("config with provider gemini: %v; want the table's providers", err)
 	}
 }

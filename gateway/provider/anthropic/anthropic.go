@@ -1,4 +1,4 @@
-package gateway
+package anthropic
 
 import (
 	"context"
@@ -6,41 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 )
 
-// DefaultMaxTokens is the default output token limit of a model request.
-const DefaultMaxTokens = 8192
-
-// ProviderOptions configure a model provider (Anthropic or OpenAI-compatible).
-type ProviderOptions struct {
-	// Model is the model name, such as "claude-sonnet-4-5" or "gpt-4.1".
-	Model string
-	// APIKey authenticates the requests; APIKeyEnv names the environment
-	// variable it came from, for error messages.
-	APIKey, APIKeyEnv string
-	// BaseURL overrides the API's base URL ("" means the provider's own).
-	BaseURL string
-	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
-	MaxTokens int64
-	// ThinkingBudget, if positive, turns on Anthropic extended thinking with
-	// this many tokens (at least 1024, less than MaxTokens); thoughts stream
-	// as EventThoughtDelta. Ignored by OpenAI-compatible providers, whose
-	// reasoning deltas stream whenever the server sends them.
-	ThinkingBudget int64
-	// MaxRetries is the SDK's retry count for 408, 409, 429 and 5xx, with
-	// its own backoff; zero means 2, negative means none.
-	MaxRetries int
-	// HTTPClient, if set, carries the requests (tests).
-	HTTPClient *http.Client
-	// Logger receives the provider's warnings. Nil discards them.
-	Logger *slog.Logger
-}
-
-func (o *ProviderOptions) requestOptions() []option.RequestOption {
+// requestOptions maps o to the SDK's request options.
+func requestOptions(o *provider.Options) []option.RequestOption {
 	opts := []option.RequestOption{option.WithAPIKey(o.APIKey)}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
@@ -57,23 +31,29 @@ func (o *ProviderOptions) requestOptions() []option.RequestOption {
 	return opts
 }
 
-// Anthropic is the Anthropic Messages API provider
-// (https://docs.anthropic.com/en/api/messages), streaming through the
-// official Go SDK. Safe for concurrent use.
-type Anthropic struct {
-	client anthropic.Client
-	opts   ProviderOptions
+// Capabilities are what the Messages API accepts: images of four
+// types in tool results, any JSON Schema keyword.
+var Capabilities = provider.Capabilities{
+	ToolResultImages: map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true},
 }
 
-var _ Provider = (*Anthropic)(nil)
+// Provider is the Anthropic Messages API provider
+// (https://docs.anthropic.com/en/api/messages), streaming through the
+// official Go SDK. Safe for concurrent use.
+type Provider struct {
+	client anthropic.Client
+	opts   provider.Options
+}
 
-// NewAnthropic returns an Anthropic provider.
-func NewAnthropic(opts ProviderOptions) *Anthropic {
+var _ gateway.Provider = (*Provider)(nil)
+
+// New returns an Anthropic provider.
+func New(opts provider.Options) *Provider {
 	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = DefaultMaxTokens
+		opts.MaxTokens = provider.DefaultMaxTokens
 	}
 	if opts.ThinkingBudget > 0 && opts.MaxTokens <= opts.ThinkingBudget {
-		opts.MaxTokens = opts.ThinkingBudget + DefaultMaxTokens
+		opts.MaxTokens = opts.ThinkingBudget + provider.DefaultMaxTokens
 	}
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
@@ -81,14 +61,14 @@ func NewAnthropic(opts ProviderOptions) *Anthropic {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Anthropic{client: anthropic.NewClient(opts.requestOptions()...), opts: opts}
+	return &Provider{client: anthropic.NewClient(requestOptions(&opts)...), opts: opts}
 }
 
-// Name implements Provider.
-func (a *Anthropic) Name() string { return "anthropic" }
+// Name implements [gateway.Provider].
+func (a *Provider) Name() string { return "anthropic" }
 
-// Complete implements Provider: one streamed Messages request.
-func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error) {
+// Complete implements [gateway.Provider]: one streamed Messages request.
+func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
 	params := anthropic.MessageNewParams{
 		Model:     anthropic.Model(a.opts.Model),
 		MaxTokens: a.opts.MaxTokens,
@@ -112,9 +92,9 @@ func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)
 		if ev.Type == "content_block_delta" {
 			switch ev.Delta.Type {
 			case "text_delta":
-				emit(Event{Kind: EventTextDelta, Text: ev.Delta.Text})
+				emit(gateway.Event{Kind: gateway.EventTextDelta, Text: ev.Delta.Text})
 			case "thinking_delta":
-				emit(Event{Kind: EventThoughtDelta, Text: ev.Delta.Thinking})
+				emit(gateway.Event{Kind: gateway.EventThoughtDelta, Text: ev.Delta.Thinking})
 			}
 		}
 	}
@@ -129,8 +109,8 @@ func (a *Anthropic) Complete(ctx context.Context, req *Request, emit func(Event)
 }
 
 // response converts the accumulated message.
-func (a *Anthropic) response(msg *anthropic.Message) *Response {
-	var out Response
+func (a *Provider) response(msg *anthropic.Message) *gateway.Response {
+	var out gateway.Response
 	var text string
 	for _, b := range msg.Content {
 		switch b.Type {
@@ -146,30 +126,30 @@ func (a *Anthropic) response(msg *anthropic.Message) *Response {
 					args = map[string]any{}
 				}
 			}
-			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: args})
+			out.Message.ToolCalls = append(out.Message.ToolCalls, gateway.ToolCall{ID: b.ID, Name: b.Name, Args: args})
 		}
 	}
 	if text != "" {
-		out.Message.Content = []Content{TextContent(text)}
+		out.Message.Content = []gateway.Content{gateway.TextContent(text)}
 	}
 	switch msg.StopReason {
 	case anthropic.StopReasonMaxTokens:
-		out.StopReason = StopMaxTokens
+		out.StopReason = gateway.StopMaxTokens
 	case anthropic.StopReasonRefusal:
-		out.StopReason = StopRefusal
+		out.StopReason = gateway.StopRefusal
 	}
 	return &out
 }
 
 // messages converts the history; consecutive tool results become one user
 // message of tool_result blocks, as the API wants.
-func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
+func (a *Provider) messages(history []gateway.Message) []anthropic.MessageParam {
 	var out []anthropic.MessageParam
 	for _, m := range history {
 		switch m.Role {
-		case RoleUser:
+		case gateway.RoleUser:
 			var blocks []anthropic.ContentBlockParamUnion
-			for _, p := range PromptParts(m.Content) {
+			for _, p := range provider.PromptParts(m.Content) {
 				if p.Image != nil {
 					blocks = append(blocks, anthropic.NewImageBlockBase64(p.MIMEType, base64.StdEncoding.EncodeToString(p.Image)))
 				} else if p.Text != "" {
@@ -180,12 +160,12 @@ func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
 				blocks = append(blocks, anthropic.NewTextBlock("(empty message)"))
 			}
 			out = append(out, anthropic.NewUserMessage(blocks...))
-		case RoleAssistant:
+		case gateway.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Thinking != "" && m.ThinkingSignature != "" {
 				blocks = append(blocks, anthropic.NewThinkingBlock(m.ThinkingSignature, m.Thinking))
 			}
-			if t := PromptText(m.Content); t != "" {
+			if t := gateway.PromptText(m.Content); t != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(t))
 			}
 			for _, c := range m.ToolCalls {
@@ -194,7 +174,7 @@ func (a *Anthropic) messages(history []Message) []anthropic.MessageParam {
 			if len(blocks) > 0 {
 				out = append(out, anthropic.NewAssistantMessage(blocks...))
 			}
-		case RoleTool:
+		case gateway.RoleTool:
 			block := anthropic.ContentBlockParamUnion{OfToolResult: a.toolResult(m)}
 			if n := len(out); n > 0 && out[n-1].Role == anthropic.MessageParamRoleUser && isToolResults(out[n-1]) {
 				out[n-1].Content = append(out[n-1].Content, block)
@@ -211,16 +191,16 @@ func isToolResults(m anthropic.MessageParam) bool {
 }
 
 // toolResult degrades a result for Anthropic: text blocks and image blocks.
-func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
+func (a *Provider) toolResult(m gateway.Message) *anthropic.ToolResultBlockParam {
 	res := m.Result
 	if res == nil {
-		res = &Result{}
+		res = &gateway.Result{}
 	}
 	tr := &anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
 	if res.IsError {
 		tr.IsError = anthropic.Bool(true)
 	}
-	for _, p := range DegradeResult(KindAnthropic, res) {
+	for _, p := range provider.DegradeResult(Capabilities, res) {
 		if p.Image != nil {
 			tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
 				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
@@ -235,10 +215,10 @@ func (a *Anthropic) toolResult(m Message) *anthropic.ToolResultBlockParam {
 }
 
 // tools converts the tool definitions with normalized schemas.
-func (a *Anthropic) tools(tools []*Tool) []anthropic.ToolUnionParam {
+func (a *Provider) tools(tools []*gateway.Tool) []anthropic.ToolUnionParam {
 	out := make([]anthropic.ToolUnionParam, 0, len(tools))
 	for _, t := range tools {
-		s := NormalizeSchema(KindAnthropic, t.Name, t.InputSchema, a.opts.Logger)
+		s := provider.NormalizeSchema(Capabilities, t.Name, t.InputSchema, a.opts.Logger)
 		schema := anthropic.ToolInputSchemaParam{Properties: s["properties"], ExtraFields: map[string]any{}}
 		if req, ok := s["required"].([]any); ok {
 			for _, r := range req {
@@ -261,11 +241,11 @@ func (a *Anthropic) tools(tools []*Tool) []anthropic.ToolUnionParam {
 	return out
 }
 
-// describe turns an SDK error into a ProviderError.
-func (a *Anthropic) describe(err error) error {
+// describe turns an SDK error into a [provider.Error].
+func (a *Provider) describe(err error) error {
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		return newProviderError("anthropic", apiErr.StatusCode, apiErrorMessage(apiErr.RawJSON()), a.opts.APIKeyEnv, err)
+		return provider.NewError("anthropic", apiErr.StatusCode, provider.APIErrorMessage(apiErr.RawJSON()), a.opts.APIKeyEnv, err)
 	}
-	return &ProviderError{Provider: "anthropic", Err: err}
+	return &provider.Error{Provider: "anthropic", Err: err}
 }

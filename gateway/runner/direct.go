@@ -1,10 +1,11 @@
-package gateway
+package runner
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"strings"
 )
 
@@ -38,23 +39,23 @@ type Direct struct{}
 // NewDirect returns the direct provider.
 func NewDirect() *Direct { return &Direct{} }
 
-var _ Provider = (*Direct)(nil)
+var _ gateway.Provider = (*Direct)(nil)
 
-// Name implements Provider.
+// Name implements [gateway.Provider].
 func (*Direct) Name() string { return "direct" }
 
-// Complete implements Provider.
-func (*Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*Response, error) {
-	if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != RoleUser {
+// Complete implements [gateway.Provider].
+func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
+	if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != gateway.RoleUser {
 		// The /call has run and its result is on screen: the turn is over.
-		return &Response{}, nil
+		return &gateway.Response{}, nil
 	}
-	text := strings.TrimSpace(PromptText(req.Messages[len(req.Messages)-1].Content))
+	text := strings.TrimSpace(gateway.PromptText(req.Messages[len(req.Messages)-1].Content))
 	cmd, rest, _ := strings.Cut(text, " ")
 	rest = strings.TrimSpace(rest)
-	say := func(s string) (*Response, error) {
-		emit(Event{Kind: EventTextDelta, Text: s})
-		return &Response{Message: Message{Content: []Content{TextContent(s)}}}, nil
+	say := func(s string) (*gateway.Response, error) {
+		emit(gateway.Event{Kind: gateway.EventTextDelta, Text: s})
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent(s)}}}, nil
 	}
 	switch cmd {
 	case "/tools":
@@ -68,7 +69,7 @@ func (*Direct) Complete(_ context.Context, req *Request, emit func(Event)) (*Res
 		if err != nil {
 			return say(fmt.Sprintf("/call %s: %v", name, err))
 		}
-		return &Response{Message: Message{ToolCalls: []ToolCall{{ID: NewToolCallID(), Name: name, Args: args}}}}, nil
+		return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: NewToolCallID(), Name: name, Args: args}}}}, nil
 	default:
 		return say(DirectHelp)
 	}
@@ -136,7 +137,7 @@ func jsonKind(v any) string {
 
 // listTools renders /tools: one line per tool with its group (server) and the
 // first line of its description.
-func listTools(tools []*Tool) string {
+func listTools(tools []*gateway.Tool) string {
 	if len(tools) == 0 {
 		return "This session has no tools. /servers shows why a server has none."
 	}
@@ -154,17 +155,6 @@ func listTools(tools []*Tool) string {
 		fmt.Fprintf(&b, "- %s (%s)%s\n", t.Name, group, desc)
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// PromptText joins the text blocks of a user message with newlines.
-func PromptText(content []Content) string {
-	var parts []string
-	for _, c := range content {
-		if c.Type == ContentText {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // maxDescLine is the longest description /tools shows, in runes.

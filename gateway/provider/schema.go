@@ -1,4 +1,4 @@
-package gateway
+package provider
 
 import (
 	"encoding/json"
@@ -10,15 +10,19 @@ func permissiveSchema() map[string]any {
 	return map[string]any{"type": "object", "properties": map[string]any{}}
 }
 
-// ProviderKind selects the per-provider rules of NormalizeSchema and of
-// rich-content degradation.
-type ProviderKind int
-
-// The provider families.
-const (
-	KindAnthropic ProviderKind = iota
-	KindOpenAI
-)
+// Capabilities are what one model API accepts, as data: they drive
+// NormalizeSchema and the degradation of rich content (DegradeResult,
+// ResultText), so the shared code never switches on which provider it
+// serves. Each provider package declares its own. The zero value is a
+// text-only API that takes any JSON Schema keyword.
+type Capabilities struct {
+	// ToolResultImages are the image MIME types the API takes inside a tool
+	// result; an image of any other type becomes a text note. Nil means none.
+	ToolResultImages map[string]bool
+	// RequiredAsList says the API rejects a root "required" that is not an
+	// array: NormalizeSchema drops such a "required".
+	RequiredAsList bool
+}
 
 // NormalizeSchema turns a tool's input schema into one a provider accepts,
 // in one place for every provider:
@@ -26,12 +30,12 @@ const (
 //   - the root is an object schema ("type": "object");
 //   - "properties" is present, even when empty;
 //   - "$schema" (and "$id") are stripped at the root;
-//   - OpenAI additionally gets "required" only as an array of strings.
+//   - with caps.RequiredAsList (OpenAI), "required" is kept only as an array.
 //
 // A schema that is not a JSON object, or whose root type is not "object",
 // falls back to a permissive object schema, and a warning naming the tool is
 // logged. The input is not modified.
-func NormalizeSchema(kind ProviderKind, tool string, raw json.RawMessage, log *slog.Logger) map[string]any {
+func NormalizeSchema(caps Capabilities, tool string, raw json.RawMessage, log *slog.Logger) map[string]any {
 	if len(raw) == 0 || string(raw) == "null" {
 		return permissiveSchema()
 	}
@@ -61,7 +65,7 @@ func NormalizeSchema(kind ProviderKind, tool string, raw json.RawMessage, log *s
 	if _, ok := s["properties"].(map[string]any); !ok {
 		s["properties"] = map[string]any{}
 	}
-	if kind == KindOpenAI {
+	if caps.RequiredAsList {
 		if r, ok := s["required"]; ok {
 			if _, isList := r.([]any); !isList {
 				delete(s, "required")

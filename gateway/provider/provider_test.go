@@ -1,4 +1,4 @@
-package gateway_test
+package provider_test
 
 import (
 	"context"
@@ -9,23 +9,26 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
 // providerCase runs the same scripted scenarios against both providers.
 type providerCase struct {
 	name string
-	kind gateway.ProviderKind
 	fake func(t testing.TB, turns ...fakemodel.Turn) *fakemodel.Server
 	new  func(baseURL string) gateway.Provider
 }
 
 var providerCases = []providerCase{
-	{"anthropic", gateway.KindAnthropic, fakemodel.NewAnthropic, func(u string) gateway.Provider {
-		return gateway.NewAnthropic(gateway.ProviderOptions{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
+	{"anthropic", fakemodel.NewAnthropic, func(u string) gateway.Provider {
+		return anthropic.New(provider.Options{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
 	}},
-	{"openai", gateway.KindOpenAI, fakemodel.NewOpenAI, func(u string) gateway.Provider {
-		return gateway.NewOpenAI(gateway.ProviderOptions{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
+	{"openai", fakemodel.NewOpenAI, func(u string) gateway.Provider {
+		return openai.New(provider.Options{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
 	}},
 }
 
@@ -78,13 +81,13 @@ func (r *recorder) count(kind gateway.EventKind) int {
 	return n
 }
 
-func newRunner(p gateway.Provider) (*gateway.Runner, *gateway.Registry) {
+func newRunner(p gateway.Provider) (*runner.Runner, *gateway.Registry) {
 	reg := &gateway.Registry{}
 	reg.Set("k", testTools())
-	return gateway.NewRunner(reg, &gateway.RunnerOptions{Models: []gateway.Model{{ID: "m", Provider: p}}}), reg
+	return runner.New(reg, &runner.Options{Models: []gateway.Model{{ID: "m", Provider: p}}}), reg
 }
 
-func run(t *testing.T, r *gateway.Runner, prompt string) (gateway.StopReason, *recorder, error) {
+func run(t *testing.T, r *runner.Runner, prompt string) (gateway.StopReason, *recorder, error) {
 	t.Helper()
 	rec := &recorder{}
 	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", System: "be brief", Message: []gateway.Content{gateway.TextContent(prompt)}}, rec.emit)
@@ -113,7 +116,7 @@ func TestProviders_TextStreamsInChunks(t *testing.T) {
 			for _, tool := range tools {
 				tm := tool.(map[string]any)
 				schema, name := tm["input_schema"], tm["name"]
-				if pc.kind == gateway.KindOpenAI {
+				if pc.name == "openai" {
 					fn := tm["function"].(map[string]any)
 					schema, name = fn["parameters"], fn["name"]
 				}
@@ -155,8 +158,8 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 			third, _ := json.Marshal(reqs[2].JSON["messages"])
 			got := string(third)
 			// Results go back in request order, the image as the provider can carry it.
-			switch pc.kind {
-			case gateway.KindAnthropic:
+			switch pc.name {
+			case "anthropic":
 				for _, want := range []string{`"tool_use_id":"call_1"`, `"text":"Echo: hi"`, `"tool_use_id":"call_2"`, `"type":"image"`, `"media_type":"image/png"`, `"data":"UE5HREFUQQ=="`, `"tool_use_id":"call_3"`} {
 					if !strings.Contains(got, want) {
 						t.Errorf("third request lacks %s:\n%s", want, got)
@@ -165,7 +168,7 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 				if strings.Index(got, `"call_2"`) > strings.Index(got, `"tool_use_id":"call_3"`) {
 					t.Error("tool results out of request order")
 				}
-			case gateway.KindOpenAI:
+			case "openai":
 				for _, want := range []string{`"tool_call_id":"call_1"`, `"content":"Echo: hi"`, `"tool_call_id":"call_2"`, `[image: image/png, 7 bytes; not shown to the model]`, `"tool_call_id":"call_3"`} {
 					if !strings.Contains(got, want) {
 						t.Errorf("third request lacks %s:\n%s", want, got)
@@ -208,7 +211,7 @@ func TestProviders_RetryAndErrors(t *testing.T) {
 				s := pc.fake(t, fakemodel.Turn{Status: tt.status, Text: "boom"}, fakemodel.Turn{Status: tt.status, Text: "boom"}, fakemodel.Turn{Status: tt.status, Text: "boom"})
 				r, _ := newRunner(pc.new(s.URL))
 				_, _, err := run(t, r, "hi")
-				var pe *gateway.ProviderError
+				var pe *provider.Error
 				if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), pc.name+": HTTP") || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%d: err = %v", tt.status, err)
 				}
@@ -251,7 +254,7 @@ func TestProviders_PromptContent(t *testing.T) {
 			}
 			body := string(s.Requests()[0].Body)
 			want := []string{"look at these", `resource uri=\"file:///src/main.go\"`, `\npackage main\n`, "[resource link: file:///src/go.mod (go.mod)]"}
-			if pc.kind == gateway.KindAnthropic {
+			if pc.name == "anthropic" {
 				want = append(want, `"type":"image"`, `"data":"UE5HREFUQQ=="`)
 			} else {
 				want = append(want, `"image_url":{"url":"data:image/png;base64,UE5HREFUQQ=="}`)
@@ -267,7 +270,7 @@ func TestProviders_PromptContent(t *testing.T) {
 
 func TestAnthropic_ThinkingBudget(t *testing.T) {
 	s := fakemodel.NewAnthropic(t, fakemodel.Turn{Thinking: "step by step", Text: "42"})
-	p := gateway.NewAnthropic(gateway.ProviderOptions{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
+	p := anthropic.New(provider.Options{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
 	r, _ := newRunner(p)
 	_, rec, err := run(t, r, "think")
 	if err != nil || rec.count(gateway.EventThoughtDelta) == 0 {

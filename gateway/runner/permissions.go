@@ -1,8 +1,8 @@
-package gateway
+package runner
 
 import (
-	"context"
 	"fmt"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"path"
 	"sync"
 )
@@ -58,7 +58,7 @@ const (
 )
 
 // Decide returns the policy's decision for tool t.
-func (p Permissions) Decide(t *Tool) Decision {
+func (p Permissions) Decide(t *gateway.Tool) Decision {
 	if matchAny(p.Deny, t.Name) {
 		return DecisionDeny
 	}
@@ -85,30 +85,6 @@ func matchAny(globs []string, name string) bool {
 	}
 	return false
 }
-
-// PermissionRequest asks the user whether a tool call may run (ACP
-// session/request_permission:
-// https://agentclientprotocol.com/protocol/tool-calls#requesting-permission).
-type PermissionRequest struct {
-	// Call is the pending tool call, as its ToolStart event showed it.
-	Call ToolCallEvent
-}
-
-// PermissionOutcome is the user's answer.
-type PermissionOutcome int
-
-// The answers to a PermissionRequest.
-const (
-	PermissionAllowOnce PermissionOutcome = iota
-	PermissionAllowAlways
-	PermissionReject
-	PermissionCancelled
-)
-
-// AskFunc asks the user about one tool call. It returns PermissionCancelled,
-// or an error, when the question could not be answered (the turn was
-// cancelled, the client went away).
-type AskFunc func(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 
 // grants remembers "allow always" answers: tool names by session key.
 type grants struct {

@@ -1,6 +1,9 @@
-package gateway
+package remote
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
 
 // Parameters and results of the gateway protocol's methods
 // (docs/gateway-protocol.md).
@@ -20,10 +23,10 @@ type PeerInfo struct {
 
 // Hello answers connect.
 type Hello struct {
-	Protocol int         `json:"protocol"`
-	Server   PeerInfo    `json:"server"`
-	Limits   HelloLimits `json:"limits"`
-	Models   []ModelInfo `json:"models"`
+	Protocol int                 `json:"protocol"`
+	Server   PeerInfo            `json:"server"`
+	Limits   HelloLimits         `json:"limits"`
+	Models   []gateway.ModelInfo `json:"models"`
 }
 
 // HelloLimits are the server's wire limits.
@@ -35,20 +38,20 @@ type HelloLimits struct {
 // ChatSendParams is "chat.send": one prompt turn. The response comes when
 // the turn ends: ChatSendResult.
 type ChatSendParams struct {
-	SessionKey string    `json:"sessionKey"`
-	RunID      string    `json:"runId"`
-	Message    []Content `json:"message"`
-	Model      string    `json:"model,omitempty"`
-	System     string    `json:"system,omitempty"`
+	SessionKey string            `json:"sessionKey"`
+	RunID      string            `json:"runId"`
+	Message    []gateway.Content `json:"message"`
+	Model      string            `json:"model,omitempty"`
+	System     string            `json:"system,omitempty"`
 	// History is the conversation so far: the translator keeps it.
-	History []Message `json:"history,omitempty"`
+	History []gateway.Message `json:"history,omitempty"`
 }
 
 // ChatSendResult ends a turn: its stop reason and its messages, which the
 // translator adds to the session's history.
 type ChatSendResult struct {
-	StopReason StopReason `json:"stopReason"`
-	Messages   []Message  `json:"messages"`
+	StopReason gateway.StopReason `json:"stopReason"`
+	Messages   []gateway.Message  `json:"messages"`
 }
 
 // ChatAbortParams is "chat.abort".
@@ -59,12 +62,12 @@ type ChatAbortParams struct {
 
 // WireTool is a tool definition on the wire (sessions.setExtraTools).
 type WireTool struct {
-	Name        string          `json:"name"`
-	Label       string          `json:"label,omitempty"`
-	Group       string          `json:"group,omitempty"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	Annotations Annotations     `json:"annotations"`
+	Name        string              `json:"name"`
+	Label       string              `json:"label,omitempty"`
+	Group       string              `json:"group,omitempty"`
+	Description string              `json:"description,omitempty"`
+	InputSchema json.RawMessage     `json:"inputSchema,omitempty"`
+	Annotations gateway.Annotations `json:"annotations"`
 }
 
 // SetExtraToolsParams is "sessions.setExtraTools".
@@ -91,9 +94,9 @@ type ToolsInvokeParams struct {
 // PermissionParams is "permission.request", gateway → translator; the
 // result is PermissionResult.
 type PermissionParams struct {
-	SessionKey string        `json:"sessionKey"`
-	RunID      string        `json:"runId"`
-	Call       ToolCallEvent `json:"call"`
+	SessionKey string                `json:"sessionKey"`
+	RunID      string                `json:"runId"`
+	Call       gateway.ToolCallEvent `json:"call"`
 }
 
 // PermissionResult answers permission.request: "allow_once",
@@ -106,21 +109,21 @@ type PermissionResult struct {
 // tool step ("text", "thought", "tool_start", "tool_update", "tool_end").
 // The turn's end is the "chat.final", "chat.error" or "chat.aborted" event.
 type ChatEvent struct {
-	SessionKey string         `json:"sessionKey"`
-	RunID      string         `json:"runId"`
-	Kind       string         `json:"kind"`
-	Text       string         `json:"text,omitempty"`
-	Call       *ToolCallEvent `json:"call,omitempty"`
-	StopReason StopReason     `json:"stopReason,omitempty"`
-	Error      string         `json:"error,omitempty"`
+	SessionKey string                 `json:"sessionKey"`
+	RunID      string                 `json:"runId"`
+	Kind       string                 `json:"kind"`
+	Text       string                 `json:"text,omitempty"`
+	Call       *gateway.ToolCallEvent `json:"call,omitempty"`
+	StopReason gateway.StopReason     `json:"stopReason,omitempty"`
+	Error      string                 `json:"error,omitempty"`
 }
 
-var eventKindNames = map[EventKind]string{
-	EventTextDelta: "text", EventThoughtDelta: "thought",
-	EventToolStart: "tool_start", EventToolUpdate: "tool_update", EventToolEnd: "tool_end",
+var eventKindNames = map[gateway.EventKind]string{
+	gateway.EventTextDelta: "text", gateway.EventThoughtDelta: "thought",
+	gateway.EventToolStart: "tool_start", gateway.EventToolUpdate: "tool_update", gateway.EventToolEnd: "tool_end",
 }
 
-var permissionOutcomes = map[PermissionOutcome]string{
-	PermissionAllowOnce: "allow_once", PermissionAllowAlways: "allow_always",
-	PermissionReject: "reject", PermissionCancelled: "cancelled",
+var permissionOutcomes = map[gateway.PermissionOutcome]string{
+	gateway.PermissionAllowOnce: "allow_once", gateway.PermissionAllowAlways: "allow_always",
+	gateway.PermissionReject: "reject", gateway.PermissionCancelled: "cancelled",
 }

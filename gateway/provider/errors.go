@@ -1,4 +1,4 @@
-package gateway
+package provider
 
 import (
 	"encoding/json"
@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// ProviderError is a model request that failed for good (after the SDK's own
+// Error is a model request that failed for good (after the SDK's own
 // retries): it names the provider, the HTTP status and what to do about it.
-type ProviderError struct {
+type Error struct {
 	Provider string
 	// Status is the HTTP status, or 0 when the request got no response.
 	Status int
@@ -20,7 +20,7 @@ type ProviderError struct {
 	Err  error
 }
 
-func (e *ProviderError) Error() string {
+func (e *Error) Error() string {
 	if e.Status == 0 {
 		return fmt.Sprintf("%s: request failed: %v", e.Provider, e.Err)
 	}
@@ -34,12 +34,14 @@ func (e *ProviderError) Error() string {
 	return s
 }
 
-func (e *ProviderError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// newProviderError builds the error of a failed HTTP request; keyEnv names
-// the environment variable of the API key, for the 401 hint.
-func newProviderError(provider string, status int, msg, keyEnv string, err error) *ProviderError {
-	pe := &ProviderError{Provider: provider, Status: status, Message: msg, Err: err}
+// NewError builds the error of a failed HTTP request of provider: status is
+// the HTTP status (0 when there was no response), msg the API's own error
+// message, and keyEnv the environment variable of the API key, named in the
+// hint of a 401 or 403.
+func NewError(provider string, status int, msg, keyEnv string, err error) *Error {
+	pe := &Error{Provider: provider, Status: status, Message: msg, Err: err}
 	switch {
 	case status == http.StatusUnauthorized:
 		pe.Hint = "set " + keyEnv + " to a valid API key"
@@ -55,9 +57,9 @@ func newProviderError(provider string, status int, msg, keyEnv string, err error
 	return pe
 }
 
-// apiErrorMessage extracts error.message from an API error body (Anthropic
+// APIErrorMessage extracts error.message from an API error body (Anthropic
 // and OpenAI share the shape), or returns "".
-func apiErrorMessage(raw string) string {
+func APIErrorMessage(raw string) string {
 	var body struct {
 		Error struct {
 			Message string `json:"message"`

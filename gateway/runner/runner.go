@@ -1,4 +1,4 @@
-package gateway
+package runner
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"golang.org/x/sync/errgroup"
 )
 
-// Defaults of RunnerOptions.
+// Defaults of Options.
 const (
 	// DefaultMaxTurnRequests is the limit of model requests in one prompt
 	// turn, after which the turn ends with StopMaxTurnRequests.
@@ -23,26 +25,16 @@ const (
 	DefaultParallelTools = 4
 )
 
-// Model is one model a session can use.
-type Model struct {
-	// ID identifies the model in SendRequest.Model and in the session's
-	// config option, such as "anthropic:claude-sonnet-4-5" or "direct".
-	ID string
-	// Label is the name shown to the user.
-	Label    string
-	Provider Provider
-}
-
-// RunnerOptions configure a Runner. The zero value is valid.
-type RunnerOptions struct {
+// Options configure a Runner. The zero value is valid.
+type Options struct {
 	// Models are the models sessions can choose from, the default first.
 	// The direct provider is added last as "direct" when absent, so it is
 	// the default when no other model is configured.
-	Models []Model
+	Models []gateway.Model
 	// Tools are built-in tools offered in every session, before its extra tools.
-	Tools []*Tool
-	// History keeps conversations. Nil means a new MemoryHistory.
-	History History
+	Tools []*gateway.Tool
+	// History keeps conversations. Nil means a new [gateway.MemoryHistory].
+	History gateway.History
 	// Permissions is the tool permissions policy.
 	Permissions Permissions
 	// MaxTurnRequests limits model requests per turn; zero or negative means
@@ -60,23 +52,23 @@ type RunnerOptions struct {
 // turn. Run may be called concurrently for different sessions; the caller
 // serializes turns of one session (ACP allows one prompt at a time).
 type Runner struct {
-	registry *Registry
-	opts     RunnerOptions
+	registry *gateway.Registry
+	opts     Options
 	grants   grants // "allow always" answers, by session
 }
 
-// NewRunner returns a Runner over registry. opts may be nil.
-func NewRunner(registry *Registry, opts *RunnerOptions) *Runner {
+// New returns a Runner over registry. opts may be nil.
+func New(registry *gateway.Registry, opts *Options) *Runner {
 	r := &Runner{registry: registry}
 	if opts != nil {
 		r.opts = *opts
 	}
 	r.opts.Models = slices.Clone(r.opts.Models)
-	if !slices.ContainsFunc(r.opts.Models, func(m Model) bool { return m.ID == DirectModelID }) {
-		r.opts.Models = append(r.opts.Models, Model{ID: DirectModelID, Label: "Direct (no model: slash commands)", Provider: NewDirect()})
+	if !slices.ContainsFunc(r.opts.Models, func(m gateway.Model) bool { return m.ID == DirectModelID }) {
+		r.opts.Models = append(r.opts.Models, gateway.Model{ID: DirectModelID, Label: "Direct (no model: slash commands)", Provider: NewDirect()})
 	}
 	if r.opts.History == nil {
-		r.opts.History = &MemoryHistory{}
+		r.opts.History = &gateway.MemoryHistory{}
 	}
 	if r.opts.MaxTurnRequests <= 0 {
 		r.opts.MaxTurnRequests = DefaultMaxTurnRequests
@@ -94,10 +86,10 @@ func NewRunner(registry *Registry, opts *RunnerOptions) *Runner {
 const DirectModelID = "direct"
 
 // Models returns the models sessions can choose from, the default first.
-func (r *Runner) Models() []Model { return r.opts.Models }
+func (r *Runner) Models() []gateway.Model { return r.opts.Models }
 
 // model returns the model with id, or the default one for "".
-func (r *Runner) model(id string) (Model, error) {
+func (r *Runner) model(id string) (gateway.Model, error) {
 	if id == "" {
 		return r.opts.Models[0], nil
 	}
@@ -106,13 +98,13 @@ func (r *Runner) model(id string) (Model, error) {
 			return m, nil
 		}
 	}
-	return Model{}, fmt.Errorf("unknown model %q", id)
+	return gateway.Model{}, fmt.Errorf("unknown model %q", id)
 }
 
 // Forget drops what the runner keeps for a session: its history and its
 // "allow always" answers.
-func (r *Runner) Forget(sessionKey string) {
-	r.opts.History.Forget(sessionKey)
+func (r *Runner) Forget(ctx context.Context, sessionKey string) {
+	r.opts.History.Forget(ctx, sessionKey)
 	r.grants.forget(sessionKey)
 }
 
@@ -125,24 +117,24 @@ func (r *Runner) Forget(sessionKey string) {
 // When ctx is cancelled, Run returns StopCancelled and a nil error. A failing
 // tool never ends the turn: its failure goes back to the model as an error
 // result. An error is returned only when the model (provider) fails.
-func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (stop StopReason, err error) {
+func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event)) (stop gateway.StopReason, err error) {
 	model, err := r.model(req.Model)
 	if err != nil {
 		return "", err
 	}
-	if IsDirectCommand(PromptText(req.Message)) {
+	if IsDirectCommand(gateway.PromptText(req.Message)) {
 		// Slash commands work whatever the model: the direct provider runs
 		// them, and the model sees them in the history afterwards.
 		model, _ = r.model(DirectModelID)
 	}
 	var emitMu sync.Mutex
-	emitOne := func(e Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) }
+	emitOne := func(e gateway.Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) }
 
-	turn := []Message{{Role: RoleUser, Content: req.Message}}
+	turn := []gateway.Message{{Role: gateway.RoleUser, Content: req.Message}}
 	defer func() {
 		s := stop
 		if err != nil {
-			s = StopEndTurn // the turn failed: what there is of it is kept
+			s = gateway.StopEndTurn // the turn failed: what there is of it is kept
 		}
 		if req.CallerHistory {
 			if req.OnTurn != nil {
@@ -150,52 +142,53 @@ func (r *Runner) Run(ctx context.Context, req SendRequest, emit func(Event)) (st
 			}
 			return
 		}
-		r.opts.History.Append(req.SessionKey, s, turn...)
+		// The turn is kept even when ctx was cancelled.
+		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, s, turn...)
 	}()
-	past := func() []Message {
+	past := func() []gateway.Message {
 		if req.CallerHistory {
 			return req.History
 		}
-		return r.opts.History.Messages(req.SessionKey)
+		return r.opts.History.Messages(ctx, req.SessionKey)
 	}
 
 	for range r.opts.MaxTurnRequests {
 		all := slices.Concat(r.opts.Tools, r.registry.Tools(req.SessionKey))
-		offered := slices.DeleteFunc(slices.Clone(all), func(t *Tool) bool { return r.opts.Permissions.Decide(t) == DecisionDeny })
-		preq := &Request{System: req.System, Messages: slices.Concat(past(), turn), Tools: offered}
+		offered := slices.DeleteFunc(slices.Clone(all), func(t *gateway.Tool) bool { return r.opts.Permissions.Decide(t) == DecisionDeny })
+		preq := &gateway.Request{System: req.System, Messages: slices.Concat(past(), turn), Tools: offered}
 		resp, err := model.Provider.Complete(ctx, preq, emitOne)
 		if ctx.Err() != nil {
 			if resp != nil && len(resp.Message.Content) > 0 {
-				resp.Message.Role = RoleAssistant
+				resp.Message.Role = gateway.RoleAssistant
 				resp.Message.ToolCalls = nil // not run: the turn was cancelled
 				turn = append(turn, resp.Message)
 			}
-			return StopCancelled, nil
+			return gateway.StopCancelled, nil
 		}
 		if err != nil {
-			var pe *ProviderError
+			var pe *provider.Error
 			if errors.As(err, &pe) { // it names the provider already
 				return "", err
 			}
 			return "", fmt.Errorf("%s: %w", model.Provider.Name(), err)
 		}
-		resp.Message.Role = RoleAssistant
+		resp.Message.Role = gateway.RoleAssistant
 		uniqueCallIDs(resp.Message.ToolCalls, slices.Concat(past(), turn), r.opts.Logger)
 		if len(resp.Message.Content) > 0 || len(resp.Message.ToolCalls) > 0 {
 			turn = append(turn, resp.Message)
 		}
 		if len(resp.Message.ToolCalls) == 0 {
 			if resp.StopReason == "" {
-				return StopEndTurn, nil
+				return gateway.StopEndTurn, nil
 			}
 			return resp.StopReason, nil
 		}
 		turn = append(turn, r.runCalls(ctx, req, all, resp.Message.ToolCalls, emitOne)...)
 		if ctx.Err() != nil {
-			return StopCancelled, nil
+			return gateway.StopCancelled, nil
 		}
 	}
-	return StopMaxTurnRequests, nil
+	return gateway.StopMaxTurnRequests, nil
 }
 
 // NewToolCallID returns a fresh random tool call ID: "call_" and 16 hex
@@ -212,7 +205,7 @@ func NewToolCallID() string {
 // earlier in calls, gets a fresh one. The client and the history then see
 // only the new ID, so no two calls of a session share one (the client would
 // merge them, and Anthropic rejects such a history).
-func uniqueCallIDs(calls []ToolCall, history []Message, log *slog.Logger) {
+func uniqueCallIDs(calls []gateway.ToolCall, history []gateway.Message, log *slog.Logger) {
 	if len(calls) == 0 {
 		return
 	}
@@ -240,10 +233,10 @@ func uniqueCallIDs(calls []ToolCall, history []Message, log *slog.Logger) {
 
 // pendingCall is one tool call between its permission check and its run.
 type pendingCall struct {
-	call ToolCall
-	tool *Tool // nil: unknown
-	ev   ToolCallEvent
-	res  *Result // the outcome; set before the run when the call will not run
+	call gateway.ToolCall
+	tool *gateway.Tool // nil: unknown
+	ev   gateway.ToolCallEvent
+	res  *gateway.Result // the outcome; set before the run when the call will not run
 }
 
 // runCalls runs the tool calls of one model response: first, in order, each
@@ -251,7 +244,7 @@ type pendingCall struct {
 // policy, asking the user when needed; then the allowed ones run in
 // parallel, at most ParallelTools at once. It returns one tool message per
 // call, in request order.
-func (r *Runner) runCalls(ctx context.Context, req SendRequest, tools []*Tool, calls []ToolCall, emit func(Event)) []Message {
+func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []*gateway.Tool, calls []gateway.ToolCall, emit func(gateway.Event)) []gateway.Message {
 	pending := make([]*pendingCall, len(calls))
 	for i, call := range calls {
 		p := r.announce(tools, call, emit)
@@ -271,97 +264,97 @@ func (r *Runner) runCalls(ctx context.Context, req SendRequest, tools []*Tool, c
 		}
 	}
 	_ = g.Wait()
-	msgs := make([]Message, len(pending))
+	msgs := make([]gateway.Message, len(pending))
 	for i, p := range pending {
-		msgs[i] = Message{Role: RoleTool, ToolCallID: p.call.ID, ToolName: p.call.Name, ToolTitle: p.ev.Title, ToolKind: p.ev.Kind, Result: p.res}
+		msgs[i] = gateway.Message{Role: gateway.RoleTool, ToolCallID: p.call.ID, ToolName: p.call.Name, ToolTitle: p.ev.Title, ToolKind: p.ev.Kind, Result: p.res}
 	}
 	return msgs
 }
 
 // announce emits the ToolStart of a call and resolves what needs no
 // question: an unknown tool, a denied one, a cancelled turn.
-func (r *Runner) announce(tools []*Tool, call ToolCall, emit func(Event)) *pendingCall {
+func (r *Runner) announce(tools []*gateway.Tool, call gateway.ToolCall, emit func(gateway.Event)) *pendingCall {
 	if call.Args == nil {
 		call.Args = map[string]any{}
 	}
 	p := &pendingCall{call: call}
-	if j := slices.IndexFunc(tools, func(t *Tool) bool { return t.Name == call.Name }); j >= 0 {
+	if j := slices.IndexFunc(tools, func(t *gateway.Tool) bool { return t.Name == call.Name }); j >= 0 {
 		p.tool = tools[j]
 	}
-	p.ev = ToolCallEvent{ID: call.ID, Name: call.Name, Title: call.Name, Kind: ToolKindOther, RawInput: call.Args, Status: ToolPending}
+	p.ev = gateway.ToolCallEvent{ID: call.ID, Name: call.Name, Title: call.Name, Kind: gateway.ToolKindOther, RawInput: call.Args, Status: gateway.ToolPending}
 	if p.tool != nil {
 		p.ev.Title = p.tool.Title()
 		if p.tool.Annotations.ReadOnlyHint {
-			p.ev.Kind = ToolKindRead
+			p.ev.Kind = gateway.ToolKindRead
 		}
 	}
 	e := p.ev
-	emit(Event{Kind: EventToolStart, Call: &e})
+	emit(gateway.Event{Kind: gateway.EventToolStart, Call: &e})
 	switch {
 	case p.tool == nil:
-		p.res = ptr(ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
+		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
 	case r.opts.Permissions.Decide(p.tool) == DecisionDeny:
-		p.res = ptr(ErrorResult(deniedText(call.Name)))
+		p.res = ptr(gateway.ErrorResult(deniedText(call.Name)))
 	}
 	return p
 }
 
 // permit applies the permissions policy to p, asking the user when the
 // policy says so and no "allow always" answer covers the tool.
-func (r *Runner) permit(ctx context.Context, req SendRequest, p *pendingCall) {
+func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pendingCall) {
 	if ctx.Err() != nil {
-		p.res = ptr(ErrorResult("cancelled before it started"))
+		p.res = ptr(gateway.ErrorResult("cancelled before it started"))
 		return
 	}
 	if r.opts.Permissions.Decide(p.tool) != DecisionAsk || r.grants.allowed(req.SessionKey, p.tool.Name) || req.Ask == nil {
 		return
 	}
-	outcome, err := req.Ask(ctx, PermissionRequest{Call: p.ev})
+	outcome, err := req.Ask(ctx, gateway.PermissionRequest{Call: p.ev})
 	switch {
-	case err != nil || outcome == PermissionCancelled || ctx.Err() != nil:
+	case err != nil || outcome == gateway.PermissionCancelled || ctx.Err() != nil:
 		if err != nil && ctx.Err() == nil {
 			r.opts.Logger.Warn("permission request failed", "tool", p.tool.Name, "err", err)
 		}
-		p.res = ptr(ErrorResult("cancelled: the permission request was not answered"))
-	case outcome == PermissionReject:
-		p.res = ptr(ErrorResult(declinedText(p.tool.Name)))
-	case outcome == PermissionAllowAlways:
+		p.res = ptr(gateway.ErrorResult("cancelled: the permission request was not answered"))
+	case outcome == gateway.PermissionReject:
+		p.res = ptr(gateway.ErrorResult(declinedText(p.tool.Name)))
+	case outcome == gateway.PermissionAllowAlways:
 		r.grants.grant(req.SessionKey, p.tool.Name)
 	}
 }
 
 // execute runs an allowed call, sets p.res and reports the call
 // (in_progress, progress, end).
-func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(Event)) {
+func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.Event)) {
 	inProgress := p.ev
-	inProgress.Status = ToolInProgress
-	emit(Event{Kind: EventToolUpdate, Call: &inProgress})
-	onUpdate := func(u ToolUpdate) {
+	inProgress.Status = gateway.ToolInProgress
+	emit(gateway.Event{Kind: gateway.EventToolUpdate, Call: &inProgress})
+	onUpdate := func(u gateway.ToolUpdate) {
 		e := inProgress
 		e.Update = &u
-		emit(Event{Kind: EventToolUpdate, Call: &e})
+		emit(gateway.Event{Kind: gateway.EventToolUpdate, Call: &e})
 	}
 	res, err := p.tool.Execute(ctx, p.call.ID, p.call.Args, onUpdate)
 	switch {
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)):
-		res = ErrorResult("cancelled")
+		res = gateway.ErrorResult("cancelled")
 	case err != nil:
 		r.opts.Logger.Warn("tool call failed", "tool", p.call.Name, "err", err)
-		res = ErrorResult(err.Error())
+		res = gateway.ErrorResult(err.Error())
 	}
 	p.res = &res
 	finish(p, emit)
 }
 
 // finish emits the ToolEnd of p with its result.
-func finish(p *pendingCall, emit func(Event)) {
+func finish(p *pendingCall, emit func(gateway.Event)) {
 	e := p.ev
-	e.Status = ToolCompleted
+	e.Status = gateway.ToolCompleted
 	if p.res.IsError {
-		e.Status = ToolFailed
+		e.Status = gateway.ToolFailed
 	}
 	e.Result = p.res
-	emit(Event{Kind: EventToolEnd, Call: &e})
+	emit(gateway.Event{Kind: gateway.EventToolEnd, Call: &e})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,7 +1,8 @@
-package gateway
+package provider
 
 import (
 	"fmt"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"strings"
 )
 
@@ -24,26 +25,26 @@ type ResultPart struct {
 	MIMEType string
 }
 
-// DegradeResult maps a tool result to what provider kind can carry, keeping
+// DegradeResult maps a tool result to what a provider with caps can carry, keeping
 // order. An empty result becomes one text part saying so, since the APIs
 // reject empty tool results.
-func DegradeResult(kind ProviderKind, res *Result) []ResultPart {
+func DegradeResult(caps Capabilities, res *gateway.Result) []ResultPart {
 	var parts []ResultPart
 	for _, c := range res.Content {
 		switch c.Type {
-		case ContentText:
+		case gateway.ContentText:
 			parts = append(parts, ResultPart{Text: c.Text})
-		case ContentImage:
-			if kind == KindAnthropic && anthropicImageTypes[c.MIMEType] {
+		case gateway.ContentImage:
+			if caps.ToolResultImages[c.MIMEType] {
 				parts = append(parts, ResultPart{Image: c.Data, MIMEType: c.MIMEType})
 			} else {
 				parts = append(parts, ResultPart{Text: mediaNote("image", c.MIMEType, len(c.Data))})
 			}
-		case ContentAudio:
+		case gateway.ContentAudio:
 			parts = append(parts, ResultPart{Text: mediaNote("audio", c.MIMEType, len(c.Data))})
-		case ContentResource:
+		case gateway.ContentResource:
 			parts = append(parts, ResultPart{Text: resourceText(c.Resource)})
-		case ContentResourceLink:
+		case gateway.ContentResourceLink:
 			parts = append(parts, ResultPart{Text: linkNote(c)})
 		default:
 			parts = append(parts, ResultPart{Text: fmt.Sprintf("[%s content]", c.Type)})
@@ -57,9 +58,9 @@ func DegradeResult(kind ProviderKind, res *Result) []ResultPart {
 
 // ResultText joins the degraded parts of a result as text (for providers
 // whose tool messages are text only).
-func ResultText(kind ProviderKind, res *Result) string {
+func ResultText(caps Capabilities, res *gateway.Result) string {
 	var b strings.Builder
-	for i, p := range DegradeResult(kind, res) {
+	for i, p := range DegradeResult(caps, res) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -68,9 +69,6 @@ func ResultText(kind ProviderKind, res *Result) string {
 	return b.String()
 }
 
-// anthropicImageTypes are the image types the Messages API takes.
-var anthropicImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
-
 func mediaNote(kind, mimeType string, n int) string {
 	if mimeType == "" {
 		mimeType = "unknown type"
@@ -78,7 +76,7 @@ func mediaNote(kind, mimeType string, n int) string {
 	return fmt.Sprintf("[%s: %s, %d bytes; not shown to the model]", kind, mimeType, n)
 }
 
-func resourceText(r *EmbeddedResource) string {
+func resourceText(r *gateway.EmbeddedResource) string {
 	if r == nil {
 		return "[empty resource]"
 	}
@@ -88,7 +86,7 @@ func resourceText(r *EmbeddedResource) string {
 	return r.Text
 }
 
-func linkNote(c Content) string {
+func linkNote(c gateway.Content) string {
 	s := "[resource link: " + c.URI
 	if c.Name != "" && c.Name != c.URI {
 		s += " (" + c.Name + ")"
@@ -110,23 +108,23 @@ func orUnknown(s string) string {
 // embedded resources as their text inside a <resource> tag, resource links
 // and audio as notes, and images kept as images (both providers take them in
 // user messages).
-func PromptParts(content []Content) []ResultPart {
+func PromptParts(content []gateway.Content) []ResultPart {
 	var parts []ResultPart
 	for _, c := range content {
 		switch c.Type {
-		case ContentText:
+		case gateway.ContentText:
 			parts = append(parts, ResultPart{Text: c.Text})
-		case ContentImage:
+		case gateway.ContentImage:
 			parts = append(parts, ResultPart{Image: c.Data, MIMEType: c.MIMEType})
-		case ContentResource:
+		case gateway.ContentResource:
 			if c.Resource != nil && c.Resource.Blob == nil {
 				parts = append(parts, ResultPart{Text: fmt.Sprintf("<resource uri=%q>\n%s\n</resource>", c.Resource.URI, c.Resource.Text)})
 			} else {
 				parts = append(parts, ResultPart{Text: resourceText(c.Resource)})
 			}
-		case ContentResourceLink:
+		case gateway.ContentResourceLink:
 			parts = append(parts, ResultPart{Text: linkNote(c)})
-		case ContentAudio:
+		case gateway.ContentAudio:
 			parts = append(parts, ResultPart{Text: mediaNote("audio", c.MIMEType, len(c.Data))})
 		}
 	}

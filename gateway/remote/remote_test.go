@@ -1,4 +1,4 @@
-package gateway
+package remote
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 // wsServer runs a gateway Server (direct provider) on 127.0.0.1.
 func wsServer(t *testing.T, opts *ServerOptions) (*Server, string) {
 	t.Helper()
-	srv := NewServer(NewLocal(nil), opts)
+	srv := NewServer(runner.NewLocal(nil), opts)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -27,9 +29,9 @@ func wsServer(t *testing.T, opts *ServerOptions) (*Server, string) {
 	return srv, "ws" + strings.TrimPrefix(ts.URL, "http")
 }
 
-func dialRemote(t *testing.T, url, token string) *Remote {
+func dialRemote(t *testing.T, url, token string) *Client {
 	t.Helper()
-	r, err := DialRemote(t.Context(), RemoteOptions{URL: url, Token: token, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	r, err := Dial(t.Context(), ClientOptions{URL: url, Token: token, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,35 +39,35 @@ func dialRemote(t *testing.T, url, token string) *Remote {
 	return r
 }
 
-func collectEvents() (*[]Event, func(Event)) {
+func collectEvents() (*[]gateway.Event, func(gateway.Event)) {
 	var mu sync.Mutex
-	var evs []Event
-	return &evs, func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+	var evs []gateway.Event
+	return &evs, func(e gateway.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
 }
 
 func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
 	r := dialRemote(t, url, "s3cret")
 	var ranHere bool
-	tool := &Tool{Name: "mcp__local__echo", Label: "local/echo", Annotations: Annotations{ReadOnlyHint: true},
-		Execute: func(_ context.Context, _ string, args map[string]any, onUpdate func(ToolUpdate)) (Result, error) {
+	tool := &gateway.Tool{Name: "mcp__local__echo", Label: "local/echo", Annotations: gateway.Annotations{ReadOnlyHint: true},
+		Execute: func(_ context.Context, _ string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			ranHere = true
-			onUpdate(ToolUpdate{Progress: 1, Total: 2})
-			return Result{Content: []Content{TextContent("Echo: " + args["message"].(string))}}, nil
+			onUpdate(gateway.ToolUpdate{Progress: 1, Total: 2})
+			return gateway.Result{Content: []gateway.Content{gateway.TextContent("Echo: " + args["message"].(string))}}, nil
 		}}
-	if err := r.SetExtraTools(t.Context(), "acp:s1", []*Tool{tool}); err != nil {
+	if err := r.SetExtraTools(t.Context(), "acp:s1", []*gateway.Tool{tool}); err != nil {
 		t.Fatal(err)
 	}
 	evs, emit := collectEvents()
-	stop, err := r.Send(t.Context(), SendRequest{SessionKey: "acp:s1", RunID: "r1", Message: []Content{TextContent(`/call mcp__local__echo {"message":"over ws"}`)}}, emit)
-	if err != nil || stop != StopEndTurn || !ranHere {
+	stop, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s1", RunID: "r1", Message: []gateway.Content{gateway.TextContent(`/call mcp__local__echo {"message":"over ws"}`)}}, emit)
+	if err != nil || stop != gateway.StopEndTurn || !ranHere {
 		t.Fatalf("Send = %s, %v, ran %v", stop, err, ranHere)
 	}
 	var kinds []string
-	var end *ToolCallEvent
+	var end *gateway.ToolCallEvent
 	for _, e := range *evs {
 		kinds = append(kinds, e.Kind.String())
-		if e.Kind == EventToolEnd {
+		if e.Kind == gateway.EventToolEnd {
 			end = e.Call
 		}
 	}
@@ -73,20 +75,20 @@ func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
 		t.Errorf("events %v, end %+v", kinds, end)
 	}
 	// The translator keeps the history.
-	if h := r.opts.History.Messages("acp:s1"); len(h) != 3 || h[2].Result == nil {
+	if h := r.opts.History.Messages(context.Background(), "acp:s1"); len(h) != 3 || h[2].Result == nil {
 		t.Errorf("history = %+v", h)
 	}
-	if ms := r.Models(); len(ms) != 1 || ms[0].ID != DirectModelID {
+	if ms := r.Models(); len(ms) != 1 || ms[0].ID != runner.DirectModelID {
 		t.Errorf("models = %+v", ms)
 	}
 }
 
 func TestServer_RefusesWrongTokenOriginAndProtocol(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "right", AllowedOrigins: []string{"https://ide.example"}})
-	if _, err := DialRemote(t.Context(), RemoteOptions{URL: url, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+	if _, err := Dial(t.Context(), ClientOptions{URL: url, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("wrong token: %v", err)
 	}
-	if _, err := DialRemote(t.Context(), RemoteOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+	if _, err := Dial(t.Context(), ClientOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("missing token: %v", err)
 	}
 	_, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {"https://evil.example"}})
@@ -109,18 +111,20 @@ func TestServer_RefusesWrongTokenOriginAndProtocol(t *testing.T) {
 func TestServer_SessionsBelongToTheirConnection(t *testing.T) {
 	_, url := wsServer(t, nil)
 	a, b := dialRemote(t, url, ""), dialRemote(t, url, "")
-	noop := &Tool{Name: "t", Execute: func(context.Context, string, map[string]any, func(ToolUpdate)) (Result, error) { return Result{}, nil }}
-	if err := a.SetExtraTools(t.Context(), "acp:a", []*Tool{noop}); err != nil {
+	noop := &gateway.Tool{Name: "t", Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+		return gateway.Result{}, nil
+	}}
+	if err := a.SetExtraTools(t.Context(), "acp:a", []*gateway.Tool{noop}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetExtraTools(t.Context(), "acp:a", []*Tool{noop}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if err := b.SetExtraTools(t.Context(), "acp:a", []*gateway.Tool{noop}); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("forged setExtraTools: %v", err)
 	}
-	if _, err := b.Send(t.Context(), SendRequest{SessionKey: "acp:a", RunID: "x", Message: []Content{TextContent("/tools")}}, func(Event) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if _, err := b.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:a", RunID: "x", Message: []gateway.Content{gateway.TextContent("/tools")}}, func(gateway.Event) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("forged chat.send: %v", err)
 	}
 	evs, emit := collectEvents()
-	if _, err := b.Send(t.Context(), SendRequest{SessionKey: "acp:b", RunID: "y", Message: []Content{TextContent("/tools")}}, emit); err != nil {
+	if _, err := b.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:b", RunID: "y", Message: []gateway.Content{gateway.TextContent("/tools")}}, emit); err != nil {
 		t.Fatal(err)
 	}
 	if text := (*evs)[0].Text; !strings.Contains(text, "no tools") {
@@ -132,17 +136,17 @@ func TestServer_TranslatorLostMidToolFailsTheCallOnly(t *testing.T) {
 	srv, url := wsServer(t, nil)
 	a := dialRemote(t, url, "")
 	started := make(chan struct{})
-	block := &Tool{Name: "block", Annotations: Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(ToolUpdate)) (Result, error) {
+	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
 		close(started)
 		<-ctx.Done()
-		return Result{}, ctx.Err()
+		return gateway.Result{}, ctx.Err()
 	}}
-	if err := a.SetExtraTools(t.Context(), "acp:a", []*Tool{block}); err != nil {
+	if err := a.SetExtraTools(t.Context(), "acp:a", []*gateway.Tool{block}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Send(context.Background(), SendRequest{SessionKey: "acp:a", RunID: "r", Message: []Content{TextContent("/call block")}}, func(Event) {})
+		_, err := a.Send(context.Background(), gateway.SendRequest{SessionKey: "acp:a", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
 		done <- err
 	}()
 	<-started
@@ -157,28 +161,28 @@ func TestServer_TranslatorLostMidToolFailsTheCallOnly(t *testing.T) {
 	}
 	// The gateway dropped the connection's tools and still serves others.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(srv.local.registry.Tools("acp:a")) > 0 && time.Now().Before(deadline) {
+	for len(srv.local.Registry().Tools("acp:a")) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := len(srv.local.registry.Tools("acp:a")); n != 0 {
+	if n := len(srv.local.Registry().Tools("acp:a")); n != 0 {
 		t.Errorf("%d tools of the lost translator remain", n)
 	}
 	b := dialRemote(t, url, "")
-	if stop, err := b.Send(t.Context(), SendRequest{SessionKey: "acp:b", RunID: "r", Message: []Content{TextContent("/help")}}, func(Event) {}); err != nil || stop != StopEndTurn {
+	if stop, err := b.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:b", RunID: "r", Message: []gateway.Content{gateway.TextContent("/help")}}, func(gateway.Event) {}); err != nil || stop != gateway.StopEndTurn {
 		t.Errorf("another translator after the loss: %s %v", stop, err)
 	}
 }
 
 func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
-	srv := NewServer(NewLocal(nil), nil)
+	srv := NewServer(runner.NewLocal(nil), nil)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	url := "ws" + strings.TrimPrefix(ts.URL, "http")
 	r := dialRemote(t, url, "")
-	tool := &Tool{Name: "t", Annotations: Annotations{ReadOnlyHint: true}, Execute: func(context.Context, string, map[string]any, func(ToolUpdate)) (Result, error) {
-		return Result{Content: []Content{TextContent("ok")}}, nil
+	tool := &gateway.Tool{Name: "t", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+		return gateway.Result{Content: []gateway.Content{gateway.TextContent("ok")}}, nil
 	}}
-	if err := r.SetExtraTools(t.Context(), "acp:s", []*Tool{tool}); err != nil {
+	if err := r.SetExtraTools(t.Context(), "acp:s", []*gateway.Tool{tool}); err != nil {
 		t.Fatal(err)
 	}
 	// Drop every connection from the server side.
@@ -189,8 +193,8 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 	srv.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := r.Send(t.Context(), SendRequest{SessionKey: "acp:s", RunID: "r" + time.Now().String(), Message: []Content{TextContent("/call t")}}, func(Event) {})
-		if err == nil && len(srv.local.registry.Tools("acp:s")) == 1 {
+		_, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r" + time.Now().String(), Message: []gateway.Content{gateway.TextContent("/call t")}}, func(gateway.Event) {})
+		if err == nil && len(srv.local.Registry().Tools("acp:s")) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -1,4 +1,4 @@
-package gateway
+package openai
 
 import (
 	"context"
@@ -10,25 +10,31 @@ import (
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 )
 
-// OpenAI is the OpenAI-compatible Chat Completions provider
+// Capabilities are what Chat Completions accepts: text-only tool
+// results, and "required" only as an array.
+var Capabilities = provider.Capabilities{RequiredAsList: true}
+
+// Provider is the OpenAI-compatible Chat Completions provider
 // (https://platform.openai.com/docs/api-reference/chat), streaming through
 // the official Go SDK: OpenAI itself, and through BaseURL Ollama, vLLM,
 // llama.cpp server or OpenRouter. Reasoning deltas that compatible servers
 // send as delta.reasoning_content or delta.reasoning become thoughts. Safe
 // for concurrent use.
-type OpenAI struct {
+type Provider struct {
 	client openai.Client
-	opts   ProviderOptions
+	opts   provider.Options
 }
 
-var _ Provider = (*OpenAI)(nil)
+var _ gateway.Provider = (*Provider)(nil)
 
-// NewOpenAI returns an OpenAI-compatible provider.
-func NewOpenAI(opts ProviderOptions) *OpenAI {
+// New returns an OpenAI-compatible provider.
+func New(opts provider.Options) *Provider {
 	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = DefaultMaxTokens
+		opts.MaxTokens = provider.DefaultMaxTokens
 	}
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "OPENAI_API_KEY"
@@ -49,14 +55,14 @@ func NewOpenAI(opts ProviderOptions) *OpenAI {
 	if opts.HTTPClient != nil {
 		ro = append(ro, oaioption.WithHTTPClient(opts.HTTPClient))
 	}
-	return &OpenAI{client: openai.NewClient(ro...), opts: opts}
+	return &Provider{client: openai.NewClient(ro...), opts: opts}
 }
 
-// Name implements Provider.
-func (o *OpenAI) Name() string { return "openai" }
+// Name implements [gateway.Provider].
+func (o *Provider) Name() string { return "openai" }
 
-// Complete implements Provider: one streamed chat completion.
-func (o *OpenAI) Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error) {
+// Complete implements [gateway.Provider]: one streamed chat completion.
+func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:     shared.ChatModel(o.opts.Model),
 		Messages:  o.messages(req.System, req.Messages),
@@ -78,10 +84,10 @@ func (o *OpenAI) Complete(ctx context.Context, req *Request, emit func(Event)) (
 		d := chunk.Choices[0].Delta
 		if t := reasoningDelta(d); t != "" {
 			thinking += t
-			emit(Event{Kind: EventThoughtDelta, Text: t})
+			emit(gateway.Event{Kind: gateway.EventThoughtDelta, Text: t})
 		}
 		if d.Content != "" {
-			emit(Event{Kind: EventTextDelta, Text: d.Content})
+			emit(gateway.Event{Kind: gateway.EventTextDelta, Text: d.Content})
 		}
 	}
 	resp := o.response(&acc, thinking)
@@ -107,15 +113,15 @@ func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) string {
 	return ""
 }
 
-func (o *OpenAI) response(acc *openai.ChatCompletionAccumulator, thinking string) *Response {
-	out := &Response{}
+func (o *Provider) response(acc *openai.ChatCompletionAccumulator, thinking string) *gateway.Response {
+	out := &gateway.Response{}
 	out.Message.Thinking = thinking
 	if len(acc.Choices) == 0 {
 		return out
 	}
 	ch := acc.Choices[0]
 	if ch.Message.Content != "" {
-		out.Message.Content = []Content{TextContent(ch.Message.Content)}
+		out.Message.Content = []gateway.Content{gateway.TextContent(ch.Message.Content)}
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		args := map[string]any{}
@@ -124,31 +130,31 @@ func (o *OpenAI) response(acc *openai.ChatCompletionAccumulator, thinking string
 				args = map[string]any{}
 			}
 		}
-		out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
+		out.Message.ToolCalls = append(out.Message.ToolCalls, gateway.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
 	}
 	switch ch.FinishReason {
 	case "length":
-		out.StopReason = StopMaxTokens
+		out.StopReason = gateway.StopMaxTokens
 	case "content_filter":
-		out.StopReason = StopRefusal
+		out.StopReason = gateway.StopRefusal
 	}
 	if ch.Message.Refusal != "" && len(out.Message.ToolCalls) == 0 {
-		out.StopReason = StopRefusal
+		out.StopReason = gateway.StopRefusal
 	}
 	return out
 }
 
 // messages converts the system prompt and the history.
-func (o *OpenAI) messages(system string, history []Message) []openai.ChatCompletionMessageParamUnion {
+func (o *Provider) messages(system string, history []gateway.Message) []openai.ChatCompletionMessageParamUnion {
 	var out []openai.ChatCompletionMessageParamUnion
 	if system != "" {
 		out = append(out, openai.SystemMessage(system))
 	}
 	for _, m := range history {
 		switch m.Role {
-		case RoleUser:
+		case gateway.RoleUser:
 			var parts []openai.ChatCompletionContentPartUnionParam
-			for _, p := range PromptParts(m.Content) {
+			for _, p := range provider.PromptParts(m.Content) {
 				if p.Image != nil {
 					url := "data:" + p.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Image)
 					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}))
@@ -163,9 +169,9 @@ func (o *OpenAI) messages(system string, history []Message) []openai.ChatComplet
 			} else {
 				out = append(out, openai.UserMessage("(empty message)"))
 			}
-		case RoleAssistant:
+		case gateway.RoleAssistant:
 			a := openai.ChatCompletionAssistantMessageParam{}
-			if t := PromptText(m.Content); t != "" {
+			if t := gateway.PromptText(m.Content); t != "" {
 				a.Content.OfString = openai.String(t)
 			}
 			for _, c := range m.ToolCalls {
@@ -177,12 +183,12 @@ func (o *OpenAI) messages(system string, history []Message) []openai.ChatComplet
 			if a.Content.OfString.Valid() || len(a.ToolCalls) > 0 {
 				out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 			}
-		case RoleTool:
+		case gateway.RoleTool:
 			res := m.Result
 			if res == nil {
-				res = &Result{}
+				res = &gateway.Result{}
 			}
-			text := ResultText(KindOpenAI, res)
+			text := provider.ResultText(Capabilities, res)
 			if res.IsError {
 				text = "Error: " + text
 			}
@@ -193,12 +199,12 @@ func (o *OpenAI) messages(system string, history []Message) []openai.ChatComplet
 }
 
 // tools converts the tool definitions with normalized schemas.
-func (o *OpenAI) tools(tools []*Tool) []openai.ChatCompletionToolUnionParam {
+func (o *Provider) tools(tools []*gateway.Tool) []openai.ChatCompletionToolUnionParam {
 	out := make([]openai.ChatCompletionToolUnionParam, 0, len(tools))
 	for _, t := range tools {
 		fn := shared.FunctionDefinitionParam{
 			Name:       t.Name,
-			Parameters: shared.FunctionParameters(NormalizeSchema(KindOpenAI, t.Name, t.InputSchema, o.opts.Logger)),
+			Parameters: shared.FunctionParameters(provider.NormalizeSchema(Capabilities, t.Name, t.InputSchema, o.opts.Logger)),
 		}
 		if t.Description != "" {
 			fn.Description = openai.String(t.Description)
@@ -208,15 +214,15 @@ func (o *OpenAI) tools(tools []*Tool) []openai.ChatCompletionToolUnionParam {
 	return out
 }
 
-// describe turns an SDK error into a ProviderError.
-func (o *OpenAI) describe(err error) error {
+// describe turns an SDK error into a [provider.Error].
+func (o *Provider) describe(err error) error {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {
-			msg = apiErrorMessage(apiErr.RawJSON())
+			msg = provider.APIErrorMessage(apiErr.RawJSON())
 		}
-		return newProviderError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
+		return provider.NewError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
 	}
-	return &ProviderError{Provider: "openai", Err: err}
+	return &provider.Error{Provider: "openai", Err: err}
 }

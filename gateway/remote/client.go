@@ -1,4 +1,4 @@
-package gateway
+package remote
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// RemoteOptions configure a Remote gateway client.
-type RemoteOptions struct {
+// ClientOptions configure a Client.
+type ClientOptions struct {
 	// URL is the gateway's WebSocket URL, such as "ws://127.0.0.1:7777".
 	URL string
 	// Token is the shared secret of the gateway, or "".
@@ -24,8 +25,8 @@ type RemoteOptions struct {
 	// Info is this translator's name and version, sent in connect.
 	Info PeerInfo
 	// History keeps the conversations of this translator's sessions: the
-	// remote gateway keeps none. Nil means a new MemoryHistory.
-	History History
+	// remote gateway keeps none. Nil means a new [gateway.MemoryHistory].
+	History gateway.History
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts; zero means 100ms and 5s.
 	MinBackoff, MaxBackoff time.Duration
@@ -33,22 +34,22 @@ type RemoteOptions struct {
 	Logger *slog.Logger
 }
 
-// Remote is the Gateway of a translator whose gateway runs as a separate
+// Client is the Gateway of a translator whose gateway runs as a separate
 // service, over the WebSocket protocol of docs/gateway-protocol.md. The
 // session's tools stay here: the gateway invokes them back (tools.invoke).
 // When the connection drops, a turn in flight ends with an error, and the
 // client reconnects with backoff and registers the extra tools of every
 // live session again. Safe for concurrent use.
-type Remote struct {
-	opts RemoteOptions
+type Client struct {
+	opts ClientOptions
 	log  *slog.Logger
 
 	mu        sync.Mutex
-	p         *peer                 // the current connection, nil while reconnecting
-	connected chan struct{}         // closed when p is set; replaced when it drops
-	models    []ModelInfo           // from hello
-	tools     map[string][]*Tool    // extra tools by session key, to invoke and re-register
-	runs      map[string]*remoteRun // turns in flight by run id
+	p         *peer                      // the current connection, nil while reconnecting
+	connected chan struct{}              // closed when p is set; replaced when it drops
+	models    []gateway.ModelInfo        // from hello
+	tools     map[string][]*gateway.Tool // extra tools by session key, to invoke and re-register
+	runs      map[string]*remoteRun      // turns in flight by run id
 	closed    bool
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -57,16 +58,16 @@ type Remote struct {
 
 type remoteRun struct {
 	key  string
-	emit func(Event)
-	ask  AskFunc
+	emit func(gateway.Event)
+	ask  gateway.AskFunc
 	mu   sync.Mutex // serializes emit
 }
 
-var _ Gateway = (*Remote)(nil)
+var _ gateway.Gateway = (*Client)(nil)
 
-// DialRemote connects to the gateway at opts.URL and keeps the connection
+// Dial connects to the gateway at opts.URL and keeps the connection
 // up until Close. The first connection must succeed.
-func DialRemote(ctx context.Context, opts RemoteOptions) (*Remote, error) {
+func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
 	}
@@ -74,9 +75,9 @@ func DialRemote(ctx context.Context, opts RemoteOptions) (*Remote, error) {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	if opts.History == nil {
-		opts.History = &MemoryHistory{}
+		opts.History = &gateway.MemoryHistory{}
 	}
-	r := &Remote{opts: opts, log: opts.Logger, connected: make(chan struct{}), tools: make(map[string][]*Tool), runs: make(map[string]*remoteRun)}
+	r := &Client{opts: opts, log: opts.Logger, connected: make(chan struct{}), tools: make(map[string][]*gateway.Tool), runs: make(map[string]*remoteRun)}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -92,7 +93,7 @@ func DialRemote(ctx context.Context, opts RemoteOptions) (*Remote, error) {
 }
 
 // dial opens one connection and runs the handshake.
-func (r *Remote) dial(ctx context.Context) (*peer, Hello, error) {
+func (r *Client) dial(ctx context.Context) (*peer, Hello, error) {
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
 	ws, resp, err := d.DialContext(ctx, r.opts.URL, http.Header{})
 	if err != nil {
@@ -116,7 +117,7 @@ func (r *Remote) dial(ctx context.Context) (*peer, Hello, error) {
 	return p, hello, nil
 }
 
-func (r *Remote) setPeer(p *peer, hello Hello) {
+func (r *Client) setPeer(p *peer, hello Hello) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.p, r.models = p, hello.Models
@@ -125,7 +126,7 @@ func (r *Remote) setPeer(p *peer, hello Hello) {
 
 // maintain waits for the connection to drop, then reconnects with
 // exponential backoff and registers the live sessions' tools again.
-func (r *Remote) maintain(ctx context.Context, p *peer) {
+func (r *Client) maintain(ctx context.Context, p *peer) {
 	for {
 		select {
 		case <-p.Done():
@@ -160,9 +161,9 @@ func (r *Remote) maintain(ctx context.Context, p *peer) {
 	}
 }
 
-func (r *Remote) reregister(ctx context.Context, p *peer) {
+func (r *Client) reregister(ctx context.Context, p *peer) {
 	r.mu.Lock()
-	sets := make(map[string][]*Tool, len(r.tools))
+	sets := make(map[string][]*gateway.Tool, len(r.tools))
 	for k, t := range r.tools {
 		sets[k] = t
 	}
@@ -176,7 +177,7 @@ func (r *Remote) reregister(ctx context.Context, p *peer) {
 
 // current returns the live connection, waiting for a reconnect while ctx
 // allows.
-func (r *Remote) current(ctx context.Context) (*peer, error) {
+func (r *Client) current(ctx context.Context) (*peer, error) {
 	for {
 		r.mu.Lock()
 		p, connected, closed := r.p, r.connected, r.closed
@@ -196,7 +197,7 @@ func (r *Remote) current(ctx context.Context) (*peer, error) {
 }
 
 // Close ends the connection and stops reconnecting.
-func (r *Remote) Close() error {
+func (r *Client) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
@@ -207,7 +208,7 @@ func (r *Remote) Close() error {
 	return nil
 }
 
-func wireTools(tools []*Tool) []WireTool {
+func wireTools(tools []*gateway.Tool) []WireTool {
 	out := make([]WireTool, len(tools))
 	for i, t := range tools {
 		out[i] = WireTool{Name: t.Name, Label: t.Label, Group: t.Group, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
@@ -215,10 +216,10 @@ func wireTools(tools []*Tool) []WireTool {
 	return out
 }
 
-// SetExtraTools implements Gateway.
-func (r *Remote) SetExtraTools(ctx context.Context, sessionKey string, tools []*Tool) error {
+// SetExtraTools implements [gateway.Gateway].
+func (r *Client) SetExtraTools(ctx context.Context, sessionKey string, tools []*gateway.Tool) error {
 	r.mu.Lock()
-	r.tools[sessionKey] = append([]*Tool(nil), tools...)
+	r.tools[sessionKey] = append([]*gateway.Tool(nil), tools...)
 	r.mu.Unlock()
 	p, err := r.current(ctx)
 	if err != nil {
@@ -227,13 +228,13 @@ func (r *Remote) SetExtraTools(ctx context.Context, sessionKey string, tools []*
 	return p.call(ctx, "sessions.setExtraTools", SetExtraToolsParams{SessionKey: sessionKey, Tools: wireTools(tools)}, nil)
 }
 
-// ClearExtraTools implements Gateway.
-func (r *Remote) ClearExtraTools(ctx context.Context, sessionKey string) error {
+// ClearExtraTools implements [gateway.Gateway].
+func (r *Client) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	r.mu.Lock()
 	delete(r.tools, sessionKey)
 	p := r.p
 	r.mu.Unlock()
-	r.opts.History.Forget(sessionKey)
+	r.opts.History.Forget(ctx, sessionKey)
 	if p == nil {
 		return nil // the gateway forgot the session's tools with the connection
 	}
@@ -242,16 +243,16 @@ func (r *Remote) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	return p.call(cctx, "sessions.clearExtraTools", SessionKeyParams{SessionKey: sessionKey}, nil)
 }
 
-// Models implements Gateway.
-func (r *Remote) Models() []ModelInfo {
+// Models implements [gateway.Gateway].
+func (r *Client) Models() []gateway.ModelInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.models
 }
 
-// Send implements Gateway: chat.send, with chat.abort when ctx ends. A
+// Send implements [gateway.Gateway]: chat.send, with chat.abort when ctx ends. A
 // dropped connection ends the turn with an error saying so.
-func (r *Remote) Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error) {
+func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event)) (gateway.StopReason, error) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	p, err := r.current(wctx)
 	cancel()
@@ -272,7 +273,7 @@ func (r *Remote) Send(ctx context.Context, req SendRequest, emit func(Event)) (S
 		r.mu.Unlock()
 	}()
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
-		History: r.opts.History.Messages(req.SessionKey)}
+		History: r.opts.History.Messages(ctx, req.SessionKey)}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
@@ -280,18 +281,18 @@ func (r *Remote) Send(ctx context.Context, req SendRequest, emit func(Event)) (S
 		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = p.call(actx, "chat.abort", ChatAbortParams{SessionKey: req.SessionKey, RunID: runID}, nil)
 		cancel()
-		return StopCancelled, nil
+		return gateway.StopCancelled, nil
 	case errors.Is(err, errConnClosed):
 		return "", fmt.Errorf("the connection to the gateway %s was lost during the turn (%v); the next prompt will work once it is back", r.opts.URL, err)
 	case err != nil:
 		return "", fmt.Errorf("gateway: %w", err)
 	}
-	r.opts.History.Append(req.SessionKey, res.StopReason, res.Messages...)
+	r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, res.StopReason, res.Messages...)
 	return res.StopReason, nil
 }
 
 // handle serves the gateway's requests: tools.invoke and permission.request.
-func (r *Remote) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+func (r *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "tools.invoke":
 		var p ToolsInvokeParams
@@ -299,7 +300,7 @@ func (r *Remote) handle(ctx context.Context, method string, params json.RawMessa
 			return nil, badRequest("tools.invoke: %v", err)
 		}
 		r.mu.Lock()
-		var tool *Tool
+		var tool *gateway.Tool
 		for _, t := range r.tools[p.SessionKey] {
 			if t.Name == p.Name {
 				tool = t
@@ -310,7 +311,7 @@ func (r *Remote) handle(ctx context.Context, method string, params json.RawMessa
 		if tool == nil {
 			return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("session %q has no tool %q here", p.SessionKey, p.Name)}
 		}
-		onUpdate := func(u ToolUpdate) {
+		onUpdate := func(u gateway.ToolUpdate) {
 			if peer != nil {
 				_ = peer.event("tools.update", map[string]any{"toolCallId": p.ToolCallID, "update": u})
 			}
@@ -331,9 +332,9 @@ func (r *Remote) handle(ctx context.Context, method string, params json.RawMessa
 		if run == nil || run.ask == nil {
 			return PermissionResult{Outcome: "allow_once"}, nil
 		}
-		o, err := run.ask(ctx, PermissionRequest{Call: p.Call})
+		o, err := run.ask(ctx, gateway.PermissionRequest{Call: p.Call})
 		if err != nil {
-			o = PermissionCancelled
+			o = gateway.PermissionCancelled
 		}
 		return PermissionResult{Outcome: permissionOutcomes[o]}, nil
 	}
@@ -341,7 +342,7 @@ func (r *Remote) handle(ctx context.Context, method string, params json.RawMessa
 }
 
 // onEvent delivers a turn's events to its emit, in order.
-func (r *Remote) onEvent(event string, payload json.RawMessage) {
+func (r *Client) onEvent(event string, payload json.RawMessage) {
 	if event != "chat" {
 		return
 	}
@@ -358,7 +359,7 @@ func (r *Remote) onEvent(event string, payload json.RawMessage) {
 	for kind, name := range eventKindNames {
 		if name == ce.Kind {
 			run.mu.Lock()
-			run.emit(Event{Kind: kind, Text: ce.Text, Call: ce.Call})
+			run.emit(gateway.Event{Kind: kind, Text: ce.Text, Call: ce.Call})
 			run.mu.Unlock()
 			return
 		}

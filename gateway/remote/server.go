@@ -1,4 +1,4 @@
-package gateway
+package remote
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 // ServerOptions configure a gateway Server. The zero value is valid: no
@@ -43,7 +45,7 @@ var errShuttingDown = errors.New("the gateway is shutting down")
 // clear them, or run turns of that session, and they go away with the
 // connection. Safe for concurrent use.
 type Server struct {
-	local    *Local
+	local    *runner.Local
 	opts     ServerOptions
 	log      *slog.Logger
 	upgrader websocket.Upgrader
@@ -56,7 +58,7 @@ type Server struct {
 }
 
 // NewServer returns a Server running turns on local. opts may be nil.
-func NewServer(local *Local, opts *ServerOptions) *Server {
+func NewServer(local *runner.Local, opts *ServerOptions) *Server {
 	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn)}
 	if opts != nil {
 		s.opts = *opts
@@ -93,7 +95,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader answered
 	}
-	c := &serverConn{s: s, keys: make(map[string]bool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(ToolUpdate))}
+	c := &serverConn{s: s, keys: make(map[string]bool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(gateway.ToolUpdate))}
 	c.p = newPeer(ws, s.log.With("remote", r.RemoteAddr))
 	c.p.handle = c.handle
 	c.p.onEvent = c.onEvent
@@ -143,7 +145,7 @@ type serverConn struct {
 	keys    map[string]bool                    // session keys this connection owns
 	runs    map[string]context.CancelCauseFunc // running turns by run id
 	running sync.WaitGroup
-	updates map[string]func(ToolUpdate) // tool call id → progress sink
+	updates map[string]func(gateway.ToolUpdate) // tool call id → progress sink
 }
 
 // isAuthed reports whether the translator's connect request has succeeded.
@@ -184,7 +186,7 @@ func (c *serverConn) release() {
 	for key := range c.keys {
 		if c.s.owners[key] == c {
 			delete(c.s.owners, key)
-			c.s.local.registry.Clear(key)
+			c.s.local.Registry().Clear(key)
 		}
 	}
 	c.keys = map[string]bool{}
@@ -268,11 +270,11 @@ func (c *serverConn) handle(ctx context.Context, method string, params json.RawM
 		if err := c.own(p.SessionKey); err != nil {
 			return nil, err
 		}
-		tools := make([]*Tool, len(p.Tools))
+		tools := make([]*gateway.Tool, len(p.Tools))
 		for i, wt := range p.Tools {
 			tools[i] = c.proxy(p.SessionKey, wt)
 		}
-		c.s.local.registry.Set(p.SessionKey, tools)
+		c.s.local.Registry().Set(p.SessionKey, tools)
 		return struct{}{}, nil
 	case "sessions.clearExtraTools":
 		var p SessionKeyParams
@@ -339,40 +341,40 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		c.running.Done()
 	}()
 
-	var history []Message
+	var history []gateway.Message
 	if len(p.History) > 0 {
 		history = p.History
 	}
-	var turn []Message
-	req := SendRequest{SessionKey: p.SessionKey, RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
-		CallerHistory: true, History: history, OnTurn: func(_ StopReason, msgs []Message) { turn = msgs },
-		Ask: func(ctx context.Context, pr PermissionRequest) (PermissionOutcome, error) {
+	var turn []gateway.Message
+	req := gateway.SendRequest{SessionKey: p.SessionKey, RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
+		CallerHistory: true, History: history, OnTurn: func(_ gateway.StopReason, msgs []gateway.Message) { turn = msgs },
+		Ask: func(ctx context.Context, pr gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 			var res PermissionResult
 			if err := c.p.call(ctx, "permission.request", PermissionParams{SessionKey: p.SessionKey, RunID: p.RunID, Call: pr.Call}, &res); err != nil {
-				return PermissionCancelled, err
+				return gateway.PermissionCancelled, err
 			}
 			for o, name := range permissionOutcomes {
 				if name == res.Outcome {
 					return o, nil
 				}
 			}
-			return PermissionReject, fmt.Errorf("unknown permission outcome %q", res.Outcome)
+			return gateway.PermissionReject, fmt.Errorf("unknown permission outcome %q", res.Outcome)
 		},
 	}
-	emit := func(e Event) {
+	emit := func(e gateway.Event) {
 		_ = c.p.event("chat", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: eventKindNames[e.Kind], Text: e.Text, Call: e.Call})
 	}
 	stop, err := c.s.local.Send(ctx, req, emit)
 	cause := context.Cause(ctx)
 	switch {
-	case err == nil && stop == StopCancelled && cause != nil && !errors.Is(cause, context.Canceled):
+	case err == nil && stop == gateway.StopCancelled && cause != nil && !errors.Is(cause, context.Canceled):
 		// Ended by the server (shutdown) or the connection, not by chat.abort.
 		_ = c.p.event("chat.error", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: cause.Error()})
 		return nil, &WireError{Code: "unavailable", Message: cause.Error()}
 	case err != nil:
 		_ = c.p.event("chat.error", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: err.Error()})
 		return nil, &WireError{Code: "internal", Message: err.Error()}
-	case stop == StopCancelled:
+	case stop == gateway.StopCancelled:
 		_ = c.p.event("chat.aborted", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "aborted", StopReason: stop})
 	default:
 		_ = c.p.event("chat.final", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
@@ -382,9 +384,9 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 
 // proxy is the gateway side of a translator's tool: Execute invokes it back
 // over the connection that registered it.
-func (c *serverConn) proxy(key string, wt WireTool) *Tool {
-	return &Tool{Name: wt.Name, Label: wt.Label, Group: wt.Group, Description: wt.Description, InputSchema: wt.InputSchema, Annotations: wt.Annotations,
-		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(ToolUpdate)) (Result, error) {
+func (c *serverConn) proxy(key string, wt WireTool) *gateway.Tool {
+	return &gateway.Tool{Name: wt.Name, Label: wt.Label, Group: wt.Group, Description: wt.Description, InputSchema: wt.InputSchema, Annotations: wt.Annotations,
+		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			if onUpdate != nil {
 				c.mu.Lock()
 				c.updates[callID] = onUpdate
@@ -395,10 +397,10 @@ func (c *serverConn) proxy(key string, wt WireTool) *Tool {
 					c.mu.Unlock()
 				}()
 			}
-			var res Result
+			var res gateway.Result
 			err := c.p.call(ctx, "tools.invoke", ToolsInvokeParams{SessionKey: key, ToolCallID: callID, Name: wt.Name, Args: args}, &res)
 			if errors.Is(err, errConnClosed) {
-				return Result{}, fmt.Errorf("tool %s: the translator that owns it disconnected", wt.Name)
+				return gateway.Result{}, fmt.Errorf("tool %s: the translator that owns it disconnected", wt.Name)
 			}
 			return res, err
 		}}
@@ -410,8 +412,8 @@ func (c *serverConn) onEvent(event string, payload json.RawMessage) {
 		return
 	}
 	var u struct {
-		ToolCallID string     `json:"toolCallId"`
-		Update     ToolUpdate `json:"update"`
+		ToolCallID string             `json:"toolCallId"`
+		Update     gateway.ToolUpdate `json:"update"`
 	}
 	if json.Unmarshal(payload, &u) != nil {
 		return

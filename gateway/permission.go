@@ -1,0 +1,27 @@
+package gateway
+
+import "context"
+
+// PermissionRequest asks the user whether a tool call may run (ACP
+// session/request_permission:
+// https://agentclientprotocol.com/protocol/tool-calls#requesting-permission).
+type PermissionRequest struct {
+	// Call is the pending tool call, as its ToolStart event showed it.
+	Call ToolCallEvent
+}
+
+// PermissionOutcome is the user's answer.
+type PermissionOutcome int
+
+// The answers to a PermissionRequest.
+const (
+	PermissionAllowOnce PermissionOutcome = iota
+	PermissionAllowAlways
+	PermissionReject
+	PermissionCancelled
+)
+
+// AskFunc asks the user about one tool call. It returns PermissionCancelled,
+// or an error, when the question could not be answered (the turn was
+// cancelled, the client went away).
+type AskFunc func(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)

@@ -1,0 +1,34 @@
+package provider
+
+import (
+	"log/slog"
+	"net/http"
+)
+
+// DefaultMaxTokens is the default output token limit of a model request.
+const DefaultMaxTokens = 8192
+
+// Options configure a model provider (Anthropic or OpenAI-compatible).
+type Options struct {
+	// Model is the model name, such as "claude-sonnet-4-5" or "gpt-4.1".
+	Model string
+	// APIKey authenticates the requests; APIKeyEnv names the environment
+	// variable it came from, for error messages.
+	APIKey, APIKeyEnv string
+	// BaseURL overrides the API's base URL ("" means the provider's own).
+	BaseURL string
+	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
+	MaxTokens int64
+	// ThinkingBudget, if positive, turns on Anthropic extended thinking with
+	// this many tokens (at least 1024, less than MaxTokens); thoughts stream
+	// as EventThoughtDelta. Ignored by OpenAI-compatible providers, whose
+	// reasoning deltas stream whenever the server sends them.
+	ThinkingBudget int64
+	// MaxRetries is the SDK's retry count for 408, 409, 429 and 5xx, with
+	// its own backoff; zero means 2, negative means none.
+	MaxRetries int
+	// HTTPClient, if set, carries the requests (tests).
+	HTTPClient *http.Client
+	// Logger receives the provider's warnings. Nil discards them.
+	Logger *slog.Logger
+}

@@ -1,0 +1,27 @@
+// Package remote is the WebSocket gateway: the agent runtime served to many
+// translators (acp-agent gateway), and a translator's client of it
+// (acp-agent --gateway URL). The protocol is docs/gateway-protocol.md.
+//
+// # Server
+//
+// A [Server] serves a [runner.Local] over WebSocket (it is an
+// [net/http.Handler]): a connection authenticates with "connect", owns the
+// sessions it registers tools for, runs turns with "chat.send", and answers
+// the gateway's "tools.invoke" and "permission.request" calls, since the
+// MCP connections stay in the translator. [Server.Shutdown] ends the
+// running turns, closes every connection and waits for them.
+//
+// # Client
+//
+// A [Client], made by [Dial], implements [gateway.Gateway] over one
+// connection that it keeps up: it reconnects and registers each session's
+// tools again. The conversation history stays with the client
+// ([ClientOptions].History).
+//
+// # Protocol
+//
+// The parameters and results of each method are Go types here
+// ([ConnectParams], [Hello], [ChatSendParams], [ChatEvent], ...), carried in
+// [Frame]s by the connection's peer; [ProtocolVersion] is the version a
+// connect must name.
+package remote

@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"context"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"log/slog"
+)
+
+// Local is the in-process [gateway.Gateway]: a [gateway.Registry] and a [Runner].
+type Local struct {
+	registry *gateway.Registry
+	runner   *Runner
+	log      *slog.Logger
+}
+
+var _ gateway.Gateway = (*Local)(nil)
+
+// NewLocal returns an in-process gateway. opts may be nil (the direct
+// provider only, no built-in tools).
+func NewLocal(opts *Options) *Local {
+	reg := &gateway.Registry{}
+	runner := New(reg, opts)
+	return &Local{registry: reg, runner: runner, log: runner.opts.Logger}
+}
+
+// Registry returns the gateway's extra-tools registry.
+func (g *Local) Registry() *gateway.Registry { return g.registry }
+
+// SetExtraTools implements [gateway.Gateway].
+func (g *Local) SetExtraTools(_ context.Context, sessionKey string, tools []*gateway.Tool) error {
+	g.registry.Set(sessionKey, tools)
+	return nil
+}
+
+// ClearExtraTools implements [gateway.Gateway].
+func (g *Local) ClearExtraTools(ctx context.Context, sessionKey string) error {
+	g.registry.Clear(sessionKey)
+	g.runner.Forget(ctx, sessionKey)
+	return nil
+}
+
+// Send implements [gateway.Gateway].
+func (g *Local) Send(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event)) (gateway.StopReason, error) {
+	g.log.Debug("turn start", "session", req.SessionKey, "run", req.RunID)
+	stop, err := g.runner.Run(ctx, req, emit)
+	g.log.Debug("turn end", "session", req.SessionKey, "run", req.RunID, "stop", stop, "err", err)
+	return stop, err
+}
+
+// Models implements [gateway.Gateway].
+func (g *Local) Models() []gateway.ModelInfo {
+	ms := g.runner.Models()
+	out := make([]gateway.ModelInfo, len(ms))
+	for i, m := range ms {
+		out[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label}
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeProvider is a Provider of function fields.
+type fakeProvider struct {
+	complete func(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error)
+}
+
+func (f *fakeProvider) Name() string { return "fake" }
+func (f *fakeProvider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
+	return f.complete(ctx, req, emit)
+}
+
+var _ gateway.Provider = (*fakeProvider)(nil)
+
+func echoTool(name string) *gateway.Tool {
+	return &gateway.Tool{Name: name, Label: "srv/" + name, Group: "srv", Annotations: gateway.Annotations{ReadOnlyHint: true},
+		Execute: func(_ context.Context, _ string, args map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+			s, _ := args["message"].(string)
+			return gateway.Result{Content: []gateway.Content{gateway.TextContent("Echo: " + s)}}, nil
+		}}
+}
+
+func collect() (*[]gateway.Event, func(gateway.Event)) {
+	var mu sync.Mutex
+	var evs []gateway.Event
+	return &evs, func(e gateway.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+}
+
+func TestRunner_DirectCallReportsEveryStep(t *testing.T) {
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{echoTool("mcp__srv__echo")})
+	r := New(reg, nil)
+	evs, emit := collect()
+	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(`/call mcp__srv__echo {"message":"hi"}`)}}, emit)
+	if err != nil || stop != gateway.StopEndTurn {
+		t.Fatalf("Run = %s, %v", stop, err)
+	}
+	var kinds []string
+	for _, e := range *evs {
+		kinds = append(kinds, e.Kind.String()+":"+string(e.Call.Status))
+	}
+	if got := strings.Join(kinds, " "); got != "tool_start:pending tool_update:in_progress tool_end:completed" {
+		t.Errorf("events = %s", got)
+	}
+	end := (*evs)[2].Call
+	if end.Title != "srv/mcp__srv__echo" || end.Kind != gateway.ToolKindRead || end.Result.Content[0].Text != "Echo: hi" {
+		t.Errorf("end = %+v", end)
+	}
+	// The turn is in the history with the call answered.
+	h := r.opts.History.Messages(context.Background(), "k")
+	if len(h) != 3 || h[1].ToolCalls[0].Name != "mcp__srv__echo" || h[2].Role != gateway.RoleTool || h[2].Result == nil {
+		t.Errorf("history = %+v", h)
+	}
+}
+
+func TestRunner_ToolFailuresNeverEndTheTurn(t *testing.T) {
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{
+		{Name: "broken", Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+			return gateway.Result{}, errors.New("transport closed")
+		}},
+		{Name: "iserr", Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+			return gateway.ErrorResult("bad input"), nil
+		}},
+	})
+	calls := 0
+	var seen []gateway.Message
+	p := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+		calls++
+		if calls == 1 {
+			return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: "1", Name: "broken"}, {ID: "2", Name: "iserr"}, {ID: "3", Name: "missing"}}}}, nil
+		}
+		seen = req.Messages
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("ok")}}}, nil
+	}}
+	r := New(reg, &Options{Models: []gateway.Model{{ID: "fake", Provider: p}}})
+	evs, emit := collect()
+	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("go")}}, emit)
+	if err != nil || stop != gateway.StopEndTurn {
+		t.Fatalf("Run = %s, %v", stop, err)
+	}
+	var ends []string
+	for _, e := range *evs {
+		if e.Kind == gateway.EventToolEnd {
+			ends = append(ends, string(e.Call.Status)+":"+e.Call.Result.Content[0].Text)
+		}
+	}
+	slices.Sort(ends) // the unknown tool ends at once; the others run in parallel
+	want := "failed:bad input|failed:transport closed|failed:unknown tool missing; /tools lists them"
+	if got := strings.Join(ends, "|"); got != want {
+		t.Errorf("ends = %s\nwant %s", got, want)
+	}
+	// Results go back to the model in request order.
+	if len(seen) != 5 || seen[2].ToolCallID != "1" || seen[3].ToolCallID != "2" || seen[4].ToolCallID != "3" || !seen[4].Result.IsError {
+		t.Errorf("model saw %+v", seen)
+	}
+}
+
+func TestRunner_CancelledMidTool(t *testing.T) {
+	reg := &gateway.Registry{}
+	started := make(chan struct{})
+	reg.Set("k", []*gateway.Tool{{Name: "block", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}})
+	r := New(reg, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	evs, emit := collect()
+	stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit)
+	if err != nil || stop != gateway.StopCancelled {
+		t.Fatalf("Run = %s, %v; want cancelled", stop, err)
+	}
+	last := (*evs)[len(*evs)-1]
+	if last.Kind != gateway.EventToolEnd || last.Call.Status != gateway.ToolFailed || last.Call.Result.Content[0].Text != "cancelled" {
+		t.Errorf("last event = %+v", last.Call)
+	}
+	h := r.opts.History.Messages(context.Background(), "k")
+	if len(h) != 3 || h[2].Result == nil || !h[2].Result.IsError {
+		t.Errorf("history after cancel = %+v; every call needs a result", h)
+	}
+}
+
+func TestRunner_MaxTurnRequests(t *testing.T) {
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{echoTool("e")})
+	p := &fakeProvider{complete: func(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
+		return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: "x", Name: "e"}}}}, nil
+	}}
+	r := New(reg, &Options{Models: []gateway.Model{{ID: "fake", Provider: p}}, MaxTurnRequests: 3})
+	_, emit := collect()
+	if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: nil}, emit); err != nil || stop != gateway.StopMaxTurnRequests {
+		t.Errorf("Run = %s, %v", stop, err)
+	}
+}
+
+func TestRunner_ProviderErrorIsReturned(t *testing.T) {
+	p := &fakeProvider{complete: func(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
+		return nil, errors.New("HTTP 500")
+	}}
+	r := New(&gateway.Registry{}, &Options{Models: []gateway.Model{{ID: "fake", Provider: p}}})
+	_, emit := collect()
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: nil}, emit); err == nil || !strings.Contains(err.Error(), "fake: HTTP 500") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRunner_ReadsRegistryEveryTurn(t *testing.T) {
+	reg := &gateway.Registry{}
+	r := New(reg, nil)
+	_, emit := collect()
+	evs, emit2 := collect()
+	_, _ = r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/tools")}}, emit)
+	reg.Set("k", []*gateway.Tool{echoTool("late")})
+	_, _ = r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/tools")}}, emit2)
+	if len(*evs) != 1 || !strings.Contains((*evs)[0].Text, "- late (srv)") {
+		t.Errorf("second /tools = %+v", *evs)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"", "map[]", ""},
+		{"  ", "map[]", ""},
+		{`{"a":1}`, "map[a:1]", ""},
+		{`{"a":1} `, "map[a:1]", ""},
+		{`{"a":`, "", "not valid JSON"},
+		{`[1]`, "", "must be a JSON object"},
+		{`null`, "", "not null"},
+		{`{"a":1} {"b":2}`, "", "single JSON object"},
+		{`"s"`, "", "not a string"},
+	}
+	for _, tt := range tests {
+		got, err := parseArgs(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("parseArgs(%q) err = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != tt.want {
+			t.Errorf("parseArgs(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+}
+
+func TestRegistry_SetIsAtomicAndCopied(t *testing.T) {
+	reg := &gateway.Registry{}
+	tools := []*gateway.Tool{echoTool("a"), echoTool("b")}
+	reg.Set("k", tools)
+	tools[0] = echoTool("mutated")
+	if got := reg.Tools("k"); got[0].Name != "a" || reg.Lookup("k", "b") == nil || reg.Lookup("other", "a") != nil {
+		t.Errorf("registry = %v", got)
+	}
+	reg.Clear("k")
+	if len(reg.Tools("k")) != 0 {
+		t.Error("Clear left tools")
+	}
+}
+
+// ctxHistory records whether the ctx of each Append was already done.
+type ctxHistory struct {
+	gateway.MemoryHistory
+	mu        sync.Mutex
+	doneOnAdd []bool
+}
+
+func (h *ctxHistory) Append(ctx context.Context, key string, stop gateway.StopReason, msgs ...gateway.Message) {
+	h.mu.Lock()
+	h.doneOnAdd = append(h.doneOnAdd, ctx.Err() != nil)
+	h.mu.Unlock()
+	h.MemoryHistory.Append(ctx, key, stop, msgs...)
+}
+
+// A cancelled turn is stored with a context that is not cancelled, so a
+// History backed by a store does not drop it.
+func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
+	reg := &gateway.Registry{}
+	started := make(chan struct{})
+	reg.Set("k", []*gateway.Tool{{Name: "block", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}})
+	hist := &ctxHistory{}
+	r := New(reg, &Options{History: hist})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	_, emit := collect()
+	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit); err != nil || stop != gateway.StopCancelled {
+		t.Fatalf("Run = %s, %v; want cancelled", stop, err)
+	}
+	hist.mu.Lock()
+	defer hist.mu.Unlock()
+	if len(hist.doneOnAdd) != 1 || hist.doneOnAdd[0] {
+		t.Errorf("Append calls (true: ctx already done) = %v; want one with a live ctx", hist.doneOnAdd)
+	}
+	if h := hist.Messages(context.Background(), "k"); len(h) != 3 {
+		t.Errorf("history after cancel = %+v", h)
+	}
+}
