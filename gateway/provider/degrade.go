@@ -2,8 +2,9 @@ package provider
 
 import (
 	"fmt"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"strings"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // Degrading rich tool results, per provider, in one place (see

@@ -2,11 +2,12 @@ package provider_test
 
 import (
 	"encoding/json"
+	"testing"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
-	"testing"
 )
 
 func TestNormalizeSchema(t *testing.T) {

@@ -2,9 +2,10 @@ package runner
 
 import (
 	"context"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"regexp"
 	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // A model that reuses a tool call ID (its own, or one from a loaded

@@ -5,8 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"strings"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // DirectHelp is the text of /help in direct mode, also shown for any text

@@ -2,8 +2,9 @@ package runner
 
 import (
 	"context"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"log/slog"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // Local is the in-process [gateway.Gateway]: a [gateway.Registry] and a [Runner].

@@ -2,9 +2,10 @@ package runner
 
 import (
 	"fmt"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"path"
 	"sync"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // PermissionMode is the default answer of the permissions policy for a tool

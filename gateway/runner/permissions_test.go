@@ -2,12 +2,13 @@ package runner
 
 import (
 	"context"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 func TestPermissions_Decide(t *testing.T) {

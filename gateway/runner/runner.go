@@ -10,9 +10,10 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
-	"golang.org/x/sync/errgroup"
 )
 
 // Defaults of Options.

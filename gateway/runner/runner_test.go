@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // fakeProvider is a Provider of function fields.
