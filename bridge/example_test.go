@@ -71,7 +71,7 @@ func ExampleManager() {
 }
 
 // ServerSpec.Validate holds the rules every front end applies to a server
-// entry; a broken rule is a *SpecError naming the field.
+// entry; a broken rule is a *SpecError naming the server and the field.
 func ExampleServerSpec_Validate() {
 	specs := []bridge.ServerSpec{
 		{Name: "fs", Transport: bridge.TransportStdio, Command: "mcp-server-filesystem"},
@@ -84,7 +84,7 @@ func ExampleServerSpec_Validate() {
 	}
 	// Output:
 	// fs: <nil>
-	// fs: command: must be a non-empty string
-	// web: headers: header "Host" is set by the transport and may not be sent by a client
-	// ws: type: "websocket" is not a transport (want stdio, http or sse)
+	// fs: server "fs" command: must be a non-empty string
+	// web: server "web" headers: header "Host" is set by the transport and may not be sent by a client
+	// ws: server "ws" type: "websocket" is not a transport (want stdio, http or sse)
 }

@@ -83,6 +83,8 @@ func (t Timeouts) Or(def Timeouts) Timeouts {
 // [ServerSpec.Validate]. Front ends wrap it in their own error, which names
 // the entry (its index in ACP mcpServers, or its config key).
 type SpecError struct {
+	// Server is the spec's Name (possibly the invalid name itself).
+	Server string
 	// Field is the entry's JSON field at fault: "name", "type", "command",
 	// "env", "url", "headers" or "timeouts".
 	Field string
@@ -92,7 +94,15 @@ type SpecError struct {
 	Err error
 }
 
-func (e *SpecError) Error() string { return e.Field + ": " + e.Rule }
+// Error names the server (quoted, so that nothing invisible reaches a
+// terminal), the field and the rule: `server "fs" command: must be a
+// non-empty string`, or `server name: ...` when the name is at fault.
+func (e *SpecError) Error() string {
+	if e.Field == "name" {
+		return "server name: " + e.Rule
+	}
+	return fmt.Sprintf("server %q %s: %s", e.Server, e.Field, e.Rule)
+}
 
 // Unwrap returns e.Err.
 func (e *SpecError) Unwrap() error { return e.Err }
@@ -116,39 +126,39 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // front end does, naming both entries).
 func (s ServerSpec) Validate() error {
 	if err := ValidateServerName(s.Name); err != nil {
-		return &SpecError{Field: "name", Rule: err.Error()}
+		return &SpecError{Server: s.Name, Field: "name", Rule: err.Error()}
 	}
 	switch s.Transport {
 	case TransportStdio:
 		if strings.TrimSpace(s.Command) == "" {
-			return &SpecError{Field: "command", Rule: "must be a non-empty string"}
+			return &SpecError{Server: s.Name, Field: "command", Rule: "must be a non-empty string"}
 		}
 		for _, e := range s.Env {
 			if !sandbox.ValidEnvName(e.Name) {
-				return &SpecError{Field: "env", Rule: fmt.Sprintf("variable name %q must be non-empty and contain no '=' or NUL", e.Name)}
+				return &SpecError{Server: s.Name, Field: "env", Rule: fmt.Sprintf("variable name %q must be non-empty and contain no '=' or NUL", e.Name)}
 			}
 			if strings.ContainsRune(e.Value, 0) {
-				return &SpecError{Field: "env", Rule: fmt.Sprintf("value of %s contains NUL", e.Name)}
+				return &SpecError{Server: s.Name, Field: "env", Rule: fmt.Sprintf("value of %s contains NUL", e.Name)}
 			}
 		}
 	case TransportHTTP, TransportSSE:
 		if strings.TrimSpace(s.URL) == "" {
-			return &SpecError{Field: "url", Rule: "must be a non-empty string"}
+			return &SpecError{Server: s.Name, Field: "url", Rule: "must be a non-empty string"}
 		}
 		for _, h := range s.Headers {
 			if err := ValidateHeader(h.Name, h.Value); err != nil {
-				return &SpecError{Field: "headers", Rule: err.Error()}
+				return &SpecError{Server: s.Name, Field: "headers", Rule: err.Error()}
 			}
 		}
 	default:
-		return &SpecError{Field: "type", Rule: fmt.Sprintf("%q is not a transport (want stdio, http or sse)", s.Transport), Err: ErrUnsupportedTransport}
+		return &SpecError{Server: s.Name, Field: "type", Rule: fmt.Sprintf("%q is not a transport (want stdio, http or sse)", s.Transport), Err: ErrUnsupportedTransport}
 	}
 	for _, t := range []struct {
 		key string
 		d   time.Duration
 	}{{"connect", s.Timeouts.Connect}, {"toolsList", s.Timeouts.ToolsList}, {"toolCall", s.Timeouts.ToolCall}} {
 		if t.d < 0 {
-			return &SpecError{Field: "timeouts", Rule: fmt.Sprintf("%s: %v is negative", t.key, t.d)}
+			return &SpecError{Server: s.Name, Field: "timeouts", Rule: fmt.Sprintf("%s: %v is negative", t.key, t.d)}
 		}
 	}
 	return nil

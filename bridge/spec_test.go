@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +44,12 @@ func TestServerSpecValidate(t *testing.T) {
 			if !errors.As(err, &se) || se.Field != tt.field || !strings.Contains(se.Rule, tt.rule) {
 				t.Fatalf("Validate() = %#v, want a *SpecError for field %q containing %q", err, tt.field, tt.rule)
 			}
-			if got := err.Error(); !strings.HasPrefix(got, tt.field+": ") {
-				t.Errorf("Error() = %q, want it to start with the field", got)
+			want := "server " + strconv.Quote(tt.spec.Name) + " " + tt.field + ": "
+			if tt.field == "name" {
+				want = "server name: "
+			}
+			if got := err.Error(); !strings.HasPrefix(got, want) {
+				t.Errorf("Error() = %q, want it to start with %q", got, want)
 			}
 			if unsupported := errors.Is(err, ErrUnsupportedTransport); unsupported != (tt.field == "type") {
 				t.Errorf("errors.Is(err, ErrUnsupportedTransport) = %v", unsupported)
