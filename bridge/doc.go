@@ -30,9 +30,8 @@
 // limit. [ServerSpec.Validate] holds the rules every front end applies (the
 // ACP mcpServers entries and the config file's): [ValidateServerName],
 // [ValidateHeader], env names and the transport; a broken rule is a
-// [*SpecError] naming the server and the
-// field. Front ends decode their own JSON shapes and
-// wrap that error with the entry's index or key.
+// [*SpecError] naming the server and the field. Front ends decode their own
+// JSON shapes and wrap that error with the entry's index or key.
 //
 // # Transports and the sandbox
 //
