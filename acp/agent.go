@@ -1,10 +1,3 @@
-// Package acp is acp-agent's ACP side: it implements acp.Agent from
-// github.com/coder/acp-go-sdk over stdio, owns the session lifecycle
-// (session/new, session/prompt, session/cancel, session/close), hands each
-// session's MCP servers to a bridge.Manager, registers the bridged tools with
-// the gateway, and maps gateway events to session/update notifications.
-//
-// ACP specification: https://agentclientprotocol.com/protocol/overview
 package acp
 
 import (

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -63,7 +64,9 @@ func (e *MCPServersError) Error() string {
 //   - any other type string is well-formed: the spec carries it and the
 //     bridge reports that one server as failed.
 //
-// A violation is returned as *MCPServersError.
+// The JSON shape is checked here; the rules every front end shares are
+// bridge.ServerSpec.Validate's, whose *bridge.SpecError becomes the
+// entry's error. A violation is returned as *MCPServersError.
 func ParseMCPServers(raw json.RawMessage) ([]bridge.ServerSpec, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -113,9 +116,6 @@ func parseEntry(i int, raw json.RawMessage) (bridge.ServerSpec, error) {
 		if err := decodeField(fields, "command", &spec.Command); err != nil {
 			return fail(spec.Name, "command", err.Error())
 		}
-		if strings.TrimSpace(spec.Command) == "" {
-			return fail(spec.Name, "command", "must be a non-empty string")
-		}
 		if err := decodeField(fields, "args", &spec.Args); err != nil {
 			return fail(spec.Name, "args", "must be an array of strings")
 		}
@@ -128,17 +128,11 @@ func parseEntry(i int, raw json.RawMessage) (bridge.ServerSpec, error) {
 		if err := decodeField(fields, "url", &spec.URL); err != nil {
 			return fail(spec.Name, "url", err.Error())
 		}
-		if strings.TrimSpace(spec.URL) == "" {
-			return fail(spec.Name, "url", "must be a non-empty string")
-		}
 		pairs, err := parsePairs(fields["headers"])
 		if err != nil {
 			return fail(spec.Name, "headers", err.Error())
 		}
 		for _, p := range pairs {
-			if err := bridge.ValidateHeader(p.Name, p.Value); err != nil {
-				return fail(spec.Name, "headers", err.Error())
-			}
 			spec.Headers = append(spec.Headers, bridge.Header{Name: p.Name, Value: p.Value})
 		}
 	}
@@ -148,6 +142,11 @@ func parseEntry(i int, raw json.RawMessage) (bridge.ServerSpec, error) {
 			return fail(spec.Name, "_meta."+MetaTimeoutsKey, err.Error())
 		}
 		spec.Timeouts = t
+	}
+	// An unknown type is well-formed: the bridge reports that server failed.
+	var se *bridge.SpecError
+	if err := spec.Validate(); errors.As(err, &se) && !errors.Is(err, bridge.ErrUnsupportedTransport) {
+		return fail(spec.Name, se.Field, se.Rule)
 	}
 	return spec, nil
 }
@@ -271,7 +270,8 @@ func parsePairs(raw json.RawMessage) ([]namedValue, error) {
 	return out, nil
 }
 
-// parseEnv decodes a stdio entry's env: the ACP [{name, value}] list, or, as
+// parseEnv decodes a stdio entry's env (ServerSpec.Validate checks the names
+// and values): the ACP [{name, value}] list, or, as
 // some clients send, an object of strings (applied in sorted key order).
 func parseEnv(raw json.RawMessage) ([]sandbox.EnvVar, error) {
 	var pairs []namedValue
@@ -291,12 +291,6 @@ func parseEnv(raw json.RawMessage) ([]sandbox.EnvVar, error) {
 	}
 	env := make([]sandbox.EnvVar, 0, len(pairs))
 	for _, p := range pairs {
-		if !sandbox.ValidEnvName(p.Name) {
-			return nil, fmt.Errorf("variable name %q must be non-empty and contain no '=' or NUL", p.Name)
-		}
-		if strings.ContainsRune(p.Value, 0) {
-			return nil, fmt.Errorf("value of %s contains NUL", p.Name)
-		}
 		env = append(env, sandbox.EnvVar{Name: p.Name, Value: p.Value})
 	}
 	return env, nil

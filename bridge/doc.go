@@ -1,16 +1,51 @@
-// Package bridge is acp-agent's MCP side. A Manager, one per ACP session,
-// connects the session's MCP servers in parallel, discovers their tools with
-// tools/list, and wraps each MCP tool as a gateway.Tool named
-// mcp__<server>__<tool>, whose Execute sends tools/call to the server that
-// owns it.
+// Package bridge is acp-agent's MCP side: it connects the MCP servers of one
+// session and hands their tools out as [gateway.Tool] values.
+//
+// # Manager
+//
+// A [Manager], one per session, is made with [NewManager] from [Options]
+// (working directory, timeouts, sandbox policies, limits, logger). Its
+// [Manager.Connect] takes the session's [ServerSpec] list, connects every
+// server in parallel (initialize, then tools/list with all its pages), and
+// wraps each MCP tool as a [gateway.Tool] named mcp__<server>__<tool>
+// ([BridgedNames]), whose Execute sends tools/call to the server that owns
+// it. [Manager.Tools] and [Manager.Servers] may be read at any time;
+// [Manager.Close] ends every connection and every process the session
+// started.
 //
 //	Manager ──┬── server "fs"     (stdio child, own process group)
 //	          ├── server "github" (stdio child)
 //	          └── server "web"    (failed: reason kept for /servers)
 //
-// Every connection goes through the go-sdk (github.com/modelcontextprotocol/go-sdk/mcp);
-// the bridge writes no JSON-RPC of its own. The bridge knows nothing of ACP
-// sessions or of the model: it takes ServerSpecs and hands out gateway.Tools.
+// A server that fails to connect is kept as [StateFailed] with its reason
+// ([ServerStatus]) and the other servers go on; one that drops later is
+// [StateLost] and is dialed again, with backoff, by the next call of one of
+// its tools. A server's notifications/tools/list_changed refreshes its tools
+// and calls [Options.OnToolsChanged].
+//
+// # Server specs
+//
+// A [ServerSpec] describes one server: stdio (command, args, env), Streamable
+// HTTP or legacy SSE (url, headers), with per-server [Timeouts] and rate
+// limit. [ServerSpec.Validate] holds the rules every front end applies (the
+// ACP mcpServers entries and the config file's): [ValidateServerName],
+// [ValidateHeader], env names and the transport; a broken rule is a
+// [*SpecError] naming the server and the field. Front ends decode their own
+// JSON shapes and wrap that error with the entry's index or key.
+//
+// # Transports and the sandbox
+//
+// Every connection is an [mcp.Client] session of the go-sdk, over a stdio
+// transport on the child's pipes, an [mcp.StreamableClientTransport] or an
+// [mcp.SSEClientTransport]; the bridge writes no JSON-RPC of its own. Stdio servers run under the
+// sandbox's environment and process rules ([sandbox.EnvPolicy],
+// [sandbox.Start]); http and sse servers are reached only through the
+// [sandbox.URLPolicy]. [Options.Dial] replaces the built-in transports, for
+// tests (in-memory transports) and for transports that live outside the
+// bridge.
+//
+// The bridge knows nothing of ACP sessions or of the model: it takes
+// ServerSpecs and hands out gateway.Tools.
 //
 // MCP specification: https://modelcontextprotocol.io/specification/2025-11-25
 package bridge

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // restartable is a Streamable HTTP (/mcp) and legacy SSE (/sse) MCP server
@@ -258,13 +259,9 @@ func TestHTTP_LostStreamMarksLostThenRedials(t *testing.T) {
 	r := newRestartable(t)
 	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, nil)
 	r.stop()
-	deadline := time.Now().Add(30 * time.Second)
-	for m.Servers()[0].State != StateLost {
-		if time.Now().After(deadline) {
-			st := m.Servers()[0]
-			t.Fatalf("state = %v %v, want lost once the stream broke", st.State, st.Err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(30*time.Second, func() bool { return m.Servers()[0].State == StateLost }) {
+		st := m.Servers()[0]
+		t.Fatalf("state = %v %v, want lost once the stream broke", st.State, st.Err)
 	}
 	r.start()
 	if res, err := callHeaders(t, m); err != nil || res.IsError {

@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -278,10 +278,7 @@ func TestManager_NotConnectedAfterServerCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = ss.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for m.Servers()[0].State != StateFailed && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(10*time.Second, func() bool { return m.Servers()[0].State == StateFailed })
 	_, err := toolByName(t, m, "mcp__mem__text").Execute(t.Context(), "c", nil, nil)
 	if !errors.Is(err, ErrNotConnected) {
 		t.Errorf("err = %v, want ErrNotConnected", err)
@@ -321,7 +318,9 @@ func TestManager_StdioInitializeTimeoutKillsGroup(t *testing.T) {
 	}
 	var pid int
 	fmt.Sscan(string(data), &pid)
-	waitGone(t, pid)
+	if !testutil.WaitGone(pid, 15*time.Second) {
+		t.Errorf("process %d still alive", pid)
+	}
 }
 
 func TestManager_ChildEnvIsSanitized(t *testing.T) {
@@ -349,22 +348,6 @@ func TestManager_ChildEnvIsSanitized(t *testing.T) {
 	if strings.Contains(got, "secret") || !strings.Contains(got, "PATH=") || !strings.Contains(got, dir) {
 		t.Errorf("child env/cwd:\n%s\nwant PATH, no agent secrets, cwd %s", got, dir)
 	}
-}
-
-// waitGone waits until pid no longer exists (generous deadline for a loaded machine).
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(data), ") Z ") {
-			return // a zombie waiting for a reaper that is not us
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Errorf("process %d still alive", pid)
 }
 
 func TestManager_ToolListChangedRefreshes(t *testing.T) {

@@ -3,52 +3,30 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
-
-// logBuffer is a concurrency-safe buffer for a slog text handler.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // newTestLogger returns a logger writing text lines at level and above to
 // the returned buffer.
-func newTestLogger(level slog.Level) (*slog.Logger, *logBuffer) {
-	buf := &logBuffer{}
+func newTestLogger(level slog.Level) (*slog.Logger, *testutil.Buffer) {
+	buf := &testutil.Buffer{}
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: level})), buf
 }
 
 // waitLog waits until the log holds want, for a generous deadline.
-func waitLog(t *testing.T, buf *logBuffer, want string) {
+func waitLog(t *testing.T, buf *testutil.Buffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(buf.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never had %q:\n%s", want, buf)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(20*time.Second, func() bool { return strings.Contains(buf.String(), want) }) {
+		t.Fatalf("the log never had %q:\n%s", want, buf)
 	}
 }
 

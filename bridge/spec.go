@@ -79,6 +79,91 @@ func (t Timeouts) Or(def Timeouts) Timeouts {
 	return t
 }
 
+// SpecError is a ServerSpec that breaks one of the rules of
+// [ServerSpec.Validate]. Front ends wrap it in their own error, which names
+// the entry (its index in ACP mcpServers, or its config key).
+type SpecError struct {
+	// Server is the spec's Name (possibly the invalid name itself).
+	Server string
+	// Field is the entry's JSON field at fault: "name", "type", "command",
+	// "env", "url", "headers" or "timeouts".
+	Field string
+	// Rule says what was wrong, quoting the offending value.
+	Rule string
+	// Err is the cause when it is a sentinel, such as ErrUnsupportedTransport.
+	Err error
+}
+
+// Error names the server (quoted, so that nothing invisible reaches a
+// terminal), the field and the rule: `server "fs" command: must be a
+// non-empty string`, or `server name: ...` when the name is at fault.
+func (e *SpecError) Error() string {
+	if e.Field == "name" {
+		return "server name: " + e.Rule
+	}
+	return fmt.Sprintf("server %q %s: %s", e.Server, e.Field, e.Rule)
+}
+
+// Unwrap returns e.Err.
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// Validate checks s against the rules every front end shares (ACP
+// mcpServers entries and the config file's mcpServers) and returns nil or a
+// *SpecError for the first rule broken, in this order:
+//
+//   - Name: [ValidateServerName] (visible text, not empty);
+//   - Transport: stdio, http or sse; any other value is a *SpecError with
+//     Field "type" wrapping [ErrUnsupportedTransport];
+//   - stdio: Command is not empty or white space; every Env name is
+//     non-empty with no '=' or NUL ([sandbox.ValidEnvName]) and no Env value
+//     holds NUL;
+//   - http and sse: URL is not empty or white space; every header passes
+//     [ValidateHeader];
+//   - Timeouts: no field is negative.
+//
+// Validate does not check the URL against a [sandbox.URLPolicy] (the Manager
+// does, when it connects) nor that names are unique within a session (the
+// front end does, naming both entries).
+func (s ServerSpec) Validate() error {
+	if err := ValidateServerName(s.Name); err != nil {
+		return &SpecError{Server: s.Name, Field: "name", Rule: err.Error()}
+	}
+	switch s.Transport {
+	case TransportStdio:
+		if strings.TrimSpace(s.Command) == "" {
+			return &SpecError{Server: s.Name, Field: "command", Rule: "must be a non-empty string"}
+		}
+		for _, e := range s.Env {
+			if !sandbox.ValidEnvName(e.Name) {
+				return &SpecError{Server: s.Name, Field: "env", Rule: fmt.Sprintf("variable name %q must be non-empty and contain no '=' or NUL", e.Name)}
+			}
+			if strings.ContainsRune(e.Value, 0) {
+				return &SpecError{Server: s.Name, Field: "env", Rule: fmt.Sprintf("value of %s contains NUL", e.Name)}
+			}
+		}
+	case TransportHTTP, TransportSSE:
+		if strings.TrimSpace(s.URL) == "" {
+			return &SpecError{Server: s.Name, Field: "url", Rule: "must be a non-empty string"}
+		}
+		for _, h := range s.Headers {
+			if err := ValidateHeader(h.Name, h.Value); err != nil {
+				return &SpecError{Server: s.Name, Field: "headers", Rule: err.Error()}
+			}
+		}
+	default:
+		return &SpecError{Server: s.Name, Field: "type", Rule: fmt.Sprintf("%q is not a transport (want stdio, http or sse)", s.Transport), Err: ErrUnsupportedTransport}
+	}
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"connect", s.Timeouts.Connect}, {"toolsList", s.Timeouts.ToolsList}, {"toolCall", s.Timeouts.ToolCall}} {
+		if t.d < 0 {
+			return &SpecError{Server: s.Name, Field: "timeouts", Rule: fmt.Sprintf("%s: %v is negative", t.key, t.d)}
+		}
+	}
+	return nil
+}
+
 // forbiddenHeaders may not be set by a client: they belong to the HTTP
 // transport itself, and setting them could smuggle requests.
 var forbiddenHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade"}

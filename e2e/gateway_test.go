@@ -13,6 +13,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -20,7 +21,7 @@ import (
 type gatewayProc struct {
 	cmd  *exec.Cmd
 	addr string
-	logs *lockedBuffer
+	logs *testutil.Buffer
 }
 
 // startGateway runs the gateway on addr ("" picks a free port) and waits
@@ -28,9 +29,9 @@ type gatewayProc struct {
 func startGateway(t testing.TB, addr string, env []string, args ...string) *gatewayProc {
 	t.Helper()
 	if addr == "" {
-		addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		addr = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	}
-	g := &gatewayProc{addr: addr, logs: &lockedBuffer{}}
+	g := &gatewayProc{addr: addr, logs: &testutil.Buffer{}}
 	g.cmd = exec.Command(agentBin, append([]string{"gateway", "--listen", addr, "--verbose"}, args...)...)
 	g.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	g.cmd.Stderr = g.logs

@@ -15,13 +15,14 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // agent is a running acp-agent process.
 type agent struct {
 	*acpclient.Process
 	t      testing.TB
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 }
 
 // startAgent runs the agent binary with a minimal environment, initialized.
@@ -36,7 +37,7 @@ func startAgent(t testing.TB) *agent {
 // arguments, initialized.
 func startAgentWith(t testing.TB, env []string, args ...string) *agent {
 	t.Helper()
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	p, err := acpclient.Start(agentBin, append([]string{"--verbose"}, args...), env, stderr, nil)
 	if err != nil {
@@ -179,19 +180,13 @@ func parentOf(pid int) (int, bool) {
 	return ppid, err == nil
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	_, ok := parentOf(pid)
-	return ok
-}
-
 // waitAllGone waits up to d for every pid to be gone and returns the survivors.
 func waitAllGone(pids []int, d time.Duration) []int {
 	deadline := time.Now().Add(d)
 	for {
 		var left []int
 		for _, p := range pids {
-			if alive(p) {
+			if testutil.Alive(p) {
 				left = append(left, p)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // rawAgent is the agent binary spoken to with raw bytes, as a buggy or
@@ -33,9 +34,9 @@ func startRaw(t *testing.T, stderr io.Writer, args ...string) *rawAgent {
 	t.Helper()
 	cmd := exec.Command(agentBin, append([]string{"--verbose", "--store", "memory"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	var logs *lockedBuffer
+	var logs *testutil.Buffer
 	if stderr == nil {
-		logs = &lockedBuffer{}
+		logs = &testutil.Buffer{}
 		stderr = logs
 	}
 	cmd.Stderr = stderr

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,48 +15,30 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
-
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // startNodeServer runs a node HTTP MCP server on loopback and waits until its
 // port accepts connections (they take about 2 s to start).
 func startNodeServer(t testing.TB, env []string, args ...string) int {
 	t.Helper()
 	loopback, _ := filepath.Abs("testdata/loopback.cjs")
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	cmd := exec.Command("node", append([]string{"-r", loopback}, args...)...)
 	for i, a := range cmd.Args {
 		cmd.Args[i] = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
 	}
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PORT=" + strconv.Itoa(port)}, env...)
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr, cmd.Stdout = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			return port
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v never listened on %d:\n%s", args, port, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testutil.WaitListening(fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second) {
+		t.Fatalf("%v never listened on %d:\n%s", args, port, stderr.String())
 	}
+	return port
 }
 
 // startFixtureHTTP runs the Go fixture in HTTP mode and returns its base URL.
@@ -188,7 +169,7 @@ func TestHTTP_PolicyAndHeaders(t *testing.T) {
 // TestEnv_AgentSecretsNeverReachAServer checks the child environment end to
 // end with server-everything's get-env.
 func TestEnv_AgentSecretsNeverReachAServer(t *testing.T) {
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-test-secret", "ACP_AGENT_GATEWAY_TOKEN=x"}
 	p, err := acpclient.Start(agentBin, []string{"--verbose"}, env, stderr, nil)
 	if err != nil {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // restartableProc runs a server process that listens on one fixed loopback
@@ -43,23 +44,6 @@ func (p *restartableProc) restart() {
 	p.cmd = p.start()
 }
 
-// waitPort waits until 127.0.0.1:port accepts connections.
-func waitPort(t *testing.T, port int, what string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never listened on %d", what, port)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // fixtureOnPort starts the Go fixture's HTTP mode on port.
 func fixtureOnPort(t *testing.T, port int) func() *exec.Cmd {
 	return func() *exec.Cmd {
@@ -88,7 +72,9 @@ func supergatewayOnPort(t *testing.T, port int, root string) func() *exec.Cmd {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitPort(t, port, "supergateway")
+		if !testutil.WaitListening(fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second) {
+			t.Fatalf("supergateway never listened on %d", port)
+		}
 		return cmd
 	}
 }
@@ -123,7 +109,7 @@ func TestMCP_HTTPServerRestartedMidSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("still here"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fixPort, sgPort := freePort(t), freePort(t)
+	fixPort, sgPort := testutil.FreePort(t), testutil.FreePort(t)
 	fixture := newRestartableProc(t, fixtureOnPort(t, fixPort))
 	gateway := newRestartableProc(t, supergatewayOnPort(t, sgPort, root))
 

@@ -15,6 +15,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // teardownGrace is the grace period the teardown tests configure: long, so
@@ -244,7 +245,7 @@ func TestTeardown_DaemonEndsWhileAnotherSessionRuns(t *testing.T) {
 		t.Errorf("daemon %d (%s) outlived its session while another session ran", p, cmdline(p))
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	if !alive(keep) {
+	if !testutil.Alive(keep) {
 		t.Error("closing one session ended another session's server")
 	}
 }

@@ -6,11 +6,18 @@ import (
 	"strings"
 )
 
-// BaselineEnv lists the variables a stdio MCP server inherits from the agent's
-// own environment. Everything else a child sees comes from the client's
+// baselineEnv lists the variables a stdio MCP server inherits from the agent's
+// own environment. It is a security allowlist: unexported so that no importer
+// can widen it at run time; BaselineEnv hands out a copy.
+var baselineEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER"}
+
+// BaselineEnv returns a copy of the names of the variables a stdio MCP server
+// inherits from the agent's own environment (PATH, HOME, LANG, LC_ALL, TERM,
+// TMPDIR, USER). Everything else a child sees comes from the client's
 // mcpServers entry. Model API keys, the gateway token and any other variable
 // of the agent never reach a child unless the client's entry sets them.
-var BaselineEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER"}
+// Changing the returned slice changes nothing in the policy.
+func BaselineEnv() []string { return slices.Clone(baselineEnv) }
 
 // injectionKeys are variables that make a program load or run code chosen by
 // whoever sets them. A client's entry may not set them unless the config
@@ -89,7 +96,7 @@ func IsInjectionKey(name string) bool {
 }
 
 // ChildEnv returns the environment of a stdio MCP server as KEY=VALUE pairs:
-// the BaselineEnv variables set in the agent's environment, then exactly the
+// the baseline variables (see BaselineEnv) set in the agent's environment, then exactly the
 // entries of env in order, less the injection keys the policy does not allow,
 // whose names are returned in dropped (for a warning). An entry overrides a
 // baseline variable of the same name; among duplicate entries the last wins.
@@ -98,7 +105,7 @@ func (p *EnvPolicy) ChildEnv(env []EnvVar) (out, dropped []string) {
 	if p != nil && p.Lookup != nil {
 		lookup = p.Lookup
 	}
-	vals := make(map[string]string, len(BaselineEnv)+len(env))
+	vals := make(map[string]string, len(baselineEnv)+len(env))
 	var order []string
 	set := func(k, v string) {
 		if _, ok := vals[k]; !ok {
@@ -106,7 +113,7 @@ func (p *EnvPolicy) ChildEnv(env []EnvVar) (out, dropped []string) {
 		}
 		vals[k] = v
 	}
-	for _, k := range BaselineEnv {
+	for _, k := range baselineEnv {
 		if v, ok := lookup(k); ok {
 			set(k, v)
 		}

@@ -94,3 +94,21 @@ func TestIsInjectionKey_Runtimes(t *testing.T) {
 		}
 	}
 }
+
+// The baseline is a security allowlist: what BaselineEnv hands out is a copy,
+// so an importer cannot widen what every child inherits.
+func TestBaselineEnv_IsACopy(t *testing.T) {
+	lookup := func(k string) (string, bool) { return "v", k == "PATH" || k == "SECRET" }
+	b := BaselineEnv()
+	if !slices.Contains(b, "PATH") || slices.Contains(b, "SECRET") {
+		t.Fatalf("BaselineEnv() = %q", b)
+	}
+	b[0] = "SECRET"
+	_ = append(b[:1], "SECRET")
+	if got, _ := (&EnvPolicy{Lookup: lookup}).ChildEnv(nil); !slices.Equal(got, []string{"PATH=v"}) {
+		t.Errorf("after changing BaselineEnv's result, ChildEnv = %q, want only PATH", got)
+	}
+	if b2 := BaselineEnv(); slices.Contains(b2, "SECRET") {
+		t.Errorf("BaselineEnv() = %q after a caller changed a copy", b2)
+	}
+}

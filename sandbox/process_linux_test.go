@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -103,7 +105,7 @@ func TestSweep_SparesOrphansOfOtherLiveChildren(t *testing.T) {
 	dir := t.TempDir()
 	p, closeStdin := startScript(t, dir, "read line; exit 0")
 	StopGroup(p, 5*time.Second, closeStdin)
-	if !alive(keep) {
+	if !testutil.Alive(keep) {
 		t.Fatal("ending one child killed an orphan of another live child, in the other's process group")
 	}
 	StopGroup(o, 5*time.Second, closeOther)
@@ -114,16 +116,10 @@ func TestSweep_SparesOrphansOfOtherLiveChildren(t *testing.T) {
 // (setsid has run).
 func waitLeftGroup(t *testing.T, pid, pgid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if info, ok := readProc(pid); ok && info.pgid != pgid {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d never left group %d", pid, pgid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		info, ok := readProc(pid)
+		return ok && info.pgid != pgid
+	}, "process %d never left group %d", pid, pgid)
 }
 
 // TestStopGroup_KillsDaemonWhileAnotherServerRuns checks that a daemon that
@@ -140,7 +136,7 @@ func TestStopGroup_KillsDaemonWhileAnotherServerRuns(t *testing.T) {
 	waitLeftGroup(t, daemon, p.Cmd.Process.Pid)
 	StopGroup(p, 5*time.Second, closeStdin)
 	waitDead(t, daemon)
-	if !alive(o.Cmd.Process.Pid) {
+	if !testutil.Alive(o.Cmd.Process.Pid) {
 		t.Error("ending one server killed another")
 	}
 }
@@ -160,15 +156,12 @@ func TestStart_TagCannotBeForged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer StopGroup(p, 5*time.Second, func() { _ = stdin.Close() })
-	deadline := time.Now().Add(10 * time.Second)
 	var got string
-	for {
+	testutil.Eventually(10*time.Second, func() bool {
 		data, _ := os.ReadFile(filepath.Join(dir, "tag"))
-		if got = strings.TrimSpace(string(data)); got != "" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		got = strings.TrimSpace(string(data))
+		return got != ""
+	})
 	if got == "" || got == "forged" || got != p.tag {
 		t.Errorf("child's %s = %q, want Start's tag %q", ServerTagEnv, got, p.tag)
 	}
@@ -208,7 +201,7 @@ func TestReaper_ReapsAdoptedOrphans(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for _, s := range pids {
 		pid, _ := strconv.Atoi(s)
-		for alive(pid) || zombieChild(pid) {
+		for testutil.Alive(pid) || zombieChild(pid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("orphan %d not reaped (zombie: %v)", pid, zombieChild(pid))
 			}
@@ -272,9 +265,9 @@ func TestTeardown_SparesReusedPid(t *testing.T) {
 			defer StopGroup(v, 5*time.Second, closeStdin)
 			child := readPid(t, filepath.Join(dir, "pid"))
 			tt.end(staleProcess(t, v.Cmd.Process.Pid))
-			if !alive(v.Cmd.Process.Pid) || !alive(child) {
+			if !testutil.Alive(v.Cmd.Process.Pid) || !testutil.Alive(child) {
 				t.Errorf("the new owner of a reaped child's pid (alive %v) or its child (alive %v) was killed",
-					alive(v.Cmd.Process.Pid), alive(child))
+					testutil.Alive(v.Cmd.Process.Pid), testutil.Alive(child))
 			}
 		})
 	}

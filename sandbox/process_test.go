@@ -1,53 +1,32 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err == nil && !strings.Contains(string(data), ") Z ")
-}
-
+// waitDead fails the test unless pid is gone within a generous deadline.
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 15*time.Second, func() bool { return !testutil.Alive(pid) }, "process %d still alive", pid)
 }
 
 // readPid waits for a pid written to path by a child script.
 func readPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var pid int
+	var pid int
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		if data, err := os.ReadFile(path); err == nil {
 			fmt.Sscan(string(data), &pid)
 		}
-		if pid > 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pid never written")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return pid > 0
+	}, "pid never written")
+	return pid
 }
 
 func TestStopGroup_SweepsGrandchildrenAfterGracefulExit(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 
 // migrations are the schema versions, applied in order; the schema version
 // is the database's PRAGMA user_version. Append only: a released migration
-// never changes.
-var migrations = []string{
+// never changes. An array, so that SchemaVersion is a constant.
+var migrations = [...]string{
 	// 1: sessions and their turns.
 	`CREATE TABLE sessions (
 		id          TEXT PRIMARY KEY,
@@ -46,8 +46,10 @@ var migrations = []string{
 	`ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';`,
 }
 
-// SchemaVersion is the schema version this build writes.
-var SchemaVersion = len(migrations)
+// SchemaVersion is the schema version this build writes (the database's
+// PRAGMA user_version after OpenSQLite). A database with a higher version is
+// refused.
+const SchemaVersion = len(migrations)
 
 // SQLite is the embedded session store: one SQLite database file (pure Go,
 // modernc.org/sqlite), in WAL mode with a busy timeout, so several agent

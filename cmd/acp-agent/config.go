@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,7 +210,8 @@ func describeJSONError(err error) error {
 
 // DefaultServers returns config mcpServers as specs, sorted by name. Each
 // entry is {command, args, env} for stdio, or {type: "http"|"sse", url,
-// headers} with env and headers as objects of strings.
+// headers} with env and headers as objects of strings. The JSON shape is
+// checked here, the rules by bridge.ServerSpec.Validate.
 func (c *Config) DefaultServers() ([]bridge.ServerSpec, error) {
 	names := make([]string, 0, len(c.MCPServers))
 	for name := range c.MCPServers {
@@ -233,6 +235,8 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 		return bridge.ServerSpec{}, fmt.Errorf("key %q: %s", key+field, fmt.Sprintf(rule, args...))
 	}
 	if err := bridge.ValidateServerName(name); err != nil {
+		// Before decoding: the key is the name, and the entry's other
+		// errors quote it.
 		return fail("", "server name: %v", err)
 	}
 	var e struct {
@@ -252,41 +256,23 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 	switch spec.Transport {
 	case "", bridge.TransportStdio:
 		spec.Transport = bridge.TransportStdio
-		if strings.TrimSpace(e.Command) == "" {
-			return fail(".command", "must be a non-empty string")
-		}
 		spec.Command, spec.Args = e.Command, e.Args
-		for _, k := range slices.Sorted(mapKeys(e.Env)) {
-			if !sandbox.ValidEnvName(k) {
-				return fail(".env", "variable name %q must be non-empty and contain no '=' or NUL", k)
-			}
+		for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 			spec.Env = append(spec.Env, sandbox.EnvVar{Name: k, Value: e.Env[k]})
 		}
 	case bridge.TransportHTTP, bridge.TransportSSE:
-		if strings.TrimSpace(e.URL) == "" {
-			return fail(".url", "must be a non-empty string")
-		}
 		spec.URL = e.URL
-		for _, k := range slices.Sorted(mapKeys(e.Headers)) {
-			if err := bridge.ValidateHeader(k, e.Headers[k]); err != nil {
-				return fail(".headers", "%v", err)
-			}
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			spec.Headers = append(spec.Headers, bridge.Header{Name: k, Value: e.Headers[k]})
 		}
-	default:
-		return fail(".type", "%q is not a transport (want stdio, http or sse)", e.Type)
+	}
+	var se *bridge.SpecError
+	if err := spec.Validate(); errors.As(err, &se) {
+		return fail("."+se.Field, "%s", se.Rule)
+	} else if err != nil {
+		return fail("", "%v", err)
 	}
 	return spec, nil
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // agentOptions turns the config into the agent's options.

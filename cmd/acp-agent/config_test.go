@@ -97,3 +97,20 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("err = %v, want the path and the key", err)
 	}
 }
+
+// The config file's entries obey the same rules as ACP mcpServers entries
+// (bridge.ServerSpec.Validate): a NUL in an env value, once accepted here and
+// refused there, is refused in both.
+func TestParseConfig_SharesTheSpecRules(t *testing.T) {
+	tests := []struct{ json, want string }{
+		{`{"mcpServers": {"fs": {"command": "x", "env": {"A": "a\u0000b"}}}}`, `key "mcpServers.fs.env": value of A contains NUL`},
+		{`{"mcpServers": {"fs": {"command": " ", "env": {"A=B": "1"}}}}`, `key "mcpServers.fs.command": must be a non-empty string`},
+		{`{"mcpServers": {"w": {"type": "sse", "url": "https://x", "headers": {"X-A": "a\r\nB: c"}}}}`, `key "mcpServers.w.headers": header "X-A": name and value must not contain CR or LF`},
+	}
+	for _, tt := range tests {
+		err := parseConfig([]byte(tt.json), &Config{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseConfig(%s) = %v, want %q", tt.json, err, tt.want)
+		}
+	}
+}

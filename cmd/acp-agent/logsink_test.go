@@ -5,32 +5,24 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // stuckWriter blocks every Write until release is closed, as a stderr
 // that nobody reads.
 type stuckWriter struct {
 	release chan struct{}
-	mu      sync.Mutex
-	out     strings.Builder
+	testutil.Buffer
 }
 
 func (w *stuckWriter) Write(p []byte) (int, error) {
 	<-w.release
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.out.Write(p)
-}
-
-func (w *stuckWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.out.String()
+	return w.Buffer.Write(p)
 }
 
 var droppedRe = regexp.MustCompile(`log lines dropped: stderr was not being read\t\{"dropped": (\d+)\}`)

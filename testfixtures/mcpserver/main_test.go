@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 var allTools = []string{
@@ -229,14 +231,15 @@ func testTools(t *testing.T, bin, version string) {
 		// The server sends every notification before the response, but the
 		// client may run its notification handler after CallTool returns.
 		var got []mcp.ProgressNotificationParams
-		for deadline := time.Now().Add(5 * time.Second); len(got) < 4 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		testutil.Eventually(5*time.Second, func() bool {
 			f.mu.Lock()
+			defer f.mu.Unlock()
 			got = got[:0]
 			for _, p := range f.progress {
 				got = append(got, *p)
 			}
-			f.mu.Unlock()
-		}
+			return len(got) >= 4
+		})
 		if len(got) != 4 || got[3].Progress != 4 || got[3].Total != 4 || got[3].ProgressToken != "tok" {
 			t.Errorf("progress = %+v, want 4 steps for tok", got)
 		}
@@ -248,16 +251,12 @@ func testTools(t *testing.T, bin, version string) {
 		if _, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}}); err == nil {
 			t.Fatal("slow (30s default) finished within 300ms")
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b, _ := os.ReadFile(f.log)
-			if strings.Contains(string(b), "called slow\n") && strings.Contains(string(b), "cancelled slow\n") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("FIXTURE_LOG never got \"cancelled slow\":\n%s", b)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var b []byte
+		if !testutil.Eventually(10*time.Second, func() bool {
+			b, _ = os.ReadFile(f.log)
+			return strings.Contains(string(b), "called slow\n") && strings.Contains(string(b), "cancelled slow\n")
+		}) {
+			t.Fatalf("FIXTURE_LOG never got \"cancelled slow\":\n%s", b)
 		}
 		// The session outlives the cancelled call.
 		if got := textOf(t, f.call(t, "echo", map[string]any{"message": "still here"})); got != "Echo: still here" {

@@ -1,0 +1,35 @@
+// Package acp is acp-agent's ACP side: an [Agent] that implements the agent
+// interface of github.com/coder/acp-go-sdk and serves one client over stdio
+// ([Agent.Serve]).
+//
+// # Sessions
+//
+// The Agent owns the session lifecycle: session/new ([Agent.NewSession])
+// merges the config's default servers ([Options.DefaultServers],
+// [Options.ServerSettings]) with the client's mcpServers entries
+// ([ParseMCPServers]), hands them to a [bridge.Manager], and registers the
+// bridged tools with the [gateway.Gateway] ([Options.Gateway]).
+// session/prompt ([Agent.Prompt]) runs one turn at a time and maps the
+// gateway's events to session/update notifications; session/cancel ends the
+// turn; session/close ends the session and its servers. Sessions are kept in
+// a [session.Store] ([Options.Store]), so that session/load, session/resume
+// and session/list ([Agent.LoadSession], [Agent.ResumeSession],
+// [Agent.ListSessions]) work across restarts. The model of a session is a
+// session config option ([Agent.SetSessionConfigOption]).
+//
+// # Client requests and commands
+//
+// Tool permissions are asked of the client with session/request_permission.
+// Slash commands are advertised with available_commands_update; /servers is
+// answered from the session's bridge.
+//
+// # Errors and limits
+//
+// A structurally broken mcpServers list is refused with invalid_params and
+// an [*MCPServersError] naming the entry, the field and the rule; an unknown
+// sessionId is resource-not-found ([ErrUnknownSession]). Incoming messages
+// longer than [MaxFrameBytes] are answered with an error that gives the size
+// and the limit, and the agent keeps serving.
+//
+// ACP specification: https://agentclientprotocol.com/protocol/overview
+package acp

@@ -1,0 +1,44 @@
+package sandbox_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+)
+
+// CheckURL applies the policy's static rules to an http or sse server's URL
+// before any connection; the default policy (the zero value) allows https
+// to public hosts and plain http only to loopback. Refusals wrap ErrRefused
+// and name the rule; the URL in the message has its query redacted.
+func ExampleURLPolicy_CheckURL() {
+	var policy sandbox.URLPolicy
+	for _, raw := range []string{
+		"https://mcp.example.com/mcp",
+		"http://127.0.0.1:8080/mcp",
+		"http://mcp.example.com/mcp",
+		"https://10.0.0.7/mcp?token=secret",
+		"http://169.254.169.254/latest/meta-data",
+		"file:///etc/passwd",
+	} {
+		u, err := policy.CheckURL(raw)
+		if err != nil {
+			fmt.Printf("refused (%v): %v\n", errors.Is(err, sandbox.ErrRefused), err)
+			continue
+		}
+		fmt.Println("allowed:", u.Host)
+	}
+
+	private := sandbox.URLPolicy{AllowHosts: []string{"10.0.0.7"}}
+	if _, err := private.CheckURL("https://10.0.0.7/mcp"); err == nil {
+		fmt.Println("allowed with AllowHosts: 10.0.0.7")
+	}
+	// Output:
+	// allowed: mcp.example.com
+	// allowed: 127.0.0.1:8080
+	// refused (true): URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts
+	// refused (true): URL "https://10.0.0.7/mcp?REDACTED" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)
+	// refused (true): URL "http://169.254.169.254/latest/meta-data" refused: cloud metadata address 169.254.169.254
+	// refused (true): URL "file:///etc/passwd" refused: scheme "file" not allowed (only http and https)
+	// allowed with AllowHosts: 10.0.0.7
+}
