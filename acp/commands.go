@@ -8,24 +8,28 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
-// commands are the slash commands advertised with available_commands_update
-// (https://agentclientprotocol.com/protocol/slash-commands). /servers is
-// answered here, from the session's bridge; the others by the gateway.
-var commands = []struct{ name, desc, hint string }{
-	{"tools", "List the tools of this session", ""},
-	{"call", "Call a tool: /call <tool> {json arguments}", "<tool> {json arguments}"},
-	{"servers", "Show each MCP server: state, transport, tool count, last error", ""},
-	{"help", "Show the commands and how to configure a model", ""},
+// frontEndCommands answer the runner.Commands marked FrontEnd, from the
+// session's own state; the others go to the gateway. A test checks that the
+// two agree.
+var frontEndCommands = map[string]func(s *liveSession, rest string) string{
+	"servers": func(s *liveSession, _ string) string {
+		return serversText(s.manager.Servers(), s.manager.ToolLimit())
+	},
 }
 
+// availableCommands is the available_commands_update of every session
+// (https://agentclientprotocol.com/protocol/slash-commands), from
+// runner.Commands.
 func availableCommands() acpsdk.SessionUpdate {
-	list := make([]acpsdk.AvailableCommand, 0, len(commands))
-	for _, c := range commands {
-		ac := acpsdk.AvailableCommand{Name: c.name, Description: c.desc}
-		if c.hint != "" {
-			ac.Input = &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: c.hint}}
+	cmds := runner.Commands()
+	list := make([]acpsdk.AvailableCommand, 0, len(cmds))
+	for _, c := range cmds {
+		ac := acpsdk.AvailableCommand{Name: c.Name, Description: c.Description}
+		if c.Hint != "" {
+			ac.Input = &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: c.Hint}}
 		}
 		list = append(list, ac)
 	}
@@ -34,14 +38,18 @@ func availableCommands() acpsdk.SessionUpdate {
 	}}
 }
 
-// slashCommand returns the command word of a prompt ("/servers"), or "".
-func slashCommand(text string) string {
-	text = strings.TrimSpace(text)
-	if !strings.HasPrefix(text, "/") {
-		return ""
+// frontEndCommand returns the answer of a front-end command that text
+// starts with (/servers), or ok=false for any other text.
+func frontEndCommand(s *liveSession, text string) (answer string, ok bool) {
+	c, rest, ok := runner.ParseCommand(text)
+	if !ok || !c.FrontEnd {
+		return "", false
 	}
-	word, _, _ := strings.Cut(text, " ")
-	return word
+	run := frontEndCommands[c.Name]
+	if run == nil {
+		return "", false // a table without its handler: TestCommands_FrontEndHandlers
+	}
+	return run(s, rest), true
 }
 
 // serversText renders /servers.

@@ -137,8 +137,8 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	notifyCtx := context.WithoutCancel(ctx)
 	send := func(u acpsdk.SessionUpdate) { a.notify(notifyCtx, s.id, u) }
 
-	if cmd := slashCommand(gateway.PromptText(content)); cmd == "/servers" {
-		send(acpsdk.UpdateAgentMessageText(serversText(s.manager.Servers(), s.manager.ToolLimit())))
+	if answer, ok := frontEndCommand(s, gateway.PromptText(content)); ok {
+		send(acpsdk.UpdateAgentMessageText(answer))
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 

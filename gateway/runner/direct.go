@@ -10,16 +10,15 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// DirectHelp is the text of /help in direct mode, also shown for any text
-// that is not a command. It says how to configure a model.
-const DirectHelp = `acp-agent is running without a model (direct mode): you drive the session's tools yourself.
+// DirectHelp returns the text of /help in direct mode, also shown for any
+// text that is not a command. It lists [Commands] and says how to configure
+// a model.
+func DirectHelp() string {
+	return `acp-agent is running without a model (direct mode): you drive the session's tools yourself.
 
 Commands:
-  /tools               list the tools of this session
-  /call <tool> [args]  call a tool; args is a JSON object, {} when left out
-                       e.g. /call mcp__everything__echo {"message":"hi"}
-  /servers             show each MCP server: state, transport, tool count, last error
-  /help                show this help
+` + commandsHelp() + `
+e.g. /call mcp__everything__echo {"message":"hi"}
 
 This session runs without a model. To chat with one, pick it in the
 session's Model setting if your editor shows one, or start acp-agent with:
@@ -28,6 +27,7 @@ session's Model setting if your editor shows one, or start acp-agent with:
   --model openai:llama3.1               and OPENAI_BASE_URL=http://127.0.0.1:11434/v1 (Ollama)
 or the "model" key of the config file. The commands above call the same
 tools a model would, under the same permissions.`
+}
 
 // Direct is the offline provider used when no model is configured. It reads
 // the user's text as a command: /tools lists the tools, /call asks the runner
@@ -51,17 +51,15 @@ func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gatew
 		// The /call has run and its result is on screen: the turn is over.
 		return &gateway.Response{}, nil
 	}
-	text := strings.TrimSpace(gateway.PromptText(req.Messages[len(req.Messages)-1].Content))
-	cmd, rest, _ := strings.Cut(text, " ")
-	rest = strings.TrimSpace(rest)
+	cmd, rest, _ := ParseCommand(gateway.PromptText(req.Messages[len(req.Messages)-1].Content))
 	say := func(s string) (*gateway.Response, error) {
 		emit(gateway.Event{Kind: gateway.EventTextDelta, Text: s})
 		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent(s)}}}, nil
 	}
-	switch cmd {
-	case "/tools":
+	switch cmd.Name {
+	case "tools":
 		return say(listTools(req.Tools))
-	case "/call":
+	case "call":
 		name, argText, _ := strings.Cut(rest, " ")
 		if name == "" {
 			return say("usage: /call <tool> [args]; args is a JSON object, e.g. /call mcp__everything__echo {\"message\":\"hi\"}")
@@ -72,19 +70,8 @@ func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gatew
 		}
 		return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: NewToolCallID(), Name: name, Args: args}}}}, nil
 	default:
-		return say(DirectHelp)
+		return say(DirectHelp())
 	}
-}
-
-// IsDirectCommand reports whether text is one of the direct provider's
-// commands (/tools, /call, /help), which run without the model.
-func IsDirectCommand(text string) bool {
-	cmd, _, _ := strings.Cut(strings.TrimSpace(text), " ")
-	switch cmd {
-	case "/tools", "/call", "/help":
-		return true
-	}
-	return false
 }
 
 // parseArgs parses the arguments of /call: a JSON object, {} when s is blank.

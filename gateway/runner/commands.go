@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Command is one slash command of a session (ACP "Slash Commands",
+// https://agentclientprotocol.com/protocol/slash-commands). The table of
+// them ([Commands]) is the one place a command is declared: the editor's
+// menu (available_commands_update), the /help text ([DirectHelp]) and
+// dispatch (the direct provider, [IsDirectCommand], and the front end for
+// [Command.FrontEnd] commands) are all derived from it.
+type Command struct {
+	// Name is the command word without the slash ("call").
+	Name string
+	// Hint describes the input after the name ("<tool> {json arguments}"),
+	// or "" when the command takes none.
+	Hint string
+	// Description is one line for the editor's menu and /help.
+	Description string
+	// FrontEnd marks a command the front end answers from its own view of
+	// the session (/servers: the MCP connections live with the front end).
+	// The others go to the gateway, whose direct provider answers them
+	// whatever the model.
+	FrontEnd bool
+}
+
+// commands is the table behind Commands, in display order.
+var commands = [...]Command{
+	{Name: "tools", Description: "List the tools of this session"},
+	{Name: "call", Hint: "<tool> {json arguments}", Description: "Call a tool; the arguments are a JSON object, {} when left out"},
+	{Name: "servers", Description: "Show each MCP server: state, transport, tool count, last error", FrontEnd: true},
+	{Name: "help", Description: "Show the commands and how to configure a model"},
+}
+
+// Commands returns the slash commands of every session, in display order.
+// The slice is a copy.
+func Commands() []Command { return append([]Command(nil), commands[:]...) }
+
+// ParseCommand splits a prompt text into its command and the rest, if it
+// starts with one of [Commands] ("/call x {}" → call, "x {}").
+func ParseCommand(text string) (cmd Command, rest string, ok bool) {
+	word, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
+	name, slash := strings.CutPrefix(word, "/")
+	if !slash {
+		return Command{}, "", false
+	}
+	for _, c := range commands {
+		if c.Name == name {
+			return c, strings.TrimSpace(rest), true
+		}
+	}
+	return Command{}, "", false
+}
+
+// IsDirectCommand reports whether text starts with a command the direct
+// provider answers (every command of [Commands] but the front end's); such a
+// prompt runs without the model.
+func IsDirectCommand(text string) bool {
+	c, _, ok := ParseCommand(text)
+	return ok && !c.FrontEnd
+}
+
+// commandsHelp is the command list of DirectHelp.
+func commandsHelp() string {
+	var b strings.Builder
+	for _, c := range commands {
+		use := "/" + c.Name
+		if c.Hint != "" {
+			use += " " + c.Hint
+		}
+		fmt.Fprintf(&b, "  %-30s %s\n", use, c.Description)
+	}
+	return b.String()
+}
