@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
