@@ -1,6 +1,3 @@
-// Package session owns acp-agent's session identities: ACP sessionIds and
-// the gateway session keys they map to. Session records, transcripts and the
-// store that keeps them across restarts belong here too as they arrive.
 package session
 
 import (
