@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
@@ -268,3 +269,23 @@ func TestCore_ShutdownRefusesNewSessions(t *testing.T) {
 }
 
 func writeFile(name string) error { return os.WriteFile(name, []byte("x"), 0o600) }
+
+// A turn waits for Ready at most ReadyWait, then goes on.
+func TestSession_TurnGoesOnAfterReadyWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newTestCore(t, CoreOptions{ReadyWait: time.Minute})
+		never := make(chan struct{})
+		s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), Ready: never})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := s.Turn(t.Context(), func(context.Context) (gateway.StopReason, error) { return gateway.StopEndTurn, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != time.Minute {
+			t.Errorf("the turn waited %v for Ready, want ReadyWait (1m)", waited)
+		}
+		c.Shutdown()
+	})
+}
