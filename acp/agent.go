@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
@@ -51,14 +47,8 @@ type Options struct {
 }
 
 // ServerSettings are the config's settings for the server of one name
-// (config "servers").
-type ServerSettings struct {
-	// Timeouts override the global timeouts; zero fields inherit.
-	Timeouts bridge.Timeouts
-	// CallsPerMinute overrides the global rate limit; zero inherits,
-	// negative means no limit.
-	CallsPerMinute int
-}
+// (config "servers"); see session.ServerSettings.
+type ServerSettings = session.ServerSettings
 
 // postSessionTimeout bounds how long the agent waits for a session/new
 // response to be written before it sends the notifications that follow it.
@@ -67,20 +57,15 @@ const postSessionTimeout = 10 * time.Second
 // Agent implements acpsdk.Agent. Create it with New and run it with Serve.
 // Its methods are called by acp-go-sdk, concurrently.
 type Agent struct {
-	opts    Options
-	gw      gateway.Gateway
-	store   session.Store
-	history *session.History
-	log     *slog.Logger
+	opts  Options
+	gw    gateway.Gateway
+	store session.Store
+	core  *session.Core // the live sessions
+	log   *slog.Logger
 
 	ready chan struct{} // closed once conn and out are set
 	conn  *acpsdk.AgentSideConnection
 	out   *outWatcher
-
-	mu       sync.Mutex
-	sessions map[string]*liveSession // live sessions by sessionId
-	keys     map[string]bool         // gateway session keys in use
-	closing  bool                    // Shutdown has begun
 
 	tasks sync.WaitGroup // notification senders started by NewSession
 
@@ -93,7 +78,7 @@ var _ acpsdk.Agent = (*Agent)(nil)
 
 // New returns an Agent. opts may be nil.
 func New(opts *Options) *Agent {
-	a := &Agent{ready: make(chan struct{}), sessions: make(map[string]*liveSession), keys: make(map[string]bool)}
+	a := &Agent{ready: make(chan struct{})}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -111,14 +96,19 @@ func New(opts *Options) *Agent {
 	if a.store == nil {
 		a.store = session.NewMemory()
 	}
-	a.history = a.opts.History
-	if a.history == nil {
-		a.history = session.NewHistory(a.store, a.log)
+	history := a.opts.History
+	if history == nil {
+		history = session.NewHistory(a.store, a.log)
 	}
 	a.gw = a.opts.Gateway
 	if a.gw == nil {
-		a.gw = runner.NewLocal(&runner.Options{History: a.history, Logger: a.log})
+		a.gw = runner.NewLocal(&runner.Options{History: history, Logger: a.log})
 	}
+	a.core = session.NewCore(session.CoreOptions{
+		Name: a.opts.Name, Version: a.opts.Version, Gateway: a.gw, Bridge: a.opts.Bridge,
+		DefaultServers: a.opts.DefaultServers, ServerSettings: a.opts.ServerSettings,
+		Store: a.store, History: history, Logger: a.log, ReadyWait: announceWait,
+	})
 	return a
 }
 
@@ -156,18 +146,7 @@ func (a *Agent) connection() *acpsdk.AgentSideConnection {
 // stopped. It is idempotent and bounded by the bridge's grace period plus a
 // few seconds.
 func (a *Agent) Shutdown() {
-	a.mu.Lock()
-	a.closing = true
-	sessions := make([]*liveSession, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		sessions = append(sessions, s)
-	}
-	a.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range sessions {
-		wg.Go(func() { a.endSession(s) })
-	}
-	wg.Wait()
+	a.core.Shutdown()
 	a.tasks.Wait()
 }
 
@@ -217,216 +196,87 @@ func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsd
 // failures do not fail the session; they are reported to the client as an
 // agent message right after the response.
 func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	specs, err := a.sessionSpecs(p.Meta, p.Cwd)
+	own, err := ownServers(p.Meta)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
-	id := session.NewID()
-	now := time.Now()
-	rec := session.Record{ID: id, Key: session.Key(id, p.Meta), Cwd: p.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: a.defaultModel()}
-	if err := a.store.Create(ctx, rec); err != nil {
-		return acpsdk.NewSessionResponse{}, toRequestError(fmt.Errorf("storing the session: %w", err))
-	}
-	a.log.Info("session/new", "session", id, "cwd", p.Cwd, "mcpServers", len(specs))
-	s, err := a.open(ctx, rec, p.Cwd, specs, false, nil)
+	key, _ := p.Meta[session.MetaKey].(string)
+	s, err := a.open(ctx, session.OpenRequest{Key: key, Cwd: p.Cwd, Servers: own}, false)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(id), ConfigOptions: a.configOptions(s.currentModel())}, nil
+	a.log.Info("session/new", "session", s.ID(), "cwd", p.Cwd, "mcpServers", len(s.Servers()))
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.ID()), ConfigOptions: a.configOptions(s.Model())}, nil
 }
 
-// sessionSpecs validates the request's mcpServers (raw, see
-// moveMCPServers in framing.go) and cwd, merges the config's default servers and
-// applies the servers-per-session quota.
-func (a *Agent) sessionSpecs(meta map[string]any, cwd string) ([]bridge.ServerSpec, error) {
+// ownServers validates the request's mcpServers (raw, see moveMCPServers in
+// framing.go); the session core merges the config's default servers, applies
+// the servers-per-session quota and checks the cwd.
+func ownServers(meta map[string]any) ([]bridge.ServerSpec, error) {
 	raw, err := rawMCPServers(meta)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mcpServers: %v", ErrInvalidParams, err)
 	}
-	own, err := ParseMCPServers(raw)
+	return ParseMCPServers(raw)
+}
+
+// open opens a session in the core (req.Ready is set here), then sends the
+// notifications that follow: after the response for a new session, at once
+// for a session the client already knows (known: session/load and
+// session/resume).
+func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (*session.Session, error) {
+	announced := make(chan struct{})
+	req.Ready = announced
+	s, err := a.core.Open(ctx, req)
 	if err != nil {
+		close(announced) // a prompt that found the session while it opened goes on
+		if ke := (*session.KeyInUseError)(nil); errors.As(err, &ke) {
+			return nil, fmt.Errorf("%w: _meta.sessionKey %q is already used by a live session", ErrInvalidParams, ke.Key)
+		}
 		return nil, err
 	}
-	specs := a.sessionServers(own)
-	if limit := a.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {
-		return nil, fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
-			ErrInvalidParams, len(specs), len(own), len(specs)-len(own), limit)
-	}
-	if err := checkCwd(cwd); err != nil {
-		return nil, err
-	}
-	return specs, nil
-}
-
-// checkCwd checks a session's cwd: an absolute path to an existing
-// directory, since the session's stdio servers start there.
-func checkCwd(cwd string) error {
-	if !filepath.IsAbs(cwd) {
-		return fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalidParams, cwd)
-	}
-	fi, err := os.Stat(cwd)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: cwd %q does not exist", ErrInvalidParams, cwd)
-	case err != nil:
-		return fmt.Errorf("%w: cwd %q cannot be used: %v", ErrInvalidParams, cwd, err)
-	case !fi.IsDir():
-		return fmt.Errorf("%w: cwd %q is not a directory", ErrInvalidParams, cwd)
-	}
-	return nil
-}
-
-// serverRefs are the names and transports of specs: what the store keeps.
-func serverRefs(specs []bridge.ServerSpec) []session.Server {
-	out := make([]session.Server, len(specs))
-	for i, s := range specs {
-		out[i] = session.Server{Name: s.Name, Transport: string(s.Transport)}
-	}
-	return out
-}
-
-// open makes the stored session rec live in cwd: it attaches its history
-// (calling replay with the stored turns, if non-nil, before anything else),
-// connects specs and registers the tools, then sends the notifications that
-// follow: after the response for a new session, at once for a session the
-// client already knows (known, or replayed). A session of the same id still
-// live in this process is ended first.
-func (a *Agent) open(ctx context.Context, rec session.Record, cwd string, specs []bridge.ServerSpec, known bool, replay func([]session.Turn)) (*liveSession, error) {
-	if old, err := a.lookup(acpsdk.SessionId(rec.ID)); err == nil {
-		a.log.Info("session reopened: ending its live instance first", "session", rec.ID)
-		a.endSession(old)
-	}
-	s := &liveSession{id: rec.ID, key: rec.Key, cwd: cwd, model: a.restoredModel(rec), announced: make(chan struct{}), manager: bridge.NewManager(a.bridgeOptions(rec.ID, rec.Key, cwd))}
-	if err := a.addSession(s); err != nil {
-		return nil, err
-	}
-	turns, err := a.history.Attach(ctx, rec.Key, rec.ID)
-	if err != nil {
-		a.abandon(s)
-		return nil, fmt.Errorf("loading the session's history: %w", err)
-	}
-	if replay != nil {
-		replay(turns)
-	}
-	start := time.Now()
-	_ = s.manager.Connect(ctx, specs)
-	if err := a.gw.SetExtraTools(ctx, s.key, s.manager.Tools()); err != nil {
-		a.abandon(s)
-		return nil, fmt.Errorf("registering tools: %w", err)
-	}
-	if ctx.Err() != nil { // the client gave up, or the connection is gone
-		a.abandon(s)
-		return nil, context.Cause(ctx)
-	}
-	if err := a.store.SetServers(ctx, rec.ID, serverRefs(specs)); err != nil {
-		a.log.Warn("recording the session's servers failed", "session", rec.ID, "err", err)
-	}
-	a.log.Info("session ready", "session", rec.ID, "tools", len(s.manager.Tools()), "elapsed", time.Since(start))
 	<-a.ready
-	if replay != nil || known {
+	if known {
 		// session/load and session/resume: the client knows the sessionId
 		// already, so the notifications may precede the response.
 		now := make(chan struct{})
 		close(now)
-		a.afterNewSession(s, now)
+		a.afterNewSession(s, announced, now)
 		return s, nil
 	}
-	after := a.out.afterResponse(rec.ID)
-	a.tasks.Go(func() { a.afterNewSession(s, after) })
+	after := a.out.afterResponse(s.ID())
+	a.tasks.Go(func() { a.afterNewSession(s, announced, after) })
 	return s, nil
-}
-
-// sessionServers merges the config's default servers with the session's own
-// (a session entry replaces the default of the same name) and applies the
-// config's per-server settings.
-func (a *Agent) sessionServers(own []bridge.ServerSpec) []bridge.ServerSpec {
-	names := make(map[string]bool, len(own))
-	for _, s := range own {
-		names[s.Name] = true
-	}
-	specs := make([]bridge.ServerSpec, 0, len(a.opts.DefaultServers)+len(own))
-	for _, d := range a.opts.DefaultServers {
-		if !names[d.Name] {
-			specs = append(specs, d)
-		}
-	}
-	specs = append(specs, own...)
-	for i := range specs {
-		if set, ok := a.opts.ServerSettings[specs[i].Name]; ok {
-			specs[i].Timeouts = specs[i].Timeouts.Or(set.Timeouts)
-			if specs[i].CallsPerMinute == 0 {
-				specs[i].CallsPerMinute = set.CallsPerMinute
-			}
-		}
-	}
-	return specs
-}
-
-// bridgeOptions returns the bridge.Manager options of a session: a server's
-// tools/list_changed re-registers the session's tools, seen on the next turn.
-func (a *Agent) bridgeOptions(id, key, cwd string) *bridge.Options {
-	o := a.opts.Bridge
-	o.Cwd = cwd
-	o.ClientInfo = &mcp.Implementation{Name: a.opts.Name, Version: a.opts.Version}
-	o.Logger = a.log.With("session", id)
-	o.OnToolsChanged = func(tools []*gateway.Tool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.gw.SetExtraTools(ctx, key, tools); err != nil {
-			a.log.Warn("registering the refreshed tools failed", "session", id, "err", err)
-		}
-	}
-	return &o
-}
-
-func (a *Agent) addSession(s *liveSession) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closing {
-		return ErrShuttingDown
-	}
-	if a.keys[s.key] {
-		return fmt.Errorf("%w: _meta.sessionKey %q is already used by a live session", ErrInvalidParams, s.key)
-	}
-	a.sessions[s.id] = s
-	a.keys[s.key] = true
-	return nil
-}
-
-// abandon ends a session that failed to open; nothing will be announced.
-func (a *Agent) abandon(s *liveSession) {
-	close(s.announced)
-	a.endSession(s)
 }
 
 // afterNewSession sends what follows a session/new response: one agent
 // message per failed server, and the available slash commands. It closes
-// s.announced when done, whatever happens.
-func (a *Agent) afterNewSession(s *liveSession, written <-chan struct{}) {
-	defer close(s.announced)
+// announced (the session's OpenRequest.Ready) when done, whatever happens.
+func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, written <-chan struct{}) {
+	defer close(announced)
 	conn := a.connection()
 	select {
 	case <-written:
 	case <-conn.Done():
-		a.out.forget(s.id)
+		a.out.forget(s.ID())
 		return
 	case <-time.After(postSessionTimeout):
-		a.out.forget(s.id)
+		a.out.forget(s.ID())
 	}
 	if a.beforeAnnounce != nil {
 		a.beforeAnnounce()
 	}
 	ctx := context.Background()
-	for _, st := range s.manager.Servers() {
+	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
 			msg := fmt.Sprintf("MCP server %q failed: %v\n", st.Name, st.Err)
-			a.notify(ctx, s.id, acpsdk.UpdateAgentMessageText(msg))
+			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
 		}
 		if len(st.LeftOut) > 0 {
-			a.notify(ctx, s.id, acpsdk.UpdateAgentMessageText(leftOutText(st, s.manager.ToolLimit())+"\n"))
+			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(leftOutText(st, s.Manager().ToolLimit())+"\n"))
 		}
 	}
-	a.notify(ctx, s.id, availableCommands())
+	a.notify(ctx, s.ID(), availableCommands())
 }
 
 // notify sends one session/update, logging (not returning) a failure: a
@@ -439,10 +289,8 @@ func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUp
 }
 
 // lookup returns the live session with id.
-func (a *Agent) lookup(id acpsdk.SessionId) (*liveSession, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.sessions[string(id)]
+func (a *Agent) lookup(id acpsdk.SessionId) (*session.Session, error) {
+	s := a.core.Lookup(string(id))
 	if s == nil {
 		return nil, unknownSession(id, "no live session has that id (session/load or session/resume reopens a stored one)")
 	}
@@ -467,25 +315,8 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (a
 		return acpsdk.CloseSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/close", "session", p.SessionId)
-	a.endSession(s)
+	s.End()
 	return acpsdk.CloseSessionResponse{}, nil
-}
-
-// endSession removes s, cancels its prompt and tears down its servers.
-func (a *Agent) endSession(s *liveSession) {
-	a.mu.Lock()
-	if a.sessions[s.id] == s {
-		delete(a.sessions, s.id)
-		delete(a.keys, s.key)
-	}
-	a.mu.Unlock()
-	start := time.Now()
-	s.end(func() {
-		_ = s.manager.Close(context.Background())
-		_ = a.gw.ClearExtraTools(context.Background(), s.key)
-		a.history.Forget(context.Background(), s.key)
-	})
-	a.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
 }
 
 // Logout implements acpsdk.Agent

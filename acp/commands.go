@@ -9,14 +9,15 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // frontEndCommands answer the runner.Commands marked FrontEnd, from the
 // session's own state; the others go to the gateway. A test checks that the
 // two agree.
-var frontEndCommands = map[string]func(s *liveSession, rest string) string{
-	"servers": func(s *liveSession, _ string) string {
-		return serversText(s.manager.Servers(), s.manager.ToolLimit())
+var frontEndCommands = map[string]func(s *session.Session, rest string) string{
+	"servers": func(s *session.Session, _ string) string {
+		return serversText(s.Servers(), s.Manager().ToolLimit())
 	},
 }
 
@@ -38,18 +39,19 @@ func availableCommands() acpsdk.SessionUpdate {
 	}}
 }
 
-// frontEndCommand returns the answer of a front-end command that text
-// starts with (/servers), or ok=false for any other text.
-func frontEndCommand(s *liveSession, text string) (answer string, ok bool) {
+// frontEndCommand returns the command the front end answers that text
+// starts with (/servers), as a function computing the answer, or ok=false
+// for any other text.
+func frontEndCommand(s *session.Session, text string) (answer func() string, ok bool) {
 	c, rest, ok := runner.ParseCommand(text)
 	if !ok || !c.FrontEnd {
-		return "", false
+		return nil, false
 	}
 	run := frontEndCommands[c.Name]
 	if run == nil {
-		return "", false // a table without its handler: TestCommands_FrontEndHandlers
+		return nil, false // a table without its handler: TestCommands_FrontEndHandlers
 	}
-	return run(s, rest), true
+	return func() string { return run(s, rest) }, true
 }
 
 // serversText renders /servers.

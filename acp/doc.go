@@ -4,24 +4,26 @@
 //
 // # Sessions
 //
-// The Agent owns the session lifecycle: session/new ([Agent.NewSession])
-// merges the config's default servers ([Options.DefaultServers],
-// [Options.ServerSettings]) with the client's mcpServers entries
-// ([ParseMCPServers]), hands them to a [bridge.Manager], and registers the
-// bridged tools with the [gateway.Gateway] ([Options.Gateway]).
-// session/prompt ([Agent.Prompt]) runs one turn at a time and maps the
-// gateway's events to session/update notifications; session/cancel ends the
-// turn; session/close ends the session and its servers. Sessions are kept in
-// a [session.Store] ([Options.Store]), so that session/load, session/resume
-// and session/list ([Agent.LoadSession], [Agent.ResumeSession],
-// [Agent.ListSessions]) work across restarts. The model of a session is a
-// session config option ([Agent.SetSessionConfigOption]).
+// The session lifecycle itself is the front-end-neutral core of package
+// session ([session.Core]); the Agent maps ACP's methods onto it.
+// session/new ([Agent.NewSession]) parses the client's mcpServers entries
+// ([ParseMCPServers]) and opens a session, which merges the config's default
+// servers, connects them through a [bridge.Manager] and registers the bridged
+// tools with the [gateway.Gateway] ([Options.Gateway]). session/prompt
+// ([Agent.Prompt]) runs one turn at a time and maps the gateway's events to
+// session/update notifications; session/cancel ends the turn; session/close
+// ends the session and its servers. Sessions are kept in a [session.Store]
+// ([Options.Store]), so that session/load, session/resume and session/list
+// ([Agent.LoadSession], [Agent.ResumeSession], [Agent.ListSessions]) work
+// across restarts. The model of a session is a session config option
+// ([Agent.SetSessionConfigOption]).
 //
 // # Client requests and commands
 //
 // Tool permissions are asked of the client with session/request_permission.
-// Slash commands are advertised with available_commands_update; /servers is
-// answered from the session's bridge.
+// Slash commands (runner.Commands) are advertised with
+// available_commands_update; the front-end ones (/servers) are answered here
+// from the session's bridge, the others by the gateway.
 //
 // # Errors and limits
 //

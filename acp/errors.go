@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // Errors the Agent returns; toRequestError maps them to JSON-RPC errors.
@@ -16,11 +18,11 @@ var (
 	// It is answered with ACP's resource-not-found error (-32002).
 	ErrUnknownSession = errors.New("unknown sessionId")
 	// ErrShuttingDown: the agent is closing and takes no new sessions.
-	ErrShuttingDown = errors.New("agent is shutting down")
+	ErrShuttingDown = session.ErrClosed
 	// ErrInvalidParams marks any other request the client got wrong. Wrap it
 	// first ("%w: cwd %q must be …"): the JSON-RPC message says
 	// "Invalid params" once, followed by the rest of the text.
-	ErrInvalidParams = errors.New("invalid params")
+	ErrInvalidParams = session.ErrInvalid
 )
 
 // codeResourceNotFound is ACP's "Resource not found" error code

@@ -22,47 +22,47 @@ var _ acpsdk.AgentLoader = (*Agent)(nil)
 // and the model continues with the restored history. A session still live
 // in this process is ended first.
 func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
-	rec, specs, err := a.reopen(ctx, p.SessionId, p.Meta, p.Cwd)
+	own, err := a.reopen(ctx, p.SessionId, p.Meta)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
-	a.log.Info("session/load", "session", rec.ID, "cwd", p.Cwd, "mcpServers", len(specs))
-	s, err := a.open(ctx, rec, p.Cwd, specs, true, func(turns []session.Turn) { a.replay(ctx, rec.ID, turns) })
+	id := string(p.SessionId)
+	replay := func(turns []session.Turn) { a.replay(ctx, id, turns) }
+	s, err := a.open(ctx, session.OpenRequest{ID: id, Cwd: p.Cwd, Servers: own, Replay: replay}, true)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
-	return acpsdk.LoadSessionResponse{ConfigOptions: a.configOptions(s.currentModel())}, nil
+	a.log.Info("session/load", "session", id, "cwd", p.Cwd, "mcpServers", len(s.Servers()))
+	return acpsdk.LoadSessionResponse{ConfigOptions: a.configOptions(s.Model())}, nil
 }
 
 // ResumeSession implements acpsdk.Agent: like session/load, without the
 // replay.
 func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	rec, specs, err := a.reopen(ctx, p.SessionId, p.Meta, p.Cwd)
+	own, err := a.reopen(ctx, p.SessionId, p.Meta)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
-	a.log.Info("session/resume", "session", rec.ID, "cwd", p.Cwd, "mcpServers", len(specs))
-	s, err := a.open(ctx, rec, p.Cwd, specs, true, nil)
+	s, err := a.open(ctx, session.OpenRequest{ID: string(p.SessionId), Cwd: p.Cwd, Servers: own}, true)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
-	return acpsdk.ResumeSessionResponse{ConfigOptions: a.configOptions(s.currentModel())}, nil
+	a.log.Info("session/resume", "session", p.SessionId, "cwd", p.Cwd, "mcpServers", len(s.Servers()))
+	return acpsdk.ResumeSessionResponse{ConfigOptions: a.configOptions(s.Model())}, nil
 }
 
-// reopen finds the stored session and validates the request's servers.
-func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string]any, cwd string) (session.Record, []bridge.ServerSpec, error) {
-	rec, err := a.store.Get(ctx, string(id))
+// reopen checks that the session is stored (an unknown sessionId is said
+// before anything wrong in the request's servers) and parses the request's
+// own servers; the session core reads the record again as it opens it.
+func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string]any) ([]bridge.ServerSpec, error) {
+	_, err := a.store.Get(ctx, string(id))
 	if errors.Is(err, session.ErrNotFound) {
-		return session.Record{}, nil, unknownSession(id, "no stored session has that id")
+		return nil, unknownSession(id, "no stored session has that id")
 	}
 	if err != nil {
-		return session.Record{}, nil, fmt.Errorf("reading the session store: %w", err)
+		return nil, fmt.Errorf("reading the session store: %w", err)
 	}
-	specs, err := a.sessionSpecs(meta, cwd)
-	if err != nil {
-		return session.Record{}, nil, err
-	}
-	return rec, specs, nil
+	return ownServers(meta)
 }
 
 // replay sends the stored turns as session/update notifications: each user

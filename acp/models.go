@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-
-	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // modelConfigID is the id of the session config option that selects the
@@ -32,38 +30,6 @@ func (a *Agent) configOptions(current string) []acpsdk.SessionConfigOption {
 	desc := "The model that runs this session's turns"
 	o.Select.Id, o.Select.Name, o.Select.Category, o.Select.Description = modelConfigID, "Model", &cat, &desc
 	return []acpsdk.SessionConfigOption{o}
-}
-
-// defaultModel is the ID of the model new sessions start with.
-func (a *Agent) defaultModel() string {
-	if ms := a.gw.Models(); len(ms) > 0 {
-		return ms[0].ID
-	}
-	return ""
-}
-
-// modelIDs are the IDs of the configured models, the default first.
-func (a *Agent) modelIDs() []string {
-	var ids []string
-	for _, m := range a.gw.Models() {
-		ids = append(ids, m.ID)
-	}
-	return ids
-}
-
-// restoredModel is the model a stored session continues with: the one it
-// last used, or the default when it has none or that model is no longer
-// configured (which is logged).
-func (a *Agent) restoredModel(rec session.Record) string {
-	if rec.Model == "" {
-		return a.defaultModel()
-	}
-	if !slices.Contains(a.modelIDs(), rec.Model) {
-		a.log.Warn("the session's model is no longer configured: it continues with the default model",
-			"session", rec.ID, "storedModel", rec.Model, "model", a.defaultModel())
-		return a.defaultModel()
-	}
-	return rec.Model
 }
 
 // SetSessionConfigOption implements acpsdk.Agent
@@ -92,7 +58,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 		return fail(err)
 	}
 	var offered []string
-	for _, o := range a.configOptions(s.currentModel()) {
+	for _, o := range a.configOptions(s.Model()) {
 		if o.Select != nil {
 			offered = append(offered, string(o.Select.Id))
 		}
@@ -104,14 +70,12 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 		return fail(fmt.Errorf("%w: config option %q takes a value id (a model id), not a boolean", ErrInvalidParams, cid))
 	}
 	model := string(p.ValueId.Value)
-	if !slices.Contains(a.modelIDs(), model) {
-		return fail(fmt.Errorf("%w: config option %q: unknown model %q (the models are: %s)", ErrInvalidParams, cid, model, strings.Join(a.modelIDs(), ", ")))
+	if ids := a.core.ModelIDs(); !slices.Contains(ids, model) {
+		return fail(fmt.Errorf("%w: config option %q: unknown model %q (the models are: %s)", ErrInvalidParams, cid, model, strings.Join(ids, ", ")))
 	}
-	if err := a.store.SetModel(ctx, s.id, model); err != nil {
-		return fail(fmt.Errorf("storing the session's model: %w", err))
+	if err := s.SetModel(ctx, model); err != nil {
+		return fail(err)
 	}
-	s.setModel(model)
-	a.log.Info("model switched", "session", s.id, "model", model)
 	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(model)}, nil
 }
 

@@ -1,0 +1,419 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// Errors of the session core. Front ends map them to their own protocol's
+// errors (acp: toRequestError).
+var (
+	// ErrInvalid marks a request the caller got wrong: a cwd that is not an
+	// absolute path to a directory, too many servers, an unknown model.
+	// Errors wrap it first ("%w: cwd %q must be …"), so the text after the
+	// marker is the cause.
+	ErrInvalid = errors.New("invalid params")
+	// ErrClosed: the Core is shutting down and opens no more sessions.
+	ErrClosed = errors.New("agent is shutting down")
+	// ErrEnded: the session has ended; it runs no more turns.
+	ErrEnded = errors.New("the session was closed")
+)
+
+// KeyInUseError is the error of Open when a live session already uses the
+// gateway key Key. It wraps ErrInvalid.
+type KeyInUseError struct{ Key string }
+
+func (e *KeyInUseError) Error() string {
+	return fmt.Sprintf("gateway session key %q is already used by a live session", e.Key)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *KeyInUseError) Unwrap() error { return ErrInvalid }
+
+// CoreOptions configure a Core.
+type CoreOptions struct {
+	// Name and Version are the MCP clientInfo sent to servers. Empty means
+	// "acp-agent" and "dev".
+	Name, Version string
+	// Gateway runs the turns and holds each session's bridged tools. It
+	// must not be nil.
+	Gateway gateway.Gateway
+	// Bridge is the template of each session's bridge.Manager options; Cwd,
+	// ClientInfo, Logger and OnToolsChanged are set per session.
+	// Bridge.Limits also holds the servers-per-session quota.
+	Bridge bridge.Options
+	// DefaultServers are connected in every session, merged with the
+	// session's own list: a session entry with the same name replaces the
+	// default one.
+	DefaultServers []bridge.ServerSpec
+	// ServerSettings are per-server settings by server name; an entry's own
+	// timeouts and rate limit win over them.
+	ServerSettings map[string]ServerSettings
+	// Store keeps sessions across restarts. Nil means NewMemory().
+	Store Store
+	// History is the gateway's conversation history over Store; each opened
+	// session is attached to it. Nil means NewHistory(Store, Logger); a
+	// Gateway built by the caller should then share the History it uses.
+	History *History
+	// Logger receives the core's logs. Nil discards them.
+	Logger *slog.Logger
+	// ReadyWait bounds how long a turn waits for its session's
+	// OpenRequest.Ready. Zero means 15 seconds.
+	ReadyWait time.Duration
+}
+
+// ServerSettings are the settings for the MCP server of one name (the
+// config file's "servers").
+type ServerSettings struct {
+	// Timeouts override the global timeouts; zero fields inherit.
+	Timeouts bridge.Timeouts
+	// CallsPerMinute overrides the global rate limit; zero inherits,
+	// negative means no limit.
+	CallsPerMinute int
+}
+
+// turnWait bounds how long ending a session waits for its cancelled turn.
+const turnWait = 5 * time.Second
+
+// Core opens, runs and ends live sessions for a front end. Create it with
+// NewCore. Its methods are safe for concurrent use.
+type Core struct {
+	opts    CoreOptions
+	gw      gateway.Gateway
+	store   Store
+	history *History
+	log     *slog.Logger
+
+	// mu guards the fields below. It is never held together with a
+	// Session's locks, nor across I/O.
+	mu sync.Mutex
+	// sessions are the live sessions by ID; keys are their gateway keys.
+	// Invariant: keys[s.key] is true exactly when sessions[s.id] == s for
+	// some s.
+	sessions map[string]*Session
+	keys     map[string]bool
+	closing  bool // Shutdown has begun: Open fails with ErrClosed
+}
+
+// NewCore returns a Core. opts.Gateway must be set.
+func NewCore(opts CoreOptions) *Core {
+	if opts.Gateway == nil {
+		panic("session.NewCore: CoreOptions.Gateway is nil")
+	}
+	if opts.Name == "" {
+		opts.Name = "acp-agent"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Store == nil {
+		opts.Store = NewMemory()
+	}
+	if opts.History == nil {
+		opts.History = NewHistory(opts.Store, opts.Logger)
+	}
+	if opts.ReadyWait <= 0 {
+		opts.ReadyWait = 15 * time.Second
+	}
+	return &Core{
+		opts: opts, gw: opts.Gateway, store: opts.Store, history: opts.History, log: opts.Logger,
+		sessions: make(map[string]*Session), keys: make(map[string]bool),
+	}
+}
+
+// Store returns the Core's store.
+func (c *Core) Store() Store { return c.store }
+
+// OpenRequest says which session to open and how.
+type OpenRequest struct {
+	// ID is the stored session to reopen (load, resume); empty creates a
+	// new session with a new ID (NewID).
+	ID string
+	// Key is the gateway session key of a new session; empty (or blank)
+	// means "acp:<ID>". A reopened session keeps its stored key.
+	Key string
+	// Cwd is the session's working directory: an absolute path to an
+	// existing directory, else the error wraps ErrInvalid.
+	Cwd string
+	// Servers are the session's own MCP servers, already well-formed; the
+	// default servers are merged in and the per-server settings applied.
+	Servers []bridge.ServerSpec
+	// Replay, if set, is called with the stored turns once the history is
+	// attached, before the servers are connected.
+	Replay func([]Turn)
+	// Ready, if set, gates the session's turns: each waits until it is
+	// closed (at most CoreOptions.ReadyWait). A front end that sends
+	// notifications after the open closes it once they are sent, so they
+	// precede any turn's output. Close it also when Open fails.
+	Ready <-chan struct{}
+}
+
+// Open opens a session: it reads the stored record (a reopen, else
+// ErrNotFound) or vets the request and creates one, merges the default
+// servers, ends a live instance of the same ID, attaches the history,
+// connects every server in parallel (a failed server does not fail the
+// open: see [bridge.Manager.Servers]), registers the tools with the gateway
+// and records the servers. It returns when every server has connected or
+// failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
+// the cause of ctx.
+func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
+	var rec Record
+	if req.ID != "" {
+		var err error
+		if rec, err = c.store.Get(ctx, req.ID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return nil, fmt.Errorf("session %q: %w", req.ID, err)
+			}
+			return nil, fmt.Errorf("reading the session store: %w", err)
+		}
+	}
+	specs, err := c.servers(req.Servers)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCwd(req.Cwd); err != nil {
+		return nil, err
+	}
+	model := ""
+	if req.ID == "" {
+		id := NewID()
+		key := req.Key
+		if strings.TrimSpace(key) == "" {
+			key = Key(id, nil)
+		}
+		now := time.Now()
+		rec = Record{ID: id, Key: key, Cwd: req.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: c.DefaultModel()}
+		if err := c.store.Create(ctx, rec); err != nil {
+			return nil, fmt.Errorf("storing the session: %w", err)
+		}
+		model = rec.Model
+	} else {
+		model = c.restoredModel(rec)
+	}
+	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", req.ID != "")
+	return c.open(ctx, rec, req, specs, model)
+}
+
+func (c *Core) open(ctx context.Context, rec Record, req OpenRequest, specs []bridge.ServerSpec, model string) (*Session, error) {
+	if old := c.Lookup(rec.ID); old != nil {
+		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
+		old.End()
+	}
+	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, ready: req.Ready, model: model,
+		manager: bridge.NewManager(c.bridgeOptions(rec.ID, rec.Key, req.Cwd))}
+	if err := c.add(s); err != nil {
+		return nil, err
+	}
+	turns, err := c.history.Attach(ctx, rec.Key, rec.ID)
+	if err != nil {
+		s.End()
+		return nil, fmt.Errorf("loading the session's history: %w", err)
+	}
+	if req.Replay != nil {
+		req.Replay(turns)
+	}
+	start := time.Now()
+	_ = s.manager.Connect(ctx, specs)
+	if err := c.gw.SetExtraTools(ctx, s.key, s.manager.Tools()); err != nil {
+		s.End()
+		return nil, fmt.Errorf("registering tools: %w", err)
+	}
+	if ctx.Err() != nil { // the caller gave up, or its connection is gone
+		s.End()
+		return nil, context.Cause(ctx)
+	}
+	if err := c.store.SetServers(ctx, rec.ID, serverRefs(specs)); err != nil {
+		c.log.Warn("recording the session's servers failed", "session", rec.ID, "err", err)
+	}
+	c.log.Info("session ready", "session", rec.ID, "tools", len(s.manager.Tools()), "elapsed", time.Since(start))
+	return s, nil
+}
+
+// servers merges the default servers with the session's own (a session
+// entry replaces the default of the same name), applies the per-server
+// settings and the servers-per-session quota.
+func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
+	names := make(map[string]bool, len(own))
+	for _, s := range own {
+		names[s.Name] = true
+	}
+	specs := make([]bridge.ServerSpec, 0, len(c.opts.DefaultServers)+len(own))
+	for _, d := range c.opts.DefaultServers {
+		if !names[d.Name] {
+			specs = append(specs, d)
+		}
+	}
+	specs = append(specs, own...)
+	for i := range specs {
+		if set, ok := c.opts.ServerSettings[specs[i].Name]; ok {
+			specs[i].Timeouts = specs[i].Timeouts.Or(set.Timeouts)
+			if specs[i].CallsPerMinute == 0 {
+				specs[i].CallsPerMinute = set.CallsPerMinute
+			}
+		}
+	}
+	if limit := c.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {
+		return nil, fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
+			ErrInvalid, len(specs), len(own), len(specs)-len(own), limit)
+	}
+	return specs, nil
+}
+
+// checkCwd checks a session's cwd: an absolute path to an existing
+// directory, since the session's stdio servers start there.
+func checkCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) {
+		return fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalid, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: cwd %q does not exist", ErrInvalid, cwd)
+	case err != nil:
+		return fmt.Errorf("%w: cwd %q cannot be used: %v", ErrInvalid, cwd, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: cwd %q is not a directory", ErrInvalid, cwd)
+	}
+	return nil
+}
+
+// serverRefs are the names and transports of specs: what the store keeps.
+func serverRefs(specs []bridge.ServerSpec) []Server {
+	out := make([]Server, len(specs))
+	for i, s := range specs {
+		out[i] = Server{Name: s.Name, Transport: string(s.Transport)}
+	}
+	return out
+}
+
+// bridgeOptions returns the bridge.Manager options of a session: a server's
+// tools/list_changed re-registers the session's tools, seen on the next turn.
+func (c *Core) bridgeOptions(id, key, cwd string) *bridge.Options {
+	o := c.opts.Bridge
+	o.Cwd = cwd
+	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
+	o.Logger = c.log.With("session", id)
+	o.OnToolsChanged = func(tools []*gateway.Tool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.gw.SetExtraTools(ctx, key, tools); err != nil {
+			c.log.Warn("registering the refreshed tools failed", "session", id, "err", err)
+		}
+	}
+	return &o
+}
+
+func (c *Core) add(s *Session) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return ErrClosed
+	}
+	if c.keys[s.key] {
+		return &KeyInUseError{Key: s.key}
+	}
+	c.sessions[s.id] = s
+	c.keys[s.key] = true
+	return nil
+}
+
+// remove drops s from the live sessions, if it is still the live instance
+// of its ID.
+func (c *Core) remove(s *Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sessions[s.id] == s {
+		delete(c.sessions, s.id)
+		delete(c.keys, s.key)
+	}
+}
+
+// Lookup returns the live session with id, or nil.
+func (c *Core) Lookup(id string) *Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[id]
+}
+
+// Close ends the live session with id (see [Session.End]) and reports
+// whether there was one. The stored session stays.
+func (c *Core) Close(id string) bool {
+	s := c.Lookup(id)
+	if s == nil {
+		return false
+	}
+	s.End()
+	return true
+}
+
+// Shutdown ends every live session in parallel and opens no more: running
+// turns are cancelled, every MCP connection closes and every child process
+// group is stopped. It is idempotent and bounded by turnWait plus the
+// bridge's grace period.
+func (c *Core) Shutdown() {
+	c.mu.Lock()
+	c.closing = true
+	sessions := make([]*Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		sessions = append(sessions, s)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(s.End)
+	}
+	wg.Wait()
+}
+
+// Models returns the gateway's models, the default first.
+func (c *Core) Models() []gateway.ModelInfo { return c.gw.Models() }
+
+// DefaultModel is the ID of the model new sessions start with: the
+// gateway's first, or "" when it lists none.
+func (c *Core) DefaultModel() string {
+	if ms := c.gw.Models(); len(ms) > 0 {
+		return ms[0].ID
+	}
+	return ""
+}
+
+// ModelIDs are the IDs of the gateway's models, the default first.
+func (c *Core) ModelIDs() []string {
+	var ids []string
+	for _, m := range c.gw.Models() {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// restoredModel is the model a stored session continues with: the one it
+// last used, or the default when it has none or that model is no longer
+// configured (which is logged).
+func (c *Core) restoredModel(rec Record) string {
+	if rec.Model == "" {
+		return c.DefaultModel()
+	}
+	if !slices.Contains(c.ModelIDs(), rec.Model) {
+		c.log.Warn("the session's model is no longer configured: it continues with the default model",
+			"session", rec.ID, "storedModel", rec.Model, "model", c.DefaultModel())
+		return c.DefaultModel()
+	}
+	return rec.Model
+}

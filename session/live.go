@@ -1,0 +1,214 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// Session is one live session of a Core: its MCP servers (a
+// [bridge.Manager]), its gateway key and model, and its turns, one at a
+// time. Get one from [Core.Open] or [Core.Lookup]. Its methods are safe for
+// concurrent use.
+type Session struct {
+	core    *Core
+	id      string // the session's ID (ACP sessionId)
+	key     string // gateway session key
+	cwd     string
+	manager *bridge.Manager
+	ready   <-chan struct{} // OpenRequest.Ready, or nil
+	runs    atomic.Uint64   // numbers prompt turns for run IDs
+
+	// turn is held for the whole of a turn: one turn at a time. Lock order:
+	// turn before mu.
+	turn sync.Mutex
+
+	// mu guards the fields below.
+	mu    sync.Mutex
+	model string // the ID of the model the session uses
+	// cancelTurn and turnDone are set together while a turn runs (nil
+	// otherwise); turnDone is closed when it returns.
+	cancelTurn context.CancelFunc
+	turnDone   chan struct{}
+	ended      bool // End has begun: no turn starts any more
+	endOnce    sync.Once
+}
+
+// ID returns the session's ID.
+func (s *Session) ID() string { return s.id }
+
+// Key returns the session's gateway session key.
+func (s *Session) Key() string { return s.key }
+
+// Cwd returns the session's working directory.
+func (s *Session) Cwd() string { return s.cwd }
+
+// Manager returns the bridge.Manager of the session's MCP servers.
+func (s *Session) Manager() *bridge.Manager { return s.manager }
+
+// Servers returns the status of each of the session's MCP servers.
+func (s *Session) Servers() []bridge.ServerStatus { return s.manager.Servers() }
+
+// Tools returns the session's bridged tools.
+func (s *Session) Tools() []*gateway.Tool { return s.manager.Tools() }
+
+// Model returns the ID of the model the session's turns use.
+func (s *Session) Model() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model
+}
+
+// SetModel switches the session's model: the next turn uses it, with the
+// same history. The choice is stored first (Store.SetModel), so a reopened
+// session continues with it. A model the gateway does not list is an error
+// wrapping ErrInvalid.
+func (s *Session) SetModel(ctx context.Context, model string) error {
+	ids := s.core.ModelIDs()
+	if !slices.Contains(ids, model) {
+		return fmt.Errorf("%w: unknown model %q (the models are: %s)", ErrInvalid, model, strings.Join(ids, ", "))
+	}
+	if err := s.core.store.SetModel(ctx, s.id, model); err != nil {
+		return fmt.Errorf("storing the session's model: %w", err)
+	}
+	s.mu.Lock()
+	s.model = model
+	s.mu.Unlock()
+	s.core.log.Info("model switched", "session", s.id, "model", model)
+	return nil
+}
+
+// PromptRequest is one turn's input.
+type PromptRequest struct {
+	// Content is the user's message.
+	Content []gateway.Content
+	// System is the system prompt.
+	System string
+	// Ask asks the user to permit a tool call; see gateway.SendRequest.
+	Ask gateway.AskFunc
+	// Emit receives the turn's events, in order, from the turn's goroutine.
+	Emit func(gateway.Event)
+}
+
+// Prompt runs one turn through the gateway (see [Session.Turn]). A turn
+// whose context was cancelled (by the caller, Cancel or End) ends with
+// gateway.StopCancelled. An error is ErrEnded or the gateway's (a provider
+// failure, logged): the session stays usable.
+func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReason, error) {
+	return s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
+		runID := fmt.Sprintf("%s-%d", s.id, s.runs.Add(1))
+		emit := p.Emit
+		if emit == nil {
+			emit = func(gateway.Event) {}
+		}
+		req := gateway.SendRequest{
+			SessionKey: s.key, RunID: runID, Message: p.Content,
+			Model: s.Model(), System: p.System, Ask: p.Ask,
+		}
+		stop, err := s.core.gw.Send(ctx, req, emit)
+		if err != nil {
+			s.core.log.Warn("turn failed", "session", s.id, "run", runID, "err", err)
+			return "", err
+		}
+		if ctx.Err() != nil {
+			stop = gateway.StopCancelled
+		}
+		return stop, nil
+	})
+}
+
+// Turn runs f as the session's turn: after OpenRequest.Ready (bounded by
+// CoreOptions.ReadyWait), one turn at a time, with a context that Cancel
+// and End cancel. It returns f's results, or ErrEnded when the session has
+// ended. Front ends run commands they answer themselves (acp: /servers)
+// through it, so those too wait for a running turn.
+func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) (gateway.StopReason, error)) (gateway.StopReason, error) {
+	if s.ready != nil {
+		timer := time.NewTimer(s.core.opts.ReadyWait)
+		select {
+		case <-s.ready:
+		case <-ctx.Done(): // the turn below ends at once, cancelled
+		case <-timer.C:
+			s.core.log.Warn("turn: the session's opening notifications are still not sent; going on", "session", s.id)
+		}
+		timer.Stop()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.turn.Lock()
+	defer s.turn.Unlock()
+	if !s.begin(cancel) {
+		return "", ErrEnded
+	}
+	defer s.finish()
+	return f(ctx)
+}
+
+// begin registers the cancel func of a starting turn; it reports false when
+// the session has ended.
+func (s *Session) begin(cancel context.CancelFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.cancelTurn = cancel
+	s.turnDone = make(chan struct{})
+	return true
+}
+
+func (s *Session) finish() {
+	s.mu.Lock()
+	close(s.turnDone)
+	s.cancelTurn, s.turnDone = nil, nil
+	s.mu.Unlock()
+}
+
+// Cancel cancels the running turn, if any; the session goes on.
+func (s *Session) Cancel() {
+	s.mu.Lock()
+	if s.cancelTurn != nil {
+		s.cancelTurn()
+	}
+	s.mu.Unlock()
+}
+
+// End ends the session: it leaves the Core's live sessions, its running
+// turn is cancelled (its tool calls get notifications/cancelled) and waited
+// for, at most 5 seconds, then its servers are closed (child process groups
+// stopped), its tools unregistered and its history cache dropped. The
+// stored session stays. End is idempotent; concurrent calls wait for the
+// first.
+func (s *Session) End() {
+	s.core.remove(s)
+	s.mu.Lock()
+	s.ended = true
+	if s.cancelTurn != nil {
+		s.cancelTurn()
+	}
+	done := s.turnDone
+	s.mu.Unlock()
+	s.endOnce.Do(func() {
+		start := time.Now()
+		if done != nil {
+			timer := time.NewTimer(turnWait)
+			select {
+			case <-done:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		ctx := context.Background()
+		_ = s.manager.Close(ctx)
+		_ = s.core.gw.ClearExtraTools(ctx, s.key)
+		s.core.history.Forget(ctx, s.key)
+		s.core.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
+	})
+}
