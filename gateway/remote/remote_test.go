@@ -101,11 +101,29 @@ func TestServer_RefusesWrongTokenOriginAndProtocol(t *testing.T) {
 	}
 	defer ws.Close()
 	params, _ := json.Marshal(ConnectParams{Protocol: 99, Token: "right"})
-	ws.WriteJSON(Frame{Type: "req", ID: "1", Method: "connect", Params: params})
-	var res Frame
-	if err := ws.ReadJSON(&res); err != nil || res.OK || res.Error == nil || !strings.Contains(res.Error.Message, "protocol version 99 is not supported: this gateway speaks version 1") {
+	ws.WriteJSON(rawMsg{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: "connect", Params: params})
+	var res rawMsg
+	if err := ws.ReadJSON(&res); err != nil || res.Result != nil || res.Error == nil || res.Error.Code != CodeBadRequest ||
+		!strings.Contains(res.Error.Message, "protocol version 99 is not supported: this gateway speaks version 2") {
 		t.Errorf("protocol mismatch: %+v %v", res, err)
 	}
+	// The error response is followed by a close frame, not a silent drop.
+	if err := ws.ReadJSON(&res); !websocket.IsCloseError(err, websocket.CloseProtocolError) {
+		t.Errorf("after a protocol mismatch: %v, want close 1002", err)
+	}
+}
+
+// rawMsg is a JSON-RPC 2.0 message as a raw WebSocket client sees it.
+type rawMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
 }
 
 func TestServer_SessionsBelongToTheirConnection(t *testing.T) {
@@ -210,13 +228,13 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 // are read.
 func TestServer_SmallFramesUntilAuthenticated(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
-	big := func(n int) Frame {
+	big := func(n int) rawMsg {
 		params, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", n)})
-		return Frame{Type: "req", ID: "big", Method: "tools.set", Params: params}
+		return rawMsg{JSONRPC: "2.0", ID: json.RawMessage(`"big"`), Method: "tools.set", Params: params}
 	}
-	read := func(ws *websocket.Conn) (Frame, error) {
+	read := func(ws *websocket.Conn) (rawMsg, error) {
 		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-		var f Frame
+		var f rawMsg
 		err := ws.ReadJSON(&f)
 		return f, err
 	}
@@ -242,16 +260,16 @@ func TestServer_SmallFramesUntilAuthenticated(t *testing.T) {
 	}
 	defer ws2.Close()
 	cp, _ := json.Marshal(ConnectParams{Protocol: ProtocolVersion, Client: PeerInfo{Name: "raw", Version: "1"}, Token: "s3cret"})
-	if err := ws2.WriteJSON(Frame{Type: "req", ID: "c", Method: "connect", Params: cp}); err != nil {
+	if err := ws2.WriteJSON(rawMsg{JSONRPC: "2.0", ID: json.RawMessage(`"c"`), Method: "connect", Params: cp}); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := read(ws2); err != nil || !f.OK {
+	if f, err := read(ws2); err != nil || f.Result == nil {
 		t.Fatalf("connect: %+v %v", f, err)
 	}
 	if err := ws2.WriteJSON(big(1 << 20)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := read(ws2); err != nil || f.ID != "big" {
+	if f, err := read(ws2); err != nil || string(f.ID) != `"big"` {
 		t.Fatalf("a 1 MiB frame after connect: got %+v, %v; want its response", f, err)
 	}
 }
