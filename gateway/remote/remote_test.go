@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -271,5 +272,78 @@ func TestServer_SmallFramesUntilAuthenticated(t *testing.T) {
 	}
 	if f, err := read(ws2); err != nil || string(f.ID) != `"big"` {
 		t.Fatalf("a 1 MiB frame after connect: got %+v, %v; want its response", f, err)
+	}
+}
+
+// TestRemote_AbortCancelsTheToolInTheTranslator: aborting a turn while the
+// gateway waits on tools.invoke tells the translator ($/cancelRequest), whose
+// tool sees its context end; the connection stays up.
+func TestRemote_AbortCancelsTheToolInTheTranslator(t *testing.T) {
+	_, url := wsServer(t, nil)
+	r := dialRemote(t, url, "")
+	started, cancelled := make(chan struct{}), make(chan error, 1)
+	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		cancelled <- ctx.Err()
+		return gateway.Result{}, ctx.Err()
+	}}
+	if err := r.SetExtraTools(t.Context(), "acp:c", []*gateway.Tool{block}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan gateway.StopReason, 1)
+	go func() {
+		stop, _ := r.Send(ctx, gateway.SendRequest{SessionKey: "acp:c", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
+		done <- stop
+	}()
+	<-started
+	cancel()
+	select {
+	case err := <-cancelled:
+		if err == nil {
+			t.Error("the tool's context ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool in the translator was not cancelled")
+	}
+	if stop := <-done; stop != gateway.StopCancelled {
+		t.Errorf("stop = %s, want cancelled", stop)
+	}
+	if stop, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:c", RunID: "r2", Message: []gateway.Content{gateway.TextContent("/help")}}, func(gateway.Event) {}); err != nil || stop != gateway.StopEndTurn {
+		t.Errorf("the next turn: %s %v", stop, err)
+	}
+}
+
+// TestPeer_SlowPeerIsDisconnected: a peer whose write queue is full is
+// disconnected with 1008 and "too slow" instead of blocking the sender.
+func TestPeer_SlowPeerIsDisconnected(t *testing.T) {
+	conns := make(chan *websocket.Conn, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err == nil {
+			conns <- ws
+		}
+	}))
+	defer ts.Close()
+	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	p := newPeer(<-conns, slog.New(slog.DiscardHandler))
+	defer p.ws.Close()
+	s := (*peerStream)(p) // the writer is not started: nothing drains the queue
+	for i := range WriteQueueFrames {
+		if err := s.WriteObject(map[string]int{"n": i}); err != nil {
+			t.Fatalf("frame %d of a queue of %d: %v", i, WriteQueueFrames, err)
+		}
+	}
+	if err := s.WriteObject(map[string]int{"n": WriteQueueFrames}); err == nil || !strings.Contains(err.Error(), "too slow") {
+		t.Fatalf("a frame beyond the queue: %v, want too slow", err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, _, err := client.ReadMessage(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Errorf("the slow peer read %v, want close 1008", err)
 	}
 }
