@@ -347,3 +347,24 @@ func TestPeer_SlowPeerIsDisconnected(t *testing.T) {
 		t.Errorf("the slow peer read %v, want close 1008", err)
 	}
 }
+
+// TestServer_ClosesOnAFrameThatIsNoJSONRPC: a text frame that holds no
+// JSON-RPC message ends the connection with 1003 and the reason.
+func TestServer_ClosesOnAFrameThatIsNoJSONRPC(t *testing.T) {
+	_, url := wsServer(t, nil)
+	for _, frame := range []string{`hello`, `{"jsonrpc":"2.0","id":1}`} {
+		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, _, err = ws.ReadMessage()
+		if ce, ok := err.(*websocket.CloseError); !ok || ce.Code != websocket.CloseUnsupportedData || !strings.Contains(ce.Text, "not a JSON-RPC 2.0 message") {
+			t.Errorf("after %s: %v, want close 1003 naming the rule", frame, err)
+		}
+		ws.Close()
+	}
+}

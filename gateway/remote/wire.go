@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -146,7 +147,10 @@ type peer struct {
 	wg         sync.WaitGroup
 	nextID     atomic.Uint64
 
-	mu      sync.Mutex // guards seq (held while an event is queued, so seq order is wire order) and serving
+	// mu guards seq and serving. event holds it while the notification is
+	// queued, so seq order is wire order; lock order: mu, then jsonrpc2's
+	// send lock (WriteObject takes no lock of ours).
+	mu      sync.Mutex
 	seq     uint64
 	serving map[jsonrpc2.ID]context.CancelFunc
 }
@@ -225,11 +229,11 @@ func (p *peer) event(method string, params sequenced) error {
 // connErr maps the failure of a send on a closed connection to the
 // reason it closed.
 func (p *peer) connErr(err error) error {
-	if p.ctx.Err() != nil || errors.Is(err, jsonrpc2.ErrClosed) {
-		if p.ctx.Err() == nil {
-			return errConnClosed
-		}
+	if p.ctx.Err() != nil {
 		return p.Err()
+	}
+	if errors.Is(err, jsonrpc2.ErrClosed) {
+		return errConnClosed
 	}
 	return err
 }
@@ -422,16 +426,19 @@ func (s *peerStream) ReadObject(v any) error {
 		p.ws.SetReadLimit(MaxFrameBytes)
 	}
 	_ = p.ws.SetReadDeadline(time.Now().Add(pongWait))
-	err := p.ws.ReadJSON(v)
+	_, r, err := p.ws.NextReader()
 	if err == nil {
-		return nil
-	}
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &syntax) || errors.As(err, &typ) {
-		// The frame was read but is no JSON-RPC message: end the
-		// connection with a reason rather than a silent drop.
-		p.close(websocket.CloseUnsupportedData, "not a JSON-RPC 2.0 message: "+err.Error())
+		fr := &frameReader{r: r}
+		if err = json.NewDecoder(fr).Decode(v); err == nil {
+			return nil
+		}
+		if fr.err != nil {
+			err = fr.err // the socket failed mid-frame
+		} else {
+			// The frame was read but holds no JSON-RPC message: end the
+			// connection with the reason rather than silently.
+			p.close(websocket.CloseUnsupportedData, "not a JSON-RPC 2.0 message: "+err.Error())
+		}
 	}
 	if errors.Is(err, websocket.ErrReadLimit) && preAuth {
 		p.log.Warn("gateway peer sent an oversized frame before connect: disconnecting", "limit", MaxPreAuthFrameBytes)
@@ -443,6 +450,21 @@ func (s *peerStream) ReadObject(v any) error {
 	p.cancel(fmt.Errorf("%w: %s", errConnClosed, reason))
 	close(p.readerDone)
 	return err
+}
+
+// frameReader reads one frame and keeps the socket's error, to tell a
+// failed read from a frame that is no JSON-RPC message.
+type frameReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *frameReader) Read(b []byte) (int, error) {
+	n, err := f.r.Read(b)
+	if err != nil && err != io.EOF {
+		f.err = err
+	}
+	return n, err
 }
 
 // Close implements jsonrpc2.ObjectStream: jsonrpc2 calls it when the
