@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,16 +75,35 @@ var callIDPattern = regexp.MustCompile(`call_[0-9a-f]{16}`)
 func TestGolden_ClientFrames(t *testing.T) {
 	lines := readTranscript(t, "testdata/transcript.txt")
 	done := make(chan struct{})
+	var served atomic.Bool
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !served.CompareAndSwap(false, true) {
+			http.Error(w, "the transcript is played once", http.StatusServiceUnavailable)
+			return
+		}
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
+			close(done)
 			return
 		}
 		defer ws.Close()
-		defer close(done)
 		replay(t, ws, lines, "<-")
+		close(done)
+		// Keep the connection until the client closes it, so that it does
+		// not reconnect.
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
 	}))
 	defer ts.Close()
+	t.Cleanup(func() { // the handler may still report until it is done
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+	})
 	c, err := Dial(t.Context(), ClientOptions{URL: "ws" + strings.TrimPrefix(ts.URL, "http"), Token: "s3cret", Info: PeerInfo{Name: "acp-agent", Version: "1.0.0"}})
 	if err != nil {
 		t.Fatal(err)
