@@ -182,6 +182,8 @@ func (p *peer) Err() error { return context.Cause(p.ctx) }
 // does not wait.
 func (p *peer) close(code int, reason string) { p.shutdown(code, reason, true) }
 
+// shutdown is close; without flush (a write failed, the queue is full) the
+// close frame is written at once and the socket closed.
 func (p *peer) shutdown(code int, reason string, flush bool) {
 	p.closeOnce.Do(func() {
 		p.cancel(fmt.Errorf("%w: %s", errConnClosed, reason))
