@@ -120,7 +120,10 @@ func (r *Client) dial(ctx context.Context) (*peer, Hello, error) {
 func (r *Client) setPeer(p *peer, hello Hello) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.p, r.models = p, hello.Models
+	r.p, r.models = p, make([]gateway.ModelInfo, len(hello.Models))
+	for i, m := range hello.Models {
+		r.models[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label}
+	}
 	close(r.connected)
 }
 
@@ -309,16 +312,16 @@ func (r *Client) handle(ctx context.Context, method string, params json.RawMessa
 		peer := r.p
 		r.mu.Unlock()
 		if tool == nil {
-			return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("session %q has no tool %q here", p.SessionKey, p.Name)}
+			return nil, wireError(CodeNotFound, "session %q has no tool %q here", p.SessionKey, p.Name)
 		}
 		onUpdate := func(u gateway.ToolUpdate) {
 			if peer != nil {
-				_ = peer.event("tools.update", map[string]any{"toolCallId": p.ToolCallID, "update": u})
+				_ = peer.event("tools.update", &ToolsUpdateParams{ToolCallID: p.ToolCallID, Update: u})
 			}
 		}
 		res, err := tool.Execute(ctx, p.ToolCallID, p.Args, onUpdate)
 		if err != nil {
-			return nil, &WireError{Code: "internal", Message: err.Error()}
+			return nil, wireError(CodeInternal, "tool %s: %s", p.Name, err.Error())
 		}
 		return res, nil
 	case "permission.request":
@@ -338,10 +341,10 @@ func (r *Client) handle(ctx context.Context, method string, params json.RawMessa
 		}
 		return PermissionResult{Outcome: permissionOutcomes[o]}, nil
 	}
-	return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("unknown method %q", method)}
+	return nil, wireError(CodeMethodNotFound, "unknown method %q", method)
 }
 
-// onEvent delivers a turn's events to its emit, in order.
+// onEvent delivers a turn's events (notifications) to its emit, in order.
 func (r *Client) onEvent(event string, payload json.RawMessage) {
 	if event != "chat" {
 		return

@@ -20,8 +20,13 @@
 //
 // # Protocol
 //
-// The parameters and results of each method are Go types here
-// ([ConnectParams], [Hello], [ChatSendParams], [ChatEvent], ...), carried in
-// [Frame]s by the connection's peer; [ProtocolVersion] is the version a
-// connect must name.
+// Messages are JSON-RPC 2.0, one per WebSocket text frame, carried by
+// github.com/sourcegraph/jsonrpc2 (id matching, framing) over a stream that
+// adds the gateway's rules: a bounded write queue, the pre-connect frame
+// limit ([MaxPreAuthFrameBytes]), ping/pong, "$/cancelRequest" and a close
+// frame written after the queued frames. The parameters and results of each
+// method are Go types here ([ConnectParams], [Hello], [ChatSendParams],
+// [ChatEvent], ...); error responses carry the codes [CodeUnauthorized] ...
+// [CodeInternal] and reach callers as [*RemoteError]. [ProtocolVersion] is
+// the version a connect must name.
 package remote

@@ -23,10 +23,17 @@ type PeerInfo struct {
 
 // Hello answers connect.
 type Hello struct {
-	Protocol int                 `json:"protocol"`
-	Server   PeerInfo            `json:"server"`
-	Limits   HelloLimits         `json:"limits"`
-	Models   []gateway.ModelInfo `json:"models"`
+	Protocol int         `json:"protocol"`
+	Server   PeerInfo    `json:"server"`
+	Limits   HelloLimits `json:"limits"`
+	Models   []WireModel `json:"models"`
+}
+
+// WireModel is a model the gateway offers (hello.models): its id, as
+// chat.send's model takes it, and a label for menus.
+type WireModel struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
 }
 
 // HelloLimits are the server's wire limits.
@@ -84,8 +91,10 @@ type SessionKeyParams struct {
 // ToolsInvokeParams is "tools.invoke", gateway → translator; the result is
 // a Result.
 type ToolsInvokeParams struct {
-	SessionKey string         `json:"sessionKey"`
-	RunID      string         `json:"runId"`
+	SessionKey string `json:"sessionKey"`
+	// RunID is the turn's run id when the gateway knows it; today it is
+	// not sent.
+	RunID      string         `json:"runId,omitempty"`
 	ToolCallID string         `json:"toolCallId"`
 	Name       string         `json:"name"`
 	Args       map[string]any `json:"args"`
@@ -105,7 +114,7 @@ type PermissionResult struct {
 	Outcome string `json:"outcome"`
 }
 
-// ChatEvent is the payload of the "chat" events of a turn: a delta or a
+// ChatEvent is the params of the "chat" notifications of a turn: a delta or a
 // tool step ("text", "thought", "tool_start", "tool_update", "tool_end").
 // The turn's end is the "chat.final", "chat.error" or "chat.aborted" event.
 type ChatEvent struct {
@@ -116,7 +125,22 @@ type ChatEvent struct {
 	Call       *gateway.ToolCallEvent `json:"call,omitempty"`
 	StopReason gateway.StopReason     `json:"stopReason,omitempty"`
 	Error      string                 `json:"error,omitempty"`
+	// Seq numbers the sender's notifications, from 1.
+	Seq uint64 `json:"seq"`
 }
+
+func (e *ChatEvent) setSeq(n uint64) { e.Seq = n }
+
+// ToolsUpdateParams is the "tools.update" notification, translator →
+// gateway: progress of a tool call in flight.
+type ToolsUpdateParams struct {
+	ToolCallID string             `json:"toolCallId"`
+	Update     gateway.ToolUpdate `json:"update"`
+	// Seq numbers the sender's notifications, from 1.
+	Seq uint64 `json:"seq"`
+}
+
+func (u *ToolsUpdateParams) setSeq(n uint64) { u.Seq = n }
 
 var eventKindNames = map[gateway.EventKind]string{
 	gateway.EventTextDelta: "text", gateway.EventThoughtDelta: "thought",

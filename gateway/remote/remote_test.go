@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,11 +102,29 @@ func TestServer_RefusesWrongTokenOriginAndProtocol(t *testing.T) {
 	}
 	defer ws.Close()
 	params, _ := json.Marshal(ConnectParams{Protocol: 99, Token: "right"})
-	ws.WriteJSON(Frame{Type: "req", ID: "1", Method: "connect", Params: params})
-	var res Frame
-	if err := ws.ReadJSON(&res); err != nil || res.OK || res.Error == nil || !strings.Contains(res.Error.Message, "protocol version 99 is not supported: this gateway speaks version 1") {
+	ws.WriteJSON(rawMsg{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: "connect", Params: params})
+	var res rawMsg
+	if err := ws.ReadJSON(&res); err != nil || res.Result != nil || res.Error == nil || res.Error.Code != CodeBadRequest ||
+		!strings.Contains(res.Error.Message, "protocol version 99 is not supported: this gateway speaks version 2") {
 		t.Errorf("protocol mismatch: %+v %v", res, err)
 	}
+	// The error response is followed by a close frame, not a silent drop.
+	if err := ws.ReadJSON(&res); !websocket.IsCloseError(err, websocket.CloseProtocolError) {
+		t.Errorf("after a protocol mismatch: %v, want close 1002", err)
+	}
+}
+
+// rawMsg is a JSON-RPC 2.0 message as a raw WebSocket client sees it.
+type rawMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
 }
 
 func TestServer_SessionsBelongToTheirConnection(t *testing.T) {
@@ -210,13 +229,13 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 // are read.
 func TestServer_SmallFramesUntilAuthenticated(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
-	big := func(n int) Frame {
+	big := func(n int) rawMsg {
 		params, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", n)})
-		return Frame{Type: "req", ID: "big", Method: "tools.set", Params: params}
+		return rawMsg{JSONRPC: "2.0", ID: json.RawMessage(`"big"`), Method: "tools.set", Params: params}
 	}
-	read := func(ws *websocket.Conn) (Frame, error) {
+	read := func(ws *websocket.Conn) (rawMsg, error) {
 		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-		var f Frame
+		var f rawMsg
 		err := ws.ReadJSON(&f)
 		return f, err
 	}
@@ -242,16 +261,110 @@ func TestServer_SmallFramesUntilAuthenticated(t *testing.T) {
 	}
 	defer ws2.Close()
 	cp, _ := json.Marshal(ConnectParams{Protocol: ProtocolVersion, Client: PeerInfo{Name: "raw", Version: "1"}, Token: "s3cret"})
-	if err := ws2.WriteJSON(Frame{Type: "req", ID: "c", Method: "connect", Params: cp}); err != nil {
+	if err := ws2.WriteJSON(rawMsg{JSONRPC: "2.0", ID: json.RawMessage(`"c"`), Method: "connect", Params: cp}); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := read(ws2); err != nil || !f.OK {
+	if f, err := read(ws2); err != nil || f.Result == nil {
 		t.Fatalf("connect: %+v %v", f, err)
 	}
 	if err := ws2.WriteJSON(big(1 << 20)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := read(ws2); err != nil || f.ID != "big" {
+	if f, err := read(ws2); err != nil || string(f.ID) != `"big"` {
 		t.Fatalf("a 1 MiB frame after connect: got %+v, %v; want its response", f, err)
+	}
+}
+
+// TestRemote_AbortCancelsTheToolInTheTranslator: aborting a turn while the
+// gateway waits on tools.invoke tells the translator ($/cancelRequest), whose
+// tool sees its context end; the connection stays up.
+func TestRemote_AbortCancelsTheToolInTheTranslator(t *testing.T) {
+	_, url := wsServer(t, nil)
+	r := dialRemote(t, url, "")
+	started, cancelled := make(chan struct{}), make(chan error, 1)
+	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		cancelled <- ctx.Err()
+		return gateway.Result{}, ctx.Err()
+	}}
+	if err := r.SetExtraTools(t.Context(), "acp:c", []*gateway.Tool{block}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan gateway.StopReason, 1)
+	go func() {
+		stop, _ := r.Send(ctx, gateway.SendRequest{SessionKey: "acp:c", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
+		done <- stop
+	}()
+	<-started
+	cancel()
+	select {
+	case err := <-cancelled:
+		if err == nil {
+			t.Error("the tool's context ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool in the translator was not cancelled")
+	}
+	if stop := <-done; stop != gateway.StopCancelled {
+		t.Errorf("stop = %s, want cancelled", stop)
+	}
+	if stop, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:c", RunID: "r2", Message: []gateway.Content{gateway.TextContent("/help")}}, func(gateway.Event) {}); err != nil || stop != gateway.StopEndTurn {
+		t.Errorf("the next turn: %s %v", stop, err)
+	}
+}
+
+// TestPeer_SlowPeerIsDisconnected: a peer whose write queue is full is
+// disconnected with 1008 and "too slow" instead of blocking the sender.
+func TestPeer_SlowPeerIsDisconnected(t *testing.T) {
+	conns := make(chan *websocket.Conn, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err == nil {
+			conns <- ws
+		}
+	}))
+	defer ts.Close()
+	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	p := newPeer(<-conns, slog.New(slog.DiscardHandler))
+	defer p.ws.Close()
+	s := (*peerStream)(p) // the writer is not started: nothing drains the queue
+	for i := range WriteQueueFrames {
+		if err := s.WriteObject(map[string]int{"n": i}); err != nil {
+			t.Fatalf("frame %d of a queue of %d: %v", i, WriteQueueFrames, err)
+		}
+	}
+	if err := s.WriteObject(map[string]int{"n": WriteQueueFrames}); err == nil || !strings.Contains(err.Error(), "too slow") {
+		t.Fatalf("a frame beyond the queue: %v, want too slow", err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, _, err := client.ReadMessage(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Errorf("the slow peer read %v, want close 1008", err)
+	}
+}
+
+// TestServer_ClosesOnAFrameThatIsNoJSONRPC: a text frame that holds no
+// JSON-RPC message ends the connection with 1003 and the reason.
+func TestServer_ClosesOnAFrameThatIsNoJSONRPC(t *testing.T) {
+	_, url := wsServer(t, nil)
+	for _, frame := range []string{`hello`, `{"jsonrpc":"2.0","id":1}`} {
+		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, _, err = ws.ReadMessage()
+		if ce, ok := err.(*websocket.CloseError); !ok || ce.Code != websocket.CloseUnsupportedData || !strings.Contains(ce.Text, "not a JSON-RPC 2.0 message") {
+			t.Errorf("after %s: %v, want close 1003 naming the rule", frame, err)
+		}
+		ws.Close()
 	}
 }

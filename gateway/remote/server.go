@@ -223,7 +223,7 @@ func (c *serverConn) own(key string) error {
 			// translator that reconnects quickly): the key is free, and the
 			// old connection's release no longer touches it.
 		default:
-			return &WireError{Code: "forbidden", Message: fmt.Sprintf("session %q belongs to another connection", key)}
+			return wireError(CodeForbidden, "session %q belongs to another connection", key)
 		}
 	}
 	c.s.owners[key] = c
@@ -241,7 +241,7 @@ func (c *serverConn) handle(ctx context.Context, method string, params json.RawM
 		return c.connect(params)
 	}
 	if !authed {
-		return nil, &WireError{Code: "unauthorized", Message: "connect first"}
+		return nil, wireError(CodeUnauthorized, "connect first")
 	}
 	switch method {
 	case "chat.send":
@@ -293,7 +293,7 @@ func (c *serverConn) handle(ctx context.Context, method string, params json.RawM
 		c.mu.Unlock()
 		return struct{}{}, nil
 	}
-	return nil, &WireError{Code: "not_found", Message: fmt.Sprintf("unknown method %q", method)}
+	return nil, wireError(CodeMethodNotFound, "unknown method %q", method)
 }
 
 func (c *serverConn) connect(params json.RawMessage) (any, error) {
@@ -302,20 +302,22 @@ func (c *serverConn) connect(params json.RawMessage) (any, error) {
 		return nil, badRequest("connect: %v", err)
 	}
 	if p.Protocol != ProtocolVersion {
-		err := &WireError{Code: "bad_request", Message: fmt.Sprintf("protocol version %d is not supported: this gateway speaks version %d", p.Protocol, ProtocolVersion)}
-		go func() { time.Sleep(100 * time.Millisecond); c.p.close(websocket.CloseProtocolError, err.Message) }()
-		return nil, err
+		err := wireError(CodeBadRequest, "protocol version %d is not supported: this gateway speaks version %d", p.Protocol, ProtocolVersion)
+		return nil, &fatalError{err: err, closeCode: websocket.CloseProtocolError}
 	}
 	if c.s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(p.Token), []byte(c.s.opts.Token)) != 1 {
 		c.s.log.Warn("refused a translator with a wrong token", "client", p.Client.Name)
-		go func() { time.Sleep(100 * time.Millisecond); c.p.close(websocket.ClosePolicyViolation, "unauthorized") }()
-		return nil, &WireError{Code: "unauthorized", Message: "wrong or missing token"}
+		return nil, &fatalError{err: wireError(CodeUnauthorized, "wrong or missing token"), closeCode: websocket.ClosePolicyViolation}
 	}
 	c.mu.Lock()
 	c.authed, c.id = true, p.Client.Name+" "+p.Client.Version
 	c.mu.Unlock()
 	c.s.log.Info("translator connected", "client", c.id)
-	return Hello{Protocol: ProtocolVersion, Server: c.s.opts.Info, Models: c.s.local.Models(),
+	var models []WireModel
+	for _, m := range c.s.local.Models() {
+		models = append(models, WireModel{ID: m.ID, Label: m.Label})
+	}
+	return Hello{Protocol: ProtocolVersion, Server: c.s.opts.Info, Models: models,
 		Limits: HelloLimits{MaxFrameBytes: MaxFrameBytes, WriteQueueFrames: WriteQueueFrames}}, nil
 }
 
@@ -362,22 +364,22 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		},
 	}
 	emit := func(e gateway.Event) {
-		_ = c.p.event("chat", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: eventKindNames[e.Kind], Text: e.Text, Call: e.Call})
+		_ = c.p.event("chat", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: eventKindNames[e.Kind], Text: e.Text, Call: e.Call})
 	}
 	stop, err := c.s.local.Send(ctx, req, emit)
 	cause := context.Cause(ctx)
 	switch {
 	case err == nil && stop == gateway.StopCancelled && cause != nil && !errors.Is(cause, context.Canceled):
 		// Ended by the server (shutdown) or the connection, not by chat.abort.
-		_ = c.p.event("chat.error", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: cause.Error()})
-		return nil, &WireError{Code: "unavailable", Message: cause.Error()}
+		_ = c.p.event("chat.error", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: cause.Error()})
+		return nil, wireError(CodeUnavailable, "%s", cause.Error())
 	case err != nil:
-		_ = c.p.event("chat.error", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: err.Error()})
-		return nil, &WireError{Code: "internal", Message: err.Error()}
+		_ = c.p.event("chat.error", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: err.Error()})
+		return nil, wireError(CodeInternal, "%s", err.Error())
 	case stop == gateway.StopCancelled:
-		_ = c.p.event("chat.aborted", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "aborted", StopReason: stop})
+		_ = c.p.event("chat.aborted", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "aborted", StopReason: stop})
 	default:
-		_ = c.p.event("chat.final", ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
+		_ = c.p.event("chat.final", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
 	}
 	return ChatSendResult{StopReason: stop, Messages: turn}, nil
 }
@@ -406,15 +408,12 @@ func (c *serverConn) proxy(key string, wt WireTool) *gateway.Tool {
 		}}
 }
 
-// onEvent receives the translator's events: tool progress.
+// onEvent receives the translator's notifications: tool progress.
 func (c *serverConn) onEvent(event string, payload json.RawMessage) {
 	if event != "tools.update" {
 		return
 	}
-	var u struct {
-		ToolCallID string             `json:"toolCallId"`
-		Update     gateway.ToolUpdate `json:"update"`
-	}
+	var u ToolsUpdateParams
 	if json.Unmarshal(payload, &u) != nil {
 		return
 	}

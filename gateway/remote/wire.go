@@ -5,43 +5,91 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // ProtocolVersion is the version of the gateway WebSocket protocol
-// (docs/gateway-protocol.md). Both ends must speak the same one.
-const ProtocolVersion = 1
+// (docs/gateway-protocol.md). Both ends must speak the same one. Version 2
+// carries JSON-RPC 2.0 messages.
+const ProtocolVersion = 2
 
-// Frame is one message of the gateway protocol, a JSON text frame. Type is
-// "req" (ID, Method, Params), "res" (ID, OK, Result or Error) or "event"
-// (Event, Payload, Seq).
-type Frame struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	OK      bool            `json:"ok,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *WireError      `json:"error,omitempty"`
-	Event   string          `json:"event,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
-	Seq     uint64          `json:"seq,omitempty"`
+// Error codes of the gateway protocol, sent in JSON-RPC error responses.
+// The first four are in JSON-RPC's range for implementation-defined server
+// errors; the others are JSON-RPC's own.
+const (
+	// CodeUnauthorized: no or a failed connect (wrong token).
+	CodeUnauthorized int64 = -32001
+	// CodeForbidden: the session key belongs to another connection.
+	CodeForbidden int64 = -32002
+	// CodeNotFound: no such tool in the session.
+	CodeNotFound int64 = -32003
+	// CodeUnavailable: the work was cut short (the gateway is shutting
+	// down, the connection was lost).
+	CodeUnavailable int64 = -32004
+	// CodeBadRequest: the params are malformed or break a rule (wrong
+	// protocol version, empty sessionKey, duplicate runId).
+	CodeBadRequest int64 = jsonrpc2.CodeInvalidParams
+	// CodeMethodNotFound: no such method.
+	CodeMethodNotFound int64 = jsonrpc2.CodeMethodNotFound
+	// CodeInternal: the handler failed.
+	CodeInternal int64 = jsonrpc2.CodeInternalError
+)
+
+// codeNames name the error codes in Go error texts.
+var codeNames = map[int64]string{
+	CodeUnauthorized: "unauthorized", CodeForbidden: "forbidden", CodeNotFound: "not_found",
+	CodeUnavailable: "unavailable", CodeBadRequest: "bad_request", CodeMethodNotFound: "method_not_found",
+	CodeInternal: "internal",
 }
 
-// WireError is the error of a failed request.
-type WireError struct {
-	// Code is one of "bad_request", "unauthorized", "forbidden",
-	// "not_found", "unavailable", "internal".
-	Code    string `json:"code"`
-	Message string `json:"message"`
+// Methods of notifications the peer itself handles.
+const (
+	// methodCancel asks the other end to cancel a request it serves:
+	// params {"id": <the request's id>}.
+	methodCancel = "$/cancelRequest"
+)
+
+// wireError returns a JSON-RPC error with code and a formatted message.
+func wireError(code int64, format string, args ...any) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *WireError) Error() string { return e.Code + ": " + e.Message }
+// badRequest returns a CodeBadRequest error.
+func badRequest(format string, args ...any) error {
+	return wireError(CodeBadRequest, format, args...)
+}
+
+// RemoteError is a JSON-RPC error response the other end sent to a
+// request: its method, code (one of the Code constants) and message.
+type RemoteError struct {
+	Method  string
+	Code    int64
+	Message string
+}
+
+func (e *RemoteError) Error() string {
+	name := codeNames[e.Code]
+	if name == "" {
+		name = "error"
+	}
+	return fmt.Sprintf("%s: %s (%s, code %d)", e.Method, e.Message, name, e.Code)
+}
+
+// fatalError is a handler error after which the connection closes with
+// closeCode, once the error response has been written.
+type fatalError struct {
+	err       *jsonrpc2.Error
+	closeCode int
+}
+
+func (e *fatalError) Error() string { return e.err.Message }
 
 // Wire limits and timings (sent in hello as limits).
 const (
@@ -63,16 +111,19 @@ const (
 // connection.
 var errConnClosed = errors.New("gateway connection closed")
 
-// peer is one end of a gateway WebSocket: request/response correlation, a
-// bounded write queue drained by one writer goroutine, a reader goroutine,
-// and ping/pong keepalive. handle serves the requests the other end sends
-// (in a goroutine each); onEvent receives its events (in order, on the
-// reader goroutine).
+// peer is one end of a gateway WebSocket: a jsonrpc2.Conn over the socket
+// (request ids, response matching, message framing), plus what the
+// protocol adds around it: a bounded write queue drained by one writer
+// goroutine, ping/pong keepalive, the pre-authentication frame limit,
+// cancellation of served requests ($/cancelRequest) and a close frame
+// written after the frames queued before it. handle serves the requests the
+// other end sends (in a goroutine each once authenticated); onEvent
+// receives its notifications (in order, on the reader goroutine).
 type peer struct {
 	ws      *websocket.Conn
 	log     *slog.Logger
 	handle  func(ctx context.Context, method string, params json.RawMessage) (any, error)
-	onEvent func(event string, payload json.RawMessage)
+	onEvent func(method string, params json.RawMessage)
 	// authed, when set, reports whether the other end has authenticated.
 	// Until it has, frames are limited to MaxPreAuthFrameBytes and each
 	// request is served on the reader goroutine before the next frame is
@@ -80,53 +131,79 @@ type peer struct {
 	// start; read on the reader goroutine only.
 	authed func() bool
 
-	out     chan []byte   // the write queue
-	done    chan struct{} // closed when the peer is closed
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	closeMu sync.Once
-	wg      sync.WaitGroup // reader, writer, handlers
+	conn   *jsonrpc2.Conn
+	out    chan []byte // the write queue
+	ctx    context.Context
+	cancel context.CancelCauseFunc // called first by close or a failed read
 
+	closeOnce sync.Once
+	closing   chan struct{} // closed by close: the writer flushes, says goodbye and closes
+	closeCode int           // set before closing is closed
+	closeText string
+	flush     bool
+
+	started    chan struct{} // closed by start once conn is set; the reader waits for it
+	readerDone chan struct{} // closed when the reader has read its last frame
+	wg         sync.WaitGroup
+	nextID     atomic.Uint64
+
+	// mu guards seq and serving. event holds it while the notification is
+	// queued, so seq order is wire order; lock order: mu, then jsonrpc2's
+	// send lock (WriteObject takes no lock of ours).
 	mu      sync.Mutex
-	nextID  uint64
 	seq     uint64
-	pending map[string]chan Frame // request id → its response
-	serving map[string]context.CancelFunc
+	serving map[jsonrpc2.ID]context.CancelFunc
 }
 
 func newPeer(ws *websocket.Conn, log *slog.Logger) *peer {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	p := &peer{ws: ws, log: log, out: make(chan []byte, WriteQueueFrames), done: make(chan struct{}),
-		ctx: ctx, cancel: cancel, pending: make(map[string]chan Frame), serving: make(map[string]context.CancelFunc)}
-	return p
+	return &peer{ws: ws, log: log, out: make(chan []byte, WriteQueueFrames), ctx: ctx, cancel: cancel,
+		closing: make(chan struct{}), started: make(chan struct{}), readerDone: make(chan struct{}), serving: make(map[jsonrpc2.ID]context.CancelFunc)}
 }
 
-// start runs the reader and writer goroutines.
+// start runs the writer goroutine and the jsonrpc2 connection (its reader).
 func (p *peer) start() {
-	p.wg.Add(2)
-	go p.readLoop()
+	p.ws.SetPongHandler(func(string) error { return p.ws.SetReadDeadline(time.Now().Add(pongWait)) })
+	p.wg.Add(1)
 	go p.writeLoop()
+	p.conn = jsonrpc2.NewConn(context.Background(), (*peerStream)(p), p, jsonrpc2.SetLogger(slogPrintf{p.log}))
+	close(p.started) // p.conn is set: the reader may serve frames that use it
 }
 
-// Done is closed when the connection is gone; Err says why.
-func (p *peer) Done() <-chan struct{} { return p.done }
+// Done is closed when the connection is gone or closing; Err says why.
+func (p *peer) Done() <-chan struct{} { return p.ctx.Done() }
 
 // Err returns why the connection closed.
 func (p *peer) Err() error { return context.Cause(p.ctx) }
 
-// close ends the connection with a close frame carrying reason, fails the
-// pending requests and cancels the requests being served. It does not wait.
-func (p *peer) close(code int, reason string) {
-	p.closeMu.Do(func() {
+// close ends the connection: the frames already queued are written (unless
+// the peer is too slow for that), then a close frame carrying code and
+// reason. Pending calls fail and served requests are cancelled at once. It
+// does not wait.
+func (p *peer) close(code int, reason string) { p.shutdown(code, reason, true) }
+
+// shutdown is close; without flush (a write failed, the queue is full) the
+// close frame is written at once and the socket closed.
+func (p *peer) shutdown(code int, reason string, flush bool) {
+	p.closeOnce.Do(func() {
 		p.cancel(fmt.Errorf("%w: %s", errConnClosed, reason))
-		_ = p.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, truncate(reason, 120)), time.Now().Add(time.Second))
-		_ = p.ws.Close()
-		close(p.done)
+		p.closeCode, p.closeText, p.flush = code, truncate(reason, 120), flush
+		if !flush {
+			_ = p.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, p.closeText), time.Now().Add(time.Second))
+			_ = p.ws.Close()
+		}
+		close(p.closing)
 	})
 }
 
 // wait waits for the peer's goroutines after close.
-func (p *peer) wait() { p.wg.Wait() }
+func (p *peer) wait() {
+	<-p.readerDone
+	if p.conn != nil {
+		<-p.conn.DisconnectNotify()
+	}
+	p.wg.Wait()
+}
 
 func truncate(s string, n int) string {
 	if len(s) > n {
@@ -135,185 +212,140 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// send queues a frame; a full queue disconnects the peer as too slow.
-func (p *peer) send(f Frame) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
+// sequenced is the params of an event: setSeq numbers it.
+type sequenced interface{ setSeq(uint64) }
+
+// event sends a notification whose params carry the sender's next sequence
+// number.
+func (p *peer) event(method string, params sequenced) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	params.setSeq(p.seq)
+	if err := p.conn.Notify(p.ctx, method, params); err != nil {
+		return p.connErr(err)
 	}
-	select {
-	case <-p.done:
-		return p.Err()
-	default:
-	}
-	select {
-	case p.out <- b:
-		return nil
-	case <-p.done:
-		return p.Err()
-	default:
-		p.log.Warn("gateway peer too slow: disconnecting", "queued", WriteQueueFrames)
-		p.close(websocket.ClosePolicyViolation, fmt.Sprintf("too slow: more than %d frames waiting", WriteQueueFrames))
-		return p.Err()
-	}
+	return nil
 }
 
-// event sends an event with the next sequence number.
-func (p *peer) event(name string, payload any) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return err
+// connErr maps the failure of a send on a closed connection to the
+// reason it closed.
+func (p *peer) connErr(err error) error {
+	if p.ctx.Err() != nil {
+		return p.Err()
 	}
-	p.mu.Lock()
-	p.seq++
-	seq := p.seq
-	p.mu.Unlock()
-	return p.send(Frame{Type: "event", Event: name, Payload: b, Seq: seq})
+	if errors.Is(err, jsonrpc2.ErrClosed) {
+		return errConnClosed
+	}
+	return err
 }
 
 // call sends a request and waits for its response, the end of ctx, or the
 // end of the connection. When ctx ends first, the other end is told with a
-// "request.cancel" event.
+// $/cancelRequest notification. An error response is a *RemoteError.
 func (p *peer) call(ctx context.Context, method string, params, result any) error {
-	b, err := json.Marshal(params)
+	id := jsonrpc2.ID{Num: p.nextID.Add(1)}
+	w, err := p.conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
 	if err != nil {
-		return err
+		return p.connErr(err)
 	}
-	ch := make(chan Frame, 1)
-	p.mu.Lock()
-	p.nextID++
-	id := strconv.FormatUint(p.nextID, 10)
-	p.pending[id] = ch
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.pending, id)
-		p.mu.Unlock()
-	}()
-	if err := p.send(Frame{Type: "req", ID: id, Method: method, Params: b}); err != nil {
-		return err
-	}
-	select {
-	case f := <-ch:
-		if !f.OK {
-			if f.Error == nil {
-				return &WireError{Code: "internal", Message: "failed without an error"}
-			}
-			return f.Error
-		}
-		if result != nil && len(f.Result) > 0 {
-			return json.Unmarshal(f.Result, result)
-		}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(p.ctx, stop)()
+	err = w.Wait(wctx, result)
+	var je *jsonrpc2.Error
+	switch {
+	case err == nil:
 		return nil
-	case <-ctx.Done():
-		_ = p.event("request.cancel", map[string]string{"id": id})
+	case errors.As(err, &je):
+		return &RemoteError{Method: method, Code: je.Code, Message: je.Message}
+	case ctx.Err() != nil:
+		_ = p.conn.Notify(context.Background(), methodCancel, map[string]jsonrpc2.ID{"id": id})
 		return context.Cause(ctx)
-	case <-p.done:
-		return p.Err()
+	case p.ctx.Err() != nil || errors.Is(err, jsonrpc2.ErrClosed):
+		return p.connErr(err)
 	}
+	return err
 }
 
-func (p *peer) readLoop() {
-	defer p.wg.Done()
-	defer p.close(websocket.CloseNormalClosure, "reader ended")
-	_ = p.ws.SetReadDeadline(time.Now().Add(pongWait))
-	p.ws.SetPongHandler(func(string) error { return p.ws.SetReadDeadline(time.Now().Add(pongWait)) })
-	for {
-		preAuth := p.authed != nil && !p.authed()
-		if preAuth {
-			p.ws.SetReadLimit(MaxPreAuthFrameBytes)
-		} else {
-			p.ws.SetReadLimit(MaxFrameBytes)
-		}
-		var f Frame
-		if err := p.ws.ReadJSON(&f); err != nil {
-			if errors.Is(err, websocket.ErrReadLimit) && preAuth {
-				p.log.Warn("gateway peer sent an oversized frame before connect: disconnecting", "limit", MaxPreAuthFrameBytes)
+// Handle implements jsonrpc2.Handler; the jsonrpc2 reader calls it for
+// every request and notification, in order.
+func (p *peer) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	if req.Notif {
+		if req.Method == methodCancel {
+			var c struct {
+				ID jsonrpc2.ID `json:"id"`
 			}
-			reason := "connection lost"
-			if ce, ok := err.(*websocket.CloseError); ok && ce.Text != "" {
-				reason = ce.Text
+			if json.Unmarshal(params, &c) == nil {
+				p.mu.Lock()
+				cancel := p.serving[c.ID]
+				p.mu.Unlock()
+				if cancel != nil {
+					cancel()
+				}
 			}
-			p.cancel(fmt.Errorf("%w: %s", errConnClosed, reason))
 			return
 		}
-		_ = p.ws.SetReadDeadline(time.Now().Add(pongWait))
-		switch f.Type {
-		case "res":
-			p.mu.Lock()
-			ch := p.pending[f.ID]
-			p.mu.Unlock()
-			if ch != nil {
-				ch <- f
-			}
-		case "req":
-			if preAuth {
-				p.serveSync(f)
-			} else {
-				p.serve(f)
-			}
-		case "event":
-			if f.Event == "request.cancel" {
-				var c struct{ ID string }
-				if json.Unmarshal(f.Payload, &c) == nil {
-					p.mu.Lock()
-					cancel := p.serving[c.ID]
-					p.mu.Unlock()
-					if cancel != nil {
-						cancel()
-					}
-				}
-				continue
-			}
-			if p.onEvent != nil {
-				p.onEvent(f.Event, f.Payload)
-			}
+		if p.onEvent != nil {
+			p.onEvent(req.Method, params)
 		}
+		return
 	}
-}
-
-// serve runs one request of the other end in its own goroutine.
-func (p *peer) serve(f Frame) {
+	if p.authed != nil && !p.authed() {
+		ctx, cancel := context.WithCancel(p.ctx)
+		defer cancel()
+		p.respond(ctx, conn, req.ID, req.Method, params)
+		return
+	}
 	ctx, cancel := context.WithCancel(p.ctx)
 	p.mu.Lock()
-	p.serving[f.ID] = cancel
+	p.serving[req.ID] = cancel
 	p.mu.Unlock()
 	p.wg.Go(func() {
 		defer func() {
 			p.mu.Lock()
-			delete(p.serving, f.ID)
+			delete(p.serving, req.ID)
 			p.mu.Unlock()
 			cancel()
 		}()
-		p.respond(ctx, f)
+		p.respond(ctx, conn, req.ID, req.Method, params)
 	})
 }
 
-// serveSync runs one request on the reader goroutine (before
-// authentication: the only valid request then is connect, which is quick).
-func (p *peer) serveSync(f Frame) {
-	ctx, cancel := context.WithCancel(p.ctx)
-	defer cancel()
-	p.respond(ctx, f)
-}
-
-// respond handles request f and sends its response.
-func (p *peer) respond(ctx context.Context, f Frame) {
-	res := Frame{Type: "res", ID: f.ID}
-	out, err := p.handle(ctx, f.Method, f.Params)
-	if err != nil {
-		var we *WireError
-		if !errors.As(err, &we) {
-			we = &WireError{Code: "internal", Message: err.Error()}
-		}
-		res.Error = we
-	} else {
-		res.OK = true
-		if res.Result, err = json.Marshal(out); err != nil {
-			res.OK, res.Result, res.Error = false, nil, &WireError{Code: "internal", Message: err.Error()}
+// respond serves one request and sends its response; a fatalError then
+// closes the connection, after the response.
+func (p *peer) respond(ctx context.Context, conn *jsonrpc2.Conn, id jsonrpc2.ID, method string, params json.RawMessage) {
+	out, err := p.handle(ctx, method, params)
+	resp := &jsonrpc2.Response{ID: id}
+	if err == nil {
+		if err = resp.SetResult(out); err != nil {
+			err = wireError(CodeInternal, "%s: encoding the result: %v", method, err)
 		}
 	}
-	_ = p.send(res)
+	var fatal *fatalError
+	var je *jsonrpc2.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &fatal):
+		resp.Error = fatal.err
+	case errors.As(err, &je):
+		resp.Error = je
+	default:
+		resp.Error = wireError(CodeInternal, "%s", err.Error())
+	}
+	if resp.Error != nil {
+		resp.Result = nil
+	}
+	if err := conn.SendResponse(ctx, resp); err != nil && p.ctx.Err() == nil {
+		p.log.Debug("gateway response not sent", "method", method, "err", err)
+	}
+	if fatal != nil {
+		p.close(fatal.closeCode, fatal.err.Message)
+	}
 }
 
 func (p *peer) writeLoop() {
@@ -323,23 +355,130 @@ func (p *peer) writeLoop() {
 	for {
 		select {
 		case b := <-p.out:
-			_ = p.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := p.ws.WriteMessage(websocket.TextMessage, b); err != nil {
-				p.close(websocket.CloseAbnormalClosure, "write failed: "+err.Error())
+			if err := p.write(b); err != nil {
+				p.shutdown(websocket.CloseAbnormalClosure, "write failed: "+err.Error(), false)
 				return
 			}
 		case <-ping.C:
 			if err := p.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
-				p.close(websocket.CloseAbnormalClosure, "ping failed")
+				p.shutdown(websocket.CloseAbnormalClosure, "ping failed", false)
 				return
 			}
-		case <-p.done:
+		case <-p.closing:
+			if !p.flush {
+				return
+			}
+			for flushed := false; !flushed; {
+				select {
+				case b := <-p.out:
+					if p.write(b) != nil {
+						flushed = true
+					}
+				default:
+					flushed = true
+				}
+			}
+			_ = p.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(p.closeCode, p.closeText), time.Now().Add(time.Second))
+			_ = p.ws.Close()
 			return
 		}
 	}
 }
 
-// badRequest returns a bad_request WireError.
-func badRequest(format string, args ...any) error {
-	return &WireError{Code: "bad_request", Message: fmt.Sprintf(format, args...)}
+func (p *peer) write(b []byte) error {
+	_ = p.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	return p.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// peerStream is the jsonrpc2.ObjectStream of a peer over its WebSocket:
+// one JSON-RPC message per text frame, written through the bounded queue,
+// read under the frame limit of the moment.
+type peerStream peer
+
+// WriteObject queues one message; a full queue disconnects the peer as too
+// slow.
+func (s *peerStream) WriteObject(obj any) error {
+	p := (*peer)(s)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	if p.ctx.Err() != nil {
+		return p.Err()
+	}
+	select {
+	case p.out <- b:
+		return nil
+	default:
+		p.log.Warn("gateway peer too slow: disconnecting", "queued", WriteQueueFrames)
+		p.shutdown(websocket.ClosePolicyViolation, fmt.Sprintf("too slow: more than %d frames waiting", WriteQueueFrames), false)
+		return p.Err()
+	}
+}
+
+// ReadObject reads one message under MaxPreAuthFrameBytes until the other
+// end has authenticated, MaxFrameBytes after.
+func (s *peerStream) ReadObject(v any) error {
+	p := (*peer)(s)
+	<-p.started
+	preAuth := p.authed != nil && !p.authed()
+	if preAuth {
+		p.ws.SetReadLimit(MaxPreAuthFrameBytes)
+	} else {
+		p.ws.SetReadLimit(MaxFrameBytes)
+	}
+	_ = p.ws.SetReadDeadline(time.Now().Add(pongWait))
+	_, r, err := p.ws.NextReader()
+	if err == nil {
+		fr := &frameReader{r: r}
+		if err = json.NewDecoder(fr).Decode(v); err == nil {
+			return nil
+		}
+		if fr.err != nil {
+			err = fr.err // the socket failed mid-frame
+		} else {
+			// The frame was read but holds no JSON-RPC message: end the
+			// connection with the reason rather than silently.
+			p.close(websocket.CloseUnsupportedData, "not a JSON-RPC 2.0 message: "+err.Error())
+		}
+	}
+	if errors.Is(err, websocket.ErrReadLimit) && preAuth {
+		p.log.Warn("gateway peer sent an oversized frame before connect: disconnecting", "limit", MaxPreAuthFrameBytes)
+	}
+	reason := "connection lost"
+	if ce, ok := err.(*websocket.CloseError); ok && ce.Text != "" {
+		reason = ce.Text
+	}
+	p.cancel(fmt.Errorf("%w: %s", errConnClosed, reason))
+	close(p.readerDone)
+	return err
+}
+
+// frameReader reads one frame and keeps the socket's error, to tell a
+// failed read from a frame that is no JSON-RPC message.
+type frameReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *frameReader) Read(b []byte) (int, error) {
+	n, err := f.r.Read(b)
+	if err != nil && err != io.EOF {
+		f.err = err
+	}
+	return n, err
+}
+
+// Close implements jsonrpc2.ObjectStream: jsonrpc2 calls it when the
+// connection ends.
+func (s *peerStream) Close() error {
+	(*peer)(s).close(websocket.CloseNormalClosure, "connection closed")
+	return nil
+}
+
+// slogPrintf routes jsonrpc2's log lines to slog at debug level.
+type slogPrintf struct{ log *slog.Logger }
+
+func (l slogPrintf) Printf(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...))
 }
