@@ -111,11 +111,7 @@ func TestRunner_ToolFailuresNeverEndTheTurn(t *testing.T) {
 func TestRunner_CancelledMidTool(t *testing.T) {
 	reg := &gateway.Registry{}
 	started := make(chan struct{})
-	reg.Set("k", []*gateway.Tool{{Name: "block", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
-		close(started)
-		<-ctx.Done()
-		return gateway.Result{}, ctx.Err()
-	}}})
+	reg.Set("k", []*gateway.Tool{blockingTool(started)})
 	r := New(reg, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
@@ -230,11 +226,7 @@ func (h *ctxHistory) Append(ctx context.Context, key string, stop gateway.StopRe
 func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
 	reg := &gateway.Registry{}
 	started := make(chan struct{})
-	reg.Set("k", []*gateway.Tool{{Name: "block", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
-		close(started)
-		<-ctx.Done()
-		return gateway.Result{}, ctx.Err()
-	}}})
+	reg.Set("k", []*gateway.Tool{blockingTool(started)})
 	hist := &ctxHistory{}
 	r := New(reg, &Options{History: hist})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -251,4 +243,14 @@ func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
 	if h := hist.Messages(context.Background(), "k"); len(h) != 3 {
 		t.Errorf("history after cancel = %+v", h)
 	}
+}
+
+// blockingTool is a tool named "block" that closes started when it runs and
+// returns only when its context ends.
+func blockingTool(started chan struct{}) *gateway.Tool {
+	return &gateway.Tool{Name: "block", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}
 }
