@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 

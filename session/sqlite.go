@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // migrations are the schema versions, applied in order; the schema version

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"encoding/json"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
