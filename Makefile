@@ -53,11 +53,14 @@ fuzz:
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	@test -z "$$($(GO) run golang.org/x/tools/cmd/goimports@v0.52.0 -l -local github.com/seed02d3eb6b $$(git ls-files '*.go'))" || \
+		($(GO) run golang.org/x/tools/cmd/goimports@v0.52.0 -l -local github.com/seed02d3eb6b $$(git ls-files '*.go'); echo "imports need grouping: make fmt"; exit 1)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+	$(GO) run golang.org/x/tools/cmd/goimports@v0.52.0 -w -local github.com/seed02d3eb6b $$(git ls-files '*.go')
 
 tidy-check:
 	$(GO) mod tidy -diff
