@@ -256,6 +256,8 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	}
 	switch s.spec.Transport {
 	case TransportStdio:
+	case TransportInProcess:
+		return s.inProcessTransport(ctx)
 	case TransportHTTP, TransportSSE:
 		t, err := s.httpTransport()
 		if err != nil {
@@ -291,6 +293,26 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 		s.mu.Unlock()
 	}
 	return st, cmd, procCancel, nil
+}
+
+// inProcessTransport connects a new session of spec.Server to one end of a
+// go-sdk in-memory transport pair and returns the other end. Ending the
+// server session is kill (and close, through procCancel).
+func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
+	if s.spec.Server == nil {
+		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server", ErrUnsupportedTransport)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.spec.Server.Connect(context.WithoutCancel(ctx), st, nil)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connecting the in-process server: %w", err)
+	}
+	var once sync.Once
+	stop := func() { once.Do(func() { _ = ss.Close() }) }
+	s.mu.Lock()
+	s.procCancel = stop
+	s.mu.Unlock()
+	return ct, nil, stop, nil
 }
 
 // detached connects its Transport with ctx instead of the caller's context,

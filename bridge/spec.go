@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -21,7 +23,16 @@ const (
 	TransportStdio Transport = "stdio"
 	TransportHTTP  Transport = "http" // Streamable HTTP
 	TransportSSE   Transport = "sse"  // legacy HTTP+SSE
+	// TransportInProcess connects ServerSpec.Server, an *mcp.Server of this
+	// process, over the go-sdk's in-memory transports: no child, no pipe.
+	// Only Go code sets it (no front end's JSON maps onto it).
+	TransportInProcess Transport = "inprocess"
 )
+
+// ReservedServerName is the name of the agent's built-in tool server (tools
+// "mcp__acp__<tool>"). [ServerSpec.Validate] refuses it for any server but
+// an in-process one, so no client or config entry can take its tools' names.
+const ReservedServerName = "acp"
 
 // ServerSpec describes one MCP server of a session, as validated from the
 // client's mcpServers entry or the config file.
@@ -45,6 +56,10 @@ type ServerSpec struct {
 	// CallsPerMinute overrides Options.CallsPerMinute for this server; zero
 	// inherits, negative means no limit.
 	CallsPerMinute int
+	// Server is the server of a TransportInProcess spec; each connection
+	// (the first and any redial) is a new session of it (mcp.Server.Connect),
+	// closed with the Manager. The Server may serve other sessions too.
+	Server *mcp.Server
 }
 
 // Header is one HTTP header sent to an http or sse MCP server.
@@ -111,14 +126,16 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // mcpServers entries and the config file's mcpServers) and returns nil or a
 // *SpecError for the first rule broken, in this order:
 //
-//   - Name: [ValidateServerName] (visible text, not empty);
-//   - Transport: stdio, http or sse; any other value is a *SpecError with
+//   - Name: [ValidateServerName] (visible text, not empty), and not
+//     [ReservedServerName] unless it is an inprocess spec with a Server;
+//   - Transport: stdio, http, sse or inprocess; any other value is a *SpecError with
 //     Field "type" wrapping [ErrUnsupportedTransport];
 //   - stdio: Command is not empty or white space; every Env name is
 //     non-empty with no '=' or NUL ([sandbox.ValidEnvName]) and no Env value
 //     holds NUL;
 //   - http and sse: URL is not empty or white space; every header passes
 //     [ValidateHeader];
+//   - inprocess: Server is not nil;
 //   - Timeouts: no field is negative.
 //
 // Validate does not check the URL against a [sandbox.URLPolicy] (the Manager
@@ -127,6 +144,9 @@ func (e *SpecError) Unwrap() error { return e.Err }
 func (s ServerSpec) Validate() error {
 	if err := ValidateServerName(s.Name); err != nil {
 		return &SpecError{Server: s.Name, Field: "name", Rule: err.Error()}
+	}
+	if s.Name == ReservedServerName && (s.Transport != TransportInProcess || s.Server == nil) {
+		return &SpecError{Server: s.Name, Field: "name", Rule: fmt.Sprintf("%q is reserved for the agent's built-in tools (mcp__%s__*); choose another name", s.Name, s.Name)}
 	}
 	switch s.Transport {
 	case TransportStdio:
@@ -149,6 +169,10 @@ func (s ServerSpec) Validate() error {
 			if err := ValidateHeader(h.Name, h.Value); err != nil {
 				return &SpecError{Server: s.Name, Field: "headers", Rule: err.Error()}
 			}
+		}
+	case TransportInProcess:
+		if s.Server == nil {
+			return &SpecError{Server: s.Name, Field: "type", Rule: `"inprocess" is only for servers of the agent's own process, given as a non-nil *mcp.Server from Go`}
 		}
 	default:
 		return &SpecError{Server: s.Name, Field: "type", Rule: fmt.Sprintf("%q is not a transport (want stdio, http or sse)", s.Transport), Err: ErrUnsupportedTransport}
