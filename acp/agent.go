@@ -36,6 +36,12 @@ type Options struct {
 	// ServerSettings are per-server settings from the config, by server name;
 	// an entry's own _meta timeouts win over them.
 	ServerSettings map[string]ServerSettings
+	// InProcess are MCP servers of this process connected in every session
+	// before the others, over in-memory transports, and bridged like them
+	// (tools "mcp__<name>__<tool>"); see session.CoreOptions.InProcess. The
+	// agent's built-in tools are one: {Name: builtin.Name, New: builtin.New}
+	// (package bridge/builtin, name "acp").
+	InProcess []InProcessServer
 	// Store keeps sessions across restarts. Nil means session.NewMemory().
 	Store session.Store
 	// History is the gateway's conversation history over Store; the agent
@@ -49,6 +55,10 @@ type Options struct {
 // ServerSettings are the config's settings for the server of one name
 // (config "servers"); see session.ServerSettings.
 type ServerSettings = session.ServerSettings
+
+// InProcessServer is an in-process MCP server built per session; see
+// session.InProcessServer.
+type InProcessServer = session.InProcessServer
 
 // postSessionTimeout bounds how long the agent waits for a session/new
 // response to be written before it sends the notifications that follow it.
@@ -107,7 +117,7 @@ func New(opts *Options) *Agent {
 	a.core = session.NewCore(session.CoreOptions{
 		Name: a.opts.Name, Version: a.opts.Version, Gateway: a.gw, Bridge: a.opts.Bridge,
 		DefaultServers: a.opts.DefaultServers, ServerSettings: a.opts.ServerSettings,
-		Store: a.store, History: history, Logger: a.log, ReadyWait: announceWait,
+		InProcess: a.opts.InProcess, Store: a.store, History: history, Logger: a.log, ReadyWait: announceWait,
 	})
 	return a
 }

@@ -36,6 +36,10 @@ func TestParseMCPServers(t *testing.T) {
 		{"unknown type is well-formed", `[{"type":"websocket","name":"ws","url":"ws://x"}]`,
 			[]bridge.ServerSpec{{Name: "ws", Transport: "websocket"}}, ""},
 
+		{"reserved name acp", `[{"name":"fs","command":"a"},{"name":"acp","command":"x"}]`, nil, `mcpServers[1] ("acp") name: "acp" is reserved for the agent's built-in tools`},
+		{"reserved name acp, http", `[{"type":"http","name":"acp","url":"https://x"}]`, nil, `mcpServers[0] ("acp") name: "acp" is reserved`},
+		{"reserved name acp, unknown type", `[{"type":"websocket","name":"acp","url":"ws://x"}]`, nil, `mcpServers[0] ("acp") name: "acp" is reserved`},
+		{"inprocess type from a client", `[{"type":"inprocess","name":"mine"}]`, nil, `mcpServers[0] ("mine") type: "inprocess" is only for servers of the agent's own process`},
 		{"not an array", `{"name":"x"}`, nil, "mcpServers: must be an array"},
 		{"entry not an object", `["fs"]`, nil, "mcpServers[0]: must be an object"},
 		{"empty name", `[{"name":"","command":"x"}]`, nil, "mcpServers[0] name: must be a non-empty string"},

@@ -63,6 +63,13 @@ type CoreOptions struct {
 	// ServerSettings are per-server settings by server name; an entry's own
 	// timeouts and rate limit win over them.
 	ServerSettings map[string]ServerSettings
+	// InProcess are MCP servers of this process, built for each session and
+	// connected before the default and session servers over the go-sdk's
+	// in-memory transports, bridged like any other ("mcp__<Name>__<tool>").
+	// Their names are taken: a default or session server of the same name
+	// is refused (ErrInvalid). They do not count toward the
+	// servers-per-session quota.
+	InProcess []InProcessServer
 	// Store keeps sessions across restarts. Nil means NewMemory().
 	Store Store
 	// History is the gateway's conversation history over Store; each opened
@@ -84,6 +91,16 @@ type ServerSettings struct {
 	// CallsPerMinute overrides the global rate limit; zero inherits,
 	// negative means no limit.
 	CallsPerMinute int
+}
+
+// InProcessServer is one in-process MCP server of every session: New is
+// called at each open with the session's cwd (an absolute path to a
+// directory) and returns the server, or nil to leave it out of that session.
+// New may be called concurrently. [bridge.ReservedServerName] ("acp") is the
+// name of the agent's built-in tools (see package bridge/builtin).
+type InProcessServer struct {
+	Name string
+	New  func(cwd string) *mcp.Server
 }
 
 // turnWait bounds how long ending a session waits for its cancelled turn.
@@ -191,6 +208,10 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err := checkCwd(req.Cwd); err != nil {
 		return nil, err
 	}
+	specs, err = c.withInProcess(req.Cwd, specs)
+	if err != nil {
+		return nil, err
+	}
 	model := ""
 	if req.ID == "" {
 		id := NewID()
@@ -261,6 +282,11 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 		}
 	}
 	specs = append(specs, own...)
+	for _, s := range specs {
+		if slices.ContainsFunc(c.opts.InProcess, func(p InProcessServer) bool { return p.Name == s.Name }) {
+			return nil, fmt.Errorf("%w: mcpServers: server name %q is taken by an in-process server of the agent; choose another name", ErrInvalid, s.Name)
+		}
+	}
 	for i := range specs {
 		if set, ok := c.opts.ServerSettings[specs[i].Name]; ok {
 			specs[i].Timeouts = specs[i].Timeouts.Or(set.Timeouts)
@@ -274,6 +300,30 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 			ErrInvalid, len(specs), len(own), len(specs)-len(own), limit)
 	}
 	return specs, nil
+}
+
+// withInProcess returns specs after the session's in-process servers, built
+// for cwd. A name used twice among them is the embedder's bug.
+func (c *Core) withInProcess(cwd string, specs []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
+	if len(c.opts.InProcess) == 0 {
+		return specs, nil
+	}
+	out := make([]bridge.ServerSpec, 0, len(c.opts.InProcess)+len(specs))
+	for _, p := range c.opts.InProcess {
+		srv := p.New(cwd)
+		if srv == nil {
+			continue
+		}
+		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Server: srv}
+		if err := spec.Validate(); err != nil {
+			return nil, fmt.Errorf("in-process server: %w", err)
+		}
+		if slices.ContainsFunc(out, func(o bridge.ServerSpec) bool { return o.Name == p.Name }) {
+			return nil, fmt.Errorf("in-process server %q is given twice", p.Name)
+		}
+		out = append(out, spec)
+	}
+	return append(out, specs...), nil
 }
 
 // checkCwd checks a session's cwd: an absolute path to an existing

@@ -1,0 +1,107 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// A Go program adds its own in-process MCP servers (here the built-in
+// tools, and one of its own) through CoreOptions.InProcess: each session
+// gets them, built for its cwd, bridged as mcp__<name>__<tool> before the
+// session's own servers.
+func ExampleCoreOptions_inProcess() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	_ = os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o644)
+
+	clock := func(string) *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "clock", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "year", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct {
+				Year int `json:"year"`
+			}, error) {
+				return nil, struct {
+					Year int `json:"year"`
+				}{2026}, nil
+			})
+		return s
+	}
+	core := session.NewCore(session.CoreOptions{
+		Gateway: runner.NewLocal(&runner.Options{Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
+		InProcess: []session.InProcessServer{
+			{Name: builtin.Name, New: builtin.New}, // "acp": read_file, write_file, …
+			{Name: "clock", New: clock},
+		},
+	})
+	defer core.Shutdown()
+
+	s, err := core.Open(ctx, session.OpenRequest{Cwd: dir})
+	if err != nil {
+		fmt.Println("open:", err)
+		return
+	}
+	defer s.End()
+	for _, t := range s.Tools() {
+		fmt.Println("tool:", t.Name)
+	}
+	_, err = s.Prompt(ctx, session.PromptRequest{
+		Content: []gateway.Content{{Type: gateway.ContentText, Text: `/call mcp__acp__read_file {"path":"notes.txt"}`}},
+		Emit: func(ev gateway.Event) {
+			if ev.Kind == gateway.EventToolEnd {
+				fmt.Printf("result: %q\n", gateway.PromptText(ev.Call.Result.Content))
+			}
+		},
+	})
+	if err != nil {
+		fmt.Println("prompt:", err)
+	}
+	// Output:
+	// tool: mcp__acp__edit_file
+	// tool: mcp__acp__list_directory
+	// tool: mcp__acp__read_file
+	// tool: mcp__acp__search_files
+	// tool: mcp__acp__write_file
+	// tool: mcp__clock__year
+	// result: "buy milk\n"
+}
+
+// A default or session server may not take an in-process server's name.
+func TestCore_InProcessNamesAreTaken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mine := func(string) *mcp.Server { return mcp.NewServer(&mcp.Implementation{Name: "mine"}, nil) }
+	for _, tc := range []struct {
+		name     string
+		defaults []bridge.ServerSpec
+		own      []bridge.ServerSpec
+	}{
+		{"session server", nil, []bridge.ServerSpec{{Name: "mine", Transport: bridge.TransportStdio, Command: "x"}}},
+		{"default server", []bridge.ServerSpec{{Name: "mine", Transport: bridge.TransportStdio, Command: "x"}}, nil},
+	} {
+		core := session.NewCore(session.CoreOptions{
+			Gateway:        runner.NewLocal(nil),
+			DefaultServers: tc.defaults,
+			InProcess:      []session.InProcessServer{{Name: "mine", New: mine}},
+		})
+		_, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir(), Servers: tc.own})
+		if !errors.Is(err, session.ErrInvalid) || !strings.Contains(err.Error(), `"mine" is taken by an in-process server`) {
+			t.Errorf("%s named like an in-process server: Open = %v, want ErrInvalid naming it", tc.name, err)
+		}
+		core.Shutdown()
+	}
+}
