@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
@@ -39,6 +40,24 @@ type Config struct {
 	Permissions PermissionsConfig `json:"permissions"`
 	// Store is where sessions are kept.
 	Store StoreConfig `json:"store"`
+	// Tools configures the agent's own tools.
+	Tools ToolsConfig `json:"tools"`
+}
+
+// ToolsConfig is config "tools".
+type ToolsConfig struct {
+	// Builtin turns the built-in tools (server "acp", tools
+	// "mcp__acp__read_file" etc., package bridge/builtin) on or off; absent
+	// means on. Permission globs such as "mcp__acp__*" narrow them.
+	Builtin *bool `json:"builtin"`
+}
+
+// inProcess returns the in-process servers of every session.
+func (t ToolsConfig) inProcess() []acp.InProcessServer {
+	if t.Builtin != nil && !*t.Builtin {
+		return nil
+	}
+	return []acp.InProcessServer{{Name: builtin.Name, New: builtin.New}}
 }
 
 // StoreConfig is config "store".
@@ -286,6 +305,7 @@ func (c *Config) agentOptions() (*acp.Options, error) {
 		settings[name] = acp.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute}
 	}
 	return &acp.Options{
+		InProcess:      c.Tools.inProcess(),
 		DefaultServers: defaults,
 		ServerSettings: settings,
 		Bridge: bridge.Options{

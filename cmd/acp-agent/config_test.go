@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,9 @@ func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 		{`{"mcpServers": {"w": {"type": "http", "url": "https://x", "headers": {"Host": "y"}}}}`, `key "mcpServers.w.headers": header "Host"`},
 		{`{"mcpServers": {"fs": {"command": "x", "env": {"A=B": "1"}}}}`, `key "mcpServers.fs.env": variable name "A=B"`},
 		{`{"sandbox": {"allowHosts": ["https://x.example/"]}}`, `host pattern "https://x.example/"`},
+		{`{"tools": {"builtin": "no"}}`, `key "tools.builtin": must be bool`},
+		{`{"tools": {"builtins": false}}`, `unknown key "builtins"`},
+		{`{"mcpServers": {"acp": {"command": "x"}}}`, `key "mcpServers.acp.name": "acp" is reserved for the agent's built-in tools`},
 		{`[1]`, `must be a JSON object`},
 		{`{"limits": `, `it ends too early`},
 	}
@@ -111,6 +115,37 @@ func TestParseConfig_SharesTheSpecRules(t *testing.T) {
 		err := parseConfig([]byte(tt.json), &Config{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseConfig(%s) = %v, want %q", tt.json, err, tt.want)
+		}
+	}
+}
+
+// The built-in tools (server "acp") are on unless tools.builtin is false.
+func TestConfig_ToolsBuiltin(t *testing.T) {
+	for _, tt := range []struct {
+		json string
+		want []string
+	}{
+		{`{}`, []string{"acp"}},
+		{`{"tools": {"builtin": true}}`, []string{"acp"}},
+		{`{"tools": {"builtin": false}}`, nil},
+	} {
+		var cfg Config
+		if err := parseConfig([]byte(tt.json), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := cfg.agentOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range opts.InProcess {
+			names = append(names, p.Name)
+			if p.New(t.TempDir()) == nil {
+				t.Errorf("%s: in-process server %q builds nil", tt.json, p.Name)
+			}
+		}
+		if !slices.Equal(names, tt.want) {
+			t.Errorf("%s: in-process servers %v, want %v", tt.json, names, tt.want)
 		}
 	}
 }
