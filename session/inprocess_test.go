@@ -105,3 +105,41 @@ func TestCore_InProcessNamesAreTaken(t *testing.T) {
 		core.Shutdown()
 	}
 }
+
+// The built-in tools go through the permission policy like any bridged
+// tool: reads are allowed in ask mode (readOnlyHint), edits ask, and the
+// config's globs narrow them.
+func TestCore_BuiltinPermissions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	core := session.NewCore(session.CoreOptions{
+		Gateway:   runner.NewLocal(nil),
+		InProcess: []session.InProcessServer{{Name: builtin.Name, New: builtin.New}},
+	})
+	defer core.Shutdown()
+	s, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.End()
+	decide := func(p runner.Permissions) map[string]runner.Decision {
+		got := map[string]runner.Decision{}
+		for _, tl := range s.Tools() {
+			got[tl.Name] = p.Decide(tl)
+		}
+		return got
+	}
+	const allow, ask, deny = runner.DecisionAllow, runner.DecisionAsk, runner.DecisionDeny
+	for _, tc := range []struct {
+		p    runner.Permissions
+		want map[string]runner.Decision
+	}{
+		{runner.Permissions{}, map[string]runner.Decision{"mcp__acp__read_file": allow, "mcp__acp__list_directory": allow, "mcp__acp__search_files": allow, "mcp__acp__write_file": ask, "mcp__acp__edit_file": ask}},
+		{runner.Permissions{Deny: []string{"mcp__acp__*"}}, map[string]runner.Decision{"mcp__acp__read_file": deny, "mcp__acp__list_directory": deny, "mcp__acp__search_files": deny, "mcp__acp__write_file": deny, "mcp__acp__edit_file": deny}},
+		{runner.Permissions{Allow: []string{"mcp__acp__edit_file"}, Deny: []string{"mcp__acp__write_file"}}, map[string]runner.Decision{"mcp__acp__read_file": allow, "mcp__acp__list_directory": allow, "mcp__acp__search_files": allow, "mcp__acp__write_file": deny, "mcp__acp__edit_file": allow}},
+	} {
+		if got := decide(tc.p); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%+v: decisions %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
