@@ -170,6 +170,7 @@ func TestAgent_NewSessionRefusesBrokenList(t *testing.T) {
 		{"empty name", []acpsdk.McpServer{acpclient.Stdio("", "x", nil, nil)}, "mcpServers[0] name: must be a non-empty string"},
 		{"empty command", []acpsdk.McpServer{acpclient.Stdio("a", "", nil, nil)}, `mcpServers[0] ("a") command`},
 		{"duplicate", []acpsdk.McpServer{acpclient.Stdio("a", "x", nil, nil), acpclient.Stdio("a", "y", nil, nil)}, `duplicate name "a"`},
+		{"reserved name acp", []acpsdk.McpServer{acpclient.Stdio("acp", "x", nil, nil)}, `mcpServers[0] ("acp") name: "acp" is reserved for the agent's built-in tools`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
