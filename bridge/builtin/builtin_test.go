@@ -73,6 +73,12 @@ func TestConfinement(t *testing.T) {
 	if err := os.Symlink(base, filepath.Join(dir, "up")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join(base, "gone.txt"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("ok.txt", filepath.Join(dir, "inside")); err != nil {
+		t.Fatal(err)
+	}
 	write(t, filepath.Join(dir, "bin.dat"), "ab\x00cd")
 	huge := filepath.Join(dir, "huge.txt")
 	f, err := os.Create(huge)
@@ -95,6 +101,7 @@ func TestConfinement(t *testing.T) {
 		{"write through symlinked dir", "write_file", "up/new.txt", "symbolic link"},
 		{"write dotdot", "write_file", "../new.txt", "outside the session directory"},
 		{"edit symlink out", "edit_file", "link", "symbolic link"},
+		{"write through dangling symlink out", "write_file", "dangling", "symbolic link"},
 		{"list outside", "list_directory", "..", "outside the session directory"},
 		{"search outside", "search_files", "..", "outside the session directory"},
 		{"missing", "read_file", "nope.txt", "no such file"},
@@ -127,8 +134,15 @@ func TestConfinement(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(base, "new.txt")); err == nil {
 		t.Error("write_file created a file outside the session directory")
 	}
-	// Inside paths work, relative or absolute.
-	for _, p := range []string{"ok.txt", filepath.Join(dir, "ok.txt"), "./sub/../ok.txt"} {
+	if _, err := os.Stat(filepath.Join(base, "gone.txt")); err == nil {
+		t.Error("write_file created the target of a link out of the session directory")
+	}
+	// search_files does not follow links out.
+	if got, isErr := call(t, dir, "search_files", map[string]any{"pattern": "**/*.txt", "regex": "secret"}); isErr || got != "no matches" {
+		t.Errorf("search_files found text outside through a link: %q (isError %v)", got, isErr)
+	}
+	// Inside paths work, relative or absolute, and links that stay inside.
+	for _, p := range []string{"ok.txt", filepath.Join(dir, "ok.txt"), "./sub/../ok.txt", "inside"} {
 		if got, isErr := call(t, dir, "read_file", map[string]any{"path": p}); isErr || got != "fine\n" {
 			t.Errorf("read_file %q = %q (isError %v)", p, got, isErr)
 		}
