@@ -112,6 +112,7 @@ func run() error {
 		{"/servers", "filesystem: connected"},
 		{"/tools", "mcp__filesystem__read_text_file"},
 		{fmt.Sprintf(`/call mcp__filesystem__read_text_file {"path":%q}`, note), "Hello from the acp-agent demo!"},
+		{`/call mcp__acp__read_file {"path":"hello.txt"}`, "Hello from the acp-agent demo!"}, // a built-in tool, in process
 		{"/call mcp__fixture__image", "[image image/png"},
 		{`/call mcp__fixture__add {"a": 2, "b": 3}`, "5"},
 		{`/call mcp__web__echo {"message": "over Streamable HTTP"}`, "Echo: over Streamable HTTP"},
