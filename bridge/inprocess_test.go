@@ -54,6 +54,16 @@ func TestInProcessBuiltin(t *testing.T) {
 	if !tools["mcp__acp__read_file"].Annotations.ReadOnlyHint || tools["mcp__acp__edit_file"].Annotations.ReadOnlyHint {
 		t.Error("readOnlyHint not carried: read_file must be read-only, edit_file not")
 	}
+	// The ACP tool kinds the built-ins declare in _meta (bridge.MetaToolKind).
+	for name, kind := range map[string]gateway.ToolKind{
+		"mcp__acp__read_file": gateway.ToolKindRead, "mcp__acp__list_directory": gateway.ToolKindRead,
+		"mcp__acp__write_file": gateway.ToolKindEdit, "mcp__acp__edit_file": gateway.ToolKindEdit,
+		"mcp__acp__search_files": gateway.ToolKindSearch,
+	} {
+		if got := tools[name].Kind; got != kind {
+			t.Errorf("%s: kind %q, want %q", name, got, kind)
+		}
+	}
 	res, err := tools["mcp__acp__read_file"].Execute(ctx, "c1", map[string]any{"path": "hello.txt"}, nil)
 	if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].Text != "hi there\n" {
 		t.Fatalf("read_file = %+v, %v", res, err)
@@ -113,5 +123,37 @@ func TestReservedServerName(t *testing.T) {
 	err := bridge.ServerSpec{Name: "x", Transport: bridge.TransportInProcess}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "*mcp.Server") {
 		t.Errorf("inprocess without Server: Validate = %v", err)
+	}
+}
+
+// A server declares a tool's ACP kind in the tool's _meta; an unknown kind
+// is ignored (the runner then falls back to read or other).
+func TestToolKindFromMeta(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "k", Version: "1"}, nil)
+	for name, kind := range map[string]string{"run": "execute", "odd": "teleport", "plain": ""} {
+		tool := &mcp.Tool{Name: name}
+		if kind != "" {
+			tool.Meta = mcp.Meta{bridge.MetaToolKind: kind}
+		}
+		mcp.AddTool(srv, tool, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	}
+	m := bridge.NewManager(&bridge.Options{Cwd: t.TempDir()})
+	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: "k", Transport: bridge.TransportInProcess, Server: srv}}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close(ctx) }()
+	got := map[string]gateway.ToolKind{}
+	for _, tl := range m.Tools() {
+		got[tl.Name] = tl.Kind
+	}
+	want := map[string]gateway.ToolKind{"mcp__k__run": gateway.ToolKindExecute, "mcp__k__odd": "", "mcp__k__plain": ""}
+	for name, k := range want {
+		if got[name] != k {
+			t.Errorf("%s: kind %q, want %q", name, got[name], k)
+		}
 	}
 }

@@ -29,6 +29,7 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		Description: t.Description,
 		InputSchema: schema,
 		Annotations: ann,
+		Kind:        toolKind(t),
 		Execute: func(ctx context.Context, _ string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			res, err := s.call(ctx, toolName, args, onUpdate)
 			if err != nil {
@@ -37,4 +38,19 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			return res, nil
 		},
 	}
+}
+
+// MetaToolKind is the key of an MCP tool's _meta under which a server may
+// declare the ACP tool kind of its calls ("read", "edit", "search",
+// "execute", "think", "fetch", "delete", "move", "other"): acp-agent's
+// built-in tools do, and so can any server. An unknown value is ignored.
+const MetaToolKind = "acp-agent/kind"
+
+// toolKind returns the ACP tool kind t declares in its _meta, or "".
+func toolKind(t *mcp.Tool) gateway.ToolKind {
+	k, _ := t.Meta[MetaToolKind].(string)
+	if kind := gateway.ToolKind(k); gateway.ValidToolKind(kind) {
+		return kind
+	}
+	return ""
 }

@@ -50,12 +50,30 @@ func (k EventKind) String() string {
 // (https://agentclientprotocol.com/protocol/tool-calls#creating).
 type ToolKind string
 
-// The tool kinds the runner assigns: read for tools annotated readOnlyHint,
-// other for the rest.
+// The ACP tool kinds. A tool declares its kind with [Tool.Kind]; without
+// one the runner shows read for tools annotated readOnlyHint and other for
+// the rest.
 const (
-	ToolKindRead  ToolKind = "read"
-	ToolKindOther ToolKind = "other"
+	ToolKindRead    ToolKind = "read"
+	ToolKindEdit    ToolKind = "edit"
+	ToolKindDelete  ToolKind = "delete"
+	ToolKindMove    ToolKind = "move"
+	ToolKindSearch  ToolKind = "search"
+	ToolKindExecute ToolKind = "execute"
+	ToolKindThink   ToolKind = "think"
+	ToolKindFetch   ToolKind = "fetch"
+	ToolKindOther   ToolKind = "other"
 )
+
+// ValidToolKind reports whether k is one of the ACP tool kinds.
+func ValidToolKind(k ToolKind) bool {
+	switch k {
+	case ToolKindRead, ToolKindEdit, ToolKindDelete, ToolKindMove, ToolKindSearch,
+		ToolKindExecute, ToolKindThink, ToolKindFetch, ToolKindOther:
+		return true
+	}
+	return false
+}
 
 // ToolStatus is the status of a tool call, following ACP.
 type ToolStatus string

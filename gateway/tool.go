@@ -27,6 +27,10 @@ type Tool struct {
 	// Annotations are the MCP tool annotations (hints), never nil after
 	// registration through a Registry.
 	Annotations Annotations
+	// Kind is the ACP tool kind shown for the tool's calls (read, edit,
+	// search, execute, …). Empty means read for a readOnlyHint tool, else
+	// other.
+	Kind ToolKind
 	// Execute runs the tool. args is never nil (an empty call has {}).
 	// onUpdate, if non-nil, receives progress and partial content while the
 	// call runs and must not be called after Execute returns. A failure the

@@ -49,6 +49,10 @@ const (
 	MaxScannedFiles = 20000
 )
 
+// kind is the _meta of a tool declaring its ACP tool kind
+// (bridge.MetaToolKind).
+func kind(k string) mcp.Meta { return mcp.Meta{bridge.MetaToolKind: k} }
+
 // New returns the built-in server for a session whose directory is cwd (an
 // absolute path to a directory). Each call returns a new server; it keeps
 // no state between calls and is safe for concurrent use.
@@ -58,26 +62,31 @@ func New(cwd string) *mcp.Server {
 	no := false
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "read_file",
+		Meta:        kind("read"),
 		Description: "Read a text file. path is relative to the session directory (or absolute inside it); offset is the first line (1-based), limit the number of lines (default and maximum 2000). Lines longer than 2000 characters are cut.",
 		Annotations: &mcp.ToolAnnotations{Title: "Read file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.readFile)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "write_file",
+		Meta:        kind("edit"),
 		Description: "Create a text file, or overwrite it, with content. Missing parent directories are created.",
 		Annotations: &mcp.ToolAnnotations{Title: "Write file", IdempotentHint: true, OpenWorldHint: &no},
 	}, t.writeFile)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "edit_file",
+		Meta:        kind("edit"),
 		Description: "Replace old_text with new_text in a file. old_text must occur exactly once, unless replace_all is true (then every occurrence is replaced). Fails when old_text is not found.",
 		Annotations: &mcp.ToolAnnotations{Title: "Edit file", OpenWorldHint: &no},
 	}, t.editFile)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_directory",
+		Meta:        kind("read"),
 		Description: "List the entries of a directory (name, type, size).",
 		Annotations: &mcp.ToolAnnotations{Title: "List directory", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.listDirectory)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "search_files",
+		Meta:        kind("search"),
 		Description: "Find files under path (default: the session directory) whose path relative to it matches the glob pattern: a pattern without \"/\" matches base names at any depth (\"*.go\"), one with \"/\" whole paths, \"**\" matching any number of directories (\"cmd/**/*.go\"). With regex, return instead the lines of those files matching the regular expression (RE2 syntax), as path:line:text. Results are capped at 200.",
 		Annotations: &mcp.ToolAnnotations{Title: "Search files", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.searchFiles)

@@ -215,7 +215,7 @@ func (r *Client) Close() error {
 func wireTools(tools []*gateway.Tool) []WireTool {
 	out := make([]WireTool, len(tools))
 	for i, t := range tools {
-		out[i] = WireTool{Name: t.Name, Label: t.Label, Group: t.Group, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
+		out[i] = WireTool{Name: t.Name, Label: t.Label, Group: t.Group, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations, Kind: t.Kind}
 	}
 	return out
 }

@@ -76,6 +76,8 @@ type WireTool struct {
 	Description string              `json:"description,omitempty"`
 	InputSchema json.RawMessage     `json:"inputSchema,omitempty"`
 	Annotations gateway.Annotations `json:"annotations"`
+	// Kind is the tool's ACP tool kind, when it declares one.
+	Kind gateway.ToolKind `json:"kind,omitempty"`
 }
 
 // SetExtraToolsParams is "sessions.setExtraTools".

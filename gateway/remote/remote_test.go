@@ -51,7 +51,7 @@ func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
 	r := dialRemote(t, url, "s3cret")
 	var ranHere bool
-	tool := &gateway.Tool{Name: "mcp__local__echo", Label: "local/echo", Annotations: gateway.Annotations{ReadOnlyHint: true},
+	tool := &gateway.Tool{Name: "mcp__local__echo", Label: "local/echo", Annotations: gateway.Annotations{ReadOnlyHint: true}, Kind: gateway.ToolKindSearch,
 		Execute: func(_ context.Context, _ string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			ranHere = true
 			onUpdate(gateway.ToolUpdate{Progress: 1, Total: 2})
@@ -73,7 +73,8 @@ func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
 			end = e.Call
 		}
 	}
-	if end == nil || end.Title != "local/echo" || end.Result.Content[0].Text != "Echo: over ws" {
+	// The tool's kind crosses the wire (WireTool.Kind).
+	if end == nil || end.Title != "local/echo" || end.Kind != gateway.ToolKindSearch || end.Result.Content[0].Text != "Echo: over ws" {
 		t.Errorf("events %v, end %+v", kinds, end)
 	}
 	// The translator keeps the history.

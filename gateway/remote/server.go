@@ -388,7 +388,7 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 // proxy is the gateway side of a translator's tool: Execute invokes it back
 // over the connection that registered it.
 func (c *serverConn) proxy(key string, wt WireTool) *gateway.Tool {
-	return &gateway.Tool{Name: wt.Name, Label: wt.Label, Group: wt.Group, Description: wt.Description, InputSchema: wt.InputSchema, Annotations: wt.Annotations,
+	return &gateway.Tool{Name: wt.Name, Label: wt.Label, Group: wt.Group, Description: wt.Description, InputSchema: wt.InputSchema, Annotations: wt.Annotations, Kind: wt.Kind,
 		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			if onUpdate != nil {
 				c.mu.Lock()

@@ -285,7 +285,10 @@ func (r *Runner) announce(tools []*gateway.Tool, call gateway.ToolCall, emit fun
 	p.ev = gateway.ToolCallEvent{ID: call.ID, Name: call.Name, Title: call.Name, Kind: gateway.ToolKindOther, RawInput: call.Args, Status: gateway.ToolPending}
 	if p.tool != nil {
 		p.ev.Title = p.tool.Title()
-		if p.tool.Annotations.ReadOnlyHint {
+		switch {
+		case p.tool.Kind != "":
+			p.ev.Kind = p.tool.Kind
+		case p.tool.Annotations.ReadOnlyHint:
 			p.ev.Kind = gateway.ToolKindRead
 		}
 	}

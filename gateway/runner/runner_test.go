@@ -254,3 +254,31 @@ func blockingTool(started chan struct{}) *gateway.Tool {
 		return gateway.Result{}, ctx.Err()
 	}}
 }
+
+// A tool's declared Kind is what its calls show; without one, read-only
+// tools show read and the rest other.
+func TestRunner_ToolKind(t *testing.T) {
+	search := echoTool("mcp__srv__find")
+	search.Kind = gateway.ToolKindSearch
+	write := echoTool("mcp__srv__write")
+	write.Annotations.ReadOnlyHint = false
+	for _, tt := range []struct {
+		tool *gateway.Tool
+		want gateway.ToolKind
+	}{
+		{search, gateway.ToolKindSearch},
+		{echoTool("mcp__srv__echo"), gateway.ToolKindRead},
+		{write, gateway.ToolKindOther},
+	} {
+		reg := &gateway.Registry{}
+		reg.Set("k", []*gateway.Tool{tt.tool})
+		r := New(reg, &Options{Permissions: Permissions{Mode: PermissionAllow}})
+		evs, emit := collect()
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call " + tt.tool.Name)}}, emit); err != nil {
+			t.Fatal(err)
+		}
+		if got := (*evs)[0].Call.Kind; got != tt.want {
+			t.Errorf("%s: kind %q, want %q", tt.tool.Name, got, tt.want)
+		}
+	}
+}
