@@ -12,23 +12,31 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// connect connects a client to a new built-in server for dir over in-memory
+// transports, as the bridge does; both end with the test.
+func connect(t *testing.T, ctx context.Context, dir string) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := New(dir).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // call calls tool on a new built-in server for dir over in-memory
 // transports, as the bridge does, and returns the result's text and isError.
 func call(t *testing.T, dir, tool string, args map[string]any) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := New(dir).Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, ctx, dir)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: protocol error %v", tool, err)
@@ -264,17 +272,7 @@ func TestSearchFiles(t *testing.T) {
 
 func TestAnnotations(t *testing.T) {
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := New(t.TempDir()).Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, ctx, t.TempDir())
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
