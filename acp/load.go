@@ -28,7 +28,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	}
 	id := string(p.SessionId)
 	replay := func(turns []session.Turn) { a.replay(ctx, id, turns) }
-	s, err := a.open(ctx, session.OpenRequest{ID: id, Cwd: p.Cwd, Servers: own, Replay: replay}, true)
+	s, err := a.open(ctx, session.OpenRequest{ID: id, Cwd: p.Cwd, AdditionalDirectories: p.AdditionalDirectories, Servers: own, Replay: replay}, true)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
@@ -43,7 +43,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
-	s, err := a.open(ctx, session.OpenRequest{ID: string(p.SessionId), Cwd: p.Cwd, Servers: own}, true)
+	s, err := a.open(ctx, session.OpenRequest{ID: string(p.SessionId), Cwd: p.Cwd, AdditionalDirectories: p.AdditionalDirectories, Servers: own}, true)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
@@ -119,8 +119,7 @@ func replayUpdates(turns []session.Turn) []acpsdk.SessionUpdate {
 				if res.IsError {
 					status = gateway.ToolFailed
 				}
-				u, _ := sessionUpdate(gateway.Event{Kind: gateway.EventToolEnd, Call: &gateway.ToolCallEvent{ID: m.ToolCallID, Status: status, Result: res}})
-				out = append(out, u)
+				out = append(out, sessionUpdates(gateway.Event{Kind: gateway.EventToolEnd, Call: &gateway.ToolCallEvent{ID: m.ToolCallID, Status: status, Result: res}})...)
 			}
 		}
 	}

@@ -48,7 +48,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		stop, err = s.Prompt(ctx, session.PromptRequest{
 			Content: content, System: systemPrompt(s.Cwd()), Ask: a.askFunc(s.ID()),
 			Emit: func(ev gateway.Event) {
-				if u, ok := sessionUpdate(ev); ok {
+				for _, u := range sessionUpdates(ev) {
 					send(u)
 				}
 			},

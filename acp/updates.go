@@ -8,49 +8,112 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// sessionUpdate maps a gateway event to its session/update
-// (https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output
-// and https://agentclientprotocol.com/protocol/tool-calls). It reports false
-// for an event with nothing to send.
-func sessionUpdate(ev gateway.Event) (acpsdk.SessionUpdate, bool) {
+// sessionUpdates maps a gateway event to its session/update notifications
+// (https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output,
+// https://agentclientprotocol.com/protocol/tool-calls and
+// https://agentclientprotocol.com/protocol/agent-plan), in order: none for
+// an event with nothing to send, one for most, and for a finished call that
+// updates the plan its tool_call_update then the plan.
+func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 	switch ev.Kind {
 	case gateway.EventTextDelta:
-		return acpsdk.UpdateAgentMessageText(ev.Text), ev.Text != ""
+		if ev.Text == "" {
+			return nil
+		}
+		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessageText(ev.Text)}
 	case gateway.EventThoughtDelta:
-		return acpsdk.UpdateAgentThoughtText(ev.Text), ev.Text != ""
+		if ev.Text == "" {
+			return nil
+		}
+		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentThoughtText(ev.Text)}
 	}
 	c := ev.Call
 	if c == nil {
-		return acpsdk.SessionUpdate{}, false
+		return nil
 	}
 	id := acpsdk.ToolCallId(c.ID)
 	switch ev.Kind {
 	case gateway.EventToolStart:
-		return acpsdk.StartToolCall(id, c.Title,
+		return []acpsdk.SessionUpdate{acpsdk.StartToolCall(id, c.Title,
 			acpsdk.WithStartKind(acpsdk.ToolKind(c.Kind)),
 			acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
-			acpsdk.WithStartRawInput(c.RawInput)), true
+			acpsdk.WithStartRawInput(c.RawInput))}
 	case gateway.EventToolUpdate:
 		opts := []acpsdk.ToolCallUpdateOpt{acpsdk.WithUpdateStatus(acpsdk.ToolCallStatus(c.Status))}
 		if u := c.Update; u != nil {
-			blocks := toolContent(u.Content)
+			blocks := append(showContent(u.Show), toolContent(u.Content)...)
 			if len(blocks) == 0 {
 				blocks = []acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(progressText(u)))}
 			}
 			opts = append(opts, acpsdk.WithUpdateContent(blocks))
+			if locs := showLocations(u.Show); locs != nil {
+				opts = append(opts, acpsdk.WithUpdateLocations(locs))
+			}
 		}
-		return acpsdk.UpdateToolCall(id, opts...), true
+		return []acpsdk.SessionUpdate{acpsdk.UpdateToolCall(id, opts...)}
 	case gateway.EventToolEnd:
 		res := c.Result
 		if res == nil {
 			res = &gateway.Result{}
 		}
-		return acpsdk.UpdateToolCall(id,
+		opts := []acpsdk.ToolCallUpdateOpt{
 			acpsdk.WithUpdateStatus(acpsdk.ToolCallStatus(c.Status)),
-			acpsdk.WithUpdateContent(toolContent(res.Content)),
-			acpsdk.WithUpdateRawOutput(rawOutput(res))), true
+			acpsdk.WithUpdateContent(append(showContent(res.Show), toolContent(res.Content)...)),
+			acpsdk.WithUpdateRawOutput(rawOutput(res)),
+		}
+		if locs := showLocations(res.Show); locs != nil {
+			opts = append(opts, acpsdk.WithUpdateLocations(locs))
+		}
+		out := []acpsdk.SessionUpdate{acpsdk.UpdateToolCall(id, opts...)}
+		if res.Show != nil && res.Show.Plan != nil {
+			out = append(out, planUpdate(res.Show.Plan))
+		}
+		return out
 	}
-	return acpsdk.SessionUpdate{}, false
+	return nil
+}
+
+// showContent is the tool_call content a call's Show adds before its own
+// blocks: a diff per changed file, then the terminals it ran in.
+func showContent(sh *gateway.Show) []acpsdk.ToolCallContent {
+	if sh == nil {
+		return nil
+	}
+	out := make([]acpsdk.ToolCallContent, 0, len(sh.Diffs)+len(sh.Terminals))
+	for _, d := range sh.Diffs {
+		out = append(out, acpsdk.ToolCallContent{Diff: &acpsdk.ToolCallContentDiff{Type: "diff", Path: d.Path, OldText: d.OldText, NewText: d.NewText}})
+	}
+	for _, t := range sh.Terminals {
+		out = append(out, acpsdk.ToolTerminalRef(t))
+	}
+	return out
+}
+
+// showLocations are the tool call locations of a Show, or nil.
+func showLocations(sh *gateway.Show) []acpsdk.ToolCallLocation {
+	if sh == nil || len(sh.Locations) == 0 {
+		return nil
+	}
+	out := make([]acpsdk.ToolCallLocation, 0, len(sh.Locations))
+	for _, l := range sh.Locations {
+		loc := acpsdk.ToolCallLocation{Path: l.Path}
+		if l.Line > 0 {
+			line := l.Line
+			loc.Line = &line
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+// planUpdate is the "plan" session/update of a plan: the whole list.
+func planUpdate(p *gateway.Plan) acpsdk.SessionUpdate {
+	entries := make([]acpsdk.PlanEntry, 0, len(p.Entries))
+	for _, e := range p.Entries {
+		entries = append(entries, acpsdk.PlanEntry{Content: e.Content,
+			Status: acpsdk.PlanEntryStatus(e.Status), Priority: acpsdk.PlanEntryPriority(e.Priority)})
+	}
+	return acpsdk.UpdatePlan(entries...)
 }
 
 // toolContent maps result blocks to tool_call content, one for one.

@@ -538,7 +538,9 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 		}
 		return gateway.Result{}, err
 	}
-	return resultFromMCP(capResult(res, s.opts.Limits)), nil
+	out := resultFromMCP(capResult(res, s.opts.Limits))
+	out.Show = showFromMeta(s.spec.Transport, res.Meta)
+	return out, nil
 }
 
 // reconnect replaces the client session stale with a fresh one: a new
@@ -652,7 +654,8 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	fan.mu.Lock()
 	defer fan.mu.Unlock()
 	if fan.fn != nil {
-		fan.fn(gateway.ToolUpdate{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+		fan.fn(gateway.ToolUpdate{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message,
+			Show: showFromMeta(s.spec.Transport, req.Params.Meta)})
 	}
 }
 

@@ -78,6 +78,9 @@ type ToolUpdate struct {
 	Message string `json:"message,omitempty"`
 	// Content is partial content to show, if any.
 	Content []Content `json:"content,omitempty"`
+	// Show is what the client should show of the running call (a live
+	// terminal, the files it works on), if anything.
+	Show *Show `json:"show,omitempty"`
 }
 
 // Result is the outcome of one tool call. Nothing is dropped here: every
@@ -95,6 +98,58 @@ type Result struct {
 	// tool, the whole CallToolResult), reported to the client as rawOutput.
 	// Nil means none.
 	Raw any `json:"raw,omitempty"`
+	// Show is what the client should show of the call beyond its content
+	// (diffs, terminals, locations, a plan), if anything. Models never see
+	// it.
+	Show *Show `json:"show,omitempty"`
+}
+
+// Show is how a client should present a tool call, beyond its content
+// blocks, following ACP tool call content and locations
+// (https://agentclientprotocol.com/protocol/tool-calls#content) and agent
+// plans (https://agentclientprotocol.com/protocol/agent-plan). A tool of a
+// trusted in-process server declares it in MCP _meta (see package bridge,
+// MetaShow); the ACP front end maps it.
+type Show struct {
+	// Diffs are the file changes the call made, in order.
+	Diffs []Diff `json:"diffs,omitempty"`
+	// Terminals are the IDs of client terminals (ACP terminal/create) whose
+	// output the call shows.
+	Terminals []string `json:"terminals,omitempty"`
+	// Locations are the files (and lines) the call works on, for a client
+	// that follows along.
+	Locations []Location `json:"locations,omitempty"`
+	// Plan, when not nil, replaces the session's plan (ACP "plan" update);
+	// a Plan without entries clears it.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+// Plan is an agent plan: the model's task list, whole.
+type Plan struct {
+	Entries []PlanEntry `json:"entries"`
+}
+
+// Diff is one file change: Path (absolute), the text before (nil for a new
+// file) and after.
+type Diff struct {
+	Path    string  `json:"path"`
+	OldText *string `json:"oldText,omitempty"`
+	NewText string  `json:"newText"`
+}
+
+// Location is a file a call works on: an absolute Path and, when known, a
+// 1-based Line (0 means none).
+type Location struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+}
+
+// PlanEntry is one task of an agent plan: Content, its Status ("pending",
+// "in_progress", "completed") and Priority ("high", "medium", "low").
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Status   string `json:"status"`
+	Priority string `json:"priority"`
 }
 
 // ContentType names the kind of a Content block, following the MCP content
