@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
@@ -79,6 +81,9 @@ type Agent struct {
 
 	tasks sync.WaitGroup // notification senders started by NewSession
 
+	// caps are the client's fs and terminal capabilities from initialize.
+	caps atomic.Pointer[editor.Capabilities]
+
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
 	// notifications are sent.
 	beforeAnnounce func()
@@ -145,6 +150,16 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return nil
 }
 
+// editor returns the editor of session sid: the client's fs/* and
+// terminal/* methods it advertised at initialize (none before initialize).
+func (a *Agent) editor(sid string) editor.Editor {
+	e := &clientEditor{conn: a.connection(), sid: acpsdk.SessionId(sid)}
+	if caps := a.caps.Load(); caps != nil {
+		e.caps = *caps
+	}
+	return e
+}
+
 // connection returns the ACP connection once Serve has set it up.
 func (a *Agent) connection() *acpsdk.AgentSideConnection {
 	<-a.ready
@@ -164,6 +179,11 @@ func (a *Agent) Shutdown() {
 // (https://agentclientprotocol.com/protocol/initialization).
 func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
 	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo))
+	a.caps.Store(&editor.Capabilities{
+		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
+		WriteTextFile: p.ClientCapabilities.Fs.WriteTextFile,
+		Terminal:      p.ClientCapabilities.Terminal,
+	})
 	return acpsdk.InitializeResponse{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
@@ -174,9 +194,11 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
 			McpCapabilities:    acpsdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: acpsdk.SessionCapabilities{
-				Close:  &acpsdk.SessionCloseCapabilities{},
-				List:   &acpsdk.SessionListCapabilities{},
-				Resume: &acpsdk.SessionResumeCapabilities{},
+				// The built-in tools work in the additional directories too.
+				AdditionalDirectories: &acpsdk.SessionAdditionalDirectoriesCapabilities{},
+				Close:                 &acpsdk.SessionCloseCapabilities{},
+				List:                  &acpsdk.SessionListCapabilities{},
+				Resume:                &acpsdk.SessionResumeCapabilities{},
 			},
 		},
 		AuthMethods: []acpsdk.AuthMethod{},
@@ -211,7 +233,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
 	key, _ := p.Meta[session.MetaKey].(string)
-	s, err := a.open(ctx, session.OpenRequest{Key: key, Cwd: p.Cwd, Servers: own}, false)
+	s, err := a.open(ctx, session.OpenRequest{Key: key, Cwd: p.Cwd, AdditionalDirectories: p.AdditionalDirectories, Servers: own}, false)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
@@ -237,6 +259,7 @@ func ownServers(meta map[string]any) ([]bridge.ServerSpec, error) {
 func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (*session.Session, error) {
 	announced := make(chan struct{})
 	req.Ready = announced
+	req.Editor = a.editor
 	s, err := a.core.Open(ctx, req)
 	if err != nil {
 		close(announced) // a prompt that found the session while it opened goes on

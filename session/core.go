@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
@@ -94,13 +95,27 @@ type ServerSettings struct {
 }
 
 // InProcessServer is one in-process MCP server of every session: New is
-// called at each open with the session's cwd (an absolute path to a
-// directory) and returns the server, or nil to leave it out of that session.
-// New may be called concurrently. [bridge.ReservedServerName] ("acp") is the
-// name of the agent's built-in tools (see package bridge/builtin).
+// called at each open with the session's environment and returns the
+// server, or nil to leave it out of that session. New may be called
+// concurrently. [bridge.ReservedServerName] ("acp") is the name of the
+// agent's built-in tools (see package bridge/builtin).
 type InProcessServer struct {
 	Name string
-	New  func(cwd string) *mcp.Server
+	New  func(InProcessEnv) *mcp.Server
+}
+
+// InProcessEnv is what an in-process server of one session is built with.
+type InProcessEnv struct {
+	// SessionID is the session's ID.
+	SessionID string
+	// Cwd is the session's working directory, an absolute path to a
+	// directory; AdditionalDirectories are the other directories the
+	// client gave the session (ACP additionalDirectories), absolute too.
+	Cwd                   string
+	AdditionalDirectories []string
+	// Editor is the session's editor (ACP fs/* and terminal/*), or nil when
+	// the front end has none.
+	Editor editor.Editor
 }
 
 // turnWait bounds how long ending a session waits for its cancelled turn.
@@ -169,6 +184,14 @@ type OpenRequest struct {
 	// Cwd is the session's working directory: an absolute path to an
 	// existing directory, else the error wraps ErrInvalid.
 	Cwd string
+	// AdditionalDirectories are more directories of the session (ACP
+	// additionalDirectories), under the same rule as Cwd. Only in-process
+	// servers see them (InProcessEnv); they are not stored, so a reopen
+	// passes them again.
+	AdditionalDirectories []string
+	// Editor, if set, returns the editor of the session whose ID it is
+	// given; it is called once, before the in-process servers are built.
+	Editor func(sessionID string) editor.Editor
 	// Servers are the session's own MCP servers, already well-formed; the
 	// default servers are merged in and the per-server settings applied.
 	Servers []bridge.ServerSpec
@@ -205,16 +228,28 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCwd(req.Cwd); err != nil {
+	if err := checkDir("cwd", req.Cwd); err != nil {
 		return nil, err
 	}
-	specs, err = c.withInProcess(req.Cwd, specs)
+	for i, d := range req.AdditionalDirectories {
+		if err := checkDir(fmt.Sprintf("additionalDirectories[%d]", i), d); err != nil {
+			return nil, err
+		}
+	}
+	id := req.ID
+	if id == "" {
+		id = NewID()
+	}
+	env := InProcessEnv{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: slices.Clone(req.AdditionalDirectories)}
+	if req.Editor != nil && len(c.opts.InProcess) > 0 {
+		env.Editor = req.Editor(id)
+	}
+	specs, err = c.withInProcess(env, specs)
 	if err != nil {
 		return nil, err
 	}
 	model := ""
 	if req.ID == "" {
-		id := NewID()
 		key := req.Key
 		if strings.TrimSpace(key) == "" {
 			key = Key(id, nil)
@@ -303,14 +338,14 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 }
 
 // withInProcess returns specs after the session's in-process servers, built
-// for cwd. A name used twice among them is the embedder's bug.
-func (c *Core) withInProcess(cwd string, specs []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
+// for env. A name used twice among them is the embedder's bug.
+func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 	if len(c.opts.InProcess) == 0 {
 		return specs, nil
 	}
 	out := make([]bridge.ServerSpec, 0, len(c.opts.InProcess)+len(specs))
 	for _, p := range c.opts.InProcess {
-		srv := p.New(cwd)
+		srv := p.New(env)
 		if srv == nil {
 			continue
 		}
@@ -326,20 +361,21 @@ func (c *Core) withInProcess(cwd string, specs []bridge.ServerSpec) ([]bridge.Se
 	return append(out, specs...), nil
 }
 
-// checkCwd checks a session's cwd: an absolute path to an existing
-// directory, since the session's stdio servers start there.
-func checkCwd(cwd string) error {
-	if !filepath.IsAbs(cwd) {
-		return fmt.Errorf("%w: cwd %q must be an absolute path", ErrInvalid, cwd)
+// checkDir checks a session directory given in field (the cwd, where the
+// session's stdio servers start, or an additional directory): an absolute
+// path to an existing directory.
+func checkDir(field, dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%w: %s %q must be an absolute path", ErrInvalid, field, dir)
 	}
-	fi, err := os.Stat(cwd)
+	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: cwd %q does not exist", ErrInvalid, cwd)
+		return fmt.Errorf("%w: %s %q does not exist", ErrInvalid, field, dir)
 	case err != nil:
-		return fmt.Errorf("%w: cwd %q cannot be used: %v", ErrInvalid, cwd, err)
+		return fmt.Errorf("%w: %s %q cannot be used: %v", ErrInvalid, field, dir, err)
 	case !fi.IsDir():
-		return fmt.Errorf("%w: cwd %q is not a directory", ErrInvalid, cwd)
+		return fmt.Errorf("%w: %s %q is not a directory", ErrInvalid, field, dir)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
+	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
@@ -29,7 +30,7 @@ func ExampleCoreOptions_inProcess() {
 	defer os.RemoveAll(dir)
 	_ = os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o644)
 
-	clock := func(string) *mcp.Server {
+	clock := func(session.InProcessEnv) *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: "clock", Version: "1"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "year", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct {
@@ -44,7 +45,9 @@ func ExampleCoreOptions_inProcess() {
 	core := session.NewCore(session.CoreOptions{
 		Gateway: runner.NewLocal(&runner.Options{Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		InProcess: []session.InProcessServer{
-			{Name: builtin.Name, New: builtin.New}, // "acp": read_file, write_file, …
+			{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server { // "acp": read_file, write_file, …
+				return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+			}},
 			{Name: "clock", New: clock},
 		},
 	})
@@ -84,7 +87,7 @@ func ExampleCoreOptions_inProcess() {
 func TestCore_InProcessNamesAreTaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mine := func(string) *mcp.Server { return mcp.NewServer(&mcp.Implementation{Name: "mine"}, nil) }
+	mine := func(session.InProcessEnv) *mcp.Server { return mcp.NewServer(&mcp.Implementation{Name: "mine"}, nil) }
 	for _, tc := range []struct {
 		name     string
 		defaults []bridge.ServerSpec
@@ -114,7 +117,7 @@ func TestCore_BuiltinPermissions(t *testing.T) {
 	defer cancel()
 	core := session.NewCore(session.CoreOptions{
 		Gateway:   runner.NewLocal(nil),
-		InProcess: []session.InProcessServer{{Name: builtin.Name, New: builtin.New}},
+		InProcess: []session.InProcessServer{{Name: builtin.Name, New: builtinServer}},
 	})
 	defer core.Shutdown()
 	s, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir()})
@@ -140,6 +143,55 @@ func TestCore_BuiltinPermissions(t *testing.T) {
 	} {
 		if got := decide(tc.p); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%+v: decisions %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+// builtinServer builds the built-in server of a session, as the agent does.
+func builtinServer(env session.InProcessEnv) *mcp.Server {
+	return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+}
+
+// nullEditor is an editor.Editor that offers nothing.
+type nullEditor struct{ editor.Editor }
+
+func (nullEditor) Capabilities() editor.Capabilities { return editor.Capabilities{} }
+
+// An in-process server is built with the session's ID, cwd, additional
+// directories and editor; an additional directory that is not an absolute
+// path to a directory is refused, naming it.
+func TestCore_InProcessEnv(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var got session.InProcessEnv
+	var editorFor string
+	core := session.NewCore(session.CoreOptions{
+		Gateway: runner.NewLocal(nil),
+		InProcess: []session.InProcessServer{{Name: "mine", New: func(env session.InProcessEnv) *mcp.Server {
+			got = env
+			return mcp.NewServer(&mcp.Implementation{Name: "mine"}, nil)
+		}}},
+	})
+	defer core.Shutdown()
+	cwd, extra := t.TempDir(), t.TempDir()
+	s, err := core.Open(ctx, session.OpenRequest{Cwd: cwd, AdditionalDirectories: []string{extra},
+		Editor: func(sid string) editor.Editor { editorFor = sid; return nullEditor{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.End()
+	if got.SessionID != s.ID() || editorFor != s.ID() || got.Cwd != cwd || len(got.AdditionalDirectories) != 1 || got.AdditionalDirectories[0] != extra || got.Editor == nil {
+		t.Errorf("env = %+v (editor built for %q), want session %s, cwd %s, dirs [%s] and the editor", got, editorFor, s.ID(), cwd, extra)
+	}
+
+	file := filepath.Join(cwd, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"rel/dir", filepath.Join(cwd, "missing"), file} {
+		_, err := core.Open(ctx, session.OpenRequest{Cwd: cwd, AdditionalDirectories: []string{extra, dir}})
+		if !errors.Is(err, session.ErrInvalid) || !strings.Contains(err.Error(), "additionalDirectories[1]") || !strings.Contains(err.Error(), dir) {
+			t.Errorf("additional directory %q: err = %v, want ErrInvalid naming additionalDirectories[1] and the path", dir, err)
 		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
 )
 
 // Name is the built-in server's name: its tools are "mcp__acp__<tool>".
@@ -53,11 +54,23 @@ const (
 // (bridge.MetaToolKind).
 func kind(k string) mcp.Meta { return mcp.Meta{bridge.MetaToolKind: k} }
 
-// New returns the built-in server for a session whose directory is cwd (an
-// absolute path to a directory). Each call returns a new server; it keeps
-// no state between calls and is safe for concurrent use.
-func New(cwd string) *mcp.Server {
-	t := &tools{root: cwd}
+// Options are the session a built-in server works for.
+type Options struct {
+	// Root is the session cwd, an absolute path to a directory: relative
+	// paths start there.
+	Root string
+	// Dirs are more absolute directories the tools may work in (ACP
+	// additionalDirectories).
+	Dirs []string
+	// Editor is the session's editor, or nil: the tools use the methods it
+	// offers and work locally otherwise.
+	Editor editor.Editor
+}
+
+// New returns the built-in server of one session. Each call returns a new
+// server, safe for concurrent use.
+func New(opts Options) *mcp.Server {
+	t := &tools{root: opts.Root, dirs: opts.Dirs, editor: opts.Editor}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, nil)
 	no := false
 	mcp.AddTool(s, &mcp.Tool{

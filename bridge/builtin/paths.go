@@ -7,11 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/seed02d3eb6b/acp-agent/editor"
 )
 
-// tools holds the session directory the tools are confined to.
+// tools holds the session directories the tools are confined to, and the
+// session's editor.
 type tools struct {
-	root string // the session cwd, absolute
+	root   string        // the session cwd, absolute
+	dirs   []string      // additional directories, absolute
+	editor editor.Editor // nil: local only
 }
 
 // resolve turns path (relative to the root, or absolute) into the real path

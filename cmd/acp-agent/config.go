@@ -14,11 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // Config is the config file (--config, default
@@ -57,7 +60,9 @@ func (t ToolsConfig) inProcess() []acp.InProcessServer {
 	if t.Builtin != nil && !*t.Builtin {
 		return nil
 	}
-	return []acp.InProcessServer{{Name: builtin.Name, New: builtin.New}}
+	return []acp.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
+		return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+	}}}
 }
 
 // StoreConfig is config "store".

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -140,7 +141,7 @@ func TestConfig_ToolsBuiltin(t *testing.T) {
 		var names []string
 		for _, p := range opts.InProcess {
 			names = append(names, p.Name)
-			if p.New(t.TempDir()) == nil {
+			if p.New(session.InProcessEnv{Cwd: t.TempDir()}) == nil {
 				t.Errorf("%s: in-process server %q builds nil", tt.json, p.Name)
 			}
 		}

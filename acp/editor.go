@@ -1,0 +1,122 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/editor"
+)
+
+// clientEditor is one session's editor.Editor over the ACP connection: the
+// client's fs/* and terminal/* methods, each offered only when the client
+// advertised it at initialize (clientCapabilities.fs.readTextFile,
+// fs.writeTextFile, terminal).
+type clientEditor struct {
+	conn *acpsdk.AgentSideConnection
+	sid  acpsdk.SessionId
+	caps editor.Capabilities
+}
+
+var _ editor.Editor = (*clientEditor)(nil)
+
+// errNotOffered is the error of a method the client did not advertise.
+func errNotOffered(method string) error {
+	return fmt.Errorf("the client does not offer %s (not in its clientCapabilities)", method)
+}
+
+func (e *clientEditor) Capabilities() editor.Capabilities { return e.caps }
+
+func (e *clientEditor) ReadTextFile(ctx context.Context, path string, line, limit int) (string, error) {
+	if !e.caps.ReadTextFile {
+		return "", errNotOffered("fs/read_text_file")
+	}
+	req := acpsdk.ReadTextFileRequest{SessionId: e.sid, Path: path}
+	if line > 0 {
+		req.Line = &line
+	}
+	if limit > 0 {
+		req.Limit = &limit
+	}
+	res, err := e.conn.ReadTextFile(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("fs/read_text_file %s: %w", path, err)
+	}
+	return res.Content, nil
+}
+
+func (e *clientEditor) WriteTextFile(ctx context.Context, path, content string) error {
+	if !e.caps.WriteTextFile {
+		return errNotOffered("fs/write_text_file")
+	}
+	if _, err := e.conn.WriteTextFile(ctx, acpsdk.WriteTextFileRequest{SessionId: e.sid, Path: path, Content: content}); err != nil {
+		return fmt.Errorf("fs/write_text_file %s: %w", path, err)
+	}
+	return nil
+}
+
+func (e *clientEditor) CreateTerminal(ctx context.Context, r editor.TerminalRequest) (editor.Terminal, error) {
+	if !e.caps.Terminal {
+		return nil, errNotOffered("terminal/create")
+	}
+	req := acpsdk.CreateTerminalRequest{SessionId: e.sid, Command: r.Command, Args: r.Args}
+	if r.Cwd != "" {
+		req.Cwd = &r.Cwd
+	}
+	for _, kv := range r.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		req.Env = append(req.Env, acpsdk.EnvVariable{Name: name, Value: value})
+	}
+	if r.OutputByteLimit > 0 {
+		req.OutputByteLimit = &r.OutputByteLimit
+	}
+	res, err := e.conn.CreateTerminal(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("terminal/create: %w", err)
+	}
+	return &clientTerminal{e: e, id: res.TerminalId}, nil
+}
+
+// clientTerminal is a terminal of the client, by ID.
+type clientTerminal struct {
+	e  *clientEditor
+	id string
+}
+
+func (t *clientTerminal) ID() string { return t.id }
+
+func (t *clientTerminal) Output(ctx context.Context) (editor.Output, error) {
+	res, err := t.e.conn.TerminalOutput(ctx, acpsdk.TerminalOutputRequest{SessionId: t.e.sid, TerminalId: t.id})
+	if err != nil {
+		return editor.Output{}, fmt.Errorf("terminal/output %s: %w", t.id, err)
+	}
+	out := editor.Output{Text: res.Output, Truncated: res.Truncated}
+	if s := res.ExitStatus; s != nil {
+		out.Exit = &editor.ExitStatus{Code: s.ExitCode, Signal: deref(s.Signal)}
+	}
+	return out, nil
+}
+
+func (t *clientTerminal) WaitForExit(ctx context.Context) (editor.ExitStatus, error) {
+	res, err := t.e.conn.WaitForTerminalExit(ctx, acpsdk.WaitForTerminalExitRequest{SessionId: t.e.sid, TerminalId: t.id})
+	if err != nil {
+		return editor.ExitStatus{}, fmt.Errorf("terminal/wait_for_exit %s: %w", t.id, err)
+	}
+	return editor.ExitStatus{Code: res.ExitCode, Signal: deref(res.Signal)}, nil
+}
+
+func (t *clientTerminal) Kill(ctx context.Context) error {
+	if _, err := t.e.conn.KillTerminal(ctx, acpsdk.KillTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
+		return fmt.Errorf("terminal/kill %s: %w", t.id, err)
+	}
+	return nil
+}
+
+func (t *clientTerminal) Release(ctx context.Context) error {
+	if _, err := t.e.conn.ReleaseTerminal(ctx, acpsdk.ReleaseTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
+		return fmt.Errorf("terminal/release %s: %w", t.id, err)
+	}
+	return nil
+}
