@@ -1,7 +1,8 @@
 // Package acpclient is a small ACP client used by acp-agent's tests and demo
 // (https://agentclientprotocol.com/protocol/overview). It records every
-// session/update, can wait for a given update, and refuses the file-system
-// and terminal methods it does not advertise. All ACP frames go through
+// session/update, can wait for a given update, and serves the file-system
+// and terminal methods only when given handlers for them (Recorder.FS,
+// Recorder.Terminals), advertising exactly those. All ACP frames go through
 // acp-go-sdk.
 package acpclient
 
@@ -23,6 +24,13 @@ type Recorder struct {
 	// selects the first option. Set it before the connection starts, or
 	// with SetPermission.
 	Permission func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse
+	// FS, if set, serves fs/read_text_file and fs/write_text_file, and
+	// Process.Initialize advertises both; nil refuses them (method not
+	// found) and advertises neither.
+	FS FileSystem
+	// Terminals, if set, serves terminal/*, and Process.Initialize
+	// advertises the terminal capability; nil refuses them.
+	Terminals TerminalHost
 
 	mu      sync.Mutex
 	updates []acpsdk.SessionNotification
@@ -99,39 +107,77 @@ func (r *Recorder) RequestPermission(_ context.Context, p acpsdk.RequestPermissi
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(p.Options[0].OptionId)}, nil
 }
 
-// ReadTextFile implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
-	return acpsdk.ReadTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsReadTextFile)
+// FileSystem is the client's side of ACP fs/*
+// (https://agentclientprotocol.com/protocol/file-system).
+type FileSystem interface {
+	ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error)
+	WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error)
 }
 
-// WriteTextFile implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
-	return acpsdk.WriteTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsWriteTextFile)
+// TerminalHost is the client's side of ACP terminal/*
+// (https://agentclientprotocol.com/protocol/terminals).
+type TerminalHost interface {
+	CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error)
+	KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error)
+	TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error)
+	ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error)
+	WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error)
 }
 
-// CreateTerminal implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
-	return acpsdk.CreateTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalCreate)
+// ReadTextFile implements acpsdk.Client through FS.
+func (r *Recorder) ReadTextFile(ctx context.Context, p acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+	if r.FS == nil {
+		return acpsdk.ReadTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsReadTextFile)
+	}
+	return r.FS.ReadTextFile(ctx, p)
 }
 
-// KillTerminal implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
-	return acpsdk.KillTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalKill)
+// WriteTextFile implements acpsdk.Client through FS.
+func (r *Recorder) WriteTextFile(ctx context.Context, p acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+	if r.FS == nil {
+		return acpsdk.WriteTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsWriteTextFile)
+	}
+	return r.FS.WriteTextFile(ctx, p)
 }
 
-// TerminalOutput implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
-	return acpsdk.TerminalOutputResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalOutput)
+// CreateTerminal implements acpsdk.Client through Terminals.
+func (r *Recorder) CreateTerminal(ctx context.Context, p acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	if r.Terminals == nil {
+		return acpsdk.CreateTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalCreate)
+	}
+	return r.Terminals.CreateTerminal(ctx, p)
 }
 
-// ReleaseTerminal implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
-	return acpsdk.ReleaseTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalRelease)
+// KillTerminal implements acpsdk.Client through Terminals.
+func (r *Recorder) KillTerminal(ctx context.Context, p acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+	if r.Terminals == nil {
+		return acpsdk.KillTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalKill)
+	}
+	return r.Terminals.KillTerminal(ctx, p)
 }
 
-// WaitForTerminalExit implements acpsdk.Client; the capability is not advertised.
-func (r *Recorder) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
-	return acpsdk.WaitForTerminalExitResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalWaitForExit)
+// TerminalOutput implements acpsdk.Client through Terminals.
+func (r *Recorder) TerminalOutput(ctx context.Context, p acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
+	if r.Terminals == nil {
+		return acpsdk.TerminalOutputResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalOutput)
+	}
+	return r.Terminals.TerminalOutput(ctx, p)
+}
+
+// ReleaseTerminal implements acpsdk.Client through Terminals.
+func (r *Recorder) ReleaseTerminal(ctx context.Context, p acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	if r.Terminals == nil {
+		return acpsdk.ReleaseTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalRelease)
+	}
+	return r.Terminals.ReleaseTerminal(ctx, p)
+}
+
+// WaitForTerminalExit implements acpsdk.Client through Terminals.
+func (r *Recorder) WaitForTerminalExit(ctx context.Context, p acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
+	if r.Terminals == nil {
+		return acpsdk.WaitForTerminalExitResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalWaitForExit)
+	}
+	return r.Terminals.WaitForTerminalExit(ctx, p)
 }
 
 // UnstableCompleteElicitation implements acpsdk.Client; ignored.

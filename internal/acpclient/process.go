@@ -47,11 +47,18 @@ func Start(bin string, args []string, env []string, stderr io.Writer, rec *Recor
 	return p, nil
 }
 
-// Initialize sends initialize with protocol version 1.
+// Initialize sends initialize with protocol version 1, advertising fs
+// when the client has FS and terminal when it has Terminals.
 func (p *Process) Initialize(ctx context.Context) (acpsdk.InitializeResponse, error) {
+	var caps acpsdk.ClientCapabilities
+	if p.Client.FS != nil {
+		caps.Fs = acpsdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
+	}
+	caps.Terminal = p.Client.Terminals != nil
 	return p.Conn.Initialize(ctx, acpsdk.InitializeRequest{
-		ProtocolVersion: acpsdk.ProtocolVersionNumber,
-		ClientInfo:      &acpsdk.Implementation{Name: "acp-agent-test-client", Version: "1"},
+		ProtocolVersion:    acpsdk.ProtocolVersionNumber,
+		ClientCapabilities: caps,
+		ClientInfo:         &acpsdk.Implementation{Name: "acp-agent-test-client", Version: "1"},
 	})
 }
 
