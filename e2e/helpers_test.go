@@ -37,9 +37,16 @@ func startAgent(t testing.TB) *agent {
 // arguments, initialized.
 func startAgentWith(t testing.TB, env []string, args ...string) *agent {
 	t.Helper()
+	return startAgentClient(t, nil, env, args...)
+}
+
+// startAgentClient is startAgentWith with the client rec (nil: a plain
+// Recorder), which advertises the fs and terminal capabilities it serves.
+func startAgentClient(t testing.TB, rec *acpclient.Recorder, env []string, args ...string) *agent {
+	t.Helper()
 	stderr := &testutil.Buffer{}
 	env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	p, err := acpclient.Start(agentBin, append([]string{"--verbose"}, args...), env, stderr, nil)
+	p, err := acpclient.Start(agentBin, append([]string{"--verbose"}, args...), env, stderr, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
