@@ -170,3 +170,53 @@ func TestBuiltin_FSLocal(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltin_AdditionalDirectories: the additionalDirectories of
+// session/new reach the built-in tools: a file there is read, one outside
+// both directories is refused with an error naming them. (One provider:
+// the path handling does not depend on it.)
+func TestBuiltin_AdditionalDirectories(t *testing.T) {
+	base := t.TempDir()
+	dir, other, outside := filepath.Join(base, "work"), filepath.Join(base, "other"), filepath.Join(base, "outside")
+	for _, d := range []string{dir, other, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inOther, inOutside := filepath.Join(other, "notes.txt"), filepath.Join(outside, "secret.txt")
+	for p, s := range map[string]string{inOther: "from the other directory\n", inOutside: "secret\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := fakemodel.NewOpenAI(t)
+	a := startModelAgent(t, "openai", fake.URL, nil)
+	ctx := t.Context()
+	from := len(a.Client.Updates())
+	res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, AdditionalDirectories: []string{other}, McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v", err)
+	}
+	if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool { return n.Update.AvailableCommandsUpdate != nil }); err != nil {
+		t.Fatal(err)
+	}
+	fake.Push(
+		fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{
+			{ID: "call_other", Name: "mcp__acp__read_file", Args: `{"path":"` + inOther + `"}`},
+			{ID: "call_outside", Name: "mcp__acp__read_file", Args: `{"path":"` + inOutside + `"}`},
+		}},
+		fakemodel.Turn{Text: "Read."},
+	)
+	_, out := a.prompt(string(res.SessionId), "read the notes")
+	ends := finalUpdates(out)
+	if e := ends["call_other"]; e == nil || *e.Status != acpsdk.ToolCallStatusCompleted || contentText(e) != "from the other directory\n" {
+		t.Errorf("read in the additional directory:\n%s", dump(out))
+	}
+	e := ends["call_outside"]
+	if e == nil || *e.Status != acpsdk.ToolCallStatusFailed {
+		t.Fatalf("read outside both directories did not fail:\n%s", dump(out))
+	}
+	if got := contentText(e); !strings.Contains(got, inOutside) || !strings.Contains(got, dir) || !strings.Contains(got, other) {
+		t.Errorf("refusal %q does not name the path and both directories", got)
+	}
+}

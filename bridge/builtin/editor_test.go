@@ -168,8 +168,6 @@ func mustFail(t *testing.T, tool string, res *mcp.CallToolResult, want ...string
 	}
 }
 
-func ptr(s string) *string { return &s }
-
 func TestEditor_ReadFileUnsavedWins(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.txt")

@@ -90,7 +90,7 @@ type ListDirectoryOutput struct {
 // SearchFilesInput is search_files' arguments.
 type SearchFilesInput struct {
 	Pattern string `json:"pattern" jsonschema:"a glob over paths relative to path: \"*.go\" (no slash) matches base names at any depth, \"cmd/**/*.go\" whole paths, ** any number of directories"`
-	Path    string `json:"path,omitempty" jsonschema:"the directory to search (default: the session directory)"`
+	Path    string `json:"path,omitempty" jsonschema:"the directory to search (default: the session directory); relative to it, or absolute inside it or an additional directory"`
 	Regex   string `json:"regex,omitempty" jsonschema:"if set, return the lines of the matching files that match this regular expression (RE2)"`
 }
 
