@@ -84,6 +84,9 @@ func fsScenario(t *testing.T, a *agent, fake *fakemodel.Server, perms *permissio
 	if len(edit.Locations) != 1 || edit.Locations[0].Path != file || edit.Locations[0].Line == nil || *edit.Locations[0].Line != 2 {
 		t.Errorf("edit_file locations = %+v, want %s:2", edit.Locations, file)
 	}
+	if raw, _ := json.Marshal(edit.RawOutput); strings.Contains(string(raw), "acp-agent/show") {
+		t.Errorf("edit_file's rawOutput repeats the diff it shows: %s", raw)
+	}
 	if got := contentText(edit); strings.Contains(got, "x := 1") {
 		t.Errorf("edit_file's text %q repeats the file: it should stay short", got)
 	}
