@@ -46,7 +46,7 @@ func TestInProcessBuiltin(t *testing.T) {
 		names = append(names, tl.Name)
 		tools[tl.Name] = tl
 	}
-	want := []string{"mcp__acp__edit_file", "mcp__acp__list_directory", "mcp__acp__read_file", "mcp__acp__search_files", "mcp__acp__write_file"}
+	want := []string{"mcp__acp__edit_file", "mcp__acp__list_directory", "mcp__acp__read_file", "mcp__acp__search_files", "mcp__acp__update_plan", "mcp__acp__write_file"}
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)

@@ -540,6 +540,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	}
 	out := resultFromMCP(capResult(res, s.opts.Limits))
 	out.Show = showFromMeta(s.spec.Transport, res.Meta)
+	out.Raw = rawWithoutShow(s.spec.Transport, out.Raw)
 	return out, nil
 }
 

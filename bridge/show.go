@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"maps"
 	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,6 +60,24 @@ func showFromMeta(t Transport, meta mcp.Meta) *gateway.Show {
 		return nil
 	}
 	return &out
+}
+
+// rawWithoutShow returns raw, the CallToolResult of a server of transport
+// t, without its MetaShow for an in-process server: the Show is presented
+// (as diffs, terminals, locations, a plan), not repeated in rawOutput and
+// the store, where a diff's whole file texts would double the size.
+func rawWithoutShow(t Transport, raw any) any {
+	res, ok := raw.(*mcp.CallToolResult)
+	if !ok || t != TransportInProcess || res.Meta[MetaShow] == nil {
+		return raw
+	}
+	c := *res
+	c.Meta = maps.Clone(res.Meta)
+	delete(c.Meta, MetaShow)
+	if len(c.Meta) == 0 {
+		c.Meta = nil
+	}
+	return &c
 }
 
 // validPlanEntry reports whether e has content and ACP's plan entry status

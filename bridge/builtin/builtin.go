@@ -3,7 +3,7 @@
 // them as "mcp__acp__<tool>" through the same path as any editor's server:
 // naming, limits, permissions, content mapping, cancellation.
 //
-// The tools work on local files under one directory, the session cwd:
+// # Tools
 //
 //   - read_file {path, offset?, limit?}: the text of a file, lines from offset
 //     (1-based) for at most limit lines;
@@ -14,18 +14,49 @@
 //   - list_directory {path}: the entries of a directory;
 //   - search_files {pattern, path?, regex?}: files whose path matches a glob
 //     (pattern), and with regex the lines of those files that match it, at
-//     most MaxMatches; symbolic links are not followed, .git is skipped.
+//     most MaxMatches; symbolic links are not followed, .git is skipped;
+//   - update_plan {entries: [{content, status, priority?}]}: the model's task
+//     list, whole, which the client shows as the session's ACP plan.
 //
-// Paths may be relative to the cwd; every path must stay inside it: ".."
-// that climbs out, an absolute path elsewhere, or a symbolic link that
-// leads out is a tool error (isError) naming the path and the rule. Reads
-// refuse binary files (a NUL byte in the first 8 KiB) and files over
-// MaxFileBytes. The tools declare MCP annotations: read_file,
-// list_directory and search_files are read-only, so the permission policy
-// asks only before writes and edits.
+// # Through the editor
+//
+// When the session's editor (Options.Editor) offers fs/read_text_file,
+// read_file and edit_file read through it, so the text the user has not
+// saved yet wins over the disk; when it offers fs/write_text_file,
+// write_file and edit_file write through it (missing parent directories are
+// still created on disk). Each method the editor does not offer is done
+// locally. The same confinement checks run before any editor call, and the
+// same limits apply to the editor's text. A file the editor cannot read and
+// that is not on disk is "no such file": write_file then creates it,
+// edit_file fails. Any other editor error is a tool error naming the path
+// and the editor's answer. list_directory and search_files are always
+// local.
+//
+// # Confinement
+//
+// Paths may be relative to the session cwd (Options.Root) or absolute
+// inside it or one of Options.Dirs (ACP additionalDirectories); every path
+// must stay inside them: ".." that climbs out, an absolute path elsewhere,
+// or a symbolic link that leads out of all of them is a tool error (isError)
+// naming the path, the rule and the allowed directories. Reads refuse
+// binary files (a NUL byte in the first 8 KiB) and files over MaxFileBytes.
+//
+// # Presentation
+//
+// Results carry a gateway.Show in their _meta (bridge.MetaShow) for the
+// client, never for the model: write_file and edit_file a diff (absolute
+// path, the whole text before, nil for a new file, and after) and a
+// location (the line of the first change), read_file a location (the first
+// line read), update_plan the plan. The text for the model stays short.
+//
+// The tools declare their ACP kind and MCP annotations: read_file,
+// list_directory, search_files and update_plan are read-only, so the
+// permission policy asks only before writes and edits.
 package builtin
 
 import (
+	"path/filepath"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
@@ -60,7 +91,7 @@ type Options struct {
 	// paths start there.
 	Root string
 	// Dirs are more absolute directories the tools may work in (ACP
-	// additionalDirectories).
+	// additionalDirectories); relative entries are ignored.
 	Dirs []string
 	// Editor is the session's editor, or nil: the tools use the methods it
 	// offers and work locally otherwise.
@@ -70,13 +101,19 @@ type Options struct {
 // New returns the built-in server of one session. Each call returns a new
 // server, safe for concurrent use.
 func New(opts Options) *mcp.Server {
-	t := &tools{root: opts.Root, dirs: opts.Dirs, editor: opts.Editor}
+	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor}
+	for _, d := range opts.Dirs {
+		if filepath.IsAbs(d) {
+			t.dirs = append(t.dirs, filepath.Clean(d))
+		}
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, nil)
+	addUpdatePlan(s, t)
 	no := false
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "read_file",
 		Meta:        kind("read"),
-		Description: "Read a text file. path is relative to the session directory (or absolute inside it); offset is the first line (1-based), limit the number of lines (default and maximum 2000). Lines longer than 2000 characters are cut.",
+		Description: "Read a text file. path is relative to the session directory (or absolute inside it or an additional directory); offset is the first line (1-based), limit the number of lines (default and maximum 2000). Lines longer than 2000 characters are cut.",
 		Annotations: &mcp.ToolAnnotations{Title: "Read file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.readFile)
 	mcp.AddTool(s, &mcp.Tool{

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
 )
 
 // connect connects a client to a new built-in server for dir over in-memory
@@ -277,12 +279,17 @@ func TestAnnotations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readOnly := map[string]bool{}
+	readOnly, kinds := map[string]bool{}, map[string]any{}
 	for _, tl := range res.Tools {
 		readOnly[tl.Name] = tl.Annotations.ReadOnlyHint
+		kinds[tl.Name] = tl.Meta[bridge.MetaToolKind]
 	}
-	want := map[string]bool{"read_file": true, "list_directory": true, "search_files": true, "write_file": false, "edit_file": false}
+	want := map[string]bool{"read_file": true, "list_directory": true, "search_files": true, "write_file": false, "edit_file": false, "update_plan": true}
 	if fmt.Sprint(readOnly) != fmt.Sprint(want) {
 		t.Fatalf("readOnlyHint by tool = %v, want %v", readOnly, want)
+	}
+	wantKinds := map[string]any{"read_file": "read", "list_directory": "read", "search_files": "search", "write_file": "edit", "edit_file": "edit", "update_plan": "think"}
+	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
+		t.Fatalf("kind by tool = %v, want %v", kinds, wantKinds)
 	}
 }

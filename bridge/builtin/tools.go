@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // maxLineChars is where read_file and search_files cut a long line.
@@ -24,7 +26,7 @@ const binarySniff = 8 << 10
 
 // ReadFileInput is read_file's arguments.
 type ReadFileInput struct {
-	Path   string `json:"path" jsonschema:"the file, relative to the session directory or absolute inside it"`
+	Path   string `json:"path" jsonschema:"the file, relative to the session directory, or absolute inside it or an additional directory"`
 	Offset int    `json:"offset,omitempty" jsonschema:"the first line to return, 1-based (default 1)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"how many lines to return (default and maximum 2000)"`
 }
@@ -40,7 +42,7 @@ type ReadFileOutput struct {
 
 // WriteFileInput is write_file's arguments.
 type WriteFileInput struct {
-	Path    string `json:"path" jsonschema:"the file, relative to the session directory or absolute inside it"`
+	Path    string `json:"path" jsonschema:"the file, relative to the session directory, or absolute inside it or an additional directory"`
 	Content string `json:"content" jsonschema:"the file's new text"`
 }
 
@@ -53,7 +55,7 @@ type WriteFileOutput struct {
 
 // EditFileInput is edit_file's arguments.
 type EditFileInput struct {
-	Path       string `json:"path" jsonschema:"the file, relative to the session directory or absolute inside it"`
+	Path       string `json:"path" jsonschema:"the file, relative to the session directory, or absolute inside it or an additional directory"`
 	OldText    string `json:"old_text" jsonschema:"the exact text to replace; it must occur exactly once unless replace_all is true"`
 	NewText    string `json:"new_text" jsonschema:"the replacement text"`
 	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence of old_text"`
@@ -67,7 +69,7 @@ type EditFileOutput struct {
 
 // ListDirectoryInput is list_directory's arguments.
 type ListDirectoryInput struct {
-	Path string `json:"path" jsonschema:"the directory, relative to the session directory (\".\" for itself) or absolute inside it"`
+	Path string `json:"path" jsonschema:"the directory, relative to the session directory (\".\" for itself), or absolute inside it or an additional directory"`
 }
 
 // Entry is one entry of list_directory.
@@ -88,7 +90,7 @@ type ListDirectoryOutput struct {
 // SearchFilesInput is search_files' arguments.
 type SearchFilesInput struct {
 	Pattern string `json:"pattern" jsonschema:"a glob over paths relative to path: \"*.go\" (no slash) matches base names at any depth, \"cmd/**/*.go\" whole paths, ** any number of directories"`
-	Path    string `json:"path,omitempty" jsonschema:"the directory to search (default: the session directory)"`
+	Path    string `json:"path,omitempty" jsonschema:"the directory to search (default: the session directory); relative to it, or absolute inside it or an additional directory"`
 	Regex   string `json:"regex,omitempty" jsonschema:"if set, return the lines of the matching files that match this regular expression (RE2)"`
 }
 
@@ -104,52 +106,25 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// readText reads the text file at real, refusing directories, files over
-// MaxFileBytes and binary files; name is the path as the model gave it.
-func readText(real, name string) ([]byte, error) {
-	fi, err := os.Stat(real)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("path %q: no such file", name)
-		}
-		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("path %q is a directory: use list_directory", name)
-	}
-	if fi.Size() > MaxFileBytes {
-		return nil, fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", name, fi.Size(), MaxFileBytes)
-	}
-	b, err := os.ReadFile(real)
-	if err != nil {
-		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("path %q is over %d bytes: files that large are not read", name, MaxFileBytes)
-	}
-	if isBinary(b) {
-		return nil, fmt.Errorf("path %q is a binary file (it contains NUL bytes): only text files are read", name)
-	}
-	return b, nil
-}
-
 func isBinary(b []byte) bool {
 	return bytes.IndexByte(b[:min(len(b), binarySniff)], 0) >= 0
 }
 
-func (t *tools) readFile(_ context.Context, _ *mcp.CallToolRequest, in ReadFileInput) (*mcp.CallToolResult, ReadFileOutput, error) {
-	real, err := t.resolve(in.Path)
+func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadFileInput) (*mcp.CallToolResult, ReadFileOutput, error) {
+	tgt, err := t.resolve(in.Path)
 	if err != nil {
 		return nil, ReadFileOutput{}, err
 	}
 	if in.Offset < 0 || in.Limit < 0 {
 		return nil, ReadFileOutput{}, fmt.Errorf("offset %d, limit %d: must not be negative", in.Offset, in.Limit)
 	}
-	b, err := readText(real, in.Path)
+	// The whole text is read, from the editor too, so that the limits, the
+	// line cuts and the line count are the same whatever the source.
+	s, err := t.readText(ctx, tgt)
 	if err != nil {
 		return nil, ReadFileOutput{}, err
 	}
-	lines := strings.SplitAfter(string(b), "\n")
+	lines := strings.SplitAfter(s, "\n")
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
@@ -158,7 +133,7 @@ func (t *tools) readFile(_ context.Context, _ *mcp.CallToolRequest, in ReadFileI
 	if limit == 0 || limit > MaxReadLines {
 		limit = MaxReadLines
 	}
-	out := ReadFileOutput{Path: t.display(real), TotalLines: len(lines), StartLine: start}
+	out := ReadFileOutput{Path: t.display(tgt.abs), TotalLines: len(lines), StartLine: start}
 	if start > len(lines) && len(lines) > 0 {
 		return nil, ReadFileOutput{}, fmt.Errorf("offset %d: the file %q has %d lines", in.Offset, in.Path, len(lines))
 	}
@@ -175,94 +150,106 @@ func (t *tools) readFile(_ context.Context, _ *mcp.CallToolRequest, in ReadFileI
 	if end < len(lines) {
 		msg += fmt.Sprintf("\n[lines %d-%d of %d; read on with offset %d]", start, end, len(lines), end+1)
 	}
-	return text(msg), out, nil
+	return withShow(text(msg), gateway.Show{Locations: []gateway.Location{{Path: tgt.abs, Line: start}}}), out, nil
 }
 
-func (t *tools) writeFile(_ context.Context, _ *mcp.CallToolRequest, in WriteFileInput) (*mcp.CallToolResult, WriteFileOutput, error) {
-	real, err := t.resolve(in.Path)
+func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteFileInput) (*mcp.CallToolResult, WriteFileOutput, error) {
+	tgt, err := t.resolve(in.Path)
 	if err != nil {
 		return nil, WriteFileOutput{}, err
 	}
 	if len(in.Content) > MaxFileBytes {
 		return nil, WriteFileOutput{}, fmt.Errorf("content for %q is %d bytes: at most %d bytes are written", in.Path, len(in.Content), MaxFileBytes)
 	}
-	fi, err := os.Stat(real)
-	created := errors.Is(err, fs.ErrNotExist)
-	if err == nil && fi.IsDir() {
+	if fi, err := os.Stat(tgt.real); err == nil && fi.IsDir() {
 		return nil, WriteFileOutput{}, fmt.Errorf("path %q is a directory", in.Path)
 	}
-	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-		return nil, WriteFileOutput{}, fmt.Errorf("path %q: creating its directory: %w", in.Path, unwrapPath(err))
+	// The text before, for the diff: the editor's when it reads. A file
+	// missing from both is created; one whose text cannot be had (binary,
+	// too large, an editor error) is overwritten and shown without a diff.
+	var before *string
+	created, diff := false, true
+	switch old, err := t.readText(ctx, tgt); {
+	case err == nil:
+		before = &old
+	case errors.Is(err, errNoFile):
+		created = true
+	case ctx.Err() != nil:
+		return nil, WriteFileOutput{}, context.Cause(ctx)
+	default:
+		diff = false
 	}
-	if err := writeKeepingMode(real, []byte(in.Content)); err != nil {
-		return nil, WriteFileOutput{}, fmt.Errorf("path %q: %w", in.Path, unwrapPath(err))
+	if err := t.writeText(ctx, tgt, in.Content); err != nil {
+		return nil, WriteFileOutput{}, err
 	}
-	out := WriteFileOutput{Path: t.display(real), Bytes: len(in.Content), Created: created}
+	out := WriteFileOutput{Path: t.display(tgt.abs), Bytes: len(in.Content), Created: created}
 	verb := "Wrote"
 	if created {
 		verb = "Created"
 	}
-	return text(fmt.Sprintf("%s %s (%d bytes)", verb, out.Path, out.Bytes)), out, nil
-}
-
-// writeKeepingMode writes b to the file at real, keeping its permissions if
-// it exists (0644 otherwise).
-func writeKeepingMode(real string, b []byte) error {
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(real); err == nil {
-		mode = fi.Mode().Perm()
+	sh := gateway.Show{Locations: []gateway.Location{{Path: tgt.abs}}}
+	if before != nil {
+		sh.Locations[0].Line = firstChange(*before, in.Content)
 	}
-	return os.WriteFile(real, b, mode)
+	if diff {
+		sh.Diffs = []gateway.Diff{{Path: tgt.abs, OldText: before, NewText: in.Content}}
+	}
+	return withShow(text(fmt.Sprintf("%s %s (%d bytes)", verb, out.Path, out.Bytes)), sh), out, nil
 }
 
-func (t *tools) editFile(_ context.Context, _ *mcp.CallToolRequest, in EditFileInput) (*mcp.CallToolResult, EditFileOutput, error) {
-	real, err := t.resolve(in.Path)
+func (t *tools) editFile(ctx context.Context, _ *mcp.CallToolRequest, in EditFileInput) (*mcp.CallToolResult, EditFileOutput, error) {
+	tgt, err := t.resolve(in.Path)
 	if err != nil {
 		return nil, EditFileOutput{}, err
 	}
 	if in.OldText == "" {
 		return nil, EditFileOutput{}, fmt.Errorf("old_text for %q: must not be empty (use write_file to create a file)", in.Path)
 	}
-	b, err := readText(real, in.Path)
+	before, err := t.readText(ctx, tgt)
 	if err != nil {
 		return nil, EditFileOutput{}, err
 	}
-	s := string(b)
-	n := strings.Count(s, in.OldText)
+	first := strings.Index(before, in.OldText)
+	n := strings.Count(before, in.OldText)
 	switch {
 	case n == 0:
 		return nil, EditFileOutput{}, fmt.Errorf("old_text was not found in %q: it must match the file exactly, including white space", in.Path)
 	case n > 1 && !in.ReplaceAll:
 		return nil, EditFileOutput{}, fmt.Errorf("old_text occurs %d times in %q: give more context so that it occurs once, or set replace_all", n, in.Path)
 	}
+	var after string
 	if in.ReplaceAll {
-		s = strings.ReplaceAll(s, in.OldText, in.NewText)
+		after = strings.ReplaceAll(before, in.OldText, in.NewText)
 	} else {
-		s = strings.Replace(s, in.OldText, in.NewText, 1)
+		after = strings.Replace(before, in.OldText, in.NewText, 1)
 	}
-	if len(s) > MaxFileBytes {
-		return nil, EditFileOutput{}, fmt.Errorf("editing %q would make it %d bytes: at most %d bytes are written", in.Path, len(s), MaxFileBytes)
+	if len(after) > MaxFileBytes {
+		return nil, EditFileOutput{}, fmt.Errorf("editing %q would make it %d bytes: at most %d bytes are written", in.Path, len(after), MaxFileBytes)
 	}
-	if err := writeKeepingMode(real, []byte(s)); err != nil {
-		return nil, EditFileOutput{}, fmt.Errorf("path %q: %w", in.Path, unwrapPath(err))
+	if err := t.writeText(ctx, tgt, after); err != nil {
+		return nil, EditFileOutput{}, err
 	}
-	out := EditFileOutput{Path: t.display(real), Replacements: n}
-	return text(fmt.Sprintf("Edited %s (%d replacement(s))", out.Path, n)), out, nil
+	out := EditFileOutput{Path: t.display(tgt.abs), Replacements: n}
+	sh := gateway.Show{
+		Diffs:     []gateway.Diff{{Path: tgt.abs, OldText: &before, NewText: after}},
+		Locations: []gateway.Location{{Path: tgt.abs, Line: lineAt(before, first)}},
+	}
+	return withShow(text(fmt.Sprintf("Edited %s (%d replacement(s))", out.Path, n)), sh), out, nil
 }
 
 func (t *tools) listDirectory(_ context.Context, _ *mcp.CallToolRequest, in ListDirectoryInput) (*mcp.CallToolResult, ListDirectoryOutput, error) {
-	real, err := t.resolve(in.Path)
+	tgt, err := t.resolve(in.Path)
 	if err != nil {
 		return nil, ListDirectoryOutput{}, err
 	}
-	des, err := os.ReadDir(real)
+	des, err := os.ReadDir(tgt.real)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, ListDirectoryOutput{}, fmt.Errorf("path %q: no such directory", in.Path)
 		}
 		return nil, ListDirectoryOutput{}, fmt.Errorf("path %q: %w", in.Path, unwrapPath(err))
 	}
-	out := ListDirectoryOutput{Path: t.display(real), Entries: []Entry{}}
+	out := ListDirectoryOutput{Path: t.display(tgt.abs), Entries: []Entry{}}
 	var sb strings.Builder
 	for i, de := range des {
 		if i == MaxEntries {
@@ -316,10 +303,11 @@ func (t *tools) searchFiles(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	if dir == "" {
 		dir = "."
 	}
-	real, err := t.resolve(dir)
+	tgt, err := t.resolve(dir)
 	if err != nil {
 		return nil, SearchFilesOutput{}, err
 	}
+	real := tgt.real
 	var out SearchFilesOutput
 	scanned := 0
 	stop := errors.New("stop")

@@ -1,0 +1,158 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// errNoFile is the error (wrapped, naming the path) of a file that exists
+// neither on disk nor in the editor.
+var errNoFile = errors.New("no such file")
+
+// editorReads reports whether the editor offers fs/read_text_file.
+func (t *tools) editorReads() bool {
+	return t.editor != nil && t.editor.Capabilities().ReadTextFile
+}
+
+// editorWrites reports whether the editor offers fs/write_text_file.
+func (t *tools) editorWrites() bool {
+	return t.editor != nil && t.editor.Capabilities().WriteTextFile
+}
+
+// readText returns the whole text of the file tgt: through the editor when
+// it offers fs/read_text_file (its text, with the changes the user has not
+// saved yet, wins over the disk), else from disk. Both sources are under
+// the same rules: no directory, at most MaxFileBytes, no NUL byte in the
+// first 8 KiB. A file the editor cannot read and that is not on disk is
+// errNoFile; any other editor error names the path and the editor's answer.
+func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
+	if !t.editorReads() {
+		b, err := readLocal(tgt.real, tgt.name)
+		return string(b), err
+	}
+	// The disk tells what the editor cannot be asked for: a directory, or a
+	// file too large to fetch whole.
+	if fi, err := os.Stat(tgt.real); err == nil {
+		if fi.IsDir() {
+			return "", fmt.Errorf("path %q is a directory: use list_directory", tgt.name)
+		}
+		if fi.Size() > MaxFileBytes {
+			return "", fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", tgt.name, fi.Size(), MaxFileBytes)
+		}
+	}
+	s, err := t.editor.ReadTextFile(ctx, tgt.abs, 0, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		if _, serr := os.Stat(tgt.real); errors.Is(serr, fs.ErrNotExist) {
+			return "", fmt.Errorf("path %q: %w", tgt.name, errNoFile)
+		}
+		return "", fmt.Errorf("path %q: the editor could not read it: %v", tgt.name, err)
+	}
+	if len(s) > MaxFileBytes {
+		return "", fmt.Errorf("path %q is %d bytes in the editor: files over %d bytes are not read", tgt.name, len(s), MaxFileBytes)
+	}
+	if isBinary([]byte(s[:min(len(s), binarySniff)])) {
+		return "", fmt.Errorf("path %q is a binary file (it contains NUL bytes): only text files are read", tgt.name)
+	}
+	return s, nil
+}
+
+// readLocal reads the text file at real, refusing directories, files over
+// MaxFileBytes and binary files; name is the path as the model gave it.
+func readLocal(real, name string) ([]byte, error) {
+	fi, err := os.Stat(real)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("path %q: %w", name, errNoFile)
+		}
+		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("path %q is a directory: use list_directory", name)
+	}
+	if fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", name, fi.Size(), MaxFileBytes)
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("path %q is over %d bytes: files that large are not read", name, MaxFileBytes)
+	}
+	if isBinary(b) {
+		return nil, fmt.Errorf("path %q is a binary file (it contains NUL bytes): only text files are read", name)
+	}
+	return b, nil
+}
+
+// writeText creates or overwrites the file tgt with content: through the
+// editor when it offers fs/write_text_file (the editor updates its buffer
+// and saves it), else on disk keeping the file's permissions. Missing
+// parent directories are created on disk first either way, so write_file
+// behaves the same with or without an editor.
+func (t *tools) writeText(ctx context.Context, tgt target, content string) error {
+	if err := os.MkdirAll(filepath.Dir(tgt.real), 0o755); err != nil {
+		return fmt.Errorf("path %q: creating its directory: %w", tgt.name, unwrapPath(err))
+	}
+	if !t.editorWrites() {
+		if err := writeKeepingMode(tgt.real, []byte(content)); err != nil {
+			return fmt.Errorf("path %q: %w", tgt.name, unwrapPath(err))
+		}
+		return nil
+	}
+	if err := t.editor.WriteTextFile(ctx, tgt.abs, content); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("path %q: the editor could not write it: %v", tgt.name, err)
+	}
+	return nil
+}
+
+// writeKeepingMode writes b to the file at real, keeping its permissions if
+// it exists (0644 otherwise).
+func writeKeepingMode(real string, b []byte) error {
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(real); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	return os.WriteFile(real, b, mode)
+}
+
+// withShow puts sh in the _meta of res (bridge.MetaShow), for the client to
+// present the call; the model never sees it.
+func withShow(res *mcp.CallToolResult, sh gateway.Show) *mcp.CallToolResult {
+	res.Meta = mcp.Meta{bridge.MetaShow: sh}
+	return res
+}
+
+// lineAt is the 1-based line of byte offset i in s.
+func lineAt(s string, i int) int {
+	return 1 + strings.Count(s[:i], "\n")
+}
+
+// firstChange is the 1-based line of after where it first differs from
+// before, or 0 when they are equal.
+func firstChange(before, after string) int {
+	i := 0
+	for i < len(before) && i < len(after) && before[i] == after[i] {
+		i++
+	}
+	if i == len(before) && i == len(after) {
+		return 0
+	}
+	return lineAt(after, i)
+}
