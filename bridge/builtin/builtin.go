@@ -15,6 +15,7 @@
 //   - search_files {pattern, path?, regex?}: files whose path matches a glob
 //     (pattern), and with regex the lines of those files that match it, at
 //     most MaxMatches; symbolic links are not followed, .git is skipped.
+//   - run_command {command, timeout_seconds?}: a shell command in the cwd, in an editor terminal if offered.
 //
 // Paths may be relative to the cwd; every path must stay inside it: ".."
 // that climbs out, an absolute path elsewhere, or a symbolic link that
@@ -103,5 +104,6 @@ func New(opts Options) *mcp.Server {
 		Description: "Find files under path (default: the session directory) whose path relative to it matches the glob pattern: a pattern without \"/\" matches base names at any depth (\"*.go\"), one with \"/\" whole paths, \"**\" matching any number of directories (\"cmd/**/*.go\"). With regex, return instead the lines of those files matching the regular expression (RE2 syntax), as path:line:text. Results are capped at 200.",
 		Annotations: &mcp.ToolAnnotations{Title: "Search files", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.searchFiles)
+	addRunCommand(s, t)
 	return s
 }
