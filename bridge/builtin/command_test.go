@@ -436,7 +436,9 @@ func TestRunCommand_TerminalFailures(t *testing.T) {
 		want  string
 		calls []string
 	}{
-		{"wait fails", &fakeEditor{wait: func(context.Context) (editor.ExitStatus, error) { return editor.ExitStatus{}, errors.New("connection lost") }},
+		{"wait fails", &fakeEditor{wait: func(context.Context) (editor.ExitStatus, error) {
+			return editor.ExitStatus{}, errors.New("connection lost")
+		}},
 			"waiting for the command in the editor's terminal term-1: connection lost", []string{"create", "wait", "kill", "release"}},
 		{"output fails", &fakeEditor{wait: func(context.Context) (editor.ExitStatus, error) { return editor.ExitStatus{Code: &code}, nil }, outErr: errors.New("unknown terminal")},
 			"reading the output of the editor's terminal term-1: unknown terminal", []string{"create", "wait", "output", "release"}},
