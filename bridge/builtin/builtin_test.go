@@ -281,7 +281,7 @@ func TestAnnotations(t *testing.T) {
 	for _, tl := range res.Tools {
 		readOnly[tl.Name] = tl.Annotations.ReadOnlyHint
 	}
-	want := map[string]bool{"read_file": true, "list_directory": true, "search_files": true, "write_file": false, "edit_file": false}
+	want := map[string]bool{"read_file": true, "list_directory": true, "search_files": true, "write_file": false, "edit_file": false, "run_command": false}
 	if fmt.Sprint(readOnly) != fmt.Sprint(want) {
 		t.Fatalf("readOnlyHint by tool = %v, want %v", readOnly, want)
 	}

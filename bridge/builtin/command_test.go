@@ -319,23 +319,45 @@ func TestRunCommand_LocalCancel(t *testing.T) {
 	}
 }
 
+// progressLog records the _meta of progress notifications; it is safe
+// for concurrent use.
+type progressLog struct {
+	mu    sync.Mutex
+	metas []mcp.Meta
+}
+
+func (l *progressLog) add(m mcp.Meta) {
+	l.mu.Lock()
+	l.metas = append(l.metas, m)
+	l.mu.Unlock()
+}
+
+// shows returns the MetaShow values seen so far, as JSON.
+func (l *progressLog) shows() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.metas {
+		b, _ := json.Marshal(m[bridge.MetaShow])
+		out = append(out, string(b))
+	}
+	return out
+}
+
 // terminalCall calls run_command with a fake editor terminal, collecting
 // the progress notifications' _meta.
-func terminalCall(t *testing.T, ctx context.Context, ed *fakeEditor, args map[string]any) (*mcp.CallToolResult, *[]mcp.Meta, error) {
+func terminalCall(t *testing.T, ctx context.Context, ed *fakeEditor, args map[string]any) (*mcp.CallToolResult, *progressLog, error) {
 	t.Helper()
-	var mu sync.Mutex
-	metas := &[]mcp.Meta{}
+	log := &progressLog{}
 	cs := connectOpts(t, ctx, Options{Root: t.TempDir(), Editor: ed}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			*metas = append(*metas, req.Params.Meta)
-			mu.Unlock()
+			log.add(req.Params.Meta)
 		},
 	})
 	params := &mcp.CallToolParams{Name: "run_command", Arguments: args}
 	params.SetProgressToken("tok")
 	res, err := cs.CallTool(ctx, params)
-	return res, metas, err
+	return res, log, err
 }
 
 func TestRunCommand_Terminal(t *testing.T) {
@@ -353,7 +375,10 @@ func TestRunCommand_Terminal(t *testing.T) {
 	if got := ed.Calls(); !slices.Equal(got, []string{"create", "wait", "output", "release"}) {
 		t.Errorf("terminal calls %v, want create, wait, output, release", got)
 	}
-	if r := ed.req; r.Command != "/bin/sh" || !slices.Equal(r.Args, []string{"-c", "make test"}) || r.OutputByteLimit != MaxCommandOutput || r.Cwd == "" {
+	ed.mu.Lock()
+	r := ed.req
+	ed.mu.Unlock()
+	if r.Command != "/bin/sh" || !slices.Equal(r.Args, []string{"-c", "make test"}) || r.OutputByteLimit != MaxCommandOutput || r.Cwd == "" {
 		t.Errorf("terminal/create %+v", r)
 	}
 	got := resultText(res)
@@ -364,14 +389,8 @@ func TestRunCommand_Terminal(t *testing.T) {
 		t.Errorf("result _meta show = %s", sh)
 	}
 	// The progress notification showing the terminal may trail the result.
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		for _, m := range *metas {
-			if sh, _ := json.Marshal(m[bridge.MetaShow]); string(sh) == `{"terminals":["term-1"]}` {
-				return true
-			}
-		}
-		return false
-	}, "no progress notification showed the terminal")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(metas.shows(), `{"terminals":["term-1"]}`) },
+		"no progress notification showed the terminal")
 }
 
 // TestRunCommand_TerminalCancel: a cancelled call kills the terminal, reads
