@@ -21,10 +21,11 @@ import (
 // startCommandAgent runs the agent with the fake OpenAI model and the
 // client rec, answering permission questions from the returned queue.
 // GITHUB_TOKEN is the agent's secret no command may see.
-func startCommandAgent(t *testing.T, rec *acpclient.Recorder) (*agent, *fakemodel.Server, *permissionAnswers) {
+func startCommandAgent(t *testing.T, rec *acpclient.Recorder, args ...string) (*agent, *fakemodel.Server, *permissionAnswers) {
 	t.Helper()
 	fake := fakemodel.NewOpenAI(t)
-	a := startAgentClient(t, rec, []string{"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + fake.URL + "/v1", "GITHUB_TOKEN=sk-agent-secret"}, "--model", "openai:gpt-fake")
+	a := startAgentClient(t, rec, []string{"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + fake.URL + "/v1", "GITHUB_TOKEN=sk-agent-secret"},
+		append([]string{"--model", "openai:gpt-fake"}, args...)...)
 	perms := &permissionAnswers{}
 	a.Client.SetPermission(perms.answer)
 	return a, fake, perms
@@ -231,4 +232,25 @@ func mustPrompt(t *testing.T, a *agent, sid, text string) acpsdk.StopReason {
 		t.Errorf("prompt %q: %v", text, err)
 	}
 	return stop
+}
+
+// TestBuiltinTerminal_OwnTimeoutWins: run_command's timeout_seconds, not the
+// agent's tool call timeout (here 2 s), bounds a command: the model gets
+// run_command's timeout report with the output so far.
+func TestBuiltinTerminal_OwnTimeoutWins(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"timeouts": {"toolCall": "2s"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, fake, perms := startCommandAgent(t, nil, "--config", cfg)
+	sid := a.newSession(t.TempDir())
+	call := fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{ID: "call_slow", Name: "mcp__acp__run_command",
+		Args: `{"command": "echo before; sleep 300", "timeout_seconds": 4}`}}}
+	fake.Push(call, fakemodel.Turn{Text: "Too slow."})
+	perms.queue("allow_once")
+	_, out := a.prompt(sid, "run the slow one")
+	end := finalToolUpdate(t, out)
+	if got := contentText(end); *end.Status != acpsdk.ToolCallStatusFailed || got != "Timed out after 4s: the command was killed.\nEnded by signal SIGKILL\nOutput:\nbefore\n" {
+		t.Errorf("status %s, result %q", *end.Status, got)
+	}
 }

@@ -25,9 +25,14 @@ const (
 	// the call gives no timeout_seconds (120 s).
 	DefaultCommandTimeout = 120 * time.Second
 	// MaxCommandTimeout is the largest timeout_seconds run_command accepts
-	// (600 s). The bridge's tool call timeout (config timeouts.toolCall)
-	// still bounds the whole call.
+	// (600 s).
 	MaxCommandTimeout = 600 * time.Second
+	// CallTimeout is the tool call timeout the bridge needs for this
+	// server (bridge.ServerSpec.Timeouts.ToolCall): MaxCommandTimeout, plus
+	// time to kill a command and collect its output. Under a shorter one
+	// the bridge would cut a long command before its own timeout, and the
+	// model would get no output.
+	CallTimeout = MaxCommandTimeout + 30*time.Second
 	// MaxCommandOutput is how much of a command's output run_command keeps
 	// (64 KiB): the end, since that is where errors and summaries are.
 	MaxCommandOutput = 64 << 10
