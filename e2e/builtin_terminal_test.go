@@ -254,3 +254,24 @@ func TestBuiltinTerminal_OwnTimeoutWins(t *testing.T) {
 		t.Errorf("status %s, result %q", *end.Status, got)
 	}
 }
+
+// TestBuiltinTerminal_LocalEndsWithTheAgent: an editor that quits (stdin
+// EOF) during a local command leaves no process behind.
+func TestBuiltinTerminal_LocalEndsWithTheAgent(t *testing.T) {
+	a, fake, perms := startCommandAgent(t, nil)
+	dir := t.TempDir()
+	sid := a.newSession(dir)
+	fake.Push(runCommandCall("call_long", longLocalCommand))
+	perms.queue("allow_once")
+	go func() { _, _ = a.Prompt(context.Background(), sid, "run the long one") }() // answered or cut by the exit
+	pids := readPids(t, dir)
+	if err := a.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(30 * time.Second); err != nil {
+		t.Errorf("agent exit: %v", err)
+	}
+	for _, p := range waitAllGone(pids, 30*time.Second) {
+		t.Errorf("process %d (%s) outlived the agent", p, cmdline(p))
+	}
+}
