@@ -46,7 +46,7 @@ func TestInProcessBuiltin(t *testing.T) {
 		names = append(names, tl.Name)
 		tools[tl.Name] = tl
 	}
-	want := []string{"mcp__acp__edit_file", "mcp__acp__list_directory", "mcp__acp__read_file", "mcp__acp__search_files", "mcp__acp__update_plan", "mcp__acp__write_file"}
+	want := []string{"mcp__acp__edit_file", "mcp__acp__list_directory", "mcp__acp__read_file", "mcp__acp__run_command", "mcp__acp__search_files", "mcp__acp__update_plan", "mcp__acp__write_file"}
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
@@ -58,7 +58,8 @@ func TestInProcessBuiltin(t *testing.T) {
 	for name, kind := range map[string]gateway.ToolKind{
 		"mcp__acp__read_file": gateway.ToolKindRead, "mcp__acp__list_directory": gateway.ToolKindRead,
 		"mcp__acp__write_file": gateway.ToolKindEdit, "mcp__acp__edit_file": gateway.ToolKindEdit,
-		"mcp__acp__search_files": gateway.ToolKindSearch,
+		"mcp__acp__search_files": gateway.ToolKindSearch, "mcp__acp__run_command": gateway.ToolKindExecute,
+		"mcp__acp__update_plan": gateway.ToolKindThink,
 	} {
 		if got := tools[name].Kind; got != kind {
 			t.Errorf("%s: kind %q, want %q", name, got, kind)

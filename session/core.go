@@ -102,6 +102,10 @@ type ServerSettings struct {
 type InProcessServer struct {
 	Name string
 	New  func(InProcessEnv) *mcp.Server
+	// Timeouts override the bridge's timeouts for this server (a tool
+	// that bounds its own run, like run_command, needs a longer call
+	// timeout); zero fields inherit.
+	Timeouts bridge.Timeouts
 }
 
 // InProcessEnv is what an in-process server of one session is built with.
@@ -349,7 +353,7 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 		if srv == nil {
 			continue
 		}
-		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Server: srv}
+		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Server: srv, Timeouts: p.Timeouts}
 		if err := spec.Validate(); err != nil {
 			return nil, fmt.Errorf("in-process server: %w", err)
 		}

@@ -77,6 +77,7 @@ func ExampleCoreOptions_inProcess() {
 	// tool: mcp__acp__edit_file
 	// tool: mcp__acp__list_directory
 	// tool: mcp__acp__read_file
+	// tool: mcp__acp__run_command
 	// tool: mcp__acp__search_files
 	// tool: mcp__acp__update_plan
 	// tool: mcp__acp__write_file
@@ -138,9 +139,9 @@ func TestCore_BuiltinPermissions(t *testing.T) {
 		p    runner.Permissions
 		want map[string]runner.Decision
 	}{
-		{runner.Permissions{}, map[string]runner.Decision{"mcp__acp__read_file": allow, "mcp__acp__list_directory": allow, "mcp__acp__search_files": allow, "mcp__acp__write_file": ask, "mcp__acp__edit_file": ask, "mcp__acp__update_plan": allow}},
-		{runner.Permissions{Deny: []string{"mcp__acp__*"}}, map[string]runner.Decision{"mcp__acp__read_file": deny, "mcp__acp__list_directory": deny, "mcp__acp__search_files": deny, "mcp__acp__write_file": deny, "mcp__acp__edit_file": deny, "mcp__acp__update_plan": deny}},
-		{runner.Permissions{Allow: []string{"mcp__acp__edit_file"}, Deny: []string{"mcp__acp__write_file"}}, map[string]runner.Decision{"mcp__acp__read_file": allow, "mcp__acp__list_directory": allow, "mcp__acp__search_files": allow, "mcp__acp__write_file": deny, "mcp__acp__edit_file": allow, "mcp__acp__update_plan": allow}},
+		{runner.Permissions{}, map[string]runner.Decision{"mcp__acp__read_file": allow, "mcp__acp__list_directory": allow, "mcp__acp__search_files": allow, "mcp__acp__write_file": ask, "mcp__acp__edit_file": ask, "mcp__acp__update_plan": allow, "mcp__acp__run_command": ask}},
+		{runner.Permissions{Deny: []string{"mcp__acp__*"}}, map[string]runner.Decision{"mcp__acp__read_file": deny, "mcp__acp__list_directory": deny, "mcp__acp__search_files": deny, "mcp__acp__write_file": deny, "mcp__acp__edit_file": deny, "mcp__acp__update_plan": deny, "mcp__acp__run_command": deny}},
+		{runner.Permissions{Allow: []string{"mcp__acp__edit_file"}, Deny: []string{"mcp__acp__write_file"}}, map[string]runner.Decision{"mcp__acp__read_file": allow, "mcp__acp__list_directory": allow, "mcp__acp__search_files": allow, "mcp__acp__write_file": deny, "mcp__acp__edit_file": allow, "mcp__acp__update_plan": allow, "mcp__acp__run_command": ask}},
 	} {
 		if got := decide(tc.p); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%+v: decisions %v, want %v", tc.p, got, tc.want)

@@ -16,7 +16,10 @@
 //     (pattern), and with regex the lines of those files that match it, at
 //     most MaxMatches; symbolic links are not followed, .git is skipped;
 //   - update_plan {entries: [{content, status, priority?}]}: the model's task
-//     list, whole, which the client shows as the session's ACP plan.
+//     list, whole, which the client shows as the session's ACP plan;
+//   - run_command {command, timeout_seconds?}: a shell command in the cwd,
+//     in an editor terminal when the editor offers one, else a sandboxed
+//     local child (see command.go).
 //
 // # Through the editor
 //
@@ -140,5 +143,6 @@ func New(opts Options) *mcp.Server {
 		Description: "Find files under path (default: the session directory) whose path relative to it matches the glob pattern: a pattern without \"/\" matches base names at any depth (\"*.go\"), one with \"/\" whole paths, \"**\" matching any number of directories (\"cmd/**/*.go\"). With regex, return instead the lines of those files matching the regular expression (RE2 syntax), as path:line:text. Results are capped at 200.",
 		Annotations: &mcp.ToolAnnotations{Title: "Search files", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.searchFiles)
+	addRunCommand(s, t)
 	return s
 }

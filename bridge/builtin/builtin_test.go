@@ -284,11 +284,11 @@ func TestAnnotations(t *testing.T) {
 		readOnly[tl.Name] = tl.Annotations.ReadOnlyHint
 		kinds[tl.Name] = tl.Meta[bridge.MetaToolKind]
 	}
-	want := map[string]bool{"read_file": true, "list_directory": true, "search_files": true, "write_file": false, "edit_file": false, "update_plan": true}
+	want := map[string]bool{"read_file": true, "list_directory": true, "search_files": true, "write_file": false, "edit_file": false, "update_plan": true, "run_command": false}
 	if fmt.Sprint(readOnly) != fmt.Sprint(want) {
 		t.Fatalf("readOnlyHint by tool = %v, want %v", readOnly, want)
 	}
-	wantKinds := map[string]any{"read_file": "read", "list_directory": "read", "search_files": "search", "write_file": "edit", "edit_file": "edit", "update_plan": "think"}
+	wantKinds := map[string]any{"read_file": "read", "list_directory": "read", "search_files": "search", "write_file": "edit", "edit_file": "edit", "update_plan": "think", "run_command": "execute"}
 	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
 		t.Fatalf("kind by tool = %v, want %v", kinds, wantKinds)
 	}

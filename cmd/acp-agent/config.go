@@ -62,7 +62,7 @@ func (t ToolsConfig) inProcess() []acp.InProcessServer {
 	}
 	return []acp.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
 		return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
-	}}}
+	}, Timeouts: bridge.Timeouts{ToolCall: builtin.CallTimeout}}}
 }
 
 // StoreConfig is config "store".
