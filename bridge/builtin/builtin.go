@@ -53,12 +53,16 @@ const (
 // (bridge.MetaToolKind).
 func kind(k string) mcp.Meta { return mcp.Meta{bridge.MetaToolKind: k} }
 
+// schemas holds the tools' input and output schemas, inferred from their Go
+// types once per process rather than once per session.
+var schemas = mcp.NewSchemaCache()
+
 // New returns the built-in server for a session whose directory is cwd (an
 // absolute path to a directory). Each call returns a new server; it keeps
 // no state between calls and is safe for concurrent use.
 func New(cwd string) *mcp.Server {
 	t := &tools{root: cwd}
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, &mcp.ServerOptions{SchemaCache: schemas})
 	no := false
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "read_file",
