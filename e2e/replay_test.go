@@ -24,7 +24,9 @@ import (
 // every load succeeds and delivers the whole transcript. Unpaced, the agent
 // wrote the replay far faster than the client handled it, the queue
 // overflowed and the client's SDK dropped the connection ("peer disconnected
-// before response").
+// before response"). With -race the instrumented agent writes too slowly to
+// overflow the queue either way; TestAgent_NotificationsArePaced (acp)
+// checks the pacing itself in both modes.
 func TestReplay_BusyClientKeepsConnection(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sessions.db")
