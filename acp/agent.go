@@ -11,6 +11,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"golang.org/x/time/rate"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
@@ -80,6 +81,7 @@ type Agent struct {
 	out   *outWatcher
 
 	tasks sync.WaitGroup // notification senders started by NewSession
+	pace  *rate.Limiter  // session/update pacing (pace.go)
 
 	// caps are the client's fs and terminal capabilities from initialize.
 	caps atomic.Pointer[editor.Capabilities]
@@ -93,7 +95,7 @@ var _ acpsdk.Agent = (*Agent)(nil)
 
 // New returns an Agent. opts may be nil.
 func New(opts *Options) *Agent {
-	a := &Agent{ready: make(chan struct{})}
+	a := &Agent{ready: make(chan struct{}), pace: newNotifyPacer()}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -315,6 +317,10 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, wri
 // notify sends one session/update, logging (not returning) a failure: a
 // client that has gone away cannot be told anything more.
 func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
+	if err := a.pace.Wait(ctx); err != nil {
+		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
+		return
+	}
 	err := a.connection().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sessionID), Update: u})
 	if err != nil {
 		a.log.Debug("session/update not sent", "session", sessionID, "err", err)

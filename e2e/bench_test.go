@@ -155,16 +155,34 @@ func BenchmarkFirstChunkDirect(b *testing.B) {
 func BenchmarkLoad500Turns(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "sessions.db")
+	const sid = "sess_bench"
+	storeTurns(b, path, sid, dir, 500)
+	a := startAgentWith(b, nil, "--store", path)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := a.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: dir, McpServers: []acpsdk.McpServer{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// storeTurns writes a session sid (cwd dir) of n turns to the SQLite store
+// at path. Each turn is a prompt, a text and a tool call, the tool's result
+// and a closing text: session/load replays it as 5 session/update
+// notifications.
+func storeTurns(tb testing.TB, path, sid, dir string, n int) {
+	tb.Helper()
 	st, err := session.OpenSQLite(context.Background(), path)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	const sid = "sess_bench"
+	defer st.Close()
 	now := time.Now()
 	if err := st.Create(context.Background(), session.Record{ID: sid, Key: "acp:" + sid, Cwd: dir, Created: now, Updated: now}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	for i := range 500 {
+	for i := range n {
 		id := fmt.Sprintf("call_%d", i)
 		turn := session.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
 			{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(fmt.Sprintf("prompt %d: please echo something useful", i))}},
@@ -174,16 +192,7 @@ func BenchmarkLoad500Turns(b *testing.B) {
 			{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(strings.Repeat("The tool answered as expected. ", 10))}},
 		}}
 		if err := st.AppendTurn(context.Background(), sid, turn); err != nil {
-			b.Fatal(err)
-		}
-	}
-	st.Close()
-	a := startAgentWith(b, nil, "--store", path)
-	ctx := context.Background()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := a.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: dir, McpServers: []acpsdk.McpServer{}}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 }

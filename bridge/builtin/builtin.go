@@ -88,6 +88,10 @@ const (
 // (bridge.MetaToolKind).
 func kind(k string) mcp.Meta { return mcp.Meta{bridge.MetaToolKind: k} }
 
+// schemas holds the tools' input and output schemas, inferred from their Go
+// types once per process rather than once per session.
+var schemas = mcp.NewSchemaCache()
+
 // Options are the session a built-in server works for.
 type Options struct {
 	// Root is the session cwd, an absolute path to a directory: relative
@@ -110,7 +114,7 @@ func New(opts Options) *mcp.Server {
 			t.dirs = append(t.dirs, filepath.Clean(d))
 		}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, &mcp.ServerOptions{SchemaCache: schemas})
 	addUpdatePlan(s, t)
 	no := false
 	mcp.AddTool(s, &mcp.Tool{

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -74,5 +75,90 @@ func TestDirect_CallIDsDoNotRepeat(t *testing.T) {
 			t.Errorf("ID %q repeats or is malformed", id)
 		}
 		ids[id] = true
+	}
+}
+
+// Making call IDs unique costs a turn the messages added since the last
+// check, not the whole history: a turn that calls a tool allocates as much
+// after 20,000 messages of history as after 20.
+func TestRunner_CallIDCheckDoesNotRescanHistory(t *testing.T) {
+	allocs := func(messages int) float64 {
+		reg := &gateway.Registry{}
+		reg.Set("k", []*gateway.Tool{echoTool("echo")})
+		hist := &gateway.MemoryHistory{}
+		for i := range messages / 2 {
+			id := fmt.Sprintf("old_%d", i)
+			hist.Append(context.Background(), "k", gateway.StopEndTurn,
+				gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "echo"}}},
+				gateway.Message{Role: gateway.RoleTool, ToolCallID: id, ToolName: "echo", Result: &gateway.Result{}})
+		}
+		r := New(reg, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: NewDirect()}}})
+		req := gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(`/call echo {"message":"hi"}`)}}
+		run := func() {
+			if _, err := r.Run(context.Background(), req, func(gateway.Event) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run() // the first turn of the session reads its whole history once
+		return testing.AllocsPerRun(50, run)
+	}
+	short, long := allocs(20), allocs(20000)
+	if long > short+20 {
+		t.Errorf("a /call turn allocates %.0f times after 20,000 messages of history, %.0f after 20: the call-ID check scans the whole history each turn", long, short)
+	}
+}
+
+// The index of a session's call IDs follows its history: calls of later
+// turns, a history replaced under the same key (forgotten and reloaded),
+// and a history passed by the caller (CallerHistory) are all seen.
+func TestRunner_CallIDIndexFollowsTheHistory(t *testing.T) {
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{echoTool("echo")})
+	hist := &gateway.MemoryHistory{}
+	var reuse string // the ID the model gives its call; "" ends the turn
+	model := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == gateway.RoleTool {
+			return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("done")}}}, nil
+		}
+		return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: reuse, Name: "echo"}}}}, nil
+	}}
+	r := New(reg, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: model}}})
+	turn := func(req gateway.SendRequest) string {
+		t.Helper()
+		var id string
+		req.SessionKey, req.Message = "k", []gateway.Content{gateway.TextContent("go")}
+		if _, err := r.Run(t.Context(), req, func(e gateway.Event) {
+			if e.Kind == gateway.EventToolStart {
+				id = e.Call.ID
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	reuse = "a"
+	if got := turn(gateway.SendRequest{}); got != "a" {
+		t.Fatalf("first call ID = %q, want a (unused)", got)
+	}
+	if got := turn(gateway.SendRequest{}); got == "a" {
+		t.Errorf("a call of the previous turn reused its ID %q", got)
+	}
+	// The history is forgotten and another one, longer, holds "b" early on.
+	hist.Forget(context.Background(), "k")
+	for _, id := range []string{"b", "x", "y"} {
+		hist.Append(context.Background(), "k", gateway.StopEndTurn,
+			gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "echo"}}},
+			gateway.Message{Role: gateway.RoleTool, ToolCallID: id, ToolName: "echo", Result: &gateway.Result{}},
+			gateway.Message{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("ok")}})
+	}
+	reuse = "b"
+	if got := turn(gateway.SendRequest{}); got == "b" {
+		t.Errorf("a call reused ID %q of the reloaded history", got)
+	}
+	reuse = "c"
+	caller := []gateway.Message{{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c", Name: "echo"}}},
+		{Role: gateway.RoleTool, ToolCallID: "c", ToolName: "echo", Result: &gateway.Result{}}}
+	if got := turn(gateway.SendRequest{CallerHistory: true, History: caller}); got == "c" {
+		t.Errorf("a call reused ID %q of the caller's history", got)
 	}
 }

@@ -56,6 +56,7 @@ type Runner struct {
 	registry *gateway.Registry
 	opts     Options
 	grants   grants // "allow always" answers, by session
+	callIDs  callIDIndex
 }
 
 // New returns a Runner over registry. opts may be nil.
@@ -107,6 +108,7 @@ func (r *Runner) model(id string) (gateway.Model, error) {
 func (r *Runner) Forget(ctx context.Context, sessionKey string) {
 	r.opts.History.Forget(ctx, sessionKey)
 	r.grants.forget(sessionKey)
+	r.callIDs.forget(sessionKey)
 }
 
 // Run runs one prompt turn: the user message, then model requests and the
@@ -174,7 +176,9 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			return "", fmt.Errorf("%s: %w", model.Provider.Name(), err)
 		}
 		resp.Message.Role = gateway.RoleAssistant
-		uniqueCallIDs(resp.Message.ToolCalls, slices.Concat(past(), turn), r.opts.Logger)
+		if len(resp.Message.ToolCalls) > 0 {
+			r.callIDs.unique(req.SessionKey, resp.Message.ToolCalls, past(), turn, r.opts.Logger)
+		}
 		if len(resp.Message.Content) > 0 || len(resp.Message.ToolCalls) > 0 {
 			turn = append(turn, resp.Message)
 		}
@@ -198,38 +202,6 @@ func NewToolCallID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "call_" + hex.EncodeToString(b[:])
-}
-
-// uniqueCallIDs makes the IDs of calls unique in the session: a call with no
-// ID, or with the ID of a call in history (a model may reuse one, and a
-// loaded session's history holds the calls of earlier agent processes) or
-// earlier in calls, gets a fresh one. The client and the history then see
-// only the new ID, so no two calls of a session share one (the client would
-// merge them, and Anthropic rejects such a history).
-func uniqueCallIDs(calls []gateway.ToolCall, history []gateway.Message, log *slog.Logger) {
-	if len(calls) == 0 {
-		return
-	}
-	used := make(map[string]bool)
-	for _, m := range history {
-		for _, c := range m.ToolCalls {
-			used[c.ID] = true
-		}
-		if m.ToolCallID != "" {
-			used[m.ToolCallID] = true
-		}
-	}
-	for i := range calls {
-		if calls[i].ID == "" || used[calls[i].ID] {
-			id := NewToolCallID()
-			for used[id] {
-				id = NewToolCallID()
-			}
-			log.Debug("tool call ID already used in the session: renamed", "tool", calls[i].Name, "id", calls[i].ID, "newId", id)
-			calls[i].ID = id
-		}
-		used[calls[i].ID] = true
-	}
 }
 
 // pendingCall is one tool call between its permission check and its run.

@@ -1,0 +1,59 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// Notifications leave the agent at most notifyBurst back to back, then at
+// notifyRate a second: by any time t after the first, at most
+// notifyBurst + notifyRate*t have been written, however fast they are sent,
+// so a client with a bounded notification queue (acp-go-sdk's holds 1,024)
+// is not flooded by a long replay.
+func TestAgent_NotificationsArePaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := New(nil)
+		agentIn, clientOut := io.Pipe()
+		clientIn, agentOut := io.Pipe()
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = a.Serve(context.Background(), agentIn, agentOut)
+			agentOut.Close()
+		}()
+		const n = 3 * notifyBurst
+		start := time.Now()
+		var at []time.Duration // when each line was read
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			sc := bufio.NewScanner(clientIn)
+			for sc.Scan() {
+				at = append(at, time.Since(start))
+			}
+		}()
+		for range n {
+			a.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
+		}
+		clientOut.Close()
+		<-served
+		<-read
+		if len(at) != n {
+			t.Fatalf("%d notifications written, want %d", len(at), n)
+		}
+		for i, d := range at {
+			if limit := notifyBurst + int(d.Seconds()*notifyRate); i+1 > limit+1 {
+				t.Fatalf("%d notifications written by %v, want at most %d", i+1, d, limit)
+			}
+		}
+		if want := time.Duration(n-notifyBurst) * time.Second / notifyRate; at[n-1] < want-time.Millisecond {
+			t.Errorf("the last notification left at %v, want about %v", at[n-1], want)
+		}
+	})
+}
