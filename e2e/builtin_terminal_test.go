@@ -133,21 +133,7 @@ const longLocalCommand = "echo $$ > sh.pid; sleep 300 & echo $! > bg.pid; sleep 
 // readPids waits for the pid files of longLocalCommand in dir.
 func readPids(t *testing.T, dir string) []int {
 	t.Helper()
-	var out []int
-	for _, n := range []string{"sh.pid", "bg.pid", "fg.pid"} {
-		p := filepath.Join(dir, n)
-		var pid int
-		testutil.WaitFor(t, 30*time.Second, func() bool {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return false
-			}
-			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-			return err == nil
-		}, "the command never wrote %s", n)
-		out = append(out, pid)
-	}
-	return out
+	return testutil.ReadPIDFiles(t, dir, "sh.pid", "bg.pid", "fg.pid")
 }
 
 // TestBuiltinTerminal_LocalWithoutTerminal: with a client that offers no

@@ -71,10 +71,13 @@ func read(t *testing.T, p string) string {
 	return string(b)
 }
 
-func TestConfinement(t *testing.T) {
-	base := t.TempDir()
-	dir := filepath.Join(base, "work")
-	outside := filepath.Join(base, "secret.txt")
+// escapeFixture makes base/work (dir) holding ok.txt, "link" (a symbolic
+// link to base/secret.txt, outside) and "up" (a link to base).
+func escapeFixture(t *testing.T) (base, dir, outside string) {
+	t.Helper()
+	base = t.TempDir()
+	dir = filepath.Join(base, "work")
+	outside = filepath.Join(base, "secret.txt")
 	write(t, outside, "secret\n")
 	write(t, filepath.Join(dir, "ok.txt"), "fine\n")
 	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
@@ -83,6 +86,11 @@ func TestConfinement(t *testing.T) {
 	if err := os.Symlink(base, filepath.Join(dir, "up")); err != nil {
 		t.Fatal(err)
 	}
+	return base, dir, outside
+}
+
+func TestConfinement(t *testing.T) {
+	base, dir, outside := escapeFixture(t)
 	if err := os.Symlink(filepath.Join(base, "gone.txt"), filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
 	}

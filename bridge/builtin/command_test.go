@@ -212,26 +212,6 @@ func TestRunCommand_OutputCap(t *testing.T) {
 	}
 }
 
-// pids reads the process ids a command wrote to the files names in dir,
-// waiting for them.
-func pids(t *testing.T, dir string, names ...string) []int {
-	t.Helper()
-	var out []int
-	for _, n := range names {
-		var pid int
-		testutil.WaitFor(t, 30*time.Second, func() bool {
-			b, err := os.ReadFile(filepath.Join(dir, n))
-			if err != nil {
-				return false
-			}
-			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-			return err == nil
-		}, "the command never wrote %s", n)
-		out = append(out, pid)
-	}
-	return out
-}
-
 // longCommand starts a background sleep and waits on a foreground one,
 // writing the shell's and the sleeps' pids to files in the cwd.
 const longCommand = "echo $$ > sh.pid; sleep 300 & echo $! > bg.pid; sleep 300 & echo $! > fg.pid; wait"
@@ -256,7 +236,7 @@ func TestRunCommand_LocalTimeoutKillsTheGroup(t *testing.T) {
 	if !isErr || !strings.HasPrefix(got, "Timed out after 1s: the command was killed.\nEnded by signal SIGKILL") {
 		t.Fatalf("run_command = %q (isError %v)", got, isErr)
 	}
-	assertGone(t, "after the timeout", pids(t, dir, "sh.pid", "bg.pid", "fg.pid"))
+	assertGone(t, "after the timeout", testutil.ReadPIDFiles(t, dir, "sh.pid", "bg.pid", "fg.pid"))
 }
 
 func TestRunCommand_LocalBackgroundEndsWithTheCommand(t *testing.T) {
@@ -265,7 +245,7 @@ func TestRunCommand_LocalBackgroundEndsWithTheCommand(t *testing.T) {
 	if isErr || got != "Exit code: 0\nOutput:\nstarted\n" {
 		t.Fatalf("run_command = %q (isError %v)", got, isErr)
 	}
-	assertGone(t, "after the command exited", pids(t, dir, "bg.pid"))
+	assertGone(t, "after the command exited", testutil.ReadPIDFiles(t, dir, "bg.pid"))
 }
 
 // TestRunCommand_LocalCancel: cancelling the call (notifications/cancelled,
@@ -293,7 +273,7 @@ func TestRunCommand_LocalCancel(t *testing.T) {
 				_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": longCommand}})
 				done <- err
 			}()
-			ps := pids(t, dir, "sh.pid", "bg.pid", "fg.pid")
+			ps := testutil.ReadPIDFiles(t, dir, "sh.pid", "bg.pid", "fg.pid")
 			if end == "cancel" {
 				cancelCall()
 			} else {

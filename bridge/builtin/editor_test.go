@@ -356,17 +356,7 @@ func TestEditor_Limits(t *testing.T) {
 // TestEditor_ConfinementFirst: a path outside the allowed directories never
 // reaches the editor.
 func TestEditor_ConfinementFirst(t *testing.T) {
-	base := t.TempDir()
-	dir := filepath.Join(base, "work")
-	outside := filepath.Join(base, "secret.txt")
-	write(t, outside, "secret\n")
-	write(t, filepath.Join(dir, "ok.txt"), "fine\n")
-	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(base, filepath.Join(dir, "up")); err != nil {
-		t.Fatal(err)
-	}
+	_, dir, outside := escapeFixture(t)
 	ed := newFakeEditor(true, true)
 	ed.setUnsaved(outside, "unsaved secret\n")
 	opts := Options{Root: dir, Editor: ed}

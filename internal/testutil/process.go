@@ -5,10 +5,12 @@ package testutil
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -37,4 +39,25 @@ func Alive(pid int) bool {
 // WaitGone reports whether pid was gone (see Alive) before d passed.
 func WaitGone(pid int, d time.Duration) bool {
 	return Eventually(d, func() bool { return !Alive(pid) })
+}
+
+// ReadPIDFiles waits (up to 30 s each) for the files names in dir to hold a
+// process id, as a test command writes them ("echo $$ > sh.pid"), and
+// returns the ids in the order of names.
+func ReadPIDFiles(t testing.TB, dir string, names ...string) []int {
+	t.Helper()
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		var pid int
+		WaitFor(t, 30*time.Second, func() bool {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil {
+				return false
+			}
+			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+			return err == nil
+		}, "no process id in %s", n)
+		out = append(out, pid)
+	}
+	return out
 }
