@@ -80,7 +80,7 @@ func (r *run) askFunc() gateway.AskFunc {
 			r.refused = append(r.refused, refusedNote(req.Call.Name))
 			r.mu.Unlock()
 			r.sv.log.Info("tool call refused: the client cannot be asked for permission", "sessionKey", r.c.key, "tool", req.Call.Name)
-			return gateway.PermissionReject, nil
+			return gateway.PermissionUnavailable, nil
 		}
 		q := &question{call: req.Call, id: "permission-" + req.Call.ID, params: elicitParams(req.Call), reply: make(chan gateway.PermissionOutcome, 1)}
 		select {

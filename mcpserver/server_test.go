@@ -111,8 +111,16 @@ func start(t *testing.T, st setup) *env {
 	return e
 }
 
-// connect connects a client over in-memory transports.
+// connect connects a client over in-memory transports, on the latest
+// protocol version.
 func (e *env) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	return e.connectVersion(opts, "")
+}
+
+// connectVersion connects a client asking for protocol version ("" means
+// the latest).
+func (e *env) connectVersion(opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	e.t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -121,7 +129,7 @@ func (e *env) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		e.t.Fatal(err)
 	}
