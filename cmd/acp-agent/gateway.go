@@ -96,6 +96,9 @@ func runGateway(args []string, stderr io.Writer) error {
 	var allowed []string
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
+			if err := checkOrigin(o); err != nil {
+				return err
+			}
 			allowed = append(allowed, o)
 		}
 	}

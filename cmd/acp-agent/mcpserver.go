@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -70,9 +71,8 @@ type mcpServerFlags struct {
 	store, listen      *string
 	tokenFile, origins *string
 	showVersion        *bool
-	set                map[string]bool // flags given on the command line
-	allowedOrigins     []string
-	token              string
+	allowedOrigins     []string // --allowed-origins, checked
+	token              string   // with --listen: from --token-file or the environment
 }
 
 // parseMCPServerFlags parses and checks the flags; help is true for
@@ -80,7 +80,7 @@ type mcpServerFlags struct {
 func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, help bool, err error) {
 	fs := flag.NewFlagSet("acp-agent mcp-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned as one line, help goes to stdout
-	f = &mcpServerFlags{common: addCommonFlags(fs), set: map[string]bool{}}
+	f = &mcpServerFlags{common: addCommonFlags(fs)}
 	fs.BoolVar(f.common.verbose, "v", false, "same as --verbose")
 	f.store = fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
 	f.listen = fs.String("listen", "", "serve Streamable HTTP at http://`HOST:PORT`"+mcpPath+" instead of stdio; the host must be named")
@@ -98,18 +98,22 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 	if fs.NArg() > 0 {
 		return nil, false, fmt.Errorf("mcp-server: unexpected argument %q: it takes flags only (see acp-agent mcp-server --help)", fs.Arg(0))
 	}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	set := map[string]bool{} // the flags given
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if *f.showVersion {
 		return f, false, nil
 	}
 	for _, o := range strings.Split(*f.origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
+			if err := checkOrigin(o); err != nil {
+				return nil, false, err
+			}
 			f.allowedOrigins = append(f.allowedOrigins, o)
 		}
 	}
 	if *f.listen == "" {
 		for _, name := range []string{"token-file", "allowed-origins"} {
-			if f.set[name] {
+			if set[name] {
 				return nil, false, fmt.Errorf("--%s applies only with --listen (stdio needs no token and has no browsers)", name)
 			}
 		}
@@ -122,6 +126,17 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		return nil, false, err
 	}
 	return f, false, nil
+}
+
+// checkOrigin refuses an --allowed-origins entry that no browser would
+// send, which would never match: an origin is scheme://host[:port], with no
+// path and no trailing slash (RFC 6454).
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "/") {
+		return fmt.Errorf("--allowed-origins: %q is not an origin: write scheme://host[:port] as browsers send it, such as https://ide.example", o)
+	}
+	return nil
 }
 
 // runMCPServer is "acp-agent mcp-server": the agent as an MCP server with

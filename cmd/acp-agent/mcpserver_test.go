@@ -49,6 +49,9 @@ func TestMCPServerFlags_Errors(t *testing.T) {
 		{"origins without listen", []string{"--allowed-origins", "https://a.example"}, "--allowed-origins applies only with --listen"},
 		{"unknown flag", []string{"--gateway", "ws://x"}, "mcp-server: flag provided but not defined: -gateway (see acp-agent mcp-server --help)"},
 		{"argument", []string{"extra"}, `mcp-server: unexpected argument "extra"`},
+		{"origin with a port", []string{"--listen", "127.0.0.1:0", "--allowed-origins", "http://localhost:3000,https://ide.example"}, ""},
+		{"origin without a scheme", []string{"--listen", "127.0.0.1:0", "--allowed-origins", "ide.example"}, `--allowed-origins: "ide.example" is not an origin`},
+		{"origin with a path", []string{"--listen", "127.0.0.1:0", "--allowed-origins", "https://ide.example/"}, `--allowed-origins: "https://ide.example/" is not an origin`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
