@@ -617,3 +617,32 @@ func TestMCPServer_StartupErrors(t *testing.T) {
 		t.Errorf("--version: %q, %v", out, err)
 	}
 }
+
+// TestMCPServer_StdioSIGTERM: SIGTERM ends the stdio server like stdin EOF
+// does: its conversations ended, nothing left running, exit status 0.
+func TestMCPServer_StdioSIGTERM(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "fixture.log")
+	p := startMCPServer(t, "stdio", nil, "--config", mcpTestConfig(t, log, nil), "--store", "memory")
+	r := p.client.ask("/tools", "", nil)
+	if r.isError {
+		t.Fatalf("/tools: %+v", r)
+	}
+	pids := descendants(p.cmd.Process.Pid)
+	if len(pids) == 0 {
+		t.Fatal("no fixture process is running under the server")
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 60*time.Second, func() bool { return strings.Contains(p.stderr.String(), "\tstopped") },
+		"mcp-server did not stop after SIGTERM")
+	if !p.stop() {
+		t.Errorf("mcp-server exited with %v, want status 0", p.cmd.ProcessState)
+	}
+	if s := p.stderr.String(); !strings.Contains(s, "terminated") || !strings.Contains(s, "\tsession ended\t{\"session\": \""+r.out.SessionKey+"\"") {
+		t.Errorf("mcp-server did not end the conversation on SIGTERM")
+	}
+	for _, pid := range waitAllGone(pids, 30*time.Second) {
+		t.Errorf("process %d (%s) outlived mcp-server", pid, cmdline(pid))
+	}
+}
