@@ -58,7 +58,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		return r.wait(ctx, req)
 	}
 	if in.SessionKey == "" && sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
-		return nil, nil, noModelError
+		return nil, nil, errNoModel
 	}
 	for attempt := 1; ; attempt++ {
 		c, err := sv.acquire(ctx, in.SessionKey)
@@ -67,7 +67,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		}
 		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
 			sv.release(c)
-			return nil, nil, noModelError
+			return nil, nil, errNoModel
 		}
 		r, err := sv.start(c, in.SessionKey, in.Message, req)
 		if err != nil {

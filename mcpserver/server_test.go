@@ -553,3 +553,19 @@ func TestModel_SameKeyConcurrentCallsTakeTurns(t *testing.T) {
 		t.Errorf("the second request does not hold the first exchange: %s", second)
 	}
 }
+
+// TestModel_ProviderErrorIsError: a failing provider makes an isError
+// result naming the failure, with the key to continue; the conversation
+// goes on.
+func TestModel_ProviderErrorIsError(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Status: 401, Text: "invalid api key for the fake"}, fakemodel.Turn{Text: "Recovered."})
+	e := start(t, setup{fake: fake})
+	cs := e.connect(nil)
+	r := ask(t, cs, "hello", "")
+	if !r.IsError || !strings.Contains(r.text, "the turn failed") || !strings.Contains(r.text, "401") || !strings.HasPrefix(r.out.SessionKey, "sess_") {
+		t.Fatalf("result %v %q %+v: want isError naming the provider's failure, and the key", r.IsError, r.text, r.out)
+	}
+	if r2 := ask(t, cs, "again", r.out.SessionKey).ok(t); r2.text != "Recovered." {
+		t.Errorf("next turn answered %q", r2.text)
+	}
+}
