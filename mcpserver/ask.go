@@ -58,22 +58,30 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		return r.wait(ctx, req)
 	}
 	if in.SessionKey == "" && sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
-		return nil, nil, noModelError
+		return nil, nil, errNoModel
 	}
-	c, err := sv.acquire(ctx, in.SessionKey)
-	if err != nil {
-		return nil, nil, err
+	for attempt := 1; ; attempt++ {
+		c, err := sv.acquire(ctx, in.SessionKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
+			sv.release(c)
+			return nil, nil, errNoModel
+		}
+		r, err := sv.start(c, in.SessionKey, in.Message, req)
+		if err != nil {
+			sv.release(c)
+			return nil, nil, err
+		}
+		res, out, err := r.wait(ctx, req)
+		if errors.Is(err, session.ErrEnded) && in.SessionKey != "" && attempt == 1 {
+			// The session ended under the conversation (the core closed
+			// it) before the turn began: reopen it once.
+			continue
+		}
+		return res, out, err
 	}
-	if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
-		sv.release(c)
-		return nil, nil, noModelError
-	}
-	r, err := sv.start(c, in.SessionKey, in.Message, req)
-	if err != nil {
-		sv.release(c)
-		return nil, nil, err
-	}
-	return r.wait(ctx, req)
 }
 
 // run is one ask_agent turn. It runs in its own goroutine (owned by the
@@ -193,7 +201,7 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 	}
 	switch {
 	case errors.Is(r.err, session.ErrEnded):
-		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended (the server is stopping, or it was idle); call again to reopen it", r.c.key)
+		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.c.key, r.err)
 	case r.err != nil:
 		out.StopReason = string(gateway.StopEndTurn)
 		msg := fmt.Sprintf("ask_agent: the turn failed: %v", r.err)

@@ -341,11 +341,11 @@ func isCommand(text string) bool {
 	return ok
 }
 
-// noModelError is the error of a message that needs a model when none is
+// errNoModel is the error of a message that needs a model when none is
 // configured.
-var noModelError = errors.New("ask_agent: no model is configured, so the agent cannot answer a message: " +
+var errNoModel = errors.New("ask_agent: no model is configured, so the agent cannot answer a message: " +
 	"start acp-agent mcp-server with --model provider:name (or the config file's \"model\"), " +
 	"or send a slash command: /help, /tools, /call <tool> {json arguments}, /servers")
 
-// trimmed reports whether s is blank.
+// blank reports whether s is empty or white space.
 func blank(s string) bool { return strings.TrimSpace(s) == "" }

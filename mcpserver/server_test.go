@@ -419,45 +419,99 @@ func TestModel_ProgressNotifications(t *testing.T) {
 	}
 }
 
+// captureResults records the ask_agent results the server sends, even
+// those a client that gave up never reads.
+func (e *env) captureResults() <-chan *mcp.CallToolResult {
+	out := make(chan *mcp.CallToolResult, 10)
+	e.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.CallToolResult); ok && method == "tools/call" {
+				out <- r
+			}
+			return res, err
+		}
+	})
+	return out
+}
+
+// TestModel_CancelMidTurn: notifications/cancelled (the client's context
+// ends) cancels the turn, whether it waits for the model or for a tool call
+// (which is cancelled too); the result says so, and the conversation goes
+// on.
 func TestModel_CancelMidTurn(t *testing.T) {
-	fake := fakemodel.NewOpenAI(t,
-		fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{Name: "mcp__kit__slow"}}},
-		fakemodel.Turn{Text: "Next turn."},
-	)
-	e := start(t, setup{fake: fake})
-	cs := e.connect(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"message": "run slow"}})
-		errc <- err
-	}()
-	select {
-	case <-e.kit.slowStarted:
-	case <-time.After(wait):
-		t.Fatal("the slow tool never started")
-	}
-	cancel() // the client sends notifications/cancelled
-	select {
-	case <-e.kit.slowEnded:
-	case <-time.After(wait):
-		t.Fatal("cancelling ask_agent did not cancel the tool call in flight")
-	}
-	if err := <-errc; err == nil {
-		t.Error("the cancelled CallTool returned no error")
-	}
-	// The turn ended cancelled: the conversation takes a next turn, whose
-	// history holds the cancelled call's result.
-	keys := e.liveKeys(t)
-	if len(keys) != 1 {
-		t.Fatalf("live conversations %v, want 1", keys)
-	}
-	r := ask(t, cs, "and now?", keys[0]).ok(t)
-	if r.text != "Next turn." {
-		t.Errorf("next turn answered %q", r.text)
-	}
-	if second := requestText(t, fake.Requests()[1]); !strings.Contains(second, "cancelled") {
-		t.Errorf("the next request does not show the cancelled call: %s", second)
+	for _, tc := range []struct {
+		name  string
+		first fakemodel.Turn
+	}{
+		{"tool call", fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{Name: "mcp__kit__slow"}}}},
+		{"stalled model", fakemodel.Turn{Text: "Let me think about it at length", Hang: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := fakemodel.NewOpenAI(t, tc.first, fakemodel.Turn{Text: "Next turn."})
+			e := start(t, setup{fake: fake})
+			results := e.captureResults()
+			started := make(chan struct{}, 100)
+			cs := e.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+				started <- struct{}{}
+			}})
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				params := &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"message": "take your time"}}
+				params.SetProgressToken(1)
+				_, err := cs.CallTool(ctx, params)
+				errc <- err
+			}()
+			if tc.first.Hang {
+				// The model request is under way (it never ends).
+				for deadline := time.Now().Add(wait); len(fake.Requests()) == 0; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the model was never asked")
+					}
+				}
+			} else {
+				select {
+				case <-started: // the tool call's start
+				case <-time.After(wait):
+					t.Fatal("the turn never started")
+				}
+				select {
+				case <-e.kit.slowStarted:
+				case <-time.After(wait):
+					t.Fatal("the slow tool never started")
+				}
+			}
+			cancel() // the client sends notifications/cancelled
+			if !tc.first.Hang {
+				select {
+				case <-e.kit.slowEnded:
+				case <-time.After(wait):
+					t.Fatal("cancelling ask_agent did not cancel the tool call in flight")
+				}
+			}
+			if err := <-errc; err == nil {
+				t.Error("the cancelled CallTool returned no error")
+			}
+			select {
+			case res := <-results:
+				text := res.Content[len(res.Content)-1].(*mcp.TextContent).Text
+				data, _ := json.Marshal(res.StructuredContent)
+				if !res.IsError || !strings.Contains(text, "the turn was cancelled") || !strings.Contains(string(data), `"stopReason":"cancelled"`) {
+					t.Errorf("result %v %q %s: want isError saying the turn was cancelled", res.IsError, text, data)
+				}
+			case <-time.After(wait):
+				t.Fatal("no result for the cancelled call")
+			}
+			// The conversation goes on.
+			keys := e.liveKeys(t)
+			if len(keys) != 1 {
+				t.Fatalf("conversations %v, want 1", keys)
+			}
+			if r := ask(t, cs, "and now?", keys[0]).ok(t); r.text != "Next turn." {
+				t.Errorf("next turn answered %q", r.text)
+			}
+		})
 	}
 }
 
@@ -473,4 +527,45 @@ func (e *env) liveKeys(t *testing.T) []string {
 		ids = append(ids, r.ID)
 	}
 	return ids
+}
+
+// TestModel_SameKeyConcurrentCallsTakeTurns: two calls with one key at once
+// share one reopened session and run one turn after the other: the second
+// model request holds the whole first exchange.
+func TestModel_SameKeyConcurrentCallsTakeTurns(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "first answer, slowly", Delay: 20 * time.Millisecond}, fakemodel.Turn{Text: "second answer"})
+	e := start(t, setup{fake: fake})
+	cs := e.connect(nil)
+	key := ask(t, cs, "/help", "").ok(t).out.SessionKey
+	e.core.Close(key) // ended under the server: both calls reopen it, once
+	var wg sync.WaitGroup
+	for _, m := range []string{"question one", "question two"} {
+		wg.Go(func() { ask(t, cs, m, key).ok(t) })
+	}
+	wg.Wait()
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	// Whichever question came first got the first scripted answer.
+	second := requestText(t, reqs[1])
+	if !strings.Contains(second, "question one") || !strings.Contains(second, "question two") || !strings.Contains(second, "first answer, slowly") {
+		t.Errorf("the second request does not hold the first exchange: %s", second)
+	}
+}
+
+// TestModel_ProviderErrorIsError: a failing provider makes an isError
+// result naming the failure, with the key to continue; the conversation
+// goes on.
+func TestModel_ProviderErrorIsError(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Status: 401, Text: "invalid api key for the fake"}, fakemodel.Turn{Text: "Recovered."})
+	e := start(t, setup{fake: fake})
+	cs := e.connect(nil)
+	r := ask(t, cs, "hello", "")
+	if !r.IsError || !strings.Contains(r.text, "the turn failed") || !strings.Contains(r.text, "401") || !strings.HasPrefix(r.out.SessionKey, "sess_") {
+		t.Fatalf("result %v %q %+v: want isError naming the provider's failure, and the key", r.IsError, r.text, r.out)
+	}
+	if r2 := ask(t, cs, "again", r.out.SessionKey).ok(t); r2.text != "Recovered." {
+		t.Errorf("next turn answered %q", r2.text)
+	}
 }
