@@ -47,8 +47,9 @@ const mcpServerUsage = `Usage: acp-agent mcp-server [flags]
 Serve MCP with one tool, ask_agent, so that another agent (Claude Code,
 Claude Desktop, Cursor, any MCP client) can hand work to acp-agent. It runs
 the same agent as the ACP mode: config file, default MCP servers, model,
-permissions policy, built-in tools and session store. A call with a
-sessionKey continues that conversation, also across restarts.
+permissions policy, built-in tools and session store. Conversations run in
+the working directory of this process. A call with a sessionKey continues
+that conversation, also across restarts.
 
 By default it speaks MCP on stdin/stdout (stdout carries MCP frames only;
 logs go to stderr or --log-file). With --listen it serves Streamable HTTP at
