@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net"
 	"strings"
 	"testing"
 )
@@ -17,9 +19,24 @@ func TestCheckListen(t *testing.T) {
 		{"7777", "", "missing port"},
 	}
 	for _, tt := range tests {
-		err := checkListen(tt.addr, tt.token)
+		err := checkListen(tt.addr, tt.token, tokenEnv)
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("checkListen(%q, %q) = %v, want %q", tt.addr, tt.token, err, tt.want)
 		}
+	}
+}
+
+func TestRunGateway_RefusesANonOrigin(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	// A port in use: were the entry accepted, the gateway would fail to
+	// listen rather than serve forever.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = runGateway([]string{"--listen", ln.Addr().String(), "--allowed-origins", "ide.example"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `--allowed-origins: "ide.example" is not an origin`) {
+		t.Errorf("error %v, want the entry refused", err)
 	}
 }
