@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,23 +106,40 @@ func startConformanceTarget(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{}) // closed when the process has been reaped
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 			t.Error("acp-agent mcp-server did not stop on SIGTERM")
 		}
 		if t.Failed() {
 			t.Logf("acp-agent mcp-server logs:\n%s", logs.String())
 		}
 	})
-	if !testutil.WaitListening(addr, 30*time.Second) {
-		t.Fatalf("acp-agent mcp-server never listened on %s:\n%s", addr, logs.String())
+	listening := testutil.Eventually(30*time.Second, func() bool {
+		select {
+		case <-exited:
+			return true // stop waiting: it will never listen
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	select {
+	case <-exited:
+		t.Fatalf("acp-agent mcp-server exited (%v) instead of listening on %s (its logs follow)", cmd.ProcessState, addr)
+	default:
+	}
+	if !listening {
+		t.Fatalf("acp-agent mcp-server never listened on %s (its logs follow)", addr)
 	}
 	return "http://" + addr + "/mcp"
 }
