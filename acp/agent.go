@@ -308,7 +308,7 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, wri
 			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
 		}
 		if len(st.LeftOut) > 0 {
-			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(leftOutText(st, s.Manager().ToolLimit())+"\n"))
+			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(session.LeftOutText(st, s.Manager().ToolLimit())+"\n"))
 		}
 	}
 	a.notify(ctx, s.ID(), availableCommands())

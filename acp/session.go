@@ -39,7 +39,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	send := func(u acpsdk.SessionUpdate) { a.notify(notifyCtx, s.ID(), u) }
 
 	var stop gateway.StopReason
-	if answer, ok := frontEndCommand(s, gateway.PromptText(content)); ok {
+	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
 		stop, err = s.Turn(ctx, func(context.Context) (gateway.StopReason, error) {
 			send(acpsdk.UpdateAgentMessageText(answer())) // after any running turn
 			return gateway.StopEndTurn, nil

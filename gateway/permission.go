@@ -19,6 +19,10 @@ const (
 	PermissionAllowAlways
 	PermissionReject
 	PermissionCancelled
+	// PermissionUnavailable: no one could be asked (the front end's client
+	// cannot answer permission questions), so the call is refused; the model
+	// is told so.
+	PermissionUnavailable
 )
 
 // AskFunc asks the user about one tool call. It returns PermissionCancelled,

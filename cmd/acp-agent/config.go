@@ -56,11 +56,11 @@ type ToolsConfig struct {
 }
 
 // inProcess returns the in-process servers of every session.
-func (t ToolsConfig) inProcess() []acp.InProcessServer {
+func (t ToolsConfig) inProcess() []session.InProcessServer {
 	if t.Builtin != nil && !*t.Builtin {
 		return nil
 	}
-	return []acp.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
+	return []session.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
 		return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
 	}, Timeouts: bridge.Timeouts{ToolCall: builtin.CallTimeout}}}
 }
@@ -299,17 +299,20 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 	return spec, nil
 }
 
-// agentOptions turns the config into the agent's options.
-func (c *Config) agentOptions() (*acp.Options, error) {
+// coreOptions turns the config into the session core's options, the part
+// both front ends (ACP and mcp-server) share: default servers, per-server
+// settings, in-process servers (built-in tools) and the bridge template. The
+// caller sets Name, Version, Gateway, Store, History and Logger.
+func (c *Config) coreOptions() (session.CoreOptions, error) {
 	defaults, err := c.DefaultServers()
 	if err != nil {
-		return nil, err
+		return session.CoreOptions{}, err
 	}
-	settings := make(map[string]acp.ServerSettings, len(c.Servers))
+	settings := make(map[string]session.ServerSettings, len(c.Servers))
 	for name, s := range c.Servers {
-		settings[name] = acp.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute}
+		settings[name] = session.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute}
 	}
-	return &acp.Options{
+	return session.CoreOptions{
 		InProcess:      c.Tools.inProcess(),
 		DefaultServers: defaults,
 		ServerSettings: settings,
@@ -330,5 +333,20 @@ func (c *Config) agentOptions() (*acp.Options, error) {
 			},
 			CallsPerMinute: c.Limits.CallsPerMinute,
 		},
+	}, nil
+}
+
+// agentOptions turns the config into the ACP agent's options: the same
+// core options as coreOptions.
+func (c *Config) agentOptions() (*acp.Options, error) {
+	co, err := c.coreOptions()
+	if err != nil {
+		return nil, err
+	}
+	return &acp.Options{
+		InProcess:      co.InProcess,
+		DefaultServers: co.DefaultServers,
+		ServerSettings: co.ServerSettings,
+		Bridge:         co.Bridge,
 	}, nil
 }

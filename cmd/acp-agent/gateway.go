@@ -22,7 +22,11 @@ import (
 const tokenEnv = "ACP_AGENT_GATEWAY_TOKEN"
 
 // gatewayToken reads the token from file, else from ACP_AGENT_GATEWAY_TOKEN.
-func gatewayToken(file string) (string, error) {
+func gatewayToken(file string) (string, error) { return readToken(file, tokenEnv) }
+
+// readToken reads a token from file (--token-file), else from the
+// environment variable envName; "" means none.
+func readToken(file, envName string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -34,12 +38,13 @@ func gatewayToken(file string) (string, error) {
 		}
 		return t, nil
 	}
-	return os.Getenv(tokenEnv), nil
+	return os.Getenv(envName), nil
 }
 
 // checkListen refuses an address without an explicit host (":7777" binds
-// every interface) and, without a token, any address that is not loopback.
-func checkListen(addr, token string) error {
+// every interface) and, without a token, any address that is not loopback;
+// envName is the variable that can hold the token, named in the error.
+func checkListen(addr, token, envName string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--listen %q: %v", addr, err)
@@ -50,7 +55,7 @@ func checkListen(addr, token string) error {
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
 	if !loopback && token == "" {
-		return fmt.Errorf("--listen %q is not a loopback address: set a token (--token-file or %s) first", addr, tokenEnv)
+		return fmt.Errorf("--listen %q is not a loopback address: set a token (--token-file or %s) first", addr, envName)
 	}
 	return nil
 }
@@ -74,7 +79,7 @@ func runGateway(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkListen(*listen, token); err != nil {
+	if err := checkListen(*listen, token, tokenEnv); err != nil {
 		return err
 	}
 	env, err := common.setup(stderr)

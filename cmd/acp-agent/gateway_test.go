@@ -17,7 +17,7 @@ func TestCheckListen(t *testing.T) {
 		{"7777", "", "missing port"},
 	}
 	for _, tt := range tests {
-		err := checkListen(tt.addr, tt.token)
+		err := checkListen(tt.addr, tt.token, tokenEnv)
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("checkListen(%q, %q) = %v, want %q", tt.addr, tt.token, err, tt.want)
 		}

@@ -5,9 +5,14 @@
 // Usage:
 //
 //	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory] [--verbose] [--log-file FILE] [--version]
+//	acp-agent mcp-server [--config FILE] [--model provider:name|direct] [--store FILE|memory]
+//	                     [--listen HOST:PORT [--token-file FILE] [--allowed-origins LIST]] [-v] [--log-file FILE] [--version]
+//	acp-agent gateway [--listen HOST:PORT] [--token-file FILE] [--allowed-origins LIST] [--config FILE] [--model ...]
 //
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
-// only; logs go to stderr, or to --log-file.
+// only; logs go to stderr, or to --log-file. "mcp-server" serves the same
+// agent to MCP clients as one tool, ask_agent, on stdio or Streamable HTTP;
+// "gateway" serves the agent runtime to remote translators.
 package main
 
 import (
@@ -61,6 +66,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "gateway" {
 		return runGateway(args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "mcp-server" {
+		return runMCPServer(args[1:], stdin, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	common := addCommonFlags(fs)
@@ -75,7 +83,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or \"gateway\")", fs.Arg(0))
+		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use \"gateway\" or \"mcp-server\")", fs.Arg(0))
 	}
 	if *showVersion {
 		// --version is the one thing printed on stdout outside ACP.

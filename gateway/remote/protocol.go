@@ -153,4 +153,5 @@ var eventKindNames = map[gateway.EventKind]string{
 var permissionOutcomes = map[gateway.PermissionOutcome]string{
 	gateway.PermissionAllowOnce: "allow_once", gateway.PermissionAllowAlways: "allow_always",
 	gateway.PermissionReject: "reject", gateway.PermissionCancelled: "cancelled",
+	gateway.PermissionUnavailable: "unavailable",
 }

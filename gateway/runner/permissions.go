@@ -122,6 +122,12 @@ func declinedText(name string) string {
 	return fmt.Sprintf("The user declined to run %s. Do not retry it unless the user asks; continue without it or ask them how to proceed.", name)
 }
 
+// unaskedText is the tool result the model gets when the call needs the
+// user's permission and no one can be asked.
+func unaskedText(name string) string {
+	return fmt.Sprintf("%s was refused: it needs the user's permission (permissions policy \"ask\"), and the client cannot be asked for it. Do not retry it; continue without it, and say in your answer that it was refused and that the permissions config (permissions.allow) can allow it.", name)
+}
+
 // deniedText is the result of a call the policy denies (a /call, or a model
 // naming a tool it was not offered).
 func deniedText(name string) string {

@@ -104,6 +104,15 @@ func TestRunner_Permissions(t *testing.T) {
 		t.Errorf("asked %v, %d runs; want only write asked, only read run", asked, runs.Load())
 	}
 
+	answer, asked = gateway.PermissionUnavailable, nil
+	ends = run(newRunner())
+	if !strings.HasPrefix(ends["write"], "failed:write was refused: it needs the user's permission") || !strings.Contains(ends["write"], "cannot be asked") {
+		t.Errorf("no one to ask: ends = %v", ends)
+	}
+	if runs.Load() != 2 {
+		t.Errorf("%d runs; want write not run", runs.Load())
+	}
+
 	r := newRunner()
 	answer, asked = gateway.PermissionAllowAlways, nil
 	run(r)

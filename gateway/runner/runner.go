@@ -294,6 +294,8 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 		p.res = ptr(gateway.ErrorResult("cancelled: the permission request was not answered"))
 	case outcome == gateway.PermissionReject:
 		p.res = ptr(gateway.ErrorResult(declinedText(p.tool.Name)))
+	case outcome == gateway.PermissionUnavailable:
+		p.res = ptr(gateway.ErrorResult(unaskedText(p.tool.Name)))
 	case outcome == gateway.PermissionAllowAlways:
 		r.grants.grant(req.SessionKey, p.tool.Name)
 	}

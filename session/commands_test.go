@@ -1,4 +1,4 @@
-package acp
+package session
 
 import (
 	"errors"
@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 func TestServersText_LeftOutIsCountedNotListed(t *testing.T) {
-	out := serversText([]bridge.ServerStatus{
+	out := ServersText([]bridge.ServerStatus{
 		{Name: "huge", Transport: bridge.TransportStdio, State: bridge.StateConnected, Tools: 90, LeftOutCount: 4910, LeftOut: []string{"t90", "t91", "t92"}},
 		{Name: "small", Transport: bridge.TransportStdio, State: bridge.StateConnected, Tools: 10},
 	}, 100)
@@ -24,7 +25,7 @@ func TestServersText_LeftOutIsCountedNotListed(t *testing.T) {
 }
 
 func TestServersText_LostServer(t *testing.T) {
-	out := serversText([]bridge.ServerStatus{
+	out := ServersText([]bridge.ServerStatus{
 		{Name: "web", Transport: bridge.TransportHTTP, State: bridge.StateLost, Tools: 4, Err: errors.New("dialing again failed: connection refused"), RetryAt: time.Now().Add(8 * time.Second)},
 		{Name: "api", Transport: bridge.TransportHTTP, State: bridge.StateLost, Tools: 2, Err: errors.New("connection lost")},
 	}, 100)
@@ -35,5 +36,22 @@ func TestServersText_LostServer(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("/servers =\n%s\nwant a line %q", out, want)
 		}
+	}
+}
+
+// TestCommands_FrontEndHandlers: the front ends answer exactly the commands
+// the table marks FrontEnd.
+func TestCommands_FrontEndHandlers(t *testing.T) {
+	frontEnd := 0
+	for _, c := range runner.Commands() {
+		if _, ok := frontEndCommands[c.Name]; ok != c.FrontEnd {
+			t.Errorf("/%s: FrontEnd %v, handler here %v", c.Name, c.FrontEnd, ok)
+		}
+		if c.FrontEnd {
+			frontEnd++
+		}
+	}
+	if len(frontEndCommands) != frontEnd {
+		t.Errorf("%d front-end handlers for %d front-end commands", len(frontEndCommands), frontEnd)
 	}
 }

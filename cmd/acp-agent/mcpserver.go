@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/mcpserver"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// mcpTokenEnv holds the token of "mcp-server --listen" when no --token-file
+// is given. It is not the gateway's variable: the MCP endpoint and the
+// gateway are different trust relations, and a shell that exports the
+// gateway token for `acp-agent --gateway` must not silently open (or lock)
+// an MCP endpoint with it.
+const mcpTokenEnv = "ACP_AGENT_MCP_TOKEN"
+
+// mcpPath is the path of the Streamable HTTP endpoint under --listen.
+const mcpPath = "/mcp"
+
+// mcpHTTPStopTimeout bounds how long stopping the HTTP server waits for
+// requests in flight once every conversation has ended.
+const mcpHTTPStopTimeout = 5 * time.Second
+
+const mcpServerUsage = `Usage: acp-agent mcp-server [flags]
+
+Serve MCP with one tool, ask_agent, so that another agent (Claude Code,
+Claude Desktop, Cursor, any MCP client) can hand work to acp-agent. It runs
+the same agent as the ACP mode: config file, default MCP servers, model,
+permissions policy, built-in tools and session store. A call with a
+sessionKey continues that conversation, also across restarts.
+
+By default it speaks MCP on stdin/stdout (stdout carries MCP frames only;
+logs go to stderr or --log-file). With --listen it serves Streamable HTTP at
+http://HOST:PORT/mcp instead: the host must be named; a non-loopback address
+needs a token (--token-file, or ` + mcpTokenEnv + `), which every request
+then sends as "Authorization: Bearer <token>"; requests from browsers (with
+an Origin header) are refused unless the origin is in --allowed-origins; a
+loopback listener refuses a Host header that is not loopback (DNS
+rebinding).
+
+Claude Desktop / Claude Code:
+  {"mcpServers": {"acp-agent": {"command": "acp-agent", "args": ["mcp-server"]}}}
+
+Flags:
+`
+
+// mcpServerFlags are the flags of "acp-agent mcp-server".
+type mcpServerFlags struct {
+	common             *commonFlags
+	store, listen      *string
+	tokenFile, origins *string
+	showVersion        *bool
+	set                map[string]bool // flags given on the command line
+	allowedOrigins     []string
+	token              string
+}
+
+// parseMCPServerFlags parses and checks the flags; help is true for
+// -h/--help. The listen rules are checked here, before anything starts.
+func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, help bool, err error) {
+	fs := flag.NewFlagSet("acp-agent mcp-server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned as one line, help goes to stdout
+	f = &mcpServerFlags{common: addCommonFlags(fs), set: map[string]bool{}}
+	fs.BoolVar(f.common.verbose, "v", false, "same as --verbose")
+	f.store = fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
+	f.listen = fs.String("listen", "", "serve Streamable HTTP at http://`HOST:PORT`"+mcpPath+" instead of stdio; the host must be named")
+	f.tokenFile = fs.String("token-file", "", "with --listen: `FILE` holding the bearer token every request must send (default: "+mcpTokenEnv+"); required off loopback")
+	f.origins = fs.String("allowed-origins", "", "with --listen: comma-separated Origin values (`LIST`) accepted from browsers (none by default)")
+	f.showVersion = fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, mcpServerUsage)
+			printFlags(stdout, fs)
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("mcp-server: %v (see acp-agent mcp-server --help)", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, false, fmt.Errorf("mcp-server: unexpected argument %q: it takes flags only (see acp-agent mcp-server --help)", fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if *f.showVersion {
+		return f, false, nil
+	}
+	for _, o := range strings.Split(*f.origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			f.allowedOrigins = append(f.allowedOrigins, o)
+		}
+	}
+	if *f.listen == "" {
+		for _, name := range []string{"token-file", "allowed-origins"} {
+			if f.set[name] {
+				return nil, false, fmt.Errorf("--%s applies only with --listen (stdio needs no token and has no browsers)", name)
+			}
+		}
+		return f, false, nil
+	}
+	if f.token, err = readToken(*f.tokenFile, mcpTokenEnv); err != nil {
+		return nil, false, err
+	}
+	if err := checkListen(*f.listen, f.token, mcpTokenEnv); err != nil {
+		return nil, false, err
+	}
+	return f, false, nil
+}
+
+// runMCPServer is "acp-agent mcp-server": the agent as an MCP server with
+// one tool, ask_agent (package mcpserver), on stdin/stdout or, with
+// --listen, over Streamable HTTP. It serves until stdin closes (stdio) or
+// SIGINT/SIGTERM, then ends every conversation (every MCP server child is
+// gone) and returns nil.
+func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	f, help, err := parseMCPServerFlags(args, stdout)
+	if err != nil || help {
+		return err
+	}
+	if *f.showVersion {
+		fmt.Fprintln(stdout, "acp-agent", agentVersion())
+		return nil
+	}
+	env, err := f.common.setup(stderr)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	log, cfg := env.log, env.cfg
+	if err := sandbox.Setup(); err != nil { // so that nothing a server starts outlives its conversation
+		log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive the conversation", "err", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	opts, err := cfg.coreOptions()
+	if err != nil {
+		return err
+	}
+	store, err := openStore(*f.store, cfg.Store.Path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ms, err := env.models()
+	if err != nil {
+		return err
+	}
+	opts.Store = store
+	opts.History = session.NewHistory(store, log)
+	opts.Gateway = runner.NewLocal(&runner.Options{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
+	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
+	core := session.NewCore(opts)
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("mcp-server: the working directory, where conversations run: %w", err)
+	}
+	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Name: "acp-agent", Version: agentVersion(), Cwd: cwd, Logger: log})
+	end := func() {
+		log.Info("ending every conversation")
+		shutdown()
+		core.Shutdown()
+		log.Info("stopped")
+	}
+	if *f.listen == "" {
+		err = serveMCPStdio(ctx, srv, stdin, stdout, log)
+		end()
+		return err
+	}
+	return serveMCPHTTP(ctx, srv, f, log, end)
+}
+
+// serveMCPStdio serves srv on in/out (stdin/stdout: the go-sdk's
+// StdioTransport is this IOTransport over os.Stdin and os.Stdout) until the
+// client closes in or ctx is done; either is a normal end.
+func serveMCPStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, log *slog.Logger) error {
+	log.Info("serving MCP on stdio")
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	switch {
+	case ctx.Err() != nil:
+		log.Info("stopping", "cause", context.Cause(ctx))
+		return nil
+	case err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed):
+		log.Info("client disconnected")
+		return nil
+	default:
+		return fmt.Errorf("mcp-server: stdio: %w", err)
+	}
+}
+
+// printFlags lists the flags of fs as they are written: "--name", "-v".
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		typ, usage := flag.UnquoteUsage(f)
+		if typ != "" {
+			typ = " " + typ
+		}
+		fmt.Fprintf(w, "  %s%s%s\n    \t%s\n", dash, f.Name, typ, usage)
+	})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveMCPHTTP serves srv over Streamable HTTP at f.listen until ctx is
+// done, then runs end (which ends every conversation) and stops the HTTP
+// server.
+func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, log *slog.Logger, end func()) error {
+	ln, err := net.Listen("tcp", *f.listen)
+	if err != nil {
+		end()
+		return fmt.Errorf("--listen: %w", err)
+	}
+	// Requests run under reqCtx, cancelled at shutdown, so that open SSE
+	// streams end and Shutdown does not wait on them.
+	reqCtx, cancelReqs := context.WithCancel(context.Background())
+	defer cancelReqs()
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, mcpHTTPHandler(srv, f.token, f.allowedOrigins, log))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx },
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("mcp-server listening", "url", "http://"+ln.Addr().String()+mcpPath, "auth", f.token != "", "allowedOrigins", f.allowedOrigins)
+	select {
+	case err = <-errc:
+		err = fmt.Errorf("--listen %s: %w", *f.listen, err)
+	case <-ctx.Done():
+		log.Info("stopping", "cause", context.Cause(ctx))
+	}
+	end()
+	cancelReqs()
+	sctx, cancel := context.WithTimeout(context.Background(), mcpHTTPStopTimeout)
+	defer cancel()
+	if hs.Shutdown(sctx) != nil {
+		_ = hs.Close()
+	}
+	if err == nil {
+		<-errc // Serve returns ErrServerClosed once Shutdown has begun
+	}
+	return err
+}
+
+// mcpHTTPHandler is the Streamable HTTP endpoint of srv under the listen
+// rules: a request with an Origin header (a browser) is refused with 403
+// unless that origin is in allowed; with a token, a request without
+// "Authorization: Bearer <token>" gets 401; the go-sdk's DNS-rebinding
+// protection (a loopback listener refuses a non-loopback Host, 403) stays on.
+func mcpHTTPHandler(srv *mcp.Server, token string, allowed []string, log *slog.Logger) http.Handler {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Logger: log.With("component", "mcp-http")})
+	if token != "" {
+		want := sha256.Sum256([]byte(token))
+		verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
+			// Hashes first: the comparison takes the same time whatever the
+			// length of the token sent.
+			if g := sha256.Sum256([]byte(got)); subtle.ConstantTimeCompare(g[:], want[:]) != 1 {
+				return nil, fmt.Errorf("%w: the bearer token is not this server's", auth.ErrInvalidToken)
+			}
+			return &auth.TokenInfo{}, nil
+		}
+		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	inner := h
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(allowed, o) {
+			log.Warn("refused a request from a browser origin not in --allowed-origins", "origin", o, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("origin %q is not allowed (--allowed-origins)", o), http.StatusForbidden)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestMCPServerFlags_Errors(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The gateway's variable is not the MCP endpoint's token.
+	t.Setenv(tokenEnv, "gateway-secret")
+	t.Setenv(mcpTokenEnv, "")
+	tests := []struct {
+		name string
+		args []string
+		want string // "" means no error
+	}{
+		{"stdio", nil, ""},
+		{"loopback", []string{"--listen", "127.0.0.1:0"}, ""},
+		{"localhost", []string{"--listen", "localhost:7777"}, ""},
+		{"ipv6 loopback", []string{"--listen", "[::1]:7777"}, ""},
+		{"non-loopback with a token file", []string{"--listen", "0.0.0.0:7777", "--token-file", tokenFile}, ""},
+		{"no host", []string{"--listen", ":7777"}, `--listen ":7777" has no host and would bind every interface`},
+		{"no port", []string{"--listen", "127.0.0.1"}, `--listen "127.0.0.1": address 127.0.0.1: missing port`},
+		{"non-loopback without a token", []string{"--listen", "0.0.0.0:7777"}, `--listen "0.0.0.0:7777" is not a loopback address: set a token (--token-file or ACP_AGENT_MCP_TOKEN) first`},
+		{"private address without a token", []string{"--listen", "192.168.1.5:7777"}, "is not a loopback address"},
+		{"empty token file", []string{"--listen", "0.0.0.0:7777", "--token-file", emptyFile}, "--token-file " + emptyFile + " is empty"},
+		{"missing token file", []string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(dir, "nope")}, "--token-file: open"},
+		{"token file without listen", []string{"--token-file", tokenFile}, "--token-file applies only with --listen"},
+		{"origins without listen", []string{"--allowed-origins", "https://a.example"}, "--allowed-origins applies only with --listen"},
+		{"unknown flag", []string{"--gateway", "ws://x"}, "mcp-server: flag provided but not defined: -gateway (see acp-agent mcp-server --help)"},
+		{"argument", []string{"extra"}, `mcp-server: unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout bytes.Buffer
+			_, help, err := parseMCPServerFlags(tt.args, &stdout)
+			if help || stdout.Len() > 0 {
+				t.Errorf("help %v, stdout %q; want neither", help, stdout.String())
+			}
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("error %v, want none", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMCPServerFlags_TokenFromEnvironment(t *testing.T) {
+	t.Setenv(mcpTokenEnv, "from-env")
+	f, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777", "--allowed-origins", "https://a.example, https://b.example"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.token != "from-env" || len(f.allowedOrigins) != 2 || f.allowedOrigins[1] != "https://b.example" {
+		t.Errorf("token %q, origins %q", f.token, f.allowedOrigins)
+	}
+}
+
+func TestRunMCPServer_VersionAndHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"mcp-server", "--version"}, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if got := stdout.String(); got != "acp-agent "+agentVersion()+"\n" {
+		t.Errorf("--version printed %q", got)
+	}
+	for _, arg := range []string{"--help", "-h"} {
+		stdout.Reset()
+		if err := run([]string{"mcp-server", arg}, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+		for _, want := range []string{"ask_agent", "sessionKey", "--listen", "--token-file", "--allowed-origins", "--store", "--model", `"args": ["mcp-server"]`, mcpTokenEnv} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%s: the usage lacks %q:\n%s", arg, want, stdout.String())
+			}
+		}
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+}
+
+func TestRun_UnknownSubcommandNamesMCPServer(t *testing.T) {
+	err := run([]string{"mcp"}, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `"mcp-server"`) {
+		t.Errorf("error %v, want it to name mcp-server", err)
+	}
+}
+
+// echoServer is a plain MCP server with one tool, standing in for
+// mcpserver's.
+func echoServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	return s
+}
+
+func TestServeMCPStdio_EndsAtEOF(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serveMCPStdio(t.Context(), echoServer(), inR, outW, slog.New(slog.DiscardHandler)) }()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil || len(res.Tools) != 1 {
+		t.Fatalf("tools/list: %v %v", res, err)
+	}
+	_ = cs.Close() // closes inW: EOF on the server's stdin
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serveMCPStdio = %v, want nil at EOF", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serveMCPStdio did not return at EOF")
+	}
+}
+
+func TestMCPHTTPHandler_Rules(t *testing.T) {
+	const token = "s3cret"
+	h := mcpHTTPHandler(echoServer(), token, []string{"https://allowed.example"}, slog.New(slog.DiscardHandler))
+	ts := httptest.NewServer(h) // 127.0.0.1: loopback
+	defer ts.Close()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	tests := []struct {
+		name   string
+		header map[string]string
+		host   string
+		want   int
+	}{
+		{"token", map[string]string{"Authorization": "Bearer " + token}, "", http.StatusOK},
+		{"no token", nil, "", http.StatusUnauthorized},
+		{"wrong token", map[string]string{"Authorization": "Bearer s3cres"}, "", http.StatusUnauthorized},
+		{"longer token", map[string]string{"Authorization": "Bearer " + token + "x"}, "", http.StatusUnauthorized},
+		{"not bearer", map[string]string{"Authorization": "Basic " + token}, "", http.StatusUnauthorized},
+		{"foreign origin", map[string]string{"Authorization": "Bearer " + token, "Origin": "https://evil.example"}, "", http.StatusForbidden},
+		{"foreign origin without a token", map[string]string{"Origin": "https://evil.example"}, "", http.StatusForbidden},
+		{"allowed origin", map[string]string{"Authorization": "Bearer " + token, "Origin": "https://allowed.example"}, "", http.StatusOK},
+		{"rebinding host", map[string]string{"Authorization": "Bearer " + token}, "evil.example", http.StatusForbidden},
+		{"localhost host", map[string]string{"Authorization": "Bearer " + token}, "localhost", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(initialize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tt.want, body)
+			}
+		})
+	}
+}
+
+func TestMCPHTTPHandler_NoTokenOnLoopback(t *testing.T) {
+	ts := httptest.NewServer(mcpHTTPHandler(echoServer(), "", nil, slog.New(slog.DiscardHandler)))
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Errorf("echo: %+v %v", res, err)
+	}
+}

@@ -1,0 +1,286 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// Input is the arguments of ask_agent.
+type Input struct {
+	// Message is the user's prompt, passed to the agent unmodified.
+	Message string `json:"message" jsonschema:"the task or question for the agent, passed unmodified as the user's message; the slash commands /help, /tools, /call <tool> {json arguments} and /servers work without a model"`
+	// SessionKey is the conversation to continue, or "" for a new one.
+	SessionKey string `json:"sessionKey,omitempty" jsonschema:"the sessionKey of an earlier ask_agent result, to continue that conversation with its history; leave it out to start a new conversation"`
+}
+
+// Output is the structuredContent of an ask_agent result.
+type Output struct {
+	// Answer is the agent's answer: the text of the turn (for a slash
+	// command, its output).
+	Answer string `json:"answer" jsonschema:"the agent's answer"`
+	// SessionKey continues this conversation in a later call.
+	SessionKey string `json:"sessionKey" jsonschema:"pass it back as sessionKey to continue this conversation"`
+	// StopReason says why the turn ended: end_turn, max_tokens,
+	// max_turn_requests, refusal or cancelled (ACP's stop reasons).
+	StopReason string `json:"stopReason" jsonschema:"why the turn ended: end_turn, max_tokens, max_turn_requests, refusal or cancelled"`
+	// ToolCalls are the tool calls the agent made during the turn, in order.
+	ToolCalls []ToolCall `json:"toolCalls" jsonschema:"the tool calls the agent made during the turn, in order"`
+}
+
+// ToolCall is one tool call of a turn.
+type ToolCall struct {
+	// Name is the tool's name as the agent's model sees it
+	// ("mcp__<server>__<tool>").
+	Name string `json:"name" jsonschema:"the tool's name"`
+	// Status is completed or failed (pending or in_progress if the turn
+	// ended first).
+	Status string `json:"status" jsonschema:"completed or failed (pending or in_progress if the turn ended first)"`
+}
+
+// ask is ask_agent's handler. A call with a requestState resumes a run
+// parked on a permission question (multi round-trip requests); any other
+// call opens (or finds) the conversation and starts a turn.
+func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, *Output, error) {
+	if state := req.Params.RequestState; state != "" {
+		r, err := sv.resume(state, in.SessionKey, req.Params.InputResponses)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r.wait(ctx, req)
+	}
+	if in.SessionKey == "" && sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
+		return nil, nil, noModelError
+	}
+	c, err := sv.acquire(ctx, in.SessionKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
+		sv.release(c)
+		return nil, nil, noModelError
+	}
+	r, err := sv.start(c, in.SessionKey, in.Message, req)
+	if err != nil {
+		sv.release(c)
+		return nil, nil, err
+	}
+	return r.wait(ctx, req)
+}
+
+// run is one ask_agent turn. It runs in its own goroutine (owned by the
+// server's WaitGroup), so that it can outlive one request while the client
+// answers a permission question in a retried call.
+type run struct {
+	sv      *server
+	c       *conv
+	inKey   string // the sessionKey argument of the call that started it
+	message string
+	mode    askMode
+	cancel  context.CancelFunc
+	done    chan struct{}  // closed when the turn has returned
+	asks    chan *question // the turn's permission questions, to the waiting handler
+
+	// set before done is closed
+	stop gateway.StopReason
+	err  error
+
+	// mu guards the fields below.
+	mu       sync.Mutex
+	answer   strings.Builder
+	calls    []ToolCall
+	callIdx  map[string]int // index in calls by tool call ID
+	refused  []string       // notes on calls refused without asking
+	sink     *progressSink  // where progress goes; nil while no request waits
+	progress float64
+}
+
+// progressSink is the request a run reports progress to.
+type progressSink struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+}
+
+// start starts the turn of message in c, asked for with the sessionKey
+// argument inKey; the run releases c when it ends.
+func (sv *server) start(c *conv, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
+	ctx, cancel := context.WithCancel(sv.base)
+	r := &run{
+		sv: sv, c: c, message: message, inKey: inKey, mode: askModeOf(req), cancel: cancel,
+		done: make(chan struct{}), asks: make(chan *question), callIdx: make(map[string]int),
+	}
+	sv.mu.Lock()
+	closed := sv.closed
+	if !closed {
+		sv.wg.Go(func() { r.run(ctx) })
+	}
+	sv.mu.Unlock()
+	if closed {
+		cancel()
+		return nil, errClosed
+	}
+	return r, nil
+}
+
+// run runs the turn and closes r.done.
+func (r *run) run(ctx context.Context) {
+	defer close(r.done)
+	defer r.cancel()
+	defer r.sv.release(r.c)
+	s := r.c.s
+	if answer, ok := session.FrontEndCommand(s, r.message); ok {
+		r.stop, r.err = s.Turn(ctx, func(context.Context) (gateway.StopReason, error) {
+			text := answer()
+			r.emit(gateway.Event{Kind: gateway.EventTextDelta, Text: text})
+			return gateway.StopEndTurn, nil
+		})
+	} else {
+		r.stop, r.err = s.Prompt(ctx, session.PromptRequest{
+			Content: []gateway.Content{gateway.TextContent(r.message)},
+			System:  systemPrompt(s.Cwd()),
+			Ask:     r.askFunc(),
+			Emit:    r.emit,
+		})
+	}
+	if errors.Is(r.err, session.ErrEnded) {
+		r.sv.forget(r.c)
+	}
+}
+
+// wait waits for the run to end, or to need a permission answer, while
+// reporting progress to req; ctx's cancellation (notifications/cancelled)
+// cancels the turn.
+func (r *run) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Output, error) {
+	r.attach(ctx, req)
+	defer r.detach()
+	for {
+		select {
+		case <-r.done:
+			return r.result()
+		case q := <-r.asks:
+			if r.mode == askElicit {
+				q.reply <- elicit(ctx, req.Session, q)
+				continue
+			}
+			state := r.sv.park(r, q)
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{q.id: q.params}, RequestState: state}, nil, nil
+		case <-ctx.Done():
+			r.sv.log.Info("ask_agent cancelled by the client: cancelling the turn", "sessionKey", r.c.key, "cause", context.Cause(ctx))
+			r.cancel()
+			<-r.done
+			return r.result()
+		}
+	}
+}
+
+// result is the tool result of an ended run.
+func (r *run) result() (*mcp.CallToolResult, *Output, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := &Output{Answer: r.answer.String(), SessionKey: r.c.key, StopReason: string(r.stop), ToolCalls: append([]ToolCall{}, r.calls...)}
+	text := out.Answer
+	if len(r.refused) > 0 {
+		text = strings.TrimSpace(text + "\n\n" + strings.Join(r.refused, "\n"))
+	}
+	switch {
+	case errors.Is(r.err, session.ErrEnded):
+		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended (the server is stopping, or it was idle); call again to reopen it", r.c.key)
+	case r.err != nil:
+		out.StopReason = string(gateway.StopEndTurn)
+		msg := fmt.Sprintf("ask_agent: the turn failed: %v", r.err)
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: joinText(text, msg)}}}, out, nil
+	case r.stop == gateway.StopCancelled:
+		msg := "ask_agent: the turn was cancelled (its tool calls in flight too)"
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: joinText(text, msg)}}}, out, nil
+	}
+	if text == "" {
+		text = "(the agent gave no text answer; stop reason " + string(r.stop) + ")"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+func joinText(a, b string) string {
+	if blank(a) {
+		return b
+	}
+	return strings.TrimRight(a, "\n") + "\n\n" + b
+}
+
+// attach makes req the receiver of the run's progress, if it sent a
+// progress token.
+func (r *run) attach(ctx context.Context, req *mcp.CallToolRequest) {
+	tok := req.Params.GetProgressToken()
+	if tok == nil {
+		return
+	}
+	r.mu.Lock()
+	r.sink = &progressSink{ctx: ctx, ss: req.Session, token: tok}
+	r.mu.Unlock()
+}
+
+func (r *run) detach() {
+	r.mu.Lock()
+	r.sink = nil
+	r.mu.Unlock()
+}
+
+// emit records a turn event and reports it as progress. Events come one at
+// a time, in order.
+func (r *run) emit(ev gateway.Event) {
+	var msg string
+	r.mu.Lock()
+	switch ev.Kind {
+	case gateway.EventTextDelta:
+		r.answer.WriteString(ev.Text)
+		msg = ev.Text
+	case gateway.EventToolStart:
+		r.callIdx[ev.Call.ID] = len(r.calls)
+		r.calls = append(r.calls, ToolCall{Name: ev.Call.Name, Status: string(ev.Call.Status)})
+		msg = fmt.Sprintf("tool %s: started", ev.Call.Name)
+	case gateway.EventToolUpdate:
+		if i, ok := r.callIdx[ev.Call.ID]; ok {
+			r.calls[i].Status = string(ev.Call.Status)
+		}
+	case gateway.EventToolEnd:
+		if i, ok := r.callIdx[ev.Call.ID]; ok {
+			r.calls[i].Status = string(ev.Call.Status)
+		}
+		msg = fmt.Sprintf("tool %s: %s", ev.Call.Name, ev.Call.Status)
+		if ev.Call.Result != nil && runner.IsDirectCommand(r.message) {
+			// A /call: its result is the answer.
+			if r.answer.Len() > 0 {
+				r.answer.WriteString("\n")
+			}
+			r.answer.WriteString(gateway.PromptText(ev.Call.Result.Content))
+		}
+	}
+	if msg == "" || r.sink == nil {
+		r.mu.Unlock()
+		return
+	}
+	r.progress++
+	sink, n := *r.sink, r.progress
+	r.mu.Unlock()
+	err := sink.ss.NotifyProgress(sink.ctx, &mcp.ProgressNotificationParams{ProgressToken: sink.token, Message: msg, Progress: n})
+	if err != nil {
+		r.sv.log.Debug("progress not sent", "sessionKey", r.c.key, "err", err)
+	}
+}
+
+// systemPrompt tells the model who it is, who calls it and where it works.
+func systemPrompt(cwd string) string {
+	return "You are acp-agent, a coding assistant. Another AI agent is calling you as an MCP tool (ask_agent) to hand you a task: " +
+		"its message is the user's message, and your answer goes back to it as the tool's result, so make the answer complete and self-contained. " +
+		"The working directory is " + cwd + ". " +
+		"Use the tools you are given (your built-in tools and MCP servers) when they help; say briefly what you did. " +
+		"If a tool call fails or is refused, explain and adapt instead of retrying the same call."
+}

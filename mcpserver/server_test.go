@@ -1,0 +1,476 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/mcpserver"
+	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
+)
+
+// wait bounds every wait of these tests (a loaded 2-core machine).
+const wait = 30 * time.Second
+
+// kit is the in-process MCP server of the tests' sessions: echo
+// (read-only), touch (needs permission under the "ask" policy) and slow
+// (blocks until cancelled).
+type kit struct {
+	touched     atomic.Int32
+	slowStarted chan struct{} // closed when slow starts
+	slowEnded   chan struct{} // closed when slow's context is cancelled
+	once        sync.Once
+}
+
+func newKit() *kit { return &kit{slowStarted: make(chan struct{}), slowEnded: make(chan struct{})} }
+
+type textArgs struct {
+	Text string `json:"text"`
+}
+
+func (k *kit) server(session.InProcessEnv) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "kit", Version: "1"}, nil)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text", Annotations: ro},
+		func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + a.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Change something"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			k.touched.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Block until cancelled", Annotations: ro},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			k.once.Do(func() { close(k.slowStarted) })
+			<-ctx.Done()
+			close(k.slowEnded)
+			return nil, nil, ctx.Err()
+		})
+	return s
+}
+
+// setup describes a test server.
+type setup struct {
+	fake  *fakemodel.Server // nil: no model (direct mode)
+	store session.Store     // nil: a memory store
+	ask   bool              // permissions policy "ask" (else "allow")
+	idle  time.Duration
+	kit   *kit
+}
+
+// env is a running server and its core.
+type env struct {
+	t        *testing.T
+	core     *session.Core
+	srv      *mcp.Server
+	shutdown func()
+	kit      *kit
+}
+
+func start(t *testing.T, st setup) *env {
+	t.Helper()
+	if st.store == nil {
+		st.store = session.NewMemory()
+	}
+	if st.kit == nil {
+		st.kit = newKit()
+	}
+	history := session.NewHistory(st.store, nil)
+	ro := &runner.Options{History: history, Permissions: runner.Permissions{Mode: runner.PermissionAllow}}
+	if st.ask {
+		ro.Permissions.Mode = runner.PermissionAsk
+	}
+	if st.fake != nil {
+		ro.Models = []gateway.Model{{ID: "openai:gpt-fake", Label: "fake", Provider: openai.New(provider.Options{
+			Model: "gpt-fake", APIKey: "test-key", BaseURL: st.fake.URL + "/v1", MaxRetries: -1,
+		})}}
+	}
+	core := session.NewCore(session.CoreOptions{
+		Gateway: runner.NewLocal(ro), Store: st.store, History: history,
+		InProcess: []session.InProcessServer{{Name: "kit", New: st.kit.server}},
+	})
+	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Cwd: t.TempDir(), IdleTimeout: st.idle})
+	e := &env{t: t, core: core, srv: srv, shutdown: shutdown, kit: st.kit}
+	t.Cleanup(func() {
+		shutdown()
+		core.Shutdown()
+	})
+	return e
+}
+
+// connect connects a client over in-memory transports, on the latest
+// protocol version.
+func (e *env) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	return e.connectVersion(opts, "")
+}
+
+// connectVersion connects a client asking for protocol version ("" means
+// the latest).
+func (e *env) connectVersion(opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	e.t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ss, err := e.srv.Connect(ctx, st, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+	})
+	return cs
+}
+
+// result is an ask_agent result with its structured content decoded.
+type result struct {
+	*mcp.CallToolResult
+	text string
+	out  mcpserver.Output
+}
+
+// askWith calls ask_agent with params (arguments and _meta).
+func askWith(t *testing.T, ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) result {
+	t.Helper()
+	params.Name = mcpserver.ToolName
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatalf("ask_agent %v: %v", params.Arguments, err)
+	}
+	r := result{CallToolResult: res}
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			r.text += tc.Text
+		}
+	}
+	if res.StructuredContent != nil {
+		data, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(data, &r.out); err != nil {
+			t.Fatalf("structuredContent %s: %v", data, err)
+		}
+	}
+	return r
+}
+
+func ask(t *testing.T, cs *mcp.ClientSession, message, key string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	args := map[string]any{"message": message}
+	if key != "" {
+		args["sessionKey"] = key
+	}
+	return askWith(t, ctx, cs, &mcp.CallToolParams{Arguments: args})
+}
+
+// ok fails the test unless r is a success.
+func (r result) ok(t *testing.T) result {
+	t.Helper()
+	if r.IsError {
+		t.Fatalf("ask_agent failed: %s", r.text)
+	}
+	return r
+}
+
+func TestListTools_SchemaAndOutputSchema(t *testing.T) {
+	e := start(t, setup{})
+	cs := e.connect(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 1 || res.Tools[0].Name != "ask_agent" {
+		t.Fatalf("tools = %+v, want ask_agent alone", res.Tools)
+	}
+	tool := res.Tools[0]
+	in, _ := json.Marshal(tool.InputSchema)
+	var inSchema struct {
+		Properties map[string]any `json:"properties"`
+		Required   []string       `json:"required"`
+	}
+	_ = json.Unmarshal(in, &inSchema)
+	if inSchema.Properties["message"] == nil || inSchema.Properties["sessionKey"] == nil || strings.Join(inSchema.Required, ",") != "message" {
+		t.Errorf("input schema %s: want message (required) and sessionKey", in)
+	}
+	out, _ := json.Marshal(tool.OutputSchema)
+	var outSchema struct {
+		Properties map[string]any `json:"properties"`
+	}
+	_ = json.Unmarshal(out, &outSchema)
+	for _, p := range []string{"answer", "sessionKey", "stopReason", "toolCalls"} {
+		if outSchema.Properties[p] == nil {
+			t.Errorf("output schema %s: no property %q", out, p)
+		}
+	}
+}
+
+func TestDirect_SlashCommands(t *testing.T) {
+	e := start(t, setup{})
+	cs := e.connect(nil)
+
+	r := ask(t, cs, "/tools", "").ok(t)
+	if !strings.Contains(r.text, "mcp__kit__echo") || r.out.Answer != r.text {
+		t.Errorf("/tools answered %q (structured %q), want mcp__kit__echo listed", r.text, r.out.Answer)
+	}
+	if !strings.HasPrefix(r.out.SessionKey, "sess_") || len(r.out.SessionKey) != len("sess_")+26 || r.out.StopReason != "end_turn" {
+		t.Errorf("structured content %+v: want a sess_ key and end_turn", r.out)
+	}
+
+	r = ask(t, cs, `/call mcp__kit__echo {"text":"hi there"}`, r.out.SessionKey).ok(t)
+	if !strings.Contains(r.text, "echo: hi there") {
+		t.Errorf("/call answered %q, want the tool's result", r.text)
+	}
+	if len(r.out.ToolCalls) != 1 || r.out.ToolCalls[0] != (mcpserver.ToolCall{Name: "mcp__kit__echo", Status: "completed"}) {
+		t.Errorf("toolCalls = %+v, want mcp__kit__echo completed", r.out.ToolCalls)
+	}
+
+	r = ask(t, cs, "/servers", r.out.SessionKey).ok(t)
+	if !strings.Contains(r.text, "- kit: connected (inprocess, 3 tools") {
+		t.Errorf("/servers answered %q, want the kit server connected", r.text)
+	}
+}
+
+func TestDirect_MessageWithoutModelIsError(t *testing.T) {
+	e := start(t, setup{})
+	cs := e.connect(nil)
+	r := ask(t, cs, "please fix the bug", "")
+	if !r.IsError || !strings.Contains(r.text, "no model is configured") || !strings.Contains(r.text, "--model") || !strings.Contains(r.text, "/help") {
+		t.Errorf("result %+v %q: want isError saying no model is configured, how to configure one and the commands", r.IsError, r.text)
+	}
+	key := ask(t, cs, "/help", "").ok(t).out.SessionKey
+	if r := ask(t, cs, "and now?", key); !r.IsError || !strings.Contains(r.text, "no model is configured") {
+		t.Errorf("continued conversation: result %v %q, want the same error", r.IsError, r.text)
+	}
+}
+
+func TestUnknownSessionKeyIsError(t *testing.T) {
+	e := start(t, setup{})
+	cs := e.connect(nil)
+	r := ask(t, cs, "/tools", "sess_NOSUCHCONVERSATION")
+	if !r.IsError || !strings.Contains(r.text, `"sess_NOSUCHCONVERSATION"`) || !strings.Contains(r.text, "no conversation") {
+		t.Errorf("result %v %q: want isError naming the key", r.IsError, r.text)
+	}
+}
+
+// requestText is the text of a recorded model request's messages.
+func requestText(t *testing.T, rec fakemodel.Recorded) string {
+	t.Helper()
+	data, _ := json.Marshal(rec.JSON["messages"])
+	return string(data)
+}
+
+func TestModel_AnswerAndContinuedConversation(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "The capital is Paris."}, fakemodel.Turn{Text: "About two million people."})
+	e := start(t, setup{fake: fake})
+	cs := e.connect(nil)
+
+	r := ask(t, cs, "What is the capital of France?", "").ok(t)
+	if r.text != "The capital is Paris." || r.out.Answer != r.text || r.out.StopReason != "end_turn" || len(r.out.ToolCalls) != 0 {
+		t.Fatalf("first answer %q, structured %+v", r.text, r.out)
+	}
+	r2 := ask(t, cs, "How many people live there?", r.out.SessionKey).ok(t)
+	if r2.text != "About two million people." || r2.out.SessionKey != r.out.SessionKey {
+		t.Fatalf("second answer %q, structured %+v", r2.text, r2.out)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	second := requestText(t, reqs[1])
+	for _, want := range []string{"What is the capital of France?", "The capital is Paris.", "How many people live there?"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("second model request %s: missing %q", second, want)
+		}
+	}
+	sys, _ := json.Marshal(reqs[0].JSON["messages"])
+	if !strings.Contains(string(sys), "MCP tool") {
+		t.Errorf("first request %s: want the MCP front end's system prompt", sys)
+	}
+}
+
+func TestModel_KeysAreIsolated(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "A1"}, fakemodel.Turn{Text: "B1"}, fakemodel.Turn{Text: "B2"})
+	e := start(t, setup{fake: fake})
+	a := ask(t, e.connect(nil), "secret of client A", "").ok(t)
+	csB := e.connect(nil)
+	b := ask(t, csB, "question of client B", "").ok(t)
+	if a.out.SessionKey == b.out.SessionKey {
+		t.Fatalf("two conversations share the key %q", a.out.SessionKey)
+	}
+	ask(t, csB, "follow-up of B", b.out.SessionKey).ok(t)
+	third := requestText(t, fake.Requests()[2])
+	if strings.Contains(third, "secret of client A") || strings.Contains(third, "A1") {
+		t.Errorf("B's follow-up request holds A's conversation: %s", third)
+	}
+	if !strings.Contains(third, "question of client B") || !strings.Contains(third, "B1") {
+		t.Errorf("B's follow-up request lacks B's history: %s", third)
+	}
+}
+
+func TestModel_ReopenFromSQLiteAfterRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	ctx := context.Background()
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "Noted: the code word is tangerine."}, fakemodel.Turn{Text: "It was tangerine."})
+
+	store1, err := session.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := start(t, setup{fake: fake, store: store1})
+	key := ask(t, e1.connect(nil), "Remember the code word tangerine.", "").ok(t).out.SessionKey
+	e1.shutdown()
+	e1.core.Shutdown()
+	if err := store1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	store2, err := session.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store2.Close() })
+	e2 := start(t, setup{fake: fake, store: store2})
+	r := ask(t, e2.connect(nil), "What was the code word?", key).ok(t)
+	if r.out.SessionKey != key {
+		t.Errorf("sessionKey %q after the reopen, want %q", r.out.SessionKey, key)
+	}
+	second := requestText(t, fake.Requests()[1])
+	if !strings.Contains(second, "Remember the code word tangerine.") || !strings.Contains(second, "Noted: the code word is tangerine.") {
+		t.Errorf("the request after the restart lacks the first exchange: %s", second)
+	}
+}
+
+func TestModel_ProgressNotifications(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t,
+		fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{Name: "mcp__kit__echo", Args: `{"text":"x"}`}}},
+		fakemodel.Turn{Text: "All done: the echo worked fine."},
+	)
+	e := start(t, setup{fake: fake})
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	cs := e.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, req.Params)
+		mu.Unlock()
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	params := &mcp.CallToolParams{Arguments: map[string]any{"message": "echo x"}}
+	params.SetProgressToken("tok-1")
+	r := askWith(t, ctx, cs, params).ok(t)
+	if len(r.out.ToolCalls) != 1 || r.out.ToolCalls[0].Status != "completed" {
+		t.Errorf("toolCalls %+v", r.out.ToolCalls)
+	}
+	// Notifications are sent before the result; the client handles them in
+	// order, but maybe after CallTool returns.
+	want := []string{"tool mcp__kit__echo: started", "tool mcp__kit__echo: completed"}
+	deadline := time.Now().Add(wait)
+	for {
+		mu.Lock()
+		var msgs []string
+		text := ""
+		last := 0.0
+		increasing := true
+		for _, p := range got {
+			msgs = append(msgs, p.Message)
+			if p.ProgressToken != "tok-1" || p.Progress <= last {
+				increasing = false
+			}
+			last = p.Progress
+			if !strings.HasPrefix(p.Message, "tool ") {
+				text += p.Message
+			}
+		}
+		mu.Unlock()
+		all := strings.Join(msgs, "|")
+		if text == r.text && strings.Contains(all, want[0]+"|") && strings.Contains(all, want[1]) {
+			if !increasing {
+				t.Errorf("progress not counting up with token tok-1: %+v", got)
+			}
+			if len(msgs) < 4 {
+				t.Errorf("progress %q: want several text chunks", msgs)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress messages %q: want %q and the answer's text %q", msgs, want, r.text)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestModel_CancelMidTurn(t *testing.T) {
+	fake := fakemodel.NewOpenAI(t,
+		fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{Name: "mcp__kit__slow"}}},
+		fakemodel.Turn{Text: "Next turn."},
+	)
+	e := start(t, setup{fake: fake})
+	cs := e.connect(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"message": "run slow"}})
+		errc <- err
+	}()
+	select {
+	case <-e.kit.slowStarted:
+	case <-time.After(wait):
+		t.Fatal("the slow tool never started")
+	}
+	cancel() // the client sends notifications/cancelled
+	select {
+	case <-e.kit.slowEnded:
+	case <-time.After(wait):
+		t.Fatal("cancelling ask_agent did not cancel the tool call in flight")
+	}
+	if err := <-errc; err == nil {
+		t.Error("the cancelled CallTool returned no error")
+	}
+	// The turn ended cancelled: the conversation takes a next turn, whose
+	// history holds the cancelled call's result.
+	keys := e.liveKeys(t)
+	if len(keys) != 1 {
+		t.Fatalf("live conversations %v, want 1", keys)
+	}
+	r := ask(t, cs, "and now?", keys[0]).ok(t)
+	if r.text != "Next turn." {
+		t.Errorf("next turn answered %q", r.text)
+	}
+	if second := requestText(t, fake.Requests()[1]); !strings.Contains(second, "cancelled") {
+		t.Errorf("the next request does not show the cancelled call: %s", second)
+	}
+}
+
+// liveKeys are the IDs of the core's stored sessions.
+func (e *env) liveKeys(t *testing.T) []string {
+	t.Helper()
+	recs, _, err := e.core.Store().List(context.Background(), session.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}

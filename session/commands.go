@@ -1,0 +1,92 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+)
+
+// frontEndCommands answer the runner.Commands marked FrontEnd, from the
+// session's own state; the others go to the gateway. A test checks that the
+// two agree.
+var frontEndCommands = map[string]func(s *Session, rest string) string{
+	"servers": func(s *Session, _ string) string {
+		return ServersText(s.Servers(), s.Manager().ToolLimit())
+	},
+}
+
+// FrontEndCommand returns the command a front end answers itself that text
+// starts with (the runner.Commands marked FrontEnd: /servers), as a function
+// computing the answer from the session's state, or ok=false for any other
+// text (which goes to the gateway). Every front end (acp, mcpserver) answers
+// them through it; run the answer inside [Session.Turn] so it follows any
+// running turn.
+func FrontEndCommand(s *Session, text string) (answer func() string, ok bool) {
+	c, rest, ok := runner.ParseCommand(text)
+	if !ok || !c.FrontEnd {
+		return nil, false
+	}
+	run := frontEndCommands[c.Name]
+	if run == nil {
+		return nil, false // a table without its handler: TestCommands_FrontEndHandlers
+	}
+	return func() string { return run(s, rest) }, true
+}
+
+// ServersText renders /servers: one line per server (state, transport, tool
+// count, server name and version, last error) and, for a server whose tools
+// were cut at toolLimit, a [LeftOutText] line.
+func ServersText(servers []bridge.ServerStatus, toolLimit int) string {
+	if len(servers) == 0 {
+		return "This session has no MCP servers."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d MCP servers in this session:\n", len(servers))
+	for _, s := range servers {
+		switch s.State {
+		case bridge.StateConnected:
+			fmt.Fprintf(&b, "- %s: connected (%s, %d tools", s.Name, s.Transport, s.Tools)
+			if s.ServerName != "" {
+				fmt.Fprintf(&b, ", %s %s", s.ServerName, s.ServerVersion)
+			}
+			b.WriteString(")\n")
+		case bridge.StateFailed:
+			fmt.Fprintf(&b, "- %s: failed (%s): %v\n", s.Name, s.Transport, s.Err)
+		case bridge.StateLost:
+			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %v; %s\n", s.Name, s.Transport, s.Tools, s.Err, redialText(s.RetryAt, time.Now()))
+		default:
+			fmt.Fprintf(&b, "- %s: %s (%s)\n", s.Name, s.State, s.Transport)
+		}
+		if s.LeftOutCount > 0 {
+			fmt.Fprintf(&b, "  %s\n", LeftOutText(s, toolLimit))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// redialText says when a lost server is dialed again.
+func redialText(retryAt, now time.Time) string {
+	if wait := retryAt.Sub(now); wait > 0 {
+		return fmt.Sprintf("the first call after %s dials it again", wait.Round(time.Second))
+	}
+	return "the next call dials it again"
+}
+
+// LeftOutText says how many tools of server s were not bridged, over the
+// per-session limit of limit tools, with a few of their names as examples
+// (never the whole list: a server may have thousands).
+func LeftOutText(s bridge.ServerStatus, limit int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP server %q: %d of its %d tools left out, over the limit of %d tools per session shared between the session's servers (config limits.toolsPerSession)",
+		s.Name, s.LeftOutCount, s.Tools+s.LeftOutCount, limit)
+	if len(s.LeftOut) > 0 {
+		b.WriteString("; e.g. " + strings.Join(s.LeftOut, ", "))
+		if len(s.LeftOut) < s.LeftOutCount {
+			b.WriteString(", …")
+		}
+	}
+	return b.String()
+}
