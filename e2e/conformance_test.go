@@ -59,7 +59,7 @@ func TestConformance_MCPServer(t *testing.T) {
 		if i := strings.Index(out, "=== SUMMARY ==="); i >= 0 {
 			out = out[i:]
 		}
-		t.Logf("conformance CLI output:\n%s", out)
+		t.Logf("conformance CLI output:\n%s", ansiColor.ReplaceAllString(out, ""))
 	}
 }
 
@@ -93,7 +93,7 @@ func startConformanceTarget(t *testing.T) string {
 	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	home := t.TempDir()
 	logs := &testutil.Buffer{}
-	cmd := exec.Command(agentBin, "mcp-server", "--listen", addr, "--store", "memory", "--model", "direct", "--verbose")
+	cmd := exec.Command(agentBin, "mcp-server", "--listen", addr, "--store", "memory", "--model", "direct")
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
@@ -174,6 +174,9 @@ type conformanceCheck struct {
 	Description  string `json:"description"`
 	ErrorMessage string `json:"errorMessage"`
 }
+
+// ansiColor matches the terminal colour codes the CLI writes even to a pipe.
+var ansiColor = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
 // resultDirName matches the directory the CLI writes a server scenario's
 // checks.json to: server-<scenario>-<ISO time with : and . replaced by ->.
