@@ -301,11 +301,25 @@ func mcpHTTPHandler(srv *mcp.Server, token string, allowed []string, log *slog.L
 	}
 	inner := h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(allowed, o) {
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(allowed, o) && !ownLoopbackOrigin(o, r.Host) {
 			log.Warn("refused a request from a browser origin not in --allowed-origins", "origin", o, "remote", r.RemoteAddr)
 			http.Error(w, fmt.Sprintf("origin %q is not allowed (--allowed-origins)", o), http.StatusForbidden)
 			return
 		}
 		inner.ServeHTTP(w, r)
 	})
+}
+
+// ownLoopbackOrigin reports whether origin is the server's own loopback
+// origin: http://localhost, 127.0.0.1 or [::1] with the request's Host
+// (port included). Only this server answers there and it serves no pages, so
+// such a request is no cross-site one; a rebound name (evil.example) is
+// neither loopback nor, on a loopback listener, an accepted Host.
+func ownLoopbackOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" || u.Host != host {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -174,6 +174,9 @@ func TestMCPHTTPHandler_Rules(t *testing.T) {
 		{"foreign origin", map[string]string{"Authorization": "Bearer " + token, "Origin": "https://evil.example"}, "", http.StatusForbidden},
 		{"foreign origin without a token", map[string]string{"Origin": "https://evil.example"}, "", http.StatusForbidden},
 		{"allowed origin", map[string]string{"Authorization": "Bearer " + token, "Origin": "https://allowed.example"}, "", http.StatusOK},
+		{"own loopback origin", map[string]string{"Authorization": "Bearer " + token, "Origin": ts.URL}, "", http.StatusOK},
+		{"rebinding host and origin", map[string]string{"Authorization": "Bearer " + token, "Origin": "http://evil.example"}, "evil.example", http.StatusForbidden},
+		{"loopback origin of another port", map[string]string{"Authorization": "Bearer " + token, "Origin": "http://127.0.0.1:1"}, "", http.StatusForbidden},
 		{"rebinding host", map[string]string{"Authorization": "Bearer " + token}, "evil.example", http.StatusForbidden},
 		{"localhost host", map[string]string{"Authorization": "Bearer " + token}, "localhost", http.StatusOK},
 	}
