@@ -338,14 +338,7 @@ func TestMCPServer_DirectMode(t *testing.T) {
 			}()
 			waitFile(t, log, "called slow", 60*time.Second)
 			cancelCall()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("cancelled call returned %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("the cancelled call never returned")
-			}
+			waitCancelled(t, done)
 			waitFile(t, log, "received notifications/cancelled", 60*time.Second)
 			if r := c.ask(`/call mcp__fixture__echo {"message": "still here"}`, key, nil); r.isError || !strings.Contains(r.text, "Echo: still here") {
 				t.Errorf("after the cancel: %+v", r)
@@ -473,14 +466,7 @@ func TestMCPServer_Model(t *testing.T) {
 			}()
 			testutil.WaitFor(t, 60*time.Second, func() bool { return len(c.progressFor("slow")) > 0 }, "the slow turn never streamed")
 			cancelCall()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("cancelled call returned %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("the cancelled call never returned")
-			}
+			waitCancelled(t, done)
 			fake.Push(fakemodel.Turn{Text: "Back again."})
 			if r := c.ask("are you there?", keyA, nil); r.isError || r.out.Answer != "Back again." || r.out.StopReason != "end_turn" {
 				t.Errorf("after the cancel: %+v", r)
@@ -644,5 +630,19 @@ func TestMCPServer_StdioSIGTERM(t *testing.T) {
 	}
 	for _, pid := range waitAllGone(pids, 30*time.Second) {
 		t.Errorf("process %d (%s) outlived mcp-server", pid, cmdline(pid))
+	}
+}
+
+// waitCancelled waits for the result of a call whose context was cancelled:
+// context.Canceled, within a minute.
+func waitCancelled(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call returned %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the cancelled call never returned")
 	}
 }

@@ -90,18 +90,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
 	}
-	env, err := common.setup(stderr)
+	env, ctx, err := common.start(stderr)
 	if err != nil {
 		return err
 	}
 	defer env.close()
 	log, cfg := env.log, env.cfg
-	if err := sandbox.Setup(); err != nil { // so that nothing a server starts outlives its session
-		log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive the session", "err", err)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 
 	opts, err := cfg.agentOptions()
 	if err != nil {
@@ -184,6 +178,24 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	log := slog.New(zapslog.NewHandler(logger.Core(), zapslog.WithCaller(false)))
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
 	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog}, nil
+}
+
+// start is how the agent and mcp-server begin: setup, then the process
+// becomes a child subreaper (sandbox.Setup) so that nothing a server starts
+// outlives its session, and ctx ends on SIGINT or SIGTERM. env.close also
+// stops the signal handling.
+func (c *commonFlags) start(stderr io.Writer) (env *runEnv, ctx context.Context, err error) {
+	env, err = c.setup(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sandbox.Setup(); err != nil {
+		env.log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive their session", "err", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	closeLog := env.close
+	env.close = func() { stop(); closeLog() }
+	return env, ctx, nil
 }
 
 // models builds the models from --model, the config and the environment.

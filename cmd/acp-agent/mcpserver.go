@@ -13,10 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -154,17 +151,12 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
 	}
-	env, err := f.common.setup(stderr)
+	env, ctx, err := f.common.start(stderr)
 	if err != nil {
 		return err
 	}
 	defer env.close()
 	log, cfg := env.log, env.cfg
-	if err := sandbox.Setup(); err != nil { // so that nothing a server starts outlives its conversation
-		log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive the conversation", "err", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 
 	opts, err := cfg.coreOptions()
 	if err != nil {
