@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,8 +213,8 @@ var resultDirName = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2
 // runConformanceSuite runs all the suite's scenarios of side (pending and
 // extension ones included) against target in one CLI run and returns each
 // scenario's checks, the CLI's output and its exit error. It fails the test
-// if the CLI did not finish within a generous deadline or a result cannot be
-// read.
+// if the CLI did not finish within a generous deadline, a result cannot be
+// read, or a client's stderr reports a data race.
 func runConformanceSuite(t *testing.T, node, cli string, side conformanceSide, target ...string) (map[string][]conformanceCheck, string, error) {
 	t.Helper()
 	dir := t.TempDir()
@@ -238,8 +239,21 @@ func runConformanceSuite(t *testing.T, node, cli string, side conformanceSide, t
 	}
 	results := map[string][]conformanceCheck{}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "checks.json" {
+		if err != nil || d.IsDir() {
 			return err
+		}
+		if d.Name() == "stderr.txt" {
+			// The stderr of a client scenario's client, built with -race
+			// under `make test`: a race in the bridge fails the test even
+			// when the scenario's checks passed.
+			data, err := os.ReadFile(path)
+			if err == nil && bytes.Contains(data, []byte("WARNING: DATA RACE")) {
+				err = fmt.Errorf("%s: the client reported a data race:\n%s", path, data)
+			}
+			return err
+		}
+		if d.Name() != "checks.json" {
+			return nil
 		}
 		rel, err := filepath.Rel(dir, filepath.Dir(path))
 		if err != nil {
