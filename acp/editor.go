@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -117,6 +118,79 @@ func (t *clientTerminal) Kill(ctx context.Context) error {
 func (t *clientTerminal) Release(ctx context.Context) error {
 	if _, err := t.e.conn.ReleaseTerminal(ctx, acpsdk.ReleaseTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
 		return fmt.Errorf("terminal/release %s: %w", t.id, err)
+	}
+	return nil
+}
+
+var _ editor.Elicitor = (*clientEditor)(nil)
+
+// Elicit sends ACP elicitation/create. acp-go-sdk v0.13.5's request types
+// have no sessionId and toolCallId fields (its generator drops the session
+// scope of the ACP schema), so the request carries them in _meta under
+// metaSessionID and metaToolCallID.
+func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (editor.ElicitResult, error) {
+	var req acpsdk.UnstableCreateElicitationRequest
+	meta := map[string]any{metaSessionID: string(e.sid)}
+	if r.ToolCallID != "" {
+		meta[metaToolCallID] = r.ToolCallID
+	}
+	switch r.Mode {
+	case editor.ModeForm:
+		if !e.caps.ElicitForm {
+			return editor.ElicitResult{}, errNotOffered("elicitation/create in form mode")
+		}
+		var schema acpsdk.UnstableElicitationSchema
+		if r.Schema != nil {
+			b, err := json.Marshal(r.Schema)
+			if err == nil {
+				err = json.Unmarshal(b, &schema)
+			}
+			if err != nil {
+				return editor.ElicitResult{}, fmt.Errorf("elicitation/create: the form's requestedSchema: %w", err)
+			}
+		}
+		req = acpsdk.NewUnstableCreateElicitationRequestForm(schema)
+		req.Form.Message, req.Form.Meta = r.Message, meta
+	case editor.ModeURL:
+		if !e.caps.ElicitURL {
+			return editor.ElicitResult{}, errNotOffered("elicitation/create in url mode")
+		}
+		req = acpsdk.NewUnstableCreateElicitationRequestUrl(acpsdk.UnstableElicitationId(r.ID), r.URL)
+		req.Url.Message, req.Url.Meta = r.Message, meta
+	default:
+		return editor.ElicitResult{}, fmt.Errorf("elicitation/create: unknown mode %q (want %q or %q)", r.Mode, editor.ModeForm, editor.ModeURL)
+	}
+	res, err := e.conn.UnstableCreateElicitation(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return editor.ElicitResult{}, context.Cause(ctx)
+		}
+		return editor.ElicitResult{}, fmt.Errorf("elicitation/create: %w", err)
+	}
+	switch {
+	case res.Accept != nil:
+		return editor.ElicitResult{Action: editor.ActionAccept, Content: res.Accept.Content}, nil
+	case res.Decline != nil:
+		return editor.ElicitResult{Action: editor.ActionDecline}, nil
+	case res.Cancel != nil:
+		return editor.ElicitResult{Action: editor.ActionCancel}, nil
+	}
+	return editor.ElicitResult{}, fmt.Errorf("elicitation/create: the client's answer has no action")
+}
+
+// The _meta keys of elicitation/create that carry its session scope (see
+// clientEditor.Elicit).
+const (
+	metaSessionID  = "sessionId"
+	metaToolCallID = "toolCallId"
+)
+
+func (e *clientEditor) CompleteElicitation(ctx context.Context, id string) error {
+	if !e.caps.ElicitURL {
+		return errNotOffered("elicitation/complete")
+	}
+	if err := e.conn.UnstableCompleteElicitation(ctx, acpsdk.UnstableCompleteElicitationNotification{ElicitationId: acpsdk.UnstableElicitationId(id)}); err != nil {
+		return fmt.Errorf("elicitation/complete %s: %w", id, err)
 	}
 	return nil
 }
