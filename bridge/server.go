@@ -531,7 +531,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)() // closing the server cancels its calls (notifications/cancelled)
-	defer s.calls.add(cctx)() // an elicitation arriving now belongs to this call
+	defer s.calls.add(cctx)()                 // an elicitation arriving now belongs to this call
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
 		token, fan := s.watchProgress(onUpdate)
