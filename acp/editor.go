@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -124,16 +125,19 @@ func (t *clientTerminal) Release(ctx context.Context) error {
 
 var _ editor.Elicitor = (*clientEditor)(nil)
 
-// Elicit sends ACP elicitation/create. acp-go-sdk v0.13.5's request types
-// have no sessionId and toolCallId fields (its generator drops the session
-// scope of the ACP schema), so the request carries them in _meta under
-// metaSessionID and metaToolCallID.
+// Elicit sends ACP elicitation/create, scoped to the session and, when
+// r.ToolCallID is set, to that tool call. acp-go-sdk v0.13.5's request
+// types have no sessionId and toolCallId fields (its generator drops the
+// session scope of the ACP schema), so Elicit puts them in _meta under
+// metaScope and scopeElicitation moves them to where the schema has them
+// as the frame is written.
 func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (editor.ElicitResult, error) {
 	var req acpsdk.UnstableCreateElicitationRequest
-	meta := map[string]any{metaSessionID: string(e.sid)}
+	scope := map[string]any{"sessionId": string(e.sid)}
 	if r.ToolCallID != "" {
-		meta[metaToolCallID] = r.ToolCallID
+		scope["toolCallId"] = r.ToolCallID
 	}
+	meta := map[string]any{metaScope: scope}
 	switch r.Mode {
 	case editor.ModeForm:
 		if !e.caps.ElicitForm {
@@ -178,12 +182,46 @@ func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (edit
 	return editor.ElicitResult{}, fmt.Errorf("elicitation/create: the client's answer has no action")
 }
 
-// The _meta keys of elicitation/create that carry its session scope (see
-// clientEditor.Elicit).
-const (
-	metaSessionID  = "sessionId"
-	metaToolCallID = "toolCallId"
-)
+// metaScope is the _meta key under which clientEditor.Elicit hands the
+// session scope of an elicitation/create to scopeElicitation.
+const metaScope = "acp-agent/elicitationScope"
+
+// scopeElicitation returns frame (one JSON-RPC message and its newline) with
+// the session scope of an elicitation/create request moved from
+// params._meta[metaScope] to params.sessionId and params.toolCallId, as the
+// ACP schema has them (ElicitationSessionScope); any other frame is
+// returned unchanged.
+func scopeElicitation(frame []byte) []byte {
+	if !bytes.Contains(frame, []byte(metaScope)) {
+		return frame
+	}
+	var msg map[string]json.RawMessage
+	var method string
+	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != acpsdk.ClientMethodElicitationCreate {
+		return frame
+	}
+	var params, meta, scope map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["_meta"], &meta) != nil || json.Unmarshal(meta[metaScope], &scope) != nil {
+		return frame
+	}
+	for k, v := range scope {
+		params[k] = v
+	}
+	delete(meta, metaScope)
+	delete(params, "_meta")
+	if len(meta) > 0 {
+		params["_meta"], _ = json.Marshal(meta)
+	}
+	var err error
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return frame
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return frame
+	}
+	return append(out, '\n')
+}
 
 func (e *clientEditor) CompleteElicitation(ctx context.Context, id string) error {
 	if !e.caps.ElicitURL {
