@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,8 +59,10 @@ func callTool(t *testing.T, a *agent, sid, call string) string {
 // with its schema (defaults, enum), and each answer gets back to the
 // server; defaults fill what the user left out.
 func TestElicitation_Form(t *testing.T) {
-	var answer acpsdk.UnstableCreateElicitationResponse
-	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse { return &answer }}
+	var answer atomic.Pointer[acpsdk.UnstableCreateElicitationResponse] // set before each call
+	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse {
+		return answer.Load()
+	}}
 	a := startAgentClient(t, &acpclient.Recorder{Elicitation: u.elicitation(true, false)}, nil)
 	dir := t.TempDir()
 	sid := a.newSession(dir, fixtureServer("fixture", filepath.Join(dir, "calls.log")))
@@ -74,7 +77,7 @@ func TestElicitation_Form(t *testing.T) {
 		{acpsdk.NewUnstableCreateElicitationResponseDecline(), "decline"},
 		{acpsdk.NewUnstableCreateElicitationResponseCancel(), "cancel"},
 	} {
-		answer = tt.answer
+		answer.Store(&tt.answer)
 		if got := callTool(t, a, sid, "mcp__fixture__ask_name {}"); got != tt.want {
 			t.Errorf("the server saw %q, want %q", got, tt.want)
 		}
@@ -101,7 +104,9 @@ func TestElicitation_Form(t *testing.T) {
 // completion follows as elicitation/complete.
 func TestElicitation_URL(t *testing.T) {
 	accept := acpsdk.NewUnstableCreateElicitationResponseAccept()
-	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse { return &accept }}
+	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse {
+		return &accept
+	}}
 	a := startAgentClient(t, &acpclient.Recorder{Elicitation: u.elicitation(false, true)}, nil)
 	dir := t.TempDir()
 	sid := a.newSession(dir, fixtureServer("fixture", filepath.Join(dir, "calls.log")))
