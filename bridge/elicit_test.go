@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,8 +16,10 @@ import (
 // elicitServer returns an in-process MCP server whose tools report the
 // client's elicitation capability (caps) and ask the user: "form" with the
 // schema given as argument "schema" (default: a name with a default and an
-// enum), "url" in URL mode, then completes it.
-func elicitServer(t *testing.T) *mcp.Server {
+// enum; with "detached", the question outlives a cancelled call unless the
+// client withdraws it) and sends what it saw to saw (if non-nil), "url" in
+// URL mode, then completes it.
+func elicitServer(t *testing.T, saw chan<- string) *mcp.Server {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ask", Version: "1.0.0"}, nil)
 	text := func(s string) *mcp.CallToolResult {
@@ -28,7 +31,8 @@ func elicitServer(t *testing.T) *mcp.Server {
 	})
 	srv.AddTool(&mcp.Tool{Name: "form", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args struct {
-			Schema map[string]any `json:"schema"`
+			Schema   map[string]any `json:"schema"`
+			Detached bool           `json:"detached"`
 		}
 		_ = json.Unmarshal(req.Params.Arguments, &args)
 		if args.Schema == nil {
@@ -37,12 +41,25 @@ func elicitServer(t *testing.T) *mcp.Server {
 				"color": map[string]any{"type": "string", "enum": []any{"red", "green"}, "default": "green"},
 			}, "required": []any{"name"}}
 		}
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: args.Schema})
-		if err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicit: " + err.Error()}}}, nil
+		ectx := ctx
+		if args.Detached {
+			ectx = context.WithoutCancel(ctx)
 		}
-		b, _ := json.Marshal(res.Content)
-		return text(res.Action + " " + string(b)), nil
+		res, err := req.Session.Elicit(ectx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: args.Schema})
+		out := "elicit: "
+		if err != nil {
+			out += err.Error()
+		} else {
+			b, _ := json.Marshal(res.Content)
+			out = res.Action + " " + string(b)
+		}
+		if saw != nil {
+			saw <- out
+		}
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
+		}
+		return text(out), nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "url", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.test/login", ElicitationID: "e1"})
@@ -66,10 +83,11 @@ type fakeUser struct {
 	answer    *mcp.ElicitResult
 	asked     chan struct{}
 	done      chan struct{}
+	stop      chan struct{} // closed to give up waiting for ctx (a failed test)
 }
 
 func newFakeUser(answer *mcp.ElicitResult) *fakeUser {
-	return &fakeUser{answer: answer, asked: make(chan struct{}, 8), done: make(chan struct{}, 8)}
+	return &fakeUser{answer: answer, asked: make(chan struct{}, 8), done: make(chan struct{}, 8), stop: make(chan struct{})}
 }
 
 func (u *fakeUser) elicitor(form, url bool) *Elicitor {
@@ -82,9 +100,13 @@ func (u *fakeUser) elicitor(form, url bool) *Elicitor {
 			if u.answer != nil {
 				return u.answer, nil
 			}
-			<-ctx.Done()
-			u.done <- struct{}{}
-			return nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				u.done <- struct{}{}
+				return nil, ctx.Err()
+			case <-u.stop:
+				return nil, errors.New("the test gave up")
+			}
 		},
 		Complete: func(_ context.Context, server, id string) {
 			u.mu.Lock()
@@ -122,7 +144,7 @@ func TestElicit_CapabilityFollowsModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := memManager(t, &Options{Elicitor: tt.el}, map[string]*mcp.Server{"ask": elicitServer(t)}, ServerSpec{Name: "ask", Transport: TransportStdio})
+			m := memManager(t, &Options{Elicitor: tt.el}, map[string]*mcp.Server{"ask": elicitServer(t, nil)}, ServerSpec{Name: "ask", Transport: TransportStdio})
 			if got := callText(t, m, "caps", "c1", nil); got != tt.want {
 				t.Errorf("elicitation capability = %s, want %s", got, tt.want)
 			}
@@ -138,7 +160,7 @@ func TestElicit_FormAnswers(t *testing.T) {
 	} {
 		t.Run(answer.Action, func(t *testing.T) {
 			u := newFakeUser(answer)
-			m := memManager(t, &Options{Elicitor: u.elicitor(true, false)}, map[string]*mcp.Server{"ask": elicitServer(t)}, ServerSpec{Name: "ask", Transport: TransportStdio})
+			m := memManager(t, &Options{Elicitor: u.elicitor(true, false)}, map[string]*mcp.Server{"ask": elicitServer(t, nil)}, ServerSpec{Name: "ask", Transport: TransportStdio})
 			got := callText(t, m, "form", "call-7", nil)
 			want := answer.Action + " null"
 			if answer.Content != nil {
@@ -159,7 +181,7 @@ func TestElicit_FormAnswers(t *testing.T) {
 
 func TestElicit_URLAndCompletion(t *testing.T) {
 	u := newFakeUser(&mcp.ElicitResult{Action: "accept"})
-	m := memManager(t, &Options{Elicitor: u.elicitor(false, true)}, map[string]*mcp.Server{"ask": elicitServer(t)}, ServerSpec{Name: "ask", Transport: TransportStdio})
+	m := memManager(t, &Options{Elicitor: u.elicitor(false, true)}, map[string]*mcp.Server{"ask": elicitServer(t, nil)}, ServerSpec{Name: "ask", Transport: TransportStdio})
 	if got := callText(t, m, "url", "c1", nil); got != "accept" {
 		t.Fatalf("the server saw %q, want accept", got)
 	}
@@ -195,7 +217,7 @@ func TestElicit_SecretFormsRefused(t *testing.T) {
 		"secretWord": {"type": "object", "properties": map[string]any{"clientSecret": map[string]any{"type": "string"}}},
 	}
 	u := newFakeUser(&mcp.ElicitResult{Action: "accept", Content: map[string]any{}})
-	m := memManager(t, &Options{Elicitor: u.elicitor(true, true)}, map[string]*mcp.Server{"ask": elicitServer(t)}, ServerSpec{Name: "ask", Transport: TransportStdio})
+	m := memManager(t, &Options{Elicitor: u.elicitor(true, true)}, map[string]*mcp.Server{"ask": elicitServer(t, nil)}, ServerSpec{Name: "ask", Transport: TransportStdio})
 	for name, schema := range schemas {
 		t.Run(name, func(t *testing.T) {
 			got := callText(t, m, "form", "c", map[string]any{"schema": schema})
@@ -216,11 +238,15 @@ func TestElicit_SecretFormsRefused(t *testing.T) {
 
 func TestElicit_CancelledCallCancelsElicitation(t *testing.T) {
 	u := newFakeUser(nil) // never answers
-	m := memManager(t, &Options{Elicitor: u.elicitor(true, false)}, map[string]*mcp.Server{"ask": elicitServer(t)}, ServerSpec{Name: "ask", Transport: TransportStdio})
+	saw := make(chan string, 1)
+	m := memManager(t, &Options{Elicitor: u.elicitor(true, false)}, map[string]*mcp.Server{"ask": elicitServer(t, saw)}, ServerSpec{Name: "ask", Transport: TransportStdio})
+	t.Cleanup(func() { close(u.stop) }) // before the Manager closes
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := toolByName(t, m, "mcp__ask__form").Execute(ctx, "c1", nil, nil)
+		// detached: the server does not withdraw the question itself when
+		// its call is cancelled; the bridge must end it.
+		_, err := toolByName(t, m, "mcp__ask__form").Execute(ctx, "c1", map[string]any{"detached": true}, nil)
 		errc <- err
 	}()
 	select {
@@ -233,6 +259,14 @@ func TestElicit_CancelledCallCancelsElicitation(t *testing.T) {
 	case <-u.done: // the question was withdrawn
 	case <-time.After(30 * time.Second):
 		t.Fatal("cancelling the tool call did not withdraw the elicitation")
+	}
+	select {
+	case got := <-saw:
+		if got != "cancel null" {
+			t.Errorf("the server saw %q, want cancel", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server got no answer")
 	}
 	if err := <-errc; err == nil {
 		t.Error("the cancelled call returned no error")
