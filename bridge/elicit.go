@@ -185,6 +185,9 @@ func (s *server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 		s.calls.sentURL(p.ElicitationID)
 	}
 	res, err := el.Elicit(ctx, r)
+	if p.Mode == "url" && (err != nil || ctx.Err() != nil || res == nil || res.Action != "accept") {
+		s.calls.completedURL(p.ElicitationID) // nothing out of band will complete
+	}
 	switch {
 	case ctx.Err() != nil:
 		s.log.Info("elicitation cancelled before the user answered", "mode", p.Mode, "call", r.CallID, "cause", context.Cause(ctx))
