@@ -83,7 +83,8 @@ type Agent struct {
 	tasks sync.WaitGroup // notification senders started by NewSession
 	pace  *rate.Limiter  // session/update pacing (pace.go)
 
-	// caps are the client's fs and terminal capabilities from initialize.
+	// caps are the client's fs, terminal and elicitation capabilities from
+	// initialize.
 	caps atomic.Pointer[editor.Capabilities]
 
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
@@ -185,6 +186,8 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
 		WriteTextFile: p.ClientCapabilities.Fs.WriteTextFile,
 		Terminal:      p.ClientCapabilities.Terminal,
+		ElicitForm:    p.ClientCapabilities.Elicitation != nil && p.ClientCapabilities.Elicitation.Form != nil,
+		ElicitURL:     p.ClientCapabilities.Elicitation != nil && p.ClientCapabilities.Elicitation.Url != nil,
 	})
 	return acpsdk.InitializeResponse{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,

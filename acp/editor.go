@@ -1,7 +1,9 @@
 package acp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -117,6 +119,116 @@ func (t *clientTerminal) Kill(ctx context.Context) error {
 func (t *clientTerminal) Release(ctx context.Context) error {
 	if _, err := t.e.conn.ReleaseTerminal(ctx, acpsdk.ReleaseTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
 		return fmt.Errorf("terminal/release %s: %w", t.id, err)
+	}
+	return nil
+}
+
+var _ editor.Elicitor = (*clientEditor)(nil)
+
+// Elicit sends ACP elicitation/create, scoped to the session and, when
+// r.ToolCallID is set, to that tool call. acp-go-sdk v0.13.5's request
+// types have no sessionId and toolCallId fields (its generator drops the
+// session scope of the ACP schema), so Elicit puts them in _meta under
+// metaScope and scopeElicitation moves them to where the schema has them
+// as the frame is written.
+func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (editor.ElicitResult, error) {
+	var req acpsdk.UnstableCreateElicitationRequest
+	scope := map[string]any{"sessionId": string(e.sid)}
+	if r.ToolCallID != "" {
+		scope["toolCallId"] = r.ToolCallID
+	}
+	meta := map[string]any{metaScope: scope}
+	switch r.Mode {
+	case editor.ModeForm:
+		if !e.caps.ElicitForm {
+			return editor.ElicitResult{}, errNotOffered("elicitation/create in form mode")
+		}
+		var schema acpsdk.UnstableElicitationSchema
+		if r.Schema != nil {
+			b, err := json.Marshal(r.Schema)
+			if err == nil {
+				err = json.Unmarshal(b, &schema)
+			}
+			if err != nil {
+				return editor.ElicitResult{}, fmt.Errorf("elicitation/create: the form's requestedSchema: %w", err)
+			}
+		}
+		req = acpsdk.NewUnstableCreateElicitationRequestForm(schema)
+		req.Form.Message, req.Form.Meta = r.Message, meta
+	case editor.ModeURL:
+		if !e.caps.ElicitURL {
+			return editor.ElicitResult{}, errNotOffered("elicitation/create in url mode")
+		}
+		req = acpsdk.NewUnstableCreateElicitationRequestUrl(acpsdk.UnstableElicitationId(r.ID), r.URL)
+		req.Url.Message, req.Url.Meta = r.Message, meta
+	default:
+		return editor.ElicitResult{}, fmt.Errorf("elicitation/create: unknown mode %q (want %q or %q)", r.Mode, editor.ModeForm, editor.ModeURL)
+	}
+	res, err := e.conn.UnstableCreateElicitation(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return editor.ElicitResult{}, context.Cause(ctx)
+		}
+		return editor.ElicitResult{}, fmt.Errorf("elicitation/create: %w", err)
+	}
+	switch {
+	case res.Accept != nil:
+		return editor.ElicitResult{Action: editor.ActionAccept, Content: res.Accept.Content}, nil
+	case res.Decline != nil:
+		return editor.ElicitResult{Action: editor.ActionDecline}, nil
+	case res.Cancel != nil:
+		return editor.ElicitResult{Action: editor.ActionCancel}, nil
+	}
+	return editor.ElicitResult{}, fmt.Errorf("elicitation/create: the client's answer has no action")
+}
+
+// metaScope is the _meta key under which clientEditor.Elicit hands the
+// session scope of an elicitation/create to scopeElicitation.
+const metaScope = "acp-agent/elicitationScope"
+
+// scopeElicitation returns frame (one JSON-RPC message and its newline) with
+// the session scope of an elicitation/create request moved from
+// params._meta[metaScope] to params.sessionId and params.toolCallId, as the
+// ACP schema has them (ElicitationSessionScope); any other frame is
+// returned unchanged.
+func scopeElicitation(frame []byte) []byte {
+	if !bytes.Contains(frame, []byte(metaScope)) {
+		return frame
+	}
+	var msg map[string]json.RawMessage
+	var method string
+	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != acpsdk.ClientMethodElicitationCreate {
+		return frame
+	}
+	var params, meta, scope map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["_meta"], &meta) != nil || json.Unmarshal(meta[metaScope], &scope) != nil {
+		return frame
+	}
+	for k, v := range scope {
+		params[k] = v
+	}
+	delete(meta, metaScope)
+	delete(params, "_meta")
+	if len(meta) > 0 {
+		params["_meta"], _ = json.Marshal(meta)
+	}
+	var err error
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return frame
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return frame
+	}
+	return append(out, '\n')
+}
+
+func (e *clientEditor) CompleteElicitation(ctx context.Context, id string) error {
+	if !e.caps.ElicitURL {
+		return errNotOffered("elicitation/complete")
+	}
+	if err := e.conn.UnstableCompleteElicitation(ctx, acpsdk.UnstableCompleteElicitationNotification{ElicitationId: acpsdk.UnstableElicitationId(id)}); err != nil {
+		return fmt.Errorf("elicitation/complete %s: %w", id, err)
 	}
 	return nil
 }

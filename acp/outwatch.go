@@ -51,11 +51,16 @@ func (o *outWatcher) writeFrame(p []byte) error {
 	return err
 }
 
-// Write writes one frame of acp-go-sdk's and wakes the waiters it answers.
+// Write writes one frame of acp-go-sdk's (an elicitation/create with its
+// session scope in place: scopeElicitation) and wakes the waiters it answers.
 func (o *outWatcher) Write(p []byte) (int, error) {
 	o.wmu.Lock()
-	n, err := o.w.Write(p)
+	_, err := o.w.Write(scopeElicitation(p))
 	o.wmu.Unlock()
+	n := len(p)
+	if err != nil {
+		n = 0
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.waiters) == 0 {

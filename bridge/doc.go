@@ -44,6 +44,16 @@
 // tests (in-memory transports) and for transports that live outside the
 // bridge.
 //
+// # Elicitation
+//
+// With an [Options.Elicitor], every server is offered MCP elicitation in
+// exactly the Elicitor's modes (form, url), and its elicitation/create is
+// handed to [Elicitor.Elicit], tied to the server's one tool call in flight
+// (if exactly one is) and withdrawn when that call ends. A form whose
+// properties look like secrets is refused without asking; URL-mode
+// completions reach [Elicitor.Complete]. Without an Elicitor no elicitation
+// is offered.
+//
 // The bridge knows nothing of ACP sessions or of the model: it takes
 // ServerSpecs and hands out gateway.Tools.
 //

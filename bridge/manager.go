@@ -72,6 +72,10 @@ type Options struct {
 	// outside the bridge plug in here. A nil transport with a nil error falls
 	// back to the built-in transport of spec.Transport.
 	Dial func(ctx context.Context, spec ServerSpec) (mcp.Transport, error)
+	// Elicitor, if non-nil with a mode and Elicit set, lets the servers ask
+	// the session's user for input (MCP elicitation) in its modes. Nil
+	// means no elicitation is advertised.
+	Elicitor *Elicitor
 }
 
 // ServerStatus is a snapshot of one server of a session, for /servers and the

@@ -71,6 +71,8 @@ type server struct {
 	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
 	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
 
+	calls inflight // tool calls in flight and pending URL elicitations (elicit.go)
+
 	mu         sync.Mutex
 	state      State
 	err        error                   // why the server failed or was lost; nil when connected
@@ -197,7 +199,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := mcp.NewClient(s.opts.ClientInfo, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Logger: s.opts.Logger,
 		// Roots on purpose: the session cwd is the one root (MCP "Roots":
 		// https://modelcontextprotocol.io/specification/2025-11-25/client/roots).
@@ -207,7 +209,14 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		ToolListChangedHandler:      s.onToolListChanged,
 		//lint:ignore SA1019 logging is deprecated only from 2026-07-28; we negotiate 2025-11-25.
 		LoggingMessageHandler: s.onLog,
-	})
+	}
+	if caps := s.opts.Elicitor.modes(); caps != nil {
+		// Exactly the modes the session's user can be asked in (elicit.go).
+		opts.Capabilities.Elicitation = caps
+		opts.ElicitationHandler = s.onElicit
+		opts.ElicitationCompleteHandler = s.onElicitComplete
+	}
+	client := mcp.NewClient(s.opts.ClientInfo, opts)
 	if root := rootFor(s.opts.Cwd); root != nil {
 		//lint:ignore SA1019 see Capabilities above.
 		client.AddRoots(root)
@@ -522,6 +531,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)() // closing the server cancels its calls (notifications/cancelled)
+	defer s.calls.add(cctx)()                 // an elicitation arriving now belongs to this call
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
 		token, fan := s.watchProgress(onUpdate)

@@ -30,8 +30,8 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		InputSchema: schema,
 		Annotations: ann,
 		Kind:        toolKind(t),
-		Execute: func(ctx context.Context, _ string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
-			res, err := s.call(ctx, toolName, args, onUpdate)
+		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+			res, err := s.call(withCallID(ctx, callID), toolName, args, onUpdate)
 			if err != nil {
 				return gateway.Result{}, fmt.Errorf("MCP server %q, tool %q: %w", s.spec.Name, toolName, err)
 			}

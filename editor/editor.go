@@ -13,12 +13,70 @@ package editor
 
 import "context"
 
+// Elicitation modes (ACP and MCP elicitation/create "mode").
+const (
+	ModeForm = "form"
+	ModeURL  = "url"
+)
+
+// Elicitation answers (ACP and MCP elicitation/create "action").
+const (
+	ActionAccept  = "accept"
+	ActionDecline = "decline"
+	ActionCancel  = "cancel"
+)
+
+// Elicitor is an Editor that can ask its user for input on behalf of a
+// tool: ACP elicitation/create and elicitation/complete
+// (https://agentclientprotocol.com/rfds/elicitation, unstable in
+// acp-go-sdk v0.13.5). It offers only the modes in Capabilities
+// (ElicitForm, ElicitURL); a mode it does not offer fails without a
+// request. Methods may be called concurrently.
+type Elicitor interface {
+	// Elicit asks the user and returns the answer. Ending ctx withdraws
+	// the question (the request is cancelled with $/cancel_request) and
+	// returns ctx's error.
+	Elicit(ctx context.Context, req ElicitRequest) (ElicitResult, error)
+	// CompleteElicitation tells the client that the out-of-band interaction
+	// of the URL-mode elicitation id has finished (ACP
+	// elicitation/complete).
+	CompleteElicitation(ctx context.Context, id string) error
+}
+
+// ElicitRequest is one question to the user.
+type ElicitRequest struct {
+	// Mode is ModeForm or ModeURL.
+	Mode string
+	// Message tells the user what is asked and why.
+	Message string
+	// ToolCallID is the tool call the question belongs to, or empty.
+	ToolCallID string
+	// Schema is the form's JSON Schema (mode form): an object of flat
+	// properties, with defaults and enums as the server gave them.
+	Schema map[string]any
+	// URL and ID are the page to open and the elicitation's ID (mode url).
+	URL string
+	ID  string
+}
+
+// ElicitResult is the user's answer: Action is ActionAccept (with
+// Content, the form's values, for a form), ActionDecline or ActionCancel.
+type ElicitResult struct {
+	Action  string
+	Content map[string]any
+}
+
 // Capabilities are the client methods an Editor offers: the client's
-// fs.readTextFile, fs.writeTextFile and terminal capabilities.
+// fs.readTextFile, fs.writeTextFile and terminal capabilities, and the
+// elicitation modes it serves (elicitation.form, elicitation.url).
 type Capabilities struct {
 	ReadTextFile  bool
 	WriteTextFile bool
 	Terminal      bool
+	// ElicitForm and ElicitURL say the client renders form-mode and
+	// URL-mode elicitations (ACP elicitation/create; see Elicitor).
+	ElicitForm bool
+	ElicitURL  bool
 }
 
 // Editor is one session's editor. Methods the editor does not offer (see

@@ -277,7 +277,7 @@ func (c *Core) open(ctx context.Context, rec Record, req OpenRequest, specs []br
 		old.End()
 	}
 	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, ready: req.Ready, model: model,
-		manager: bridge.NewManager(c.bridgeOptions(rec.ID, rec.Key, req.Cwd))}
+		manager: bridge.NewManager(c.bridgeOptions(rec.ID, rec.Key, req.Cwd, req.Editor))}
 	if err := c.add(s); err != nil {
 		return nil, err
 	}
@@ -394,10 +394,14 @@ func serverRefs(specs []bridge.ServerSpec) []Server {
 }
 
 // bridgeOptions returns the bridge.Manager options of a session: a server's
-// tools/list_changed re-registers the session's tools, seen on the next turn.
-func (c *Core) bridgeOptions(id, key, cwd string) *bridge.Options {
+// tools/list_changed re-registers the session's tools, seen on the next turn;
+// its servers may ask the user through the editor ed returns (elicitor).
+func (c *Core) bridgeOptions(id, key, cwd string, ed func(string) editor.Editor) *bridge.Options {
 	o := c.opts.Bridge
 	o.Cwd = cwd
+	if ed != nil {
+		o.Elicitor = elicitor(ed(id))
+	}
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
 	o.Logger = c.log.With("session", id)
 	o.OnToolsChanged = func(tools []*gateway.Tool) {

@@ -1,9 +1,9 @@
 // Package acpclient is a small ACP client used by acp-agent's tests and demo
 // (https://agentclientprotocol.com/protocol/overview). It records every
-// session/update, can wait for a given update, and serves the file-system
-// and terminal methods only when given handlers for them (Recorder.FS,
-// Recorder.Terminals), advertising exactly those. All ACP frames go through
-// acp-go-sdk.
+// session/update, can wait for a given update, and serves the file-system,
+// terminal and elicitation methods only when given handlers for them
+// (Recorder.FS, Recorder.Terminals, Recorder.Elicitation), advertising
+// exactly those. All ACP frames go through acp-go-sdk.
 package acpclient
 
 import (
@@ -31,6 +31,10 @@ type Recorder struct {
 	// Terminals, if set, serves terminal/*, and Process.Initialize
 	// advertises the terminal capability; nil refuses them.
 	Terminals TerminalHost
+	// Elicitation, if set, serves elicitation/create and
+	// elicitation/complete, and Process.Initialize advertises its modes;
+	// nil refuses them (method not found) and advertises no elicitation.
+	Elicitation *Elicitation
 
 	mu      sync.Mutex
 	updates []acpsdk.SessionNotification
@@ -180,14 +184,51 @@ func (r *Recorder) WaitForTerminalExit(ctx context.Context, p acpsdk.WaitForTerm
 	return r.Terminals.WaitForTerminalExit(ctx, p)
 }
 
-// UnstableCompleteElicitation implements acpsdk.Client; ignored.
-func (r *Recorder) UnstableCompleteElicitation(context.Context, acpsdk.UnstableCompleteElicitationNotification) error {
+// Elicitation is the client's side of ACP elicitation
+// (https://agentclientprotocol.com/rfds/elicitation, unstable).
+type Elicitation struct {
+	// Form and URL are the modes advertised at initialize.
+	Form, URL bool
+	// Create answers elicitation/create; its ctx ends when the agent
+	// withdraws the request ($/cancel_request).
+	Create func(context.Context, acpsdk.UnstableCreateElicitationRequest) (acpsdk.UnstableCreateElicitationResponse, error)
+	// Complete, if set, sees elicitation/complete.
+	Complete func(context.Context, acpsdk.UnstableCompleteElicitationNotification)
+}
+
+// capabilities returns the elicitation capability advertising e's modes,
+// or nil.
+func (e *Elicitation) capabilities() *acpsdk.ElicitationCapabilities {
+	if e == nil || !e.Form && !e.URL {
+		return nil
+	}
+	c := &acpsdk.ElicitationCapabilities{}
+	if e.Form {
+		c.Form = &acpsdk.ElicitationFormCapabilities{}
+	}
+	if e.URL {
+		c.Url = &acpsdk.ElicitationUrlCapabilities{}
+	}
+	return c
+}
+
+// UnstableCompleteElicitation implements acpsdk.Client: Elicitation.Complete.
+func (r *Recorder) UnstableCompleteElicitation(ctx context.Context, p acpsdk.UnstableCompleteElicitationNotification) error {
+	if r.Elicitation == nil {
+		return acpsdk.NewMethodNotFound(acpsdk.ClientMethodElicitationComplete)
+	}
+	if r.Elicitation.Complete != nil {
+		r.Elicitation.Complete(ctx, p)
+	}
 	return nil
 }
 
-// UnstableCreateElicitation implements acpsdk.Client; elicitation is declined.
-func (r *Recorder) UnstableCreateElicitation(context.Context, acpsdk.UnstableCreateElicitationRequest) (acpsdk.UnstableCreateElicitationResponse, error) {
-	return acpsdk.NewUnstableCreateElicitationResponseDecline(), nil
+// UnstableCreateElicitation implements acpsdk.Client: Elicitation.Create.
+func (r *Recorder) UnstableCreateElicitation(ctx context.Context, p acpsdk.UnstableCreateElicitationRequest) (acpsdk.UnstableCreateElicitationResponse, error) {
+	if r.Elicitation == nil || r.Elicitation.Create == nil {
+		return acpsdk.UnstableCreateElicitationResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodElicitationCreate)
+	}
+	return r.Elicitation.Create(ctx, p)
 }
 
 // UnstableConnectMcp implements acpsdk.Client; MCP-over-ACP is not offered.

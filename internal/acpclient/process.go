@@ -48,13 +48,15 @@ func Start(bin string, args []string, env []string, stderr io.Writer, rec *Recor
 }
 
 // Initialize sends initialize with protocol version 1, advertising fs
-// when the client has FS and terminal when it has Terminals.
+// when the client has FS, terminal when it has Terminals and the
+// elicitation modes of its Elicitation.
 func (p *Process) Initialize(ctx context.Context) (acpsdk.InitializeResponse, error) {
 	var caps acpsdk.ClientCapabilities
 	if p.Client.FS != nil {
 		caps.Fs = acpsdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
 	}
 	caps.Terminal = p.Client.Terminals != nil
+	caps.Elicitation = p.Client.Elicitation.capabilities()
 	return p.Conn.Initialize(ctx, acpsdk.InitializeRequest{
 		ProtocolVersion:    acpsdk.ProtocolVersionNumber,
 		ClientCapabilities: caps,

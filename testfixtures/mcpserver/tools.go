@@ -171,11 +171,82 @@ func addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "roots",
 		Description: "Return the client's roots.\nOne URI a line."},
 		roots)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_name",
+		Description: "Ask the user their name and favourite color (form elicitation).\n" +
+			"Returns \"accept name=<name> color=<color>\", \"decline\", \"cancel\", or \"no elicitation\" when the client cannot be asked."},
+		askName)
+	mcp.AddTool(srv, &mcp.Tool{Name: "sign_in",
+		Description: "Send the user to a sign-in page (URL elicitation), then report it complete.\n" +
+			"Returns the user's action, or \"no elicitation\" when the client cannot be asked in URL mode."},
+		signIn)
 	mcp.AddTool(srv, &mcp.Tool{Name: longToolName,
 		Description: "A tool whose bridged name must be truncated.\nReturns \"long name ok\"."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return text("long name ok"), nil, nil
 		})
+}
+
+// askNameSchema uses the 2025-11-25 additions: a default and a titled enum.
+var askNameSchema = json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"name": {"type": "string", "title": "Name", "default": "Ada"},
+		"color": {"type": "string", "title": "Favourite color", "default": "green",
+			"oneOf": [{"const": "red", "title": "Red"}, {"const": "green", "title": "Green"}, {"const": "blue", "title": "Blue"}]}
+	},
+	"required": ["name"]
+}`)
+
+// SignInURL and SignInID are the page and elicitation ID of sign_in.
+const (
+	signInURL = "https://example.test/sign-in"
+	signInID  = "fixture-sign-in"
+)
+
+// elicitation returns the client's elicitation capability, or nil.
+func elicitation(req *mcp.CallToolRequest) *mcp.ElicitationCapabilities {
+	if p := req.Session.InitializeParams(); p != nil && p.Capabilities != nil {
+		return p.Capabilities.Elicitation
+	}
+	return nil
+}
+
+// askName asks for a name and a color in a form, when the client can be
+// asked.
+func askName(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+	if c := elicitation(req); c == nil || c.Form == nil && c.URL != nil {
+		return text("no elicitation"), nil, nil
+	}
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: "What is your name?", RequestedSchema: askNameSchema})
+	if err != nil {
+		r := text("elicitation failed: " + err.Error())
+		r.IsError = true
+		return r, nil, nil
+	}
+	if res.Action != "accept" {
+		return text(res.Action), nil, nil
+	}
+	return text(fmt.Sprintf("accept name=%v color=%v", res.Content["name"], res.Content["color"])), nil, nil
+}
+
+// signIn sends the user to signInURL and, once they accept, tells the
+// client the sign-in is complete.
+func signIn(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+	if c := elicitation(req); c == nil || c.URL == nil {
+		return text("no elicitation"), nil, nil
+	}
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Sign in to the fixture", URL: signInURL, ElicitationID: signInID})
+	if err != nil {
+		r := text("elicitation failed: " + err.Error())
+		r.IsError = true
+		return r, nil, nil
+	}
+	if res.Action == "accept" {
+		if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: signInID}); err != nil {
+			log.Printf("sign_in: elicitation/complete: %v", err)
+		}
+	}
+	return text(res.Action), nil, nil
 }
 
 func text(s string) *mcp.CallToolResult {
