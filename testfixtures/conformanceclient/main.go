@@ -135,6 +135,12 @@ func run(log *slog.Logger) error {
 	m := bridge.NewManager(&bridge.Options{
 		ClientInfo: &mcp.Implementation{Name: "acp-agent-conformance", Version: "dev"},
 		Logger:     log,
+		// The user, as an editor would ask them: accept every form
+		// unchanged. The bridge does the MCP side (capability, defaults,
+		// the answer).
+		Elicitor: &bridge.Elicitor{Form: true, Elicit: func(context.Context, bridge.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}},
 	})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
