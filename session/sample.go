@@ -1,0 +1,170 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// sampleShown bounds the text of one sampling message shown to the user
+// in the permission request, in bytes.
+const sampleShown = 1000
+
+// sampler returns the bridge.Sampler of session s: its servers'
+// sampling/createMessage is answered by the session's current model, once
+// the user has allowed it through ask (ACP session/request_permission:
+// allow once, allow always for that server for the rest of the live
+// session, reject). It returns nil (no sampling advertised) when the
+// gateway cannot sample (a remote gateway), ask is nil (a front end with
+// no user to ask: the MCP server mode) or the session's model cannot
+// sample (direct mode). A session that switches to direct mode later
+// refuses the requests with an error saying so.
+func (c *Core) sampler(s *Session, ask gateway.AskFunc) *bridge.Sampler {
+	gs, ok := c.gw.(gateway.Sampler)
+	if !ok || ask == nil || !gs.CanSample(s.Model()) {
+		return nil
+	}
+	var mu sync.Mutex
+	always := make(map[string]bool) // server names the user allowed always
+	return &bridge.Sampler{Sample: func(ctx context.Context, r bridge.SampleRequest) (*mcp.CreateMessageResult, error) {
+		model := s.Model()
+		if !gs.CanSample(model) {
+			return nil, fmt.Errorf("acp-agent: sampling is not available: the session now uses %q, which is no model (direct mode)", model)
+		}
+		msgs, err := samplingMessages(r)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		allowed := always[r.Server]
+		mu.Unlock()
+		if !allowed {
+			out, err := ask(ctx, samplingPermission(r, model))
+			if err != nil {
+				return nil, fmt.Errorf("acp-agent: asking the user to allow sampling for MCP server %q: %w", r.Server, err)
+			}
+			switch out {
+			case gateway.PermissionAllowOnce:
+			case gateway.PermissionAllowAlways:
+				mu.Lock()
+				always[r.Server] = true
+				mu.Unlock()
+			case gateway.PermissionReject:
+				c.log.Info("the user refused a sampling request", "session", s.id, "server", r.Server)
+				return nil, fmt.Errorf("acp-agent: the user refused the sampling request of MCP server %q", r.Server)
+			default:
+				return nil, fmt.Errorf("acp-agent: the sampling request of MCP server %q was not allowed: the user did not answer (cancelled)", r.Server)
+			}
+		}
+		res, err := gs.Sample(ctx, gateway.SampleRequest{Model: model, System: r.Params.SystemPrompt, Messages: msgs})
+		if err != nil {
+			return nil, fmt.Errorf("acp-agent: sampling for MCP server %q: %w", r.Server, err)
+		}
+		var text strings.Builder
+		for _, ct := range res.Message.Content {
+			if ct.Type == gateway.ContentText {
+				text.WriteString(ct.Text)
+			}
+		}
+		return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: text.String()}, Model: model, StopReason: samplingStop(res.StopReason)}, nil
+	}}
+}
+
+// samplingMessages converts a request's messages (text and image content;
+// user and assistant roles) to the gateway's.
+func samplingMessages(r bridge.SampleRequest) ([]gateway.Message, error) {
+	msgs := make([]gateway.Message, 0, len(r.Params.Messages))
+	for i, m := range r.Params.Messages {
+		if m == nil {
+			return nil, fmt.Errorf("MCP server %q: sampling messages[%d] is null", r.Server, i)
+		}
+		var role gateway.Role
+		switch m.Role {
+		case "user":
+			role = gateway.RoleUser
+		case "assistant":
+			role = gateway.RoleAssistant
+		default:
+			return nil, fmt.Errorf("MCP server %q: sampling messages[%d] has role %q; want user or assistant", r.Server, i, m.Role)
+		}
+		var ct gateway.Content
+		switch c := m.Content.(type) {
+		case *mcp.TextContent:
+			ct = gateway.TextContent(c.Text)
+		case *mcp.ImageContent:
+			ct = gateway.Content{Type: gateway.ContentImage, Data: c.Data, MIMEType: c.MIMEType}
+		default:
+			return nil, fmt.Errorf("MCP server %q: sampling messages[%d] has %T content; only text and image content are supported", r.Server, i, m.Content)
+		}
+		msgs = append(msgs, gateway.Message{Role: role, Content: []gateway.Content{ct}})
+	}
+	return msgs, nil
+}
+
+// samplingPermission is the question the user is asked about a sampling
+// request: on the server's tool call in flight, else on a call of its own;
+// its raw input shows the request (each message's text cut at sampleShown
+// bytes).
+func samplingPermission(r bridge.SampleRequest, model string) gateway.PermissionRequest {
+	id := r.CallID
+	if id == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = "sampling_" + hex.EncodeToString(b[:])
+	}
+	shown := make([]string, 0, len(r.Params.Messages))
+	for _, m := range r.Params.Messages {
+		if m == nil {
+			continue
+		}
+		var text string
+		switch c := m.Content.(type) {
+		case *mcp.TextContent:
+			text = cut(c.Text, sampleShown)
+		case *mcp.ImageContent:
+			text = fmt.Sprintf("[image %s, %d bytes]", c.MIMEType, len(c.Data))
+		default:
+			text = fmt.Sprintf("[%T]", m.Content)
+		}
+		shown = append(shown, string(m.Role)+": "+text)
+	}
+	input := map[string]any{"server": r.Server, "model": model, "messages": shown, "maxTokens": r.Params.MaxTokens}
+	if r.Params.SystemPrompt != "" {
+		input["systemPrompt"] = cut(r.Params.SystemPrompt, sampleShown)
+	}
+	return gateway.PermissionRequest{Call: gateway.ToolCallEvent{
+		ID: id, Name: "sampling/createMessage", Title: fmt.Sprintf("Model request from MCP server %q", r.Server),
+		Kind: gateway.ToolKindThink, RawInput: input, Status: gateway.ToolPending,
+	}}
+}
+
+// cut returns s cut to at most n bytes at a rune boundary, with "…" when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// samplingStop is MCP's stopReason for the gateway's.
+func samplingStop(r gateway.StopReason) string {
+	switch r {
+	case "", gateway.StopEndTurn:
+		return "endTurn"
+	case gateway.StopMaxTokens:
+		return "maxTokens"
+	}
+	return string(r)
+}
