@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,6 +41,10 @@ type (
 	}
 	escapeeIn struct {
 		Daemon bool `json:"daemon,omitempty" jsonschema:"orphan it at once, as a daemon does"`
+	}
+	sampleIn struct {
+		Topic string `json:"topic,omitempty" jsonschema:"what the haiku is about (default: the sea)"`
+		Times int    `json:"times,omitempty" jsonschema:"how many requests to send (default 1)"`
 	}
 	failIn struct {
 		Message string `json:"message,omitempty" jsonschema:"the failure text (default: requested)"`
@@ -179,6 +184,11 @@ func addTools(srv *mcp.Server) {
 		Description: "Send the user to a sign-in page (URL elicitation), then report it complete.\n" +
 			"Returns the user's action, or \"no elicitation\" when the client cannot be asked in URL mode."},
 		signIn)
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample",
+		Description: "Ask the client's model to write a haiku about topic, times times (MCP sampling; sent even when the client does not offer sampling).\n" +
+			"Returns each answer as \"<text> [model <model>, <stopReason>]\", one a line, or \"sampling failed: <error>\" (isError); " +
+			"prefixed with \"no sampling capability; \" when the client did not offer sampling."},
+		sample)
 	mcp.AddTool(srv, &mcp.Tool{Name: longToolName,
 		Description: "A tool whose bridged name must be truncated.\nReturns \"long name ok\"."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
@@ -247,6 +257,33 @@ func signIn(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToo
 		}
 	}
 	return text(res.Action), nil, nil
+}
+
+// sample sends sampling/createMessage in.Times times, whether or not the
+// client offered sampling.
+func sample(ctx context.Context, req *mcp.CallToolRequest, in sampleIn) (*mcp.CallToolResult, any, error) {
+	prefix := ""
+	if p := req.Session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Sampling == nil {
+		prefix = "no sampling capability; "
+	}
+	topic := cmp.Or(in.Topic, "the sea")
+	var out []string
+	for range max(in.Times, 1) {
+		//lint:ignore SA1019 sampling is deprecated only from 2026-07-28; this fixture tests it on 2025-11-25.
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100, SystemPrompt: "You write haiku.",
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Write a haiku about " + topic + "."}}}})
+		if err != nil {
+			r := text(prefix + "sampling failed: " + err.Error())
+			r.IsError = true
+			return r, nil, nil
+		}
+		t, _ := res.Content.(*mcp.TextContent)
+		if t == nil {
+			t = &mcp.TextContent{Text: fmt.Sprintf("(%T content)", res.Content)}
+		}
+		out = append(out, fmt.Sprintf("%s [model %s, %s]", t.Text, res.Model, res.StopReason))
+	}
+	return text(prefix + strings.Join(out, "\n")), nil, nil
 }
 
 func text(s string) *mcp.CallToolResult {
