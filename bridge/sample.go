@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25.
+
 package bridge
 
 import (

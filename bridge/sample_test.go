@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25.
+
 package bridge
 
 import (
@@ -29,7 +31,6 @@ func sampleServer(t *testing.T) *mcp.Server {
 		_ = json.Unmarshal(req.Params.Arguments, &args)
 		var out []string
 		for i := 0; i < max(args.N, 1); i++ {
-			//lint:ignore SA1019 sampling is deprecated only from 2026-07-28.
 			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50, SystemPrompt: "be brief",
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "write a haiku"}}}})
 			if err != nil {

@@ -216,13 +216,14 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		opts.ElicitationHandler = s.onElicit
 		opts.ElicitationCompleteHandler = s.onElicitComplete
 	}
-	if sp := s.opts.Sampler; sp != nil && sp.Sample != nil {
+	sampling := s.opts.Sampler != nil && s.opts.Sampler.Sample != nil
+	if sampling {
 		// The capability follows from the handler (sample.go).
 		//lint:ignore SA1019 sampling is deprecated only from 2026-07-28; we negotiate 2025-11-25.
 		opts.CreateMessageHandler = s.onSample
 	}
 	client := mcp.NewClient(s.opts.ClientInfo, opts)
-	if opts.CreateMessageHandler == nil {
+	if !sampling {
 		client.AddReceivingMiddleware(s.refuseSampling)
 	}
 	if root := rootFor(s.opts.Cwd); root != nil {

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25.
+
 package session_test
 
 import (
@@ -43,7 +45,6 @@ func samplingServer(session.InProcessEnv) *mcp.Server {
 		b, _ := json.Marshal(req.Session.InitializeParams().Capabilities.Sampling)
 		out := []string{"capability " + string(b)}
 		for i := 0; i < max(args.N, 1); i++ {
-			//lint:ignore SA1019 sampling is deprecated only from 2026-07-28.
 			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 64, SystemPrompt: "be brief",
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "write a haiku"}}}})
 			if err != nil {

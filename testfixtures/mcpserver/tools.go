@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -257,33 +256,6 @@ func signIn(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToo
 		}
 	}
 	return text(res.Action), nil, nil
-}
-
-// sample sends sampling/createMessage in.Times times, whether or not the
-// client offered sampling.
-func sample(ctx context.Context, req *mcp.CallToolRequest, in sampleIn) (*mcp.CallToolResult, any, error) {
-	prefix := ""
-	if p := req.Session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Sampling == nil {
-		prefix = "no sampling capability; "
-	}
-	topic := cmp.Or(in.Topic, "the sea")
-	var out []string
-	for range max(in.Times, 1) {
-		//lint:ignore SA1019 sampling is deprecated only from 2026-07-28; this fixture tests it on 2025-11-25.
-		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100, SystemPrompt: "You write haiku.",
-			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Write a haiku about " + topic + "."}}}})
-		if err != nil {
-			r := text(prefix + "sampling failed: " + err.Error())
-			r.IsError = true
-			return r, nil, nil
-		}
-		t, _ := res.Content.(*mcp.TextContent)
-		if t == nil {
-			t = &mcp.TextContent{Text: fmt.Sprintf("(%T content)", res.Content)}
-		}
-		out = append(out, fmt.Sprintf("%s [model %s, %s]", t.Text, res.Model, res.StopReason))
-	}
-	return text(prefix + strings.Join(out, "\n")), nil, nil
 }
 
 func text(s string) *mcp.CallToolResult {
