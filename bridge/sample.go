@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // Sampler serves the session's MCP servers' sampling/createMessage with
@@ -36,6 +38,10 @@ type SampleRequest struct {
 	// to: the one call of the server in flight when it arrived; empty when
 	// none or several were.
 	CallID string
+	// CallTitle and CallKind are how that call is shown to the user (its
+	// gateway tool's title and kind); empty when CallID is.
+	CallTitle string
+	CallKind  gateway.ToolKind
 	// Params are the server's.
 	Params *mcp.CreateMessageParams
 }
@@ -77,7 +83,7 @@ func (s *server) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if call := s.calls.only(); call != nil {
-		r.CallID = call.id
+		r.CallID, r.CallTitle, r.CallKind = call.id, call.shown.title, call.shown.kind
 		defer context.AfterFunc(call.ctx, func() { cancel(context.Cause(call.ctx)) })()
 	}
 	res, err := s.opts.Sampler.Sample(ctx, r)

@@ -90,7 +90,7 @@ func TestSample_ServedWithTheCallInFlight(t *testing.T) {
 		t.Fatalf("%d requests, want 1", len(f.reqs))
 	}
 	r := f.reqs[0]
-	if r.Server != "ask" || r.CallID != "call-3" || r.Params.MaxTokens != 50 || r.Params.SystemPrompt != "be brief" ||
+	if r.Server != "ask" || r.CallID != "call-3" || r.CallTitle != "ask/sample" || r.Params.MaxTokens != 50 || r.Params.SystemPrompt != "be brief" ||
 		len(r.Params.Messages) != 1 || r.Params.Messages[0].Content.(*mcp.TextContent).Text != "write a haiku" {
 		t.Errorf("request = %+v, params %+v", r, r.Params)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -36,12 +37,19 @@ func TestSampling_WithModel(t *testing.T) {
 	fake := fakemodel.NewOpenAI(t)
 	a := startAgentWith(t, []string{"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + fake.URL + "/v1"}, "--model", "openai:gpt-fake")
 	perms := &permissionAnswers{}
-	a.Client.SetPermission(perms.answer)
+	var mu sync.Mutex
+	var questions []acpsdk.RequestPermissionRequest
+	a.Client.SetPermission(func(r acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse {
+		mu.Lock()
+		questions = append(questions, r)
+		mu.Unlock()
+		return perms.answer(r)
+	})
 	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
 	call := func(id, args string) fakemodel.Turn {
 		return fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{ID: id, Name: "mcp__fixture__sample", Args: args}}}
 	}
-	const samplingTitle = `Model request from MCP server "fixture"`
+	const samplingTitle = "fixture/sample" // asked on the call in flight, keeping its title
 
 	// 1. Allowed once: the fake model gets the server's messages and its
 	// answer reaches the server.
@@ -54,6 +62,18 @@ func TestSampling_WithModel(t *testing.T) {
 	}
 	if q := perms.questions(); len(q) != 2 || q[1] != samplingTitle {
 		t.Errorf("questions = %q, want the tool call, then %q", q, samplingTitle)
+	}
+	mu.Lock()
+	q := questions[1]
+	mu.Unlock()
+	var shown string
+	if len(q.ToolCall.Content) == 1 && q.ToolCall.Content[0].Content != nil && q.ToolCall.Content[0].Content.Content.Text != nil {
+		shown = q.ToolCall.Content[0].Content.Content.Text.Text
+	}
+	if q.ToolCall.ToolCallId != "call_autumn" || q.ToolCall.RawInput != nil || !strings.Contains(shown, `MCP server "fixture" asks the model openai:gpt-fake`) ||
+		!strings.Contains(shown, "at most 100 tokens") || !strings.Contains(shown, "user: Write a haiku about autumn.") ||
+		len(q.Options) != 3 || !strings.Contains(q.Options[1].Name, `MCP server "fixture"`) {
+		t.Errorf("the sampling question = %+v, content %q; want it on call_autumn showing the server, the model, maxTokens and the message, and allow always naming the server", q, shown)
 	}
 	reqs := fake.Requests()
 	if len(reqs) != before+3 {

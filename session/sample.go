@@ -113,17 +113,16 @@ func samplingMessages(r bridge.SampleRequest) ([]gateway.Message, error) {
 }
 
 // samplingPermission is the question the user is asked about a sampling
-// request: on the server's tool call in flight, else on a call of its own;
-// its raw input shows the request (each message's text cut at sampleShown
-// bytes).
+// request. It is asked on the server's tool call in flight, keeping that
+// call's title, kind and input, else on a call of its own titled after the
+// server. Its content shows the request: the server, the model, the system
+// prompt and each message's text (cut at sampleShown bytes), maxTokens.
 func samplingPermission(r bridge.SampleRequest, model string) gateway.PermissionRequest {
-	id := r.CallID
-	if id == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		id = "sampling_" + hex.EncodeToString(b[:])
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP server %q asks the model %s to answer (sampling, at most %d tokens):", r.Server, model, r.Params.MaxTokens)
+	if r.Params.SystemPrompt != "" {
+		fmt.Fprintf(&b, "\n\nsystem: %s", cut(r.Params.SystemPrompt, sampleShown))
 	}
-	shown := make([]string, 0, len(r.Params.Messages))
 	for _, m := range r.Params.Messages {
 		if m == nil {
 			continue
@@ -137,16 +136,22 @@ func samplingPermission(r bridge.SampleRequest, model string) gateway.Permission
 		default:
 			text = fmt.Sprintf("[%T]", m.Content)
 		}
-		shown = append(shown, string(m.Role)+": "+text)
+		fmt.Fprintf(&b, "\n\n%s: %s", m.Role, text)
 	}
-	input := map[string]any{"server": r.Server, "model": model, "messages": shown, "maxTokens": r.Params.MaxTokens}
-	if r.Params.SystemPrompt != "" {
-		input["systemPrompt"] = cut(r.Params.SystemPrompt, sampleShown)
+	call := gateway.ToolCallEvent{ID: r.CallID, Name: r.Server, Title: r.CallTitle, Kind: r.CallKind, Status: gateway.ToolPending}
+	if call.ID == "" {
+		var id [8]byte
+		_, _ = rand.Read(id[:])
+		call.ID = "sampling_" + hex.EncodeToString(id[:])
+		call.Title = fmt.Sprintf("Model request from MCP server %q", r.Server)
+		call.Kind = gateway.ToolKindThink
+		call.RawInput = map[string]any{"server": r.Server, "model": model, "maxTokens": r.Params.MaxTokens}
 	}
-	return gateway.PermissionRequest{Call: gateway.ToolCallEvent{
-		ID: id, Name: "sampling/createMessage", Title: fmt.Sprintf("Model request from MCP server %q", r.Server),
-		Kind: gateway.ToolKindThink, RawInput: input, Status: gateway.ToolPending,
-	}}
+	return gateway.PermissionRequest{
+		Call:    call,
+		Content: []gateway.Content{gateway.TextContent(b.String())},
+		Always:  fmt.Sprintf("Always allow MCP server %q to use the model in this session", r.Server),
+	}
 }
 
 // cut returns s cut to at most n bytes at a rune boundary, with "…" when cut.
