@@ -63,6 +63,8 @@ func (c *Core) sampler(s *Session, ask gateway.AskFunc) *bridge.Sampler {
 			case gateway.PermissionReject:
 				c.log.Info("the user refused a sampling request", "session", s.id, "server", r.Server)
 				return nil, fmt.Errorf("acp-agent: the user refused the sampling request of MCP server %q", r.Server)
+			case gateway.PermissionUnavailable:
+				return nil, fmt.Errorf("acp-agent: the sampling request of MCP server %q was not allowed: the client cannot ask its user", r.Server)
 			default:
 				return nil, fmt.Errorf("acp-agent: the sampling request of MCP server %q was not allowed: the user did not answer (cancelled)", r.Server)
 			}
