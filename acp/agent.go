@@ -265,6 +265,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	announced := make(chan struct{})
 	req.Ready = announced
 	req.Editor = a.editor
+	req.Ask = a.askFunc
 	s, err := a.core.Open(ctx, req)
 	if err != nil {
 		close(announced) // a prompt that found the session while it opened goes on

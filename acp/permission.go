@@ -27,14 +27,23 @@ func (a *Agent) askFunc(sessionID string) gateway.AskFunc {
 		title := c.Title
 		kind := acpsdk.ToolKind(c.Kind)
 		status := acpsdk.ToolCallStatusPending
+		always := req.Always
+		if always == "" {
+			always = fmt.Sprintf("Always allow %s in this session", c.Title)
+		}
+		call := acpsdk.ToolCallUpdate{ToolCallId: acpsdk.ToolCallId(c.ID), Title: &title, Kind: &kind, Status: &status}
+		if c.RawInput != nil {
+			call.RawInput = c.RawInput
+		}
+		if len(req.Content) > 0 {
+			call.Content = toolContent(req.Content)
+		}
 		resp, err := a.connection().RequestPermission(ctx, acpsdk.RequestPermissionRequest{
 			SessionId: acpsdk.SessionId(sessionID),
-			ToolCall: acpsdk.ToolCallUpdate{
-				ToolCallId: acpsdk.ToolCallId(c.ID), Title: &title, Kind: &kind, Status: &status, RawInput: c.RawInput,
-			},
+			ToolCall:  call,
 			Options: []acpsdk.PermissionOption{
 				{OptionId: optAllowOnce, Name: "Allow once", Kind: acpsdk.PermissionOptionKindAllowOnce},
-				{OptionId: optAllowAlways, Name: fmt.Sprintf("Always allow %s in this session", c.Title), Kind: acpsdk.PermissionOptionKindAllowAlways},
+				{OptionId: optAllowAlways, Name: always, Kind: acpsdk.PermissionOptionKindAllowAlways},
 				{OptionId: optReject, Name: "Reject", Kind: acpsdk.PermissionOptionKindRejectOnce},
 			},
 		})

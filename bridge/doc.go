@@ -54,6 +54,15 @@
 // completions reach [Elicitor.Complete]. Without an Elicitor no elicitation
 // is offered.
 //
+// # Sampling
+//
+// With an [Options.Sampler], every server is offered MCP sampling (no tools,
+// no context) and its sampling/createMessage is handed to [Sampler.Sample],
+// tied to the server's one tool call in flight like an elicitation. Each
+// request takes a token of the server's rate limit, as a tool call does.
+// Without a Sampler no sampling is offered and a server that asks anyway
+// gets [ErrSamplingUnavailable].
+//
 // The bridge knows nothing of ACP sessions or of the model: it takes
 // ServerSpecs and hands out gateway.Tools.
 //

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // Elicitor asks the session's user for input on behalf of its MCP servers
@@ -75,13 +77,24 @@ type inflight struct {
 }
 
 type inflightCall struct {
-	id  string
-	ctx context.Context
+	id    string
+	shown callShown
+	ctx   context.Context
 }
+
+// callShown is how a tool call is shown to the user (its gateway title and
+// kind), carried in its ctx.
+type callShown struct {
+	title string
+	kind  gateway.ToolKind
+}
+
+type callShownKey struct{}
 
 // add registers a call until the returned func is called.
 func (f *inflight) add(ctx context.Context) func() {
-	c := &inflightCall{id: callIDFrom(ctx), ctx: ctx}
+	shown, _ := ctx.Value(callShownKey{}).(callShown)
+	c := &inflightCall{id: callIDFrom(ctx), shown: shown, ctx: ctx}
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = make(map[*inflightCall]struct{})

@@ -76,6 +76,11 @@ type Options struct {
 	// the session's user for input (MCP elicitation) in its modes. Nil
 	// means no elicitation is advertised.
 	Elicitor *Elicitor
+	// Sampler, if non-nil with Sample set, serves the servers'
+	// sampling/createMessage (MCP sampling) and makes the bridge advertise
+	// it. Nil means no sampling is advertised and a server that asks gets
+	// a clear error.
+	Sampler *Sampler
 }
 
 // ServerStatus is a snapshot of one server of a session, for /servers and the

@@ -216,7 +216,16 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		opts.ElicitationHandler = s.onElicit
 		opts.ElicitationCompleteHandler = s.onElicitComplete
 	}
+	sampling := s.opts.Sampler != nil && s.opts.Sampler.Sample != nil
+	if sampling {
+		// The capability follows from the handler (sample.go).
+		//lint:ignore SA1019 sampling is deprecated only from 2026-07-28; we negotiate 2025-11-25.
+		opts.CreateMessageHandler = s.onSample
+	}
 	client := mcp.NewClient(s.opts.ClientInfo, opts)
+	if !sampling {
+		client.AddReceivingMiddleware(s.refuseSampling)
+	}
 	if root := rootFor(s.opts.Cwd); root != nil {
 		//lint:ignore SA1019 see Capabilities above.
 		client.AddRoots(root)

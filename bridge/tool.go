@@ -31,7 +31,8 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		Annotations: ann,
 		Kind:        toolKind(t),
 		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
-			res, err := s.call(withCallID(ctx, callID), toolName, args, onUpdate)
+			ctx = context.WithValue(withCallID(ctx, callID), callShownKey{}, callShown{title: label, kind: toolKind(t)})
+			res, err := s.call(ctx, toolName, args, onUpdate)
 			if err != nil {
 				return gateway.Result{}, fmt.Errorf("MCP server %q, tool %q: %w", s.spec.Name, toolName, err)
 			}

@@ -8,6 +8,13 @@ import "context"
 type PermissionRequest struct {
 	// Call is the pending tool call, as its ToolStart event showed it.
 	Call ToolCallEvent
+	// Content, if set, is shown with the question (ACP tool call
+	// content): what a request other than a plain tool call asks for,
+	// such as an MCP server's sampling request.
+	Content []Content
+	// Always, if set, is the label of the "allow always" answer; empty
+	// means "Always allow <Call.Title> in this session".
+	Always string
 }
 
 // PermissionOutcome is the user's answer.

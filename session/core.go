@@ -196,6 +196,11 @@ type OpenRequest struct {
 	// Editor, if set, returns the editor of the session whose ID it is
 	// given; it is called once, before the in-process servers are built.
 	Editor func(sessionID string) editor.Editor
+	// Ask, if set, returns the permission asker of the session whose ID
+	// it is given (ACP session/request_permission); it is called once. The
+	// session's servers may then sample its model after asking the user
+	// (see bridge.Sampler). Nil means the servers are offered no sampling.
+	Ask func(sessionID string) gateway.AskFunc
 	// Servers are the session's own MCP servers, already well-formed; the
 	// default servers are merged in and the per-server settings applied.
 	Servers []bridge.ServerSpec
@@ -276,8 +281,12 @@ func (c *Core) open(ctx context.Context, rec Record, req OpenRequest, specs []br
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
-	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, ready: req.Ready, model: model,
-		manager: bridge.NewManager(c.bridgeOptions(rec.ID, rec.Key, req.Cwd, req.Editor))}
+	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, ready: req.Ready, model: model}
+	opts := c.bridgeOptions(rec.ID, rec.Key, req.Cwd, req.Editor)
+	if req.Ask != nil {
+		opts.Sampler = c.sampler(s, req.Ask(rec.ID))
+	}
+	s.manager = bridge.NewManager(opts)
 	if err := c.add(s); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
@@ -56,4 +57,33 @@ func (g *Local) Models() []gateway.ModelInfo {
 		out[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label}
 	}
 	return out
+}
+
+var _ gateway.Sampler = (*Local)(nil)
+
+// CanSample implements [gateway.Sampler]: every configured model but the
+// direct provider can sample.
+func (g *Local) CanSample(model string) bool {
+	m, err := g.runner.model(model)
+	return err == nil && m.ID != DirectModelID
+}
+
+// Sample implements [gateway.Sampler] with the provider of req.Model: one
+// Complete call without tools, its streamed events dropped.
+func (g *Local) Sample(ctx context.Context, req gateway.SampleRequest) (*gateway.Response, error) {
+	m, err := g.runner.model(req.Model)
+	if err != nil {
+		return nil, fmt.Errorf("sampling: %w", err)
+	}
+	if m.ID == DirectModelID {
+		return nil, fmt.Errorf("sampling: model %q is the direct provider (no model): it cannot answer a sampling request", m.ID)
+	}
+	res, err := m.Provider.Complete(ctx, &gateway.Request{System: req.System, Messages: req.Messages}, func(gateway.Event) {})
+	if err != nil {
+		return nil, fmt.Errorf("sampling with model %q: %w", m.ID, err)
+	}
+	if res == nil {
+		return nil, fmt.Errorf("sampling with model %q: the provider returned no message", m.ID)
+	}
+	return res, nil
 }

@@ -13,6 +13,7 @@
 //	env, roots                 the environment it got, the client's roots
 //	headers                    the HTTP headers of the request (HTTP mode)
 //	ask_name, sign_in          ask the user (form and URL elicitation), if the client can be asked
+//	sample                     asks the client's model for a haiku (MCP sampling), even when not offered
 //	a_tool_with_a_deliberately_very_long_name_that_needs_truncation_when_bridged
 //
 // It serves protocol 2025-11-25 (initialize) as well as 2026-07-28

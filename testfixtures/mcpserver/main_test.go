@@ -24,7 +24,7 @@ import (
 
 var allTools = []string{
 	"echo", "add", "image", "audio", "resource", "resource_link", "slow", "fail",
-	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", "ask_name", "sign_in", longToolName,
+	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", "ask_name", "sign_in", "sample", longToolName,
 }
 
 // TestFixture drives the built binary over stdio with the go-sdk client, once

@@ -41,6 +41,10 @@ type (
 	escapeeIn struct {
 		Daemon bool `json:"daemon,omitempty" jsonschema:"orphan it at once, as a daemon does"`
 	}
+	sampleIn struct {
+		Topic string `json:"topic,omitempty" jsonschema:"what the haiku is about (default: the sea)"`
+		Times int    `json:"times,omitempty" jsonschema:"how many requests to send (default 1)"`
+	}
 	failIn struct {
 		Message string `json:"message,omitempty" jsonschema:"the failure text (default: requested)"`
 	}
@@ -179,6 +183,11 @@ func addTools(srv *mcp.Server) {
 		Description: "Send the user to a sign-in page (URL elicitation), then report it complete.\n" +
 			"Returns the user's action, or \"no elicitation\" when the client cannot be asked in URL mode."},
 		signIn)
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample",
+		Description: "Ask the client's model to write a haiku about topic, times times (MCP sampling; sent even when the client does not offer sampling).\n" +
+			"Returns each answer as \"<text> [model <model>, <stopReason>]\", one a line, or \"sampling failed: <error>\" (isError); " +
+			"prefixed with \"no sampling capability; \" when the client did not offer sampling."},
+		sample)
 	mcp.AddTool(srv, &mcp.Tool{Name: longToolName,
 		Description: "A tool whose bridged name must be truncated.\nReturns \"long name ok\"."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
