@@ -77,24 +77,30 @@ type inflight struct {
 }
 
 type inflightCall struct {
-	id    string
-	shown callShown
-	ctx   context.Context
+	callInfo
+	ctx context.Context
 }
 
-// callShown is how a tool call is shown to the user (its gateway title and
-// kind), carried in its ctx.
-type callShown struct {
+// callInfo is a tool call as the gateway knows it: its call ID, and how it
+// is shown to the user (title and kind). newBridgedTool puts it in the
+// call's ctx.
+type callInfo struct {
+	id    string
 	title string
 	kind  gateway.ToolKind
 }
 
-type callShownKey struct{}
+type callInfoKey struct{}
+
+// withCall returns ctx carrying c.
+func withCall(ctx context.Context, c callInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, c)
+}
 
 // add registers a call until the returned func is called.
 func (f *inflight) add(ctx context.Context) func() {
-	shown, _ := ctx.Value(callShownKey{}).(callShown)
-	c := &inflightCall{id: callIDFrom(ctx), shown: shown, ctx: ctx}
+	info, _ := ctx.Value(callInfoKey{}).(callInfo)
+	c := &inflightCall{callInfo: info, ctx: ctx}
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = make(map[*inflightCall]struct{})
@@ -142,18 +148,6 @@ func (f *inflight) completedURL(id string) bool {
 	_, ok := f.urls[id]
 	delete(f.urls, id)
 	return ok
-}
-
-type callIDKey struct{}
-
-// withCallID returns ctx carrying the gateway call ID of a tool call.
-func withCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callIDKey{}, id)
-}
-
-func callIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(callIDKey{}).(string)
-	return id
 }
 
 // elicitError is the Invalid Params error a server gets for an

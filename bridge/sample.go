@@ -83,7 +83,7 @@ func (s *server) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if call := s.calls.only(); call != nil {
-		r.CallID, r.CallTitle, r.CallKind = call.id, call.shown.title, call.shown.kind
+		r.CallID, r.CallTitle, r.CallKind = call.id, call.title, call.kind
 		defer context.AfterFunc(call.ctx, func() { cancel(context.Cause(call.ctx)) })()
 	}
 	res, err := s.opts.Sampler.Sample(ctx, r)

@@ -21,7 +21,7 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 	if ann.Title == "" {
 		ann.Title = t.Title
 	}
-	toolName := t.Name
+	toolName, kind := t.Name, toolKind(t)
 	return &gateway.Tool{
 		Name:        name,
 		Label:       label,
@@ -29,9 +29,9 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		Description: t.Description,
 		InputSchema: schema,
 		Annotations: ann,
-		Kind:        toolKind(t),
+		Kind:        kind,
 		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
-			ctx = context.WithValue(withCallID(ctx, callID), callShownKey{}, callShown{title: label, kind: toolKind(t)})
+			ctx = withCall(ctx, callInfo{id: callID, title: label, kind: kind})
 			res, err := s.call(ctx, toolName, args, onUpdate)
 			if err != nil {
 				return gateway.Result{}, fmt.Errorf("MCP server %q, tool %q: %w", s.spec.Name, toolName, err)
