@@ -214,9 +214,8 @@ func (m *Memory) Update(ctx context.Context, serverURL, tokenURL string, fn func
 	next, err := fn(cur)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// Only Update and Save write the key's record, both under its lock; Delete
-	// may have removed it meanwhile, which apply then sees as cur == nil only
-	// if fn is run again: keep fn's verdict and apply it to the current list.
+	// Delete may have run meanwhile (it does not take key locks): apply fn's
+	// verdict to the list as it is now.
 	recs, stored, _, err := m.recs.apply(k, m.now(), func(*Record) (*Record, error) { return next, err })
 	if err != nil {
 		return nil, err
