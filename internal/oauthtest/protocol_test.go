@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -405,5 +407,33 @@ func TestStart_BadOptions(t *testing.T) {
 			s.Close()
 			t.Errorf("Start(%+v) succeeded", o)
 		}
+	}
+}
+
+func TestControl(t *testing.T) {
+	s := start(t, Options{})
+	f := newFlow(t, s, "http://127.0.0.1:1/cb")
+	f.authorize(t)
+	if st, e := f.exchange(t); st != http.StatusOK {
+		t.Fatalf("exchange = %d %+v", st, e)
+	}
+	hs := httptest.NewServer(s.ControlHandler())
+	defer hs.Close()
+	c := Control{Base: hs.URL}
+	ctx := t.Context()
+	if n, err := c.Counts(ctx); err != nil || n != s.Counts() || n.CodeGrants != 1 {
+		t.Errorf("Control.Counts = %+v, %v; want %+v", n, err, s.Counts())
+	}
+	if toks, err := c.Tokens(ctx); err != nil || !slices.Equal(toks, []string{f.access, f.refreshToken}) {
+		t.Errorf("Control.Tokens = %q, %v", toks, err)
+	}
+	if err := c.RevokeAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := mcpStatus(t, s, f.access); st != http.StatusUnauthorized {
+		t.Errorf("MCP after Control.RevokeAll = %d, want 401", st)
+	}
+	if _, err := (Control{Base: hs.URL + "/nope"}).Counts(ctx); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("Counts on a wrong base = %v, want a 404 error", err)
 	}
 }
