@@ -92,13 +92,12 @@ func postFormToken(t *testing.T, endpoint string, form url.Values, id, secret st
 
 // flow is one client part-way through a sign-in.
 type flow struct {
-	s                      *Server
-	id, secret, redirect   string
-	pkce                   pkcePair
-	code                   string
-	access, refreshToken   string
-	authorizeQ, tokenForm  url.Values
-	authStatus, tokenState int
+	s                     *Server
+	id, secret, redirect  string
+	pkce                  pkcePair
+	code                  string
+	access, refreshToken  string
+	authorizeQ, tokenForm url.Values
 }
 
 // newFlow registers a basic-auth client for redirect and builds a valid
