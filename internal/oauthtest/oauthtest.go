@@ -114,6 +114,7 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{} // closed when the Serve goroutine has returned
+	mcp    *mcp.Server   // set once by routes, before Serve starts
 
 	mu sync.Mutex
 	// clients maps client_id to its registration; never shrinks.
@@ -213,8 +214,8 @@ func (s *Server) RevokeAll() {
 }
 
 // Close stops the server at once, closing open connections (including
-// streams of MCP sessions), and waits for its goroutine. It may be called
-// more than once.
+// streams of MCP sessions) and the MCP sessions, and waits for its
+// goroutine. It may be called more than once, concurrently.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	closed := s.closed
@@ -226,6 +227,9 @@ func (s *Server) Close() error {
 	}
 	err := s.srv.Close()
 	<-s.served
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
 	return err
 }
 
@@ -252,6 +256,7 @@ func (s *Server) routes() http.Handler {
 // the 401s the middleware sends and the tool calls the server receives.
 func (s *Server) mcpHandler() http.Handler {
 	server := mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "1.0.0"}, nil)
+	s.mcp = server
 	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/call" {

@@ -280,3 +280,30 @@ func mcpStatus(t *testing.T, s *Server, token string) int {
 	}
 	return resp.StatusCode
 }
+
+// TestServer_CloseEndsSessions: Close leaves no MCP session (and so none of
+// its goroutines) behind.
+func TestServer_CloseEndsSessions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s := start(t, Options{})
+	cs := connect(t, ctx, s, &user{}, dcrConfig(t, ""))
+	callText(t, ctx, cs, "whoami", nil)
+	if n := countSessions(s); n != 1 {
+		t.Fatalf("%d sessions before Close, want 1", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countSessions(s); n != 0 {
+		t.Errorf("%d sessions after Close, want 0", n)
+	}
+}
+
+func countSessions(s *Server) int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
+}
