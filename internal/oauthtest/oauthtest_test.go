@@ -307,3 +307,21 @@ func countSessions(s *Server) int {
 	}
 	return n
 }
+
+// TestServer_OfflineAccess: advertised offline_access is requested by a
+// client that wants refresh tokens (SEP-2207) and lands in the grant.
+func TestServer_OfflineAccess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s := start(t, Options{OfflineAccess: true})
+	cfg := dcrConfig(t, authNone)
+	cfg.RequestRefreshToken = true
+	cs := connect(t, ctx, s, &user{}, cfg)
+	callText(t, ctx, cs, "whoami", nil)
+	s.mu.Lock()
+	tok := s.tokens[s.issued[0]]
+	s.mu.Unlock()
+	if tok == nil || strings.Join(tok.scopes, " ") != "mcp:tools offline_access" {
+		t.Errorf("granted %+v, want scopes mcp:tools offline_access", tok)
+	}
+}
