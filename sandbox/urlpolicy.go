@@ -205,6 +205,69 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 	}
 }
 
+// AnyHTTPClient returns a client for requests to any URL the policy
+// accepts: the OAuth endpoints an MCP server leads to (metadata,
+// authorization server, client registration, token and revocation
+// endpoints). Every request URL and every redirect target must pass
+// CheckURL, else the request fails with its *PolicyError, and dials follow
+// the rules of HTTPClient's (a plain http URL whose host is not in
+// AllowHosts dials loopback only). At most 10 redirects are followed. The
+// client has no overall timeout: use the request context.
+func (p *URLPolicy) AnyHTTPClient() *http.Client {
+	p = p.orDefault()
+	transport := func(loopbackOnly bool) *http.Transport {
+		return &http.Transport{
+			Proxy: nil,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return p.dial(ctx, network, addr, loopbackOnly)
+			},
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: 1 * time.Second,
+		}
+	}
+	return &http.Client{
+		Transport: &checkedTransport{policy: p, plain: transport(true), tls: transport(false)},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if _, err := p.CheckURL(req.URL.String()); err != nil {
+				return err
+			}
+			if len(via) > maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			return nil
+		},
+	}
+}
+
+// checkedTransport sends a request only to a URL the policy accepts, over
+// a transport whose dialer enforces the policy for the URL's scheme.
+type checkedTransport struct {
+	policy     *URLPolicy
+	plain, tls *http.Transport
+}
+
+func (t *checkedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, err := t.policy.CheckURL(req.URL.String()); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	if strings.EqualFold(req.URL.Scheme, "http") {
+		return t.plain.RoundTrip(req)
+	}
+	return t.tls.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of both transports.
+func (t *checkedTransport) CloseIdleConnections() {
+	t.plain.CloseIdleConnections()
+	t.tls.CloseIdleConnections()
+}
+
 // DialContext dials addr ("host:port") for network "tcp", "tcp4" or
 // "tcp6" under the policy: it applies the host rules, resolves a name with
 // Resolver, and checks every resolved address. Any always-refused address

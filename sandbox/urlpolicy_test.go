@@ -548,3 +548,48 @@ func FuzzURLPolicy_CheckURL(f *testing.F) {
 		}
 	})
 }
+
+// TestURLPolicy_AnyHTTPClient: the OAuth endpoints a server leads to are
+// checked like the server itself: every request URL and redirect target
+// passes CheckURL, and plain http dials loopback only.
+func TestURLPolicy_AnyHTTPClient(t *testing.T) {
+	mux := http.NewServeMux()
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/to-metadata", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	})
+	mux.HandleFunc("/to-ok", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok", http.StatusFound) })
+
+	f := newFakeNet(t, map[string][]string{"as.example": {"10.0.0.9"}, "intranet.localhost": {"10.0.0.9"}})
+	p := f.policy(URLPolicy{})
+	p.Dialer = nil // the loopback test server is dialed for real
+	client := p.AnyHTTPClient()
+
+	for _, path := range []string{"/ok", "/to-ok"} {
+		resp, err := client.Get(ts.URL + path)
+		if err != nil {
+			t.Fatalf("Get %s = %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Errorf("Get %s body = %q", path, b)
+		}
+	}
+	refused := []struct{ url, rule string }{
+		{ts.URL + "/to-metadata", "169.254.169.254"},
+		{"http://169.254.169.254/token", "169.254.169.254"},
+		{"http://user:pw@127.0.0.1/token", "userinfo"},
+		{"https://as.example/token", "private"},         // resolves to a private address
+		{"http://intranet.localhost/token", "10.0.0.9"}, // not loopback
+	}
+	for _, tt := range refused {
+		_, err := client.Get(tt.url)
+		var pe *PolicyError
+		if !errors.As(err, &pe) || !strings.Contains(strings.ToLower(pe.Error()), tt.rule) {
+			t.Errorf("Get %s = %v, want a refusal naming %q", tt.url, err, tt.rule)
+		}
+	}
+}
