@@ -29,13 +29,23 @@ func (s *server) httpTransport() (mcp.Transport, error) {
 		}
 		client.Transport = &headerTransport{base: client.Transport, header: h}
 	}
+	// Sign-in (signin.go): the Streamable HTTP transport takes the handler;
+	// the SSE transport gets it as a RoundTripper.
+	oauth := s.oauthHandler()
 	switch s.spec.Transport {
 	case TransportHTTP:
 		client.Transport = &sessionStatusTransport{base: client.Transport}
 		// One reconnect attempt for a broken standalone stream; an expired
 		// session (404) is handled by the bridge, with a fresh initialize.
-		return &mcp.StreamableClientTransport{Endpoint: u.String(), HTTPClient: client, MaxRetries: 1}, nil
+		t := &mcp.StreamableClientTransport{Endpoint: u.String(), HTTPClient: client, MaxRetries: 1}
+		if oauth != nil {
+			t.OAuthHandler = oauth
+		}
+		return t, nil
 	case TransportSSE:
+		if oauth != nil {
+			client.Transport = &oauthTransport{base: client.Transport, handler: oauth}
+		}
 		return &mcp.SSEClientTransport{Endpoint: u.String(), HTTPClient: client}, nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupportedTransport, s.spec.Transport)

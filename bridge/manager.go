@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
@@ -76,6 +75,17 @@ type Options struct {
 	// the session's user for input (MCP elicitation) in its modes. Nil
 	// means no elicitation is advertised.
 	Elicitor *Elicitor
+	// OAuth, if non-nil with a Store, lets http and sse servers ask the
+	// user to sign in (see OAuth). Nil means a server that answers 401
+	// fails to connect.
+	OAuth *OAuth
+	// OnStateChanged, if non-nil, is called with a server's status when a
+	// connect that went on after Connect returned (a sign-in) ends, in
+	// StateConnected or StateFailed, after the tools were bridged again and
+	// OnToolsChanged was called; also after Login's connect. It is called
+	// from a goroutine of the Manager, never after Close returns, and must
+	// not block for long.
+	OnStateChanged func(ServerStatus)
 	// Sampler, if non-nil with Sample set, serves the servers'
 	// sampling/createMessage (MCP sampling) and makes the bridge advertise
 	// it. Nil means no sampling is advertised and a server that asks gets
@@ -107,6 +117,10 @@ type ServerStatus struct {
 	LeftOut []string
 	// ServerName and ServerVersion come from the server's initialize result.
 	ServerName, ServerVersion string
+	// SignInURL is, while the server waits for the user to sign in (State
+	// is StateSignIn, or a connected server signs in again), the URL where
+	// the user does; else empty.
+	SignInURL string
 }
 
 // Manager owns the MCP connections of one ACP session. Connect it once; read
@@ -121,6 +135,7 @@ type Manager struct {
 	counts  map[string]int     // server name → bridged tools
 	leftOut map[string]leftOut // server name → its tools over the session's limit
 	closed  bool
+	bg      sync.WaitGroup // connects, which may outlive Connect (a sign-in)
 }
 
 // NewManager returns a Manager with no servers. opts may be nil.
@@ -154,15 +169,18 @@ func NewManager(opts *Options) *Manager {
 }
 
 // Connect connects every server of specs in parallel (start, initialize,
-// tools/list with pagination) and returns when each has connected or failed.
-// A failing server never fails the others: its reason is in Servers. Specs
-// must have unique names. Connect may be called once; later calls, and calls
-// after Close, return an error.
+// tools/list with pagination) and returns when each has connected, failed,
+// or is waiting for the user to sign in (StateSignIn: its connect goes on in
+// the background, and Options.OnStateChanged hears how it ends). A failing
+// server never fails the others: its reason is in Servers. Specs must have
+// unique names. Connect may be called once; later calls, and calls after
+// Close, return an error.
 func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 	servers := make([]*server, len(specs))
 	for i, spec := range specs {
 		servers[i] = newServer(spec, &m.opts)
 		servers[i].onToolsChanged = m.rebridge
+		servers[i].onStateChanged = m.stateChanged
 	}
 	m.mu.Lock()
 	if m.closed || m.servers != nil {
@@ -170,16 +188,13 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 		return fmt.Errorf("bridge: Manager.Connect called twice or after Close")
 	}
 	m.servers = servers
-	m.mu.Unlock()
-
-	var g errgroup.Group
 	for _, s := range servers {
-		g.Go(func() error {
-			s.connect(ctx)
-			return nil
-		})
+		m.bg.Go(func() { s.connect(ctx, true) })
 	}
-	_ = g.Wait()
+	m.mu.Unlock()
+	for _, s := range servers {
+		<-s.settled
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -291,6 +306,24 @@ func (m *Manager) rebridge() {
 	}
 }
 
+// stateChanged bridges the tools again after a connect that ended in the
+// background, and tells Options.OnStateChanged.
+func (m *Manager) stateChanged(s *server) {
+	m.rebridge()
+	if m.opts.OnStateChanged == nil {
+		return
+	}
+	m.mu.Lock()
+	closed, count, lo := m.closed, m.counts[s.spec.Name], m.leftOut[s.spec.Name]
+	m.mu.Unlock()
+	if closed {
+		return
+	}
+	st := s.status(count)
+	st.LeftOutCount, st.LeftOut = lo.count, lo.examples
+	m.opts.OnStateChanged(st)
+}
+
 // ToolLimit returns the most tools the session bridges (Limits.ToolsPerSession).
 func (m *Manager) ToolLimit() int { return m.opts.Limits.ToolsPerSession }
 
@@ -329,5 +362,6 @@ func (m *Manager) Close(ctx context.Context) error {
 		wg.Go(s.close)
 	}
 	wg.Wait()
+	m.bg.Wait()
 	return nil
 }

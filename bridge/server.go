@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // State is the connection state of one MCP server of a session.
@@ -26,13 +27,17 @@ type State int
 // restarted or forgot the session, and a fresh initialize failed), it becomes
 // Lost: the next call dials it again, with a backoff after failed attempts,
 // and success makes it Connected again. A stdio server whose connection is
-// lost becomes Failed. Every state ends in Closed when the Manager closes.
+// lost becomes Failed. An http or sse server that asks the user to sign in
+// (Options.OAuth) is SignIn until the user has signed in (then Connecting
+// again) or the sign-in failed. Every state ends in Closed when the Manager
+// closes.
 const (
 	StateConnecting State = iota
 	StateConnected
 	StateFailed
 	StateLost
 	StateClosed
+	StateSignIn
 )
 
 // String returns the lower-case name of s, as /servers shows it.
@@ -48,6 +53,8 @@ func (s State) String() string {
 		return "lost"
 	case StateClosed:
 		return "closed"
+	case StateSignIn:
+		return "needs sign-in"
 	}
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
@@ -67,11 +74,17 @@ type server struct {
 	life           context.Context
 	endLife        context.CancelFunc
 	onToolsChanged func()
+	onStateChanged func(*server) // after a connect that ended in the background
 
 	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
 	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
 
 	calls inflight // tool calls in flight and pending URL elicitations (elicit.go)
+
+	// settled is closed once the first connect has connected, failed or
+	// started waiting for the user to sign in (signin.go).
+	settled    chan struct{}
+	settleOnce sync.Once
 
 	mu         sync.Mutex
 	state      State
@@ -86,10 +99,14 @@ type server struct {
 	info       *mcp.Implementation     // serverInfo from initialize
 	progress   map[string]*progressFan // progress token → the call waiting for it
 	nextToken  int
-	closing    bool           // Close has begun; a lost connection is not a failure
-	watchers   sync.WaitGroup // connection watchers and tool refreshes
-	refreshing bool           // a refresh runs
-	stale      bool           // tools/list_changed arrived during the refresh
+	closing    bool             // Close has begun; a lost connection is not a failure
+	signIn     *signin.Handler  // an http or sse server's sign-in, made on first use (signin.go)
+	signInURL  string           // StateSignIn: where the user signs in
+	deadline   *connectDeadline // the connect deadline of the dial in progress, or nil
+	detach     func() bool      // during the first connect: stops its request's end from cancelling it
+	watchers   sync.WaitGroup   // connection watchers and tool refreshes
+	refreshing bool             // a refresh runs
+	stale      bool             // tools/list_changed arrived during the refresh
 }
 
 // progressFan forwards progress notifications to one running call until the
@@ -114,6 +131,7 @@ func newServer(spec ServerSpec, opts *Options) *server {
 		progress: make(map[string]*progressFan),
 		life:     life,
 		endLife:  endLife,
+		settled:  make(chan struct{}),
 	}
 }
 
@@ -164,29 +182,51 @@ func (s *server) refresh() {
 
 // connect connects the server and lists its tools. On failure the server is
 // left in StateFailed with the reason, and nothing of it keeps running.
-func (s *server) connect(ctx context.Context) {
-	cs, err := s.dial(ctx)
+// The connect ends with ctx until the server waits for the user to sign in;
+// from then on it runs in the background, until it succeeds, fails or the
+// server closes. It settles the server. When it ends after having settled
+// early, or initial is false (Manager.Login), the Manager is told: the tools
+// are bridged again and Options.OnStateChanged hears of the new state.
+func (s *server) connect(ctx context.Context, initial bool) {
+	dctx, cancel := context.WithCancel(s.life)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	s.mu.Lock()
+	s.detach = stop
+	s.mu.Unlock()
+	cs, err := s.dial(dctx)
 	var tools []*mcp.Tool
 	if err == nil {
-		tools, err = s.listTools(ctx, cs)
+		tools, err = s.listTools(dctx, cs)
 		if err != nil {
 			s.abandon(cs)
 		}
 	}
+	tell := !initial || s.isSettled()
+	defer func() {
+		s.settle()
+		if tell && s.onStateChanged != nil {
+			s.onStateChanged(s)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.detach, s.signInURL = nil, ""
+	if s.closing { // the Manager closed while we were connecting
+		tell = false
+		if err == nil {
+			s.mu.Unlock()
+			s.stopSession(cs)
+			s.mu.Lock()
+		}
+		return
+	}
 	if err != nil {
 		s.state, s.err = StateFailed, err
 		s.log.Warn("MCP server failed", "err", err)
 		return
 	}
-	if s.closing { // the Manager closed while we were connecting
-		s.mu.Unlock()
-		s.stopSession(cs)
-		s.mu.Lock()
-		return
-	}
-	s.state, s.cs, s.tools = StateConnected, cs, tools
+	s.state, s.cs, s.tools, s.err = StateConnected, cs, tools, nil
 	s.info = cs.InitializeResult().ServerInfo
 	s.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected", "tools", len(tools))
@@ -231,8 +271,19 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		client.AddRoots(root)
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.Connect)
+	// The deadline pauses while the user signs in (signin.go).
+	cctx, dl, cancel := withConnectDeadline(ctx, s.timeouts.Connect)
 	defer cancel()
+	s.mu.Lock()
+	s.deadline = dl
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.deadline == dl {
+			s.deadline = nil
+		}
+		s.mu.Unlock()
+	}()
 	// If the handshake outlives its deadline, kill the child (or end the HTTP
 	// streams) at once so that a hanging server costs no more than its timeout.
 	stopKill := context.AfterFunc(cctx, kill)
@@ -242,7 +293,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	if !stopKill() && err == nil {
 		_ = cs.Close()
-		err = cctx.Err()
+		err = context.Cause(cctx)
 	}
 	if err == nil {
 		return cs, nil
@@ -257,7 +308,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		st.proc.Kill() // the group and every descendant; then cmd.ProcessState is set
 	}
-	return nil, sandbox.RedactError(s.describeDialError(err, cctx, cmd, killed))
+	return nil, sandbox.RedactError(s.describeDialError(err, dl.timedOut(), cmd, killed))
 }
 
 // transport returns the transport of the server: Options.Dial's, a stdio
@@ -348,14 +399,14 @@ func (d *detached) Connect(context.Context) (mcp.Connection, error) {
 // describeDialError turns a failed start or initialize into a short reason.
 // killed says the bridge killed the child after the failure, so a signal in
 // its exit status is not the cause.
-func (s *server) describeDialError(err error, cctx context.Context, cmd *exec.Cmd, killed bool) error {
+func (s *server) describeDialError(err error, timedOut bool, cmd *exec.Cmd, killed bool) error {
 	var execErr *exec.Error
 	switch {
 	case errors.As(err, &execErr):
 		return fmt.Errorf("cannot start command %q: %w", s.spec.Command, execErr.Err)
 	case cmd != nil && cmd.Process == nil:
 		return fmt.Errorf("cannot start command %q: %w", s.spec.Command, err)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	case timedOut:
 		return fmt.Errorf("%w: initialize took longer than %s", ErrTimeout, s.timeouts.Connect)
 	case cmd != nil && s.stdout.nonJSON() != nil:
 		return fmt.Errorf("%w%s", s.stdout.nonJSON(), s.stderr.suffix())
@@ -753,6 +804,7 @@ func (s *server) status(bridged int) ServerStatus {
 	if s.state == StateLost {
 		st.RetryAt = s.retryAt
 	}
+	st.SignInURL = s.signInURL
 	if s.info != nil {
 		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
 	}

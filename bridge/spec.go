@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // Transport names how the agent reaches an MCP server, following the
@@ -56,6 +57,12 @@ type ServerSpec struct {
 	// CallsPerMinute overrides Options.CallsPerMinute for this server; zero
 	// inherits, negative means no limit.
 	CallsPerMinute int
+	// OAuth is the pre-registered OAuth client of an http or sse server
+	// (config servers.<name>.oauth), used when the server asks the user to
+	// sign in (Options.OAuth); the zero value means none: the agent
+	// registers itself (Client ID Metadata Document, else dynamic
+	// registration).
+	OAuth signin.Client
 	// Server is the server of a TransportInProcess spec; each connection
 	// (the first and any redial) is a new session of it (mcp.Server.Connect),
 	// closed with the Manager. The Server may serve other sessions too.
