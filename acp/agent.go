@@ -266,6 +266,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	req.Ready = announced
 	req.Editor = a.editor
 	req.Ask = a.askFunc
+	req.Tell = a.tell
 	s, err := a.core.Open(ctx, req)
 	if err != nil {
 		close(announced) // a prompt that found the session while it opened goes on
@@ -316,6 +317,14 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, wri
 		}
 	}
 	a.notify(ctx, s.ID(), availableCommands())
+}
+
+// tell returns the session.OpenRequest Tell of session sid: an agent
+// message outside any turn.
+func (a *Agent) tell(sid string) func(ctx context.Context, text string) {
+	return func(ctx context.Context, text string) {
+		a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
+	}
 }
 
 // notify sends one session/update, logging (not returning) a failure: a

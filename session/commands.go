@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -16,7 +17,30 @@ var frontEndCommands = map[string]func(s *Session, rest string) string{
 	"servers": func(s *Session, _ string) string {
 		return ServersText(s.Servers(), s.Manager().ToolLimit())
 	},
+	"login": func(s *Session, rest string) string {
+		if rest == "" {
+			return "Usage: /login <server>; /servers lists them."
+		}
+		if err := s.Manager().Login(rest); err != nil {
+			return err.Error() + "."
+		}
+		return fmt.Sprintf("Connecting MCP server %q again; a sign-in link follows if it asks for one.", rest)
+	},
+	"logout": func(s *Session, rest string) string {
+		if rest == "" {
+			return "Usage: /logout <server>; /servers lists them."
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
+		defer cancel()
+		if err := s.Manager().Logout(ctx, rest); err != nil {
+			return err.Error() + "."
+		}
+		return fmt.Sprintf("Signed out of MCP server %q: its tokens are deleted and revoked, and it is disconnected. /login %s signs in again.", rest, rest)
+	},
 }
+
+// logoutTimeout bounds /logout's revocation requests.
+const logoutTimeout = 30 * time.Second
 
 // FrontEndCommand returns the command a front end answers itself that text
 // starts with (the runner.Commands marked FrontEnd: /servers), as a function
@@ -55,6 +79,8 @@ func ServersText(servers []bridge.ServerStatus, toolLimit int) string {
 			b.WriteString(")\n")
 		case bridge.StateFailed:
 			fmt.Fprintf(&b, "- %s: failed (%s): %v\n", s.Name, s.Transport, s.Err)
+		case bridge.StateSignIn:
+			fmt.Fprintf(&b, "- %s: needs sign-in (%s): open %s\n", s.Name, s.Transport, s.SignInURL)
 		case bridge.StateLost:
 			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %v; %s\n", s.Name, s.Transport, s.Tools, s.Err, redialText(s.RetryAt, time.Now()))
 		default:

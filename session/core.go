@@ -18,6 +18,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // Errors of the session core. Front ends map them to their own protocol's
@@ -92,6 +93,9 @@ type ServerSettings struct {
 	// CallsPerMinute overrides the global rate limit; zero inherits,
 	// negative means no limit.
 	CallsPerMinute int
+	// OAuth is the server's pre-registered OAuth client, for an entry that
+	// has none of its own.
+	OAuth signin.Client
 }
 
 // InProcessServer is one in-process MCP server of every session: New is
@@ -201,6 +205,12 @@ type OpenRequest struct {
 	// session's servers may then sample its model after asking the user
 	// (see bridge.Sampler). Nil means the servers are offered no sampling.
 	Ask func(sessionID string) gateway.AskFunc
+	// Tell, if set, returns the function that shows the user of the session
+	// whose ID it is given a message outside any turn (an ACP agent
+	// message): a server's sign-in link when the editor cannot open it, and
+	// what became of a server that connected after the open (a sign-in). It
+	// is called once; the function it returns is called after Ready.
+	Tell func(sessionID string) func(ctx context.Context, text string)
 	// Servers are the session's own MCP servers, already well-formed; the
 	// default servers are merged in and the per-server settings applied.
 	Servers []bridge.ServerSpec
@@ -282,7 +292,7 @@ func (c *Core) open(ctx context.Context, rec Record, req OpenRequest, specs []br
 		old.End()
 	}
 	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, ready: req.Ready, model: model}
-	opts := c.bridgeOptions(rec.ID, rec.Key, req.Cwd, req.Editor)
+	opts := c.bridgeOptions(rec.ID, rec.Key, req)
 	if req.Ask != nil {
 		opts.Sampler = c.sampler(s, req.Ask(rec.ID))
 	}
@@ -340,6 +350,9 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 			specs[i].Timeouts = specs[i].Timeouts.Or(set.Timeouts)
 			if specs[i].CallsPerMinute == 0 {
 				specs[i].CallsPerMinute = set.CallsPerMinute
+			}
+			if specs[i].OAuth.ID == "" {
+				specs[i].OAuth = set.OAuth
 			}
 		}
 	}
@@ -404,15 +417,36 @@ func serverRefs(specs []bridge.ServerSpec) []Server {
 
 // bridgeOptions returns the bridge.Manager options of a session: a server's
 // tools/list_changed re-registers the session's tools, seen on the next turn;
-// its servers may ask the user through the editor ed returns (elicitor).
-func (c *Core) bridgeOptions(id, key, cwd string, ed func(string) editor.Editor) *bridge.Options {
+// its servers may ask the user through the session's editor (elicitor) and
+// ask the user to sign in (signIn).
+func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 	o := c.opts.Bridge
-	o.Cwd = cwd
-	if ed != nil {
-		o.Elicitor = elicitor(ed(id))
+	o.Cwd = req.Cwd
+	var ed editor.Editor
+	if req.Editor != nil {
+		ed = req.Editor(id)
+		o.Elicitor = elicitor(ed)
+	}
+	var tell func(context.Context, string)
+	if req.Tell != nil {
+		tell = req.Tell(id)
+	}
+	log := c.log.With("session", id)
+	if o.OAuth != nil {
+		oauth := *o.OAuth
+		oauth.Prompt = signInPrompt(log, ed, tell, req.Ready)
+		o.OAuth = &oauth
+	}
+	o.OnStateChanged = func(st bridge.ServerStatus) {
+		if tell == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
+		defer cancel()
+		tell(ctx, StateChangeText(st))
 	}
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
-	o.Logger = c.log.With("session", id)
+	o.Logger = log
 	o.OnToolsChanged = func(tools []*gateway.Tool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // Config is the config file (--config, default
@@ -45,6 +47,37 @@ type Config struct {
 	Store StoreConfig `json:"store"`
 	// Tools configures the agent's own tools.
 	Tools ToolsConfig `json:"tools"`
+	// OAuth configures signing in to remote MCP servers.
+	OAuth OAuthConfig `json:"oauth"`
+}
+
+// OAuthConfig is config "oauth": signing in to http and sse MCP servers
+// that answer 401 (MCP authorization). Tokens are kept in
+// oauth-tokens.json next to the session store (memory with --store memory).
+type OAuthConfig struct {
+	// ClientIDMetadataDocument is the https URL (with a path) of a Client
+	// ID Metadata Document describing acp-agent, used where the
+	// authorization server supports it; empty means dynamic registration
+	// (or a servers.<name>.oauth client).
+	ClientIDMetadataDocument string `json:"clientIdMetadataDocument"`
+	// Timeout bounds the wait for the user to sign in (default 10m).
+	Timeout Duration `json:"timeout"`
+}
+
+// ServerOAuth is config "servers.<name>.oauth": a client registered with
+// the server's authorization server beforehand.
+type ServerOAuth struct {
+	// ClientID is the registered client_id.
+	ClientID string `json:"clientId"`
+	// ClientSecretEnv names the environment variable holding the client
+	// secret; empty for a public client. The secret is never stored.
+	ClientSecretEnv string `json:"clientSecretEnv"`
+	// Scopes are requested instead of those the server advertises.
+	Scopes []string `json:"scopes"`
+	// Issuer pins the authorization server (its issuer identifier) the
+	// client belongs to; the client is never sent to another one. Set it
+	// whenever there is a secret.
+	Issuer string `json:"issuer"`
 }
 
 // ToolsConfig is config "tools".
@@ -115,6 +148,28 @@ type Limits struct {
 type ServerConfig struct {
 	Timeouts       Timeouts `json:"timeouts"`
 	CallsPerMinute int      `json:"callsPerMinute"`
+	// OAuth is the server's pre-registered OAuth client, if any.
+	OAuth *ServerOAuth `json:"oauth"`
+}
+
+// client returns the signin.Client of o, reading the secret from its
+// environment variable; an error names the key of server name.
+func (o *ServerOAuth) client(name string) (signin.Client, error) {
+	if o == nil {
+		return signin.Client{}, nil
+	}
+	key := "servers." + name + ".oauth"
+	if o.ClientID == "" {
+		return signin.Client{}, fmt.Errorf("config %s.clientId: required (the client_id registered with the server's authorization server)", key)
+	}
+	c := signin.Client{ID: o.ClientID, Scopes: o.Scopes, Issuer: o.Issuer}
+	if o.ClientSecretEnv != "" {
+		c.Secret = os.Getenv(o.ClientSecretEnv)
+		if c.Secret == "" {
+			return signin.Client{}, fmt.Errorf("config %s.clientSecretEnv: environment variable %s is not set", key, o.ClientSecretEnv)
+		}
+	}
+	return c, nil
 }
 
 // SandboxConfig is config "sandbox".
@@ -310,7 +365,16 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 	}
 	settings := make(map[string]session.ServerSettings, len(c.Servers))
 	for name, s := range c.Servers {
-		settings[name] = session.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute}
+		client, err := s.OAuth.client(name)
+		if err != nil {
+			return session.CoreOptions{}, err
+		}
+		settings[name] = session.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute, OAuth: client}
+	}
+	if u := c.OAuth.ClientIDMetadataDocument; u != "" {
+		if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" || pu.Path == "" || pu.Path == "/" {
+			return session.CoreOptions{}, fmt.Errorf("config oauth.clientIdMetadataDocument: %q is not an https URL with a path", u)
+		}
 	}
 	return session.CoreOptions{
 		InProcess:      c.Tools.inProcess(),
@@ -332,6 +396,8 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 				MaxMedia:          c.Limits.MaxMediaBytes,
 			},
 			CallsPerMinute: c.Limits.CallsPerMinute,
+			// The caller sets Store.
+			OAuth: &bridge.OAuth{ClientIDMetadataURL: c.OAuth.ClientIDMetadataDocument, Timeout: time.Duration(c.OAuth.Timeout)},
 		},
 	}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -39,6 +40,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // version is set with -ldflags "-X main.version=..."; otherwise the module
@@ -101,12 +103,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(*storeFlag, cfg.Store.Path)
+	store, tokens, err := openStore(*storeFlag, cfg.Store.Path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	opts.Store = store
+	opts.Bridge.OAuth.Store = tokens
 	opts.History = session.NewHistory(store, log)
 	if *gatewayURL != "" {
 		token, err := gatewayToken(*tokenFile)
@@ -223,32 +226,42 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 	return ms, nil
 }
 
-// openStore opens the session store: --store, else config store.path, else
-// the default path; "memory" keeps sessions in memory. A store that cannot
-// be opened is a startup error naming the path and the cause; a damaged one
-// also says what to do.
-func openStore(flagPath, cfgPath string) (session.Store, error) {
+// openStore opens the session store and the sign-in token store: --store,
+// else config store.path, else the default path; "memory" keeps both in
+// memory. The tokens live next to the session database, in
+// oauth-tokens.json (mode 0600), never in it. A store that cannot be opened
+// is a startup error naming the path and the cause; a damaged one also says
+// what to do.
+func openStore(flagPath, cfgPath string) (session.Store, signin.Store, error) {
 	path := flagPath
 	if path == "" {
 		path = cfgPath
 	}
 	if path == "memory" {
-		return session.NewMemory(), nil
+		return session.NewMemory(), signin.NewMemory(), nil
 	}
 	if path == "" {
 		var err error
 		if path, err = session.DefaultPath(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+	}
+	tokens, err := signin.OpenFile(filepath.Join(filepath.Dir(path), tokensFile))
+	if err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := session.OpenSQLite(ctx, path)
 	if errors.Is(err, session.ErrDamaged) {
-		return nil, fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
+		return nil, nil, fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
 	}
-	return st, err
+	return st, tokens, err
 }
+
+// tokensFile is the name of the sign-in token file, in the directory of the
+// session store.
+const tokensFile = "oauth-tokens.json"
 
 // stderrLogBuffer is how many bytes of log lines wait for stderr before
 // lines are dropped (see logSink).

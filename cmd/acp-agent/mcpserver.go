@@ -162,11 +162,12 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store, err := openStore(*f.store, cfg.Store.Path)
+	store, tokens, err := openStore(*f.store, cfg.Store.Path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	opts.Bridge.OAuth.Store = tokens
 	ms, err := env.models()
 	if err != nil {
 		return err

@@ -31,6 +31,8 @@ var commands = [...]Command{
 	{Name: "tools", Description: "List the tools of this session"},
 	{Name: "call", Hint: "<tool> {json arguments}", Description: "Call a tool; the arguments are a JSON object, {} when left out"},
 	{Name: "servers", Description: "Show each MCP server: state, transport, tool count, last error", FrontEnd: true},
+	{Name: "login", Hint: "<server>", Description: "Sign in to an MCP server again, after a declined or expired sign-in or /logout", FrontEnd: true},
+	{Name: "logout", Hint: "<server>", Description: "Sign out of an MCP server: its tokens are deleted and revoked, and it disconnects", FrontEnd: true},
 	{Name: "help", Description: "Show the commands and how to configure a model"},
 }
 

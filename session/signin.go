@@ -1,0 +1,79 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
+)
+
+// tellTimeout bounds one message sent with OpenRequest.Tell.
+const tellTimeout = 10 * time.Second
+
+// signInPrompt returns the bridge.OAuth Prompt of a session: once the
+// session is announced (ready), it asks the editor to open the sign-in link
+// (ACP elicitation in URL mode) when the editor can, and tells the client
+// that the interaction is complete when the sign-in ends; otherwise it
+// sends the link as a message (tell), and without either it only logs that
+// /servers shows it. A user who declines or cancels the elicitation ends
+// the sign-in.
+func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context, string), ready <-chan struct{}) func(ctx context.Context, server, authURL string) error {
+	return func(ctx context.Context, server, authURL string) error {
+		if ready != nil {
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if el, ok := ed.(editor.Elicitor); ok && ed.Capabilities().ElicitURL {
+			id := rand.Text()
+			res, err := el.Elicit(ctx, editor.ElicitRequest{
+				Mode:    editor.ModeURL,
+				Message: fmt.Sprintf("Sign in to MCP server %q to use its tools.", server),
+				URL:     authURL,
+				ID:      id,
+			})
+			switch {
+			case err == nil && res.Action != "accept":
+				return fmt.Errorf("the user answered %q to the sign-in of MCP server %q", res.Action, server)
+			case err == nil:
+				<-ctx.Done() // the sign-in finished, or was abandoned
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
+				defer cancel()
+				_ = el.CompleteElicitation(cctx, id) // best effort
+				return nil
+			case ctx.Err() != nil:
+				return nil
+			}
+			log.Warn("asking the editor to open the sign-in link failed; sending it as a message", "server", server, "err", err)
+		}
+		if tell != nil {
+			tell(ctx, SignInText(server, authURL))
+			return nil
+		}
+		log.Info("MCP server needs sign-in; /servers shows the link", "server", server)
+		return nil
+	}
+}
+
+// SignInText is the message that gives the user a server's sign-in link.
+func SignInText(server, authURL string) string {
+	return fmt.Sprintf("MCP server %q needs you to sign in: open %s\nIts tools join this session once you have signed in; /servers shows the link again.\n", server, authURL)
+}
+
+// StateChangeText says what became of a server whose connect ended after
+// the session opened: it connected (signed in), or failed and why.
+func StateChangeText(st bridge.ServerStatus) string {
+	switch st.State {
+	case bridge.StateConnected:
+		return fmt.Sprintf("MCP server %q is connected: %d tools joined the session.\n", st.Name, st.Tools)
+	case bridge.StateFailed:
+		return fmt.Sprintf("MCP server %q failed: %v; /login %s tries again.\n", st.Name, st.Err, st.Name)
+	}
+	return fmt.Sprintf("MCP server %q is %s.\n", st.Name, st.State)
+}
