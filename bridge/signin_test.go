@@ -94,6 +94,10 @@ func newSignInHarness(t *testing.T, o oauthtest.Options) *signInHarness {
 // manager returns a connected Manager of one server "remote" of transport
 // tr; prompt, if set, replaces the recording prompt.
 func (h *signInHarness) manager(t *testing.T, prompt func(ctx context.Context, server, url string) error) *Manager {
+	return h.managerOf(t, TransportHTTP, prompt)
+}
+
+func (h *signInHarness) managerOf(t *testing.T, tr Transport, prompt func(ctx context.Context, server, url string) error) *Manager {
 	t.Helper()
 	if prompt == nil {
 		prompt = func(_ context.Context, _, url string) error { h.prompts <- url; return nil }
@@ -104,7 +108,7 @@ func (h *signInHarness) manager(t *testing.T, prompt func(ctx context.Context, s
 		Logger:         slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	if err := m.Connect(t.Context(), []ServerSpec{{Name: "remote", Transport: TransportHTTP, URL: h.srv.URL()}}); err != nil {
+	if err := m.Connect(t.Context(), []ServerSpec{{Name: "remote", Transport: tr, URL: h.srv.URL()}}); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -302,5 +306,29 @@ func TestSignIn_CloseWhileWaiting(t *testing.T) {
 	}
 	if err := acpclient.FollowSignIn(t.Context(), link); err == nil {
 		t.Error("the sign-in link still works after Close")
+	}
+}
+
+// TestSignIn_SSE: a legacy SSE server signs in the same way, through the
+// bridge's RoundTripper (go-sdk's SSE transport takes no OAuth handler).
+func TestSignIn_SSE(t *testing.T) {
+	h := newSignInHarness(t, oauthtest.Options{SSE: true})
+	m := h.managerOf(t, TransportSSE, nil)
+	if st := m.Servers()[0]; st.State != StateSignIn {
+		t.Fatalf("after Connect: %v %v, want needs sign-in", st.State, st.Err)
+	}
+	if err := acpclient.FollowSignIn(t.Context(), h.prompt(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.state(t); st.State != StateConnected {
+		t.Fatalf("after sign-in: %v %v", st.State, st.Err)
+	}
+	res, err := toolByName(t, m, "mcp__remote__echo").Execute(t.Context(), "c", map[string]any{"text": "over sse"}, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("echo = %+v, %v", res, err)
+	}
+	m2 := h.managerOf(t, TransportSSE, func(context.Context, string, string) error { t.Error("asked to sign in again"); return nil })
+	if st := m2.Servers()[0]; st.State != StateConnected {
+		t.Fatalf("second session: %v %v, want the stored token", st.State, st.Err)
 	}
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// subject, [Subject]) and "echo" (returns its "text" argument).
 	Tools func(*mcp.Server)
 
+	// SSE serves the MCP endpoint over the legacy HTTP+SSE transport
+	// (2024-11-05) instead of Streamable HTTP, behind the same protection.
+	SSE bool
+
 	// Now is the clock that decides whether an access token has expired;
 	// nil means time.Now. Tests move it forward to expire tokens without
 	// sleeping.
@@ -272,7 +276,10 @@ func (s *Server) mcpHandler() http.Handler {
 	} else {
 		addDefaultTools(server)
 	}
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	var streamable http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	if s.opts.SSE {
+		streamable = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	}
 	// The middleware writes its 401s through statusWriter; requests it lets
 	// through reach the MCP handler with the original ResponseWriter, so
 	// streaming is unaffected.
