@@ -332,3 +332,24 @@ func TestSignIn_SSE(t *testing.T) {
 		t.Fatalf("second session: %v %v, want the stored token", st.State, st.Err)
 	}
 }
+
+// TestSignIn_OnceForTwoSessions: two sessions waiting to sign in to the
+// same server: signing in through one connects the other too.
+func TestSignIn_OnceForTwoSessions(t *testing.T) {
+	h := newSignInHarness(t, oauthtest.Options{})
+	h.manager(t, nil)
+	h.manager(t, nil)
+	link := h.prompt(t)
+	h.prompt(t) // the second session's link, never followed
+	if err := acpclient.FollowSignIn(t.Context(), link); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if st := h.state(t); st.State != StateConnected {
+			t.Fatalf("%v %v, want both sessions connected", st.State, st.Err)
+		}
+	}
+	if c := h.srv.Counts(); c.CodeGrants != 1 {
+		t.Errorf("counts %+v, want one sign-in", c)
+	}
+}

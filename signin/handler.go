@@ -178,10 +178,46 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		_ = resp.Body.Close()
 		return nil
 	}
-	if err := h.signIn(ctx, req, resp); err != nil {
+	err := h.signIn(ctx, req, resp)
+	if errors.Is(err, errElsewhere) && h.adopt(ctx) {
+		h.log.Info("signed in to the MCP server in another session")
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("signing in to MCP server %q: %w", h.cfg.Server, err)
 	}
 	return nil
+}
+
+// errElsewhere ends a sign-in whose server got a grant meanwhile from
+// another Handler (another session, or another agent process).
+var errElsewhere = errors.New("signed in elsewhere")
+
+// storePoll is how often a sign-in waiting for the user looks for a grant
+// saved meanwhile by another session or process.
+const storePoll = 2 * time.Second
+
+// adopt makes the stored grant of the server the one in use; false if there
+// is none.
+func (h *Handler) adopt(ctx context.Context) bool {
+	rec, err := h.cfg.Store.Latest(ctx, h.cfg.ServerURL)
+	if err != nil || rec == nil || rec.Token == nil {
+		return false
+	}
+	if h.cfg.Client.ID != "" && rec.ClientID == h.cfg.Client.ID {
+		rec.ClientSecret = h.cfg.Client.Secret
+	}
+	h.mu.Lock()
+	h.ts, h.scopes, h.loaded = NewTokenSource(h.cfg.Store, h.cfg.HTTPClient, rec), rec.Scopes, true
+	h.gen++
+	h.mu.Unlock()
+	return true
+}
+
+// savedSince reports whether a grant of the server was saved after t.
+func (h *Handler) savedSince(ctx context.Context, t time.Time) bool {
+	rec, err := h.cfg.Store.Latest(ctx, h.cfg.ServerURL)
+	return err == nil && rec != nil && rec.Token != nil && rec.Saved.After(t)
 }
 
 func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Response) error {
@@ -336,6 +372,11 @@ func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.Authori
 
 	timer := time.NewTimer(h.cfg.Timeout)
 	defer timer.Stop()
+	// Another session or agent process may sign in to the same server
+	// meanwhile: then this sign-in ends and uses that grant.
+	started := time.Now()
+	poll := time.NewTicker(storePoll)
+	defer poll.Stop()
 	for {
 		select {
 		case cb := <-got:
@@ -343,6 +384,10 @@ func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.Authori
 		case err := <-prompted:
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrDeclined, err)
+			}
+		case <-poll.C:
+			if h.savedSince(ctx, started) {
+				return nil, errElsewhere
 			}
 		case <-timer.C:
 			return nil, fmt.Errorf("%w: no answer within %s", ErrTimeout, h.cfg.Timeout)
