@@ -137,6 +137,11 @@ var lastPostHeader atomic.Pointer[http.Header]
 func newServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// ask_name, sign_in and sample ask with server-initiated requests,
+		// as TypeScript servers do; go-sdk refuses those on 2026-07-28, so
+		// the fixture answers server/discover with an error and speaks
+		// 2025-11-25 at most (bridge tests cover 2026-07-28).
+		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"},
 	})
 	// Added after NewServer's own multi round-trip middleware, so it runs
 	// first: one line per tools/call frame received.
