@@ -5,10 +5,15 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // legacyServer returns options of a server that speaks 2025-11-25 at most, as
@@ -119,5 +124,58 @@ func TestManager_InputRequests(t *testing.T) {
 	defer sampler.mu.Unlock()
 	if len(sampler.reqs) != 1 || sampler.reqs[0].CallID != "c1" {
 		t.Errorf("sampling requests = %+v, want one for call c1", sampler.reqs)
+	}
+}
+
+// TestHTTP_ProtocolOverStreamableHTTP checks both kinds of go-sdk Streamable
+// HTTP server: a stateless one negotiates 2026-07-28, and a tool it adds
+// reaches the bridge (notifications/tools/list_changed over
+// subscriptions/listen, which replaces the session's standalone stream); a
+// stateful one (which cannot serve 2026-07-28) negotiates 2025-11-25.
+func TestHTTP_ProtocolOverStreamableHTTP(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		stateless bool
+		want      string
+	}{
+		{"stateless", true, "2026-07-28"},
+		{"stateful", false, "2025-11-25"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := versionServer(nil)
+			handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: tt.stateless})
+			ts := httptest.NewServer(handler)
+			// Registered before the Manager's Close, so it runs after it:
+			// Close must end the subscriptions/listen stream, or this waits.
+			t.Cleanup(ts.Close)
+			changed := make(chan []*gateway.Tool, 10)
+			m := connectHTTP(t, ServerSpec{Name: "v", Transport: TransportHTTP, URL: ts.URL}, &Options{OnToolsChanged: func(tools []*gateway.Tool) { changed <- tools }})
+			res, err := toolByName(t, m, "mcp__v__version").Execute(t.Context(), "c1", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Content[0].Text; got != tt.want {
+				t.Errorf("the server's session is at %q, want %q", got, tt.want)
+			}
+			srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late ok"}}}, nil
+			})
+			deadline := time.After(20 * time.Second)
+			for {
+				select {
+				case tools := <-changed:
+					if len(tools) != 2 {
+						continue
+					}
+					res, err := toolByName(t, m, "mcp__v__late").Execute(t.Context(), "c2", nil, nil)
+					if err != nil || res.Content[0].Text != "late ok" {
+						t.Errorf("the new tool: %+v %v", res, err)
+					}
+					return
+				case <-deadline:
+					t.Fatal("no refresh after the server added a tool")
+				}
+			}
+		})
 	}
 }
