@@ -18,10 +18,12 @@ import (
 // schema given as argument "schema" (default: a name with a default and an
 // enum; with "detached", the question outlives a cancelled call unless the
 // client withdraws it) and sends what it saw to saw (if non-nil), "url" in
-// URL mode, then completes it.
+// URL mode, then completes it. It speaks 2025-11-25 at most (legacyServer),
+// so its questions are server-initiated elicitation/create requests, as
+// TypeScript servers send them; TestManager_InputRequests covers 2026-07-28.
 func elicitServer(t *testing.T, saw chan<- string) *mcp.Server {
 	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "ask", Version: "1.0.0"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "ask", Version: "1.0.0"}, legacyServer())
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 	}

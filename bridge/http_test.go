@@ -115,7 +115,7 @@ func TestHTTP_ExpiredSessionReconnectsOnce(t *testing.T) {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		if isInitialize(r) {
 			inits.Add(1)
 		}
 		handler.ServeHTTP(w, r)

@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +75,7 @@ func (r *restartable) start() {
 		if f := r.fault.Load(); f != nil && req.Header.Get("Mcp-Session-Id") != "" && req.Method == http.MethodPost && (*f)(w, req) {
 			return
 		}
-		if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" {
+		if isInitialize(req) {
 			r.inits.Add(1)
 		}
 		handler.ServeHTTP(w, req)
@@ -82,6 +84,19 @@ func (r *restartable) start() {
 	r.srv = hs
 	r.mu.Unlock()
 	r.wg.Go(func() { _ = hs.Serve(ln) })
+}
+
+// isInitialize reports whether req is an MCP initialize request (a POST
+// whose JSON-RPC method is "initialize"), leaving its body to be read again.
+// The server/discover probe that comes before it at 2026-07-28 is not one.
+func isInitialize(req *http.Request) bool {
+	if req.Method != http.MethodPost || req.Header.Get("Mcp-Session-Id") != "" {
+		return false
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct{ Method string }
+	return err == nil && json.Unmarshal(body, &msg) == nil && msg.Method == "initialize"
 }
 
 func (r *restartable) stop() {

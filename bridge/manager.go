@@ -13,13 +13,26 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
-// ProtocolVersion is the MCP protocol version the bridge asks for. It is
-// 2025-11-25, the newest version that is negotiated with initialize: go-sdk
-// v1.8.0 otherwise opens with the 2026-07-28 server/discover probe, which
-// TypeScript servers answer with -32601, costing a round trip (and a
-// throwaway server instance on Streamable HTTP) before the same initialize.
-// Servers that speak only older versions negotiate down as usual.
-const ProtocolVersion = "2025-11-25"
+// ProtocolVersion is the MCP protocol version the bridge asks for: 2026-07-28,
+// go-sdk's latest. The handshake opens with the server/discover probe
+// (SEP-2575); a server that does not speak 2026-07-28 (TypeScript SDK servers
+// as of this writing, stateful go-sdk Streamable HTTP servers, older SDKs)
+// answers it with an error and the bridge falls back, on the same
+// connection, to initialize at 2025-11-25 and negotiates down from there as
+// usual. That costs one round trip per connect (about 3 ms against
+// server-everything on loopback; a stateful go-sdk HTTP server also opens
+// and drops a session for it) and is not remembered across connects.
+//
+// On a 2026-07-28 session the server's requests to the client (elicitation,
+// sampling, roots) arrive as input requests of a tools/call result (SEP-2322)
+// and reach the same handlers (a go-sdk server that still sends them as
+// requests gets an error from its own SDK there, and its tool fails);
+// list-changed notifications come over
+// subscriptions/listen; the log level travels in each request's _meta
+// (mcplog.go) instead of logging/setLevel. Every request carries the
+// per-request _meta envelope (SEP-2575), and Streamable HTTP requests the
+// Mcp-Method and Mcp-Name headers (SEP-2243).
+const ProtocolVersion = "2026-07-28"
 
 // Defaults of Options.
 const (

@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 MCP logging is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25, where servers still log this way.
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 but servers still log this way in its deprecation window.
 
 package bridge
 
@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,11 +100,46 @@ func logData(data any) string {
 // nothing (go-sdk servers) or everything. A failure is logged, not fatal.
 func (s *server) setLogLevel(ctx context.Context, cs *mcp.ClientSession) {
 	res := cs.InitializeResult()
-	if res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil {
-		return
+	if res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil || newProtocol(res) {
+		return // from 2026-07-28 the level rides on every request (sendLogLevel)
 	}
 	level := mcpLevel(s.log)
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		s.log.Debug("logging/setLevel failed; the server's log messages may be missing", "level", string(level), "err", err)
+	}
+}
+
+// newProtocol reports whether the session negotiated 2026-07-28 or later,
+// where logging/setLevel is gone (SEP-2575).
+func newProtocol(res *mcp.InitializeResult) bool {
+	return res != nil && res.ProtocolVersion >= "2026-07-28"
+}
+
+// sendLogLevel is the client's sending middleware that does what
+// logging/setLevel did before 2026-07-28: on a session at 2026-07-28 or later
+// with a server that declares logging, every request carries the level
+// setLogLevel would have set in _meta["io.modelcontextprotocol/logLevel"]
+// (a server sends no log message for a request without it). A level the
+// request already carries is kept.
+func (s *server) sendLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		cs, ok := req.GetSession().(*mcp.ClientSession)
+		if !ok || strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		res := cs.InitializeResult()
+		params := req.GetParams()
+		if !newProtocol(res) || res.Capabilities == nil || res.Capabilities.Logging == nil || params == nil || reflect.ValueOf(params).IsNil() {
+			return next(ctx, method, req)
+		}
+		meta := params.GetMeta()
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		if _, ok := meta[mcp.MetaKeyLogLevel]; !ok {
+			meta[mcp.MetaKeyLogLevel] = mcpLevel(s.log)
+			params.SetMeta(meta)
+		}
+		return next(ctx, method, req)
 	}
 }

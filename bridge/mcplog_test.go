@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 MCP logging is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25, where servers still log this way.
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 but servers still log this way in its deprecation window.
 
 package bridge
 
@@ -30,8 +30,21 @@ func waitLog(t *testing.T, buf *testutil.Buffer, want string) {
 	}
 }
 
+// TestManager_ServerLogMessagesReachTheLog checks that a server's log
+// messages reach the agent's log at the agent's level, on a 2025-11-25
+// session (logging/setLevel) and on a 2026-07-28 one (the level in each
+// request's _meta).
 func TestManager_ServerLogMessagesReachTheLog(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	for _, tt := range []struct {
+		name string
+		opts *mcp.ServerOptions
+	}{{"latest", nil}, {"legacy", legacyServer()}} {
+		t.Run(tt.name, func(t *testing.T) { testServerLogMessages(t, tt.opts) })
+	}
+}
+
+func testServerLogMessages(t *testing.T, opts *mcp.ServerOptions) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, opts)
 	srv.AddTool(&mcp.Tool{Name: "work", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for _, m := range []mcp.LoggingMessageParams{
 			{Level: "debug", Logger: "db", Data: "debug detail"},

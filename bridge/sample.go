@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 sampling is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25.
+//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28 but still asked for, as input requests there.
 
 package bridge
 

@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 sampling is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25.
+//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28; these servers speak 2025-11-25.
 
 package bridge
 
@@ -16,10 +16,12 @@ import (
 // sampleServer returns an in-process MCP server named "ask" whose tool
 // "caps" reports the client's sampling capability and "sample" sends
 // sampling/createMessage "n" times (default 1) and returns the answers'
-// texts, or the first error, one a line.
+// texts, or the first error, one a line. It speaks 2025-11-25 at most
+// (legacyServer), so it asks with server-initiated sampling/createMessage
+// requests; TestManager_InputRequests covers 2026-07-28.
 func sampleServer(t *testing.T) *mcp.Server {
 	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "ask", Version: "1.0.0"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "ask", Version: "1.0.0"}, legacyServer())
 	srv.AddTool(&mcp.Tool{Name: "caps", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b, _ := json.Marshal(req.Session.InitializeParams().Capabilities.Sampling)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil

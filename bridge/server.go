@@ -243,11 +243,11 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		Logger: s.opts.Logger,
 		// Roots on purpose: the session cwd is the one root (MCP "Roots":
 		// https://modelcontextprotocol.io/specification/2025-11-25/client/roots).
-		//lint:ignore SA1019 roots are deprecated only from 2026-07-28; we negotiate 2025-11-25 and servers (server-filesystem) rely on them.
+		//lint:ignore SA1019 roots are deprecated from 2026-07-28 but still served (as input requests there); servers (server-filesystem) rely on them.
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		ProgressNotificationHandler: s.onProgress,
 		ToolListChangedHandler:      s.onToolListChanged,
-		//lint:ignore SA1019 logging is deprecated only from 2026-07-28; we negotiate 2025-11-25.
+		//lint:ignore SA1019 logging is deprecated from 2026-07-28 but still sent by servers in its window (mcplog.go).
 		LoggingMessageHandler: s.onLog,
 	}
 	if caps := s.opts.Elicitor.modes(); caps != nil {
@@ -259,10 +259,11 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	sampling := s.opts.Sampler != nil && s.opts.Sampler.Sample != nil
 	if sampling {
 		// The capability follows from the handler (sample.go).
-		//lint:ignore SA1019 sampling is deprecated only from 2026-07-28; we negotiate 2025-11-25.
+		//lint:ignore SA1019 sampling is deprecated from 2026-07-28 but still asked for (as input requests there).
 		opts.CreateMessageHandler = s.onSample
 	}
 	client := mcp.NewClient(s.opts.ClientInfo, opts)
+	client.AddSendingMiddleware(s.sendLogLevel) // 2026-07-28 sessions (mcplog.go)
 	if !sampling {
 		client.AddReceivingMiddleware(s.refuseSampling)
 	}

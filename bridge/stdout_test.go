@@ -21,8 +21,10 @@ func TestManager_StdioStdoutDuringInitialize(t *testing.T) {
 		{"closed stdout", `exec 1>&-; sleep 60`, `server closed its stdout during initialize`},
 		// An initialize refused with a JSON-RPC error is reported as that
 		// error, not as a closed stdout (closing our end of the pipe is not
-		// the child closing its stdout).
-		{"initialize error", `read -r line; echo '{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unsupported protocol version"}}'; sleep 60`, `Unsupported protocol version`},
+		// the child closing its stdout). The server/discover probe comes
+		// first (ProtocolVersion 2026-07-28) and is refused as a server
+		// that predates it refuses it.
+		{"initialize error", `read -r line; echo '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'; read -r line; echo '{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Unsupported protocol version"}}'; sleep 60`, `Unsupported protocol version`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,7 +65,7 @@ func TestElicitation_Form(t *testing.T) {
 	}}
 	a := startAgentClient(t, &acpclient.Recorder{Elicitation: u.elicitation(true, false)}, nil)
 	dir := t.TempDir()
-	sid := a.newSession(dir, fixtureServer("fixture", filepath.Join(dir, "calls.log")))
+	sid := a.newSession(dir, legacyFixtureServer("fixture", filepath.Join(dir, "calls.log")))
 
 	accept := acpsdk.NewUnstableCreateElicitationResponseAccept()
 	accept.Accept.Content = map[string]any{"name": "Grace"}
@@ -109,7 +109,7 @@ func TestElicitation_URL(t *testing.T) {
 	}}
 	a := startAgentClient(t, &acpclient.Recorder{Elicitation: u.elicitation(false, true)}, nil)
 	dir := t.TempDir()
-	sid := a.newSession(dir, fixtureServer("fixture", filepath.Join(dir, "calls.log")))
+	sid := a.newSession(dir, legacyFixtureServer("fixture", filepath.Join(dir, "calls.log")))
 	if got := callTool(t, a, sid, "mcp__fixture__sign_in {}"); got != "accept" {
 		t.Fatalf("the server saw %q, want accept", got)
 	}
@@ -144,7 +144,7 @@ func TestElicitation_CancelledTurnWithdrawsQuestion(t *testing.T) {
 	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse { return nil }}
 	a := startAgentClient(t, &acpclient.Recorder{Elicitation: u.elicitation(true, true)}, nil)
 	dir := t.TempDir()
-	sid := a.newSession(dir, fixtureServer("fixture", filepath.Join(dir, "calls.log")))
+	sid := a.newSession(dir, legacyFixtureServer("fixture", filepath.Join(dir, "calls.log")))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	type result struct {
@@ -187,7 +187,7 @@ func TestElicitation_CancelledTurnWithdrawsQuestion(t *testing.T) {
 func TestElicitation_PlainClient(t *testing.T) {
 	a := startAgent(t)
 	dir := t.TempDir()
-	sid := a.newSession(dir, fixtureServer("fixture", filepath.Join(dir, "calls.log")))
+	sid := a.newSession(dir, legacyFixtureServer("fixture", filepath.Join(dir, "calls.log")))
 	for _, tool := range []string{"ask_name", "sign_in"} {
 		if got := callTool(t, a, sid, "mcp__fixture__"+tool+" {}"); got != "no elicitation" {
 			t.Errorf("%s with a plain client: %q, want no elicitation", tool, got)

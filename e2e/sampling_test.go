@@ -45,7 +45,7 @@ func TestSampling_WithModel(t *testing.T) {
 		mu.Unlock()
 		return perms.answer(r)
 	})
-	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
+	sid := a.newSession(t.TempDir(), legacyFixtureServer("fixture", ""))
 	call := func(id, args string) fakemodel.Turn {
 		return fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{ID: id, Name: "mcp__fixture__sample", Args: args}}}
 	}
@@ -119,7 +119,7 @@ func TestSampling_WithModel(t *testing.T) {
 // server that asks anyway gets a clear refusal.
 func TestSampling_DirectMode(t *testing.T) {
 	a := startAgent(t)
-	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
+	sid := a.newSession(t.TempDir(), legacyFixtureServer("fixture", ""))
 	got := callTool(t, a, sid, "mcp__fixture__sample {}")
 	if !strings.HasPrefix(got, "no sampling capability; sampling failed: ") || !strings.Contains(got, "sampling is not available") {
 		t.Errorf("direct mode: %q, want no capability and a clear refusal", got)

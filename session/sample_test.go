@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 sampling is deprecated only from protocol 2026-07-28; the bridge negotiates 2025-11-25.
+//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28; this server speaks 2025-11-25.
 
 package session_test
 
@@ -34,9 +34,11 @@ func (h *haikuModel) Complete(_ context.Context, req *gateway.Request, _ func(ga
 
 // samplingServer is an in-process server "asker" whose tool "sample" sends
 // sampling/createMessage "n" times (default 1) and returns the answers or
-// the error, one a line, after the sampling capability it was offered.
+// the error, one a line, after the sampling capability it was offered. It
+// speaks 2025-11-25 at most: go-sdk refuses server-initiated sampling on
+// 2026-07-28 (there it is an input request, bridge.TestManager_InputRequests).
 func samplingServer(session.InProcessEnv) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "asker"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
 	srv.AddTool(&mcp.Tool{Name: "sample", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args struct {
 			N int `json:"n"`

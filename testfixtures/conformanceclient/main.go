@@ -12,8 +12,10 @@
 // with the reason on stderr when one failed; the suite's checks, not the exit
 // status alone, decide whether the scenario passes.
 //
-// The client implements no MCP feature of its own: what the bridge does not
-// do (OAuth, elicitation, sampling, ...) fails, and the scenario is in
+// The client implements no MCP feature of its own: it negotiates what the
+// bridge negotiates (bridge.ProtocolVersion, 2026-07-28) and answers
+// elicitations through a bridge.Elicitor as an editor's user would; what the
+// bridge does not do (OAuth) fails, and the scenario is in
 // e2e/testdata/conformance-client-baseline.yml with its reason.
 package main
 
@@ -71,7 +73,10 @@ var scenarios = map[string]func(ctx context.Context, c *client, conf map[string]
 		return errors.Join(errs...)
 	},
 	"http-standard-headers": func(ctx context.Context, c *client, _ map[string]any) error {
-		// The bridge bridges tools only (no resources or prompts).
+		// The bridge bridges tools only (no resources or prompts, issue
+		// 14): the scenario passes on the headers of the requests it sends
+		// (tools/list, tools/call) and reports its resources/* and prompts/*
+		// checks SKIPPED.
 		tools := c.m.Tools()
 		if len(tools) == 0 {
 			return fmt.Errorf("server %q offered no tool", serverName)

@@ -136,13 +136,32 @@ var lastPostHeader atomic.Pointer[http.Header]
 // newServer returns the fixture server with all its tools.
 func newServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, &mcp.ServerOptions{
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:                    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		SupportedProtocolVersions: maxProtocol(os.Getenv("FIXTURE_MAX_PROTOCOL")),
 	})
 	// Added after NewServer's own multi round-trip middleware, so it runs
 	// first: one line per tools/call frame received.
 	srv.AddReceivingMiddleware(logCalls)
 	addTools(srv)
 	return srv
+}
+
+// maxProtocol returns the go-sdk's protocol versions up to max, or nil (all
+// of them) when max is empty. ask_name, sign_in and sample ask with
+// server-initiated requests, as TypeScript servers do, and go-sdk refuses
+// those on 2026-07-28: tests of them set FIXTURE_MAX_PROTOCOL=2025-11-25, so
+// that the fixture answers server/discover with an error as those servers do.
+func maxProtocol(max string) []string {
+	if max == "" {
+		return nil
+	}
+	var out []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v <= max {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // logCalls records "called <tool>" for each tools/call, and "received
