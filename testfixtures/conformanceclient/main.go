@@ -13,9 +13,11 @@
 // status alone, decide whether the scenario passes.
 //
 // The client implements no MCP feature of its own: it negotiates what the
-// bridge negotiates (bridge.ProtocolVersion, 2026-07-28) and answers
-// elicitations through a bridge.Elicitor as an editor's user would; what the
-// bridge does not do (OAuth) fails, and the scenario is in
+// bridge negotiates (bridge.ProtocolVersion, 2026-07-28), answers
+// elicitations through a bridge.Elicitor and signs in through bridge.OAuth
+// (an in-memory token store; the user follows every sign-in link, as
+// acpclient.FollowSignIn does) as an editor's user would; what the bridge
+// does not do fails, and the scenario is in
 // e2e/testdata/conformance-client-baseline.yml with its reason.
 package main
 
@@ -26,12 +28,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // serverName is the name of the one server of the client's session; tools
@@ -40,8 +45,7 @@ const serverName = "conformance"
 
 // scenarios maps each client scenario of the suite to what the client does
 // once connected. A scenario not listed only connects (initialize and
-// tools/list), which is all the OAuth scenarios need to see of a client
-// that does not sign in.
+// tools/list); an OAuth one (auth/...) then calls test-tool.
 var scenarios = map[string]func(ctx context.Context, c *client, conf map[string]any) error{
 	"tools_call": func(ctx context.Context, c *client, _ map[string]any) error {
 		return c.call(ctx, "add_numbers", map[string]any{"a": 5, "b": 3})
@@ -137,9 +141,23 @@ func run(log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 
+	// The servers' states after Connect: a sign-in ends in the background.
+	states := make(chan bridge.ServerStatus, 4)
 	m := bridge.NewManager(&bridge.Options{
-		ClientInfo: &mcp.Implementation{Name: "acp-agent-conformance", Version: "dev"},
-		Logger:     log,
+		// The user follows every sign-in link in a browser on this machine.
+		OAuth: &bridge.OAuth{
+			Store:               signin.NewMemory(),
+			ClientIDMetadataURL: clientMetadataURL,
+			Prompt: func(ctx context.Context, _, authURL string) error {
+				if err := acpclient.FollowSignIn(ctx, authURL); err != nil {
+					log.Warn("following the sign-in link", "err", err)
+				}
+				return nil
+			},
+		},
+		OnStateChanged: func(st bridge.ServerStatus) { states <- st },
+		ClientInfo:     &mcp.Implementation{Name: "acp-agent-conformance", Version: "dev"},
+		Logger:         log,
 		// The user, as an editor would ask them: accept every form
 		// unchanged. The bridge does the MCP side (capability, defaults,
 		// the answer).
@@ -155,18 +173,39 @@ func run(log *slog.Logger) error {
 		}
 	}()
 	spec := bridge.ServerSpec{Name: serverName, Transport: bridge.TransportHTTP, URL: os.Args[1]}
+	// A client registered beforehand (config servers.<name>.oauth).
+	if id, ok := conf["client_id"].(string); ok {
+		secret, _ := conf["client_secret"].(string)
+		spec.OAuth = signin.Client{ID: id, Secret: secret}
+	}
 	if err := m.Connect(ctx, []bridge.ServerSpec{spec}); err != nil {
 		return err
 	}
 	st := m.Servers()[0]
+	if st.State == bridge.StateSignIn {
+		select {
+		case st = <-states:
+		case <-ctx.Done():
+			return fmt.Errorf("server %q: no sign-in: %w", serverName, ctx.Err())
+		}
+	}
 	if st.State != bridge.StateConnected {
 		return fmt.Errorf("server %q is %s: %v", serverName, st.State, st.Err)
 	}
 	if do := scenarios[name]; do != nil {
 		return do(ctx, &client{m: m}, conf)
 	}
+	if strings.HasPrefix(name, "auth/") {
+		// What the reference client does once signed in: a tool call
+		// (which may need a step-up of scopes).
+		return (&client{m: m}).call(ctx, "test-tool", map[string]any{})
+	}
 	return nil
 }
+
+// clientMetadataURL is the Client ID Metadata Document URL the suite's
+// authorization servers expect (config oauth.clientIdMetadataDocument).
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
 
 // client finds the tools of the session's one server.
 type client struct {
