@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/seed02d3eb6b/acp-agent/signin"
 	"golang.org/x/oauth2"
+
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
-// The token source of a stored grant, as the sign-in handler gives it to
-// go-sdk's auth.AuthorizationCodeHandlerConfig.InitialTokenSource.
+// The token source of a stored grant, as signin.Handler gives it to the
+// MCP transport for a server signed in before.
 func ExampleNewTokenSource() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "signin-example")
