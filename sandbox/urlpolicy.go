@@ -180,19 +180,8 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 	o := originOf(u)
 	ip, isIP := parseIP(o.host)
 	loopbackOnly := o.scheme == "http" && !matchAny(p.AllowHosts, o.host, ip, isIP)
-	t := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return p.dial(ctx, network, addr, loopbackOnly)
-		},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-	}
 	return &http.Client{
-		Transport: &originTransport{base: t, origin: o},
+		Transport: &originTransport{base: p.transport(loopbackOnly), origin: o},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL) != o {
 				return &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
@@ -215,21 +204,8 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 // client has no overall timeout: use the request context.
 func (p *URLPolicy) AnyHTTPClient() *http.Client {
 	p = p.orDefault()
-	transport := func(loopbackOnly bool) *http.Transport {
-		return &http.Transport{
-			Proxy: nil,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				return p.dial(ctx, network, addr, loopbackOnly)
-			},
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: 1 * time.Second,
-		}
-	}
 	return &http.Client{
-		Transport: &checkedTransport{policy: p, plain: transport(true), tls: transport(false)},
+		Transport: &checkedTransport{policy: p, plain: p.transport(true), tls: p.transport(false)},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if _, err := p.CheckURL(req.URL.String()); err != nil {
 				return err
@@ -239,6 +215,23 @@ func (p *URLPolicy) AnyHTTPClient() *http.Client {
 			}
 			return nil
 		},
+	}
+}
+
+// transport returns a transport with the settings of http.DefaultTransport
+// but no proxy, dialing through the policy (loopbackOnly: every dialed
+// address must be loopback, unless the host is in AllowHosts).
+func (p *URLPolicy) transport(loopbackOnly bool) *http.Transport {
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return p.dial(ctx, network, addr, loopbackOnly)
+		},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
 	}
 }
 
