@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/internal/oauthtest"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -61,24 +62,7 @@ type signInHarness struct {
 	store   signin.Store
 	prompts chan string
 	states  chan ServerStatus
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *testutil.Buffer
 }
 
 func newSignInHarness(t *testing.T, o oauthtest.Options) *signInHarness {
@@ -88,7 +72,7 @@ func newSignInHarness(t *testing.T, o oauthtest.Options) *signInHarness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	return &signInHarness{srv: srv, store: signin.NewMemory(), prompts: make(chan string, 8), states: make(chan ServerStatus, 8), logs: &syncBuffer{}}
+	return &signInHarness{srv: srv, store: signin.NewMemory(), prompts: make(chan string, 8), states: make(chan ServerStatus, 8), logs: &testutil.Buffer{}}
 }
 
 // manager returns a connected Manager of one server "remote" of transport
