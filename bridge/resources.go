@@ -12,6 +12,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
 // MCP resources (https://modelcontextprotocol.io/specification/2025-11-25/server/resources):
@@ -56,7 +57,8 @@ type ServerResources struct {
 }
 
 // resourceState is what a server offers as resources. Its fields are
-// guarded by mu; the lock is never held across a request.
+// guarded by mu, which is never held across a request; where both are
+// held, server.mu is taken first.
 type resourceState struct {
 	mu         sync.Mutex
 	resources  []*mcp.Resource
@@ -322,10 +324,6 @@ func (m *Manager) route(uri string) *server {
 	return byTemplate
 }
 
-// Serves reports whether a server of the session lists uri or has a
-// template matching it (the test of ReadResource's routing).
-func (m *Manager) Serves(uri string) bool { return m.route(uri) != nil }
-
 // ReadResource reads uri (MCP resources/read) from the server that lists it,
 // or else whose resource template matches it (RFC 6570), bounded by the
 // server's call timeout and counted against its rate limit; the contents
@@ -339,7 +337,7 @@ func (m *Manager) ReadResource(ctx context.Context, uri string) (gateway.Result,
 	}
 	res, err := s.readResource(ctx, uri)
 	if err != nil {
-		return gateway.Result{}, fmt.Errorf("MCP server %q, resource %q: %w", s.spec.Name, uri, err)
+		return gateway.Result{}, fmt.Errorf("MCP server %q, resource %q: %w", s.spec.Name, uri, sandbox.RedactError(err))
 	}
 	return res, nil
 }
@@ -394,10 +392,14 @@ func (m *Manager) ResolveLinks(ctx context.Context, content []gateway.Content) [
 const (
 	listResourcesTool = "list_resources"
 	readResourceTool  = "read_resource"
-	// metaResourceTool marks the *mcp.Tool of a resource tool (its value is
-	// the tool's base name); it never leaves the bridge.
+	// metaResourceTool marks the *mcp.Tool of a resource tool with a
+	// resourceToolMark; it never leaves the bridge.
 	metaResourceTool = "acp-agent/resource-tool"
 )
+
+// resourceToolMark is the value under metaResourceTool: a Go type, so no
+// server's tool (whose _meta is decoded JSON) can pass for a resource tool.
+type resourceToolMark struct{ kind string }
 
 // resourceTools returns the resource tools of s as *mcp.Tool entries to be
 // named and bridged after its own tools, or nil when s has no resources.
@@ -423,7 +425,7 @@ func (s *server) resourceTools(own []*mcp.Tool) []*mcp.Tool {
 			Description: fmt.Sprintf("List the resources and resource templates of MCP server %q (URI, name, MIME type, size). Read one with its read_resource tool.", s.spec.Name),
 			InputSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 			Annotations: ro,
-			Meta:        mcp.Meta{metaResourceTool: listResourcesTool},
+			Meta:        mcp.Meta{metaResourceTool: resourceToolMark{listResourcesTool}},
 		},
 		{
 			Name:        name(readResourceTool),
@@ -432,7 +434,7 @@ func (s *server) resourceTools(own []*mcp.Tool) []*mcp.Tool {
 				"uri": map[string]any{"type": "string", "description": "The resource URI"},
 			}, "required": []string{"uri"}},
 			Annotations: ro,
-			Meta:        mcp.Meta{metaResourceTool: readResourceTool},
+			Meta:        mcp.Meta{metaResourceTool: resourceToolMark{readResourceTool}},
 		},
 	}
 }
@@ -440,10 +442,11 @@ func (s *server) resourceTools(own []*mcp.Tool) []*mcp.Tool {
 // newResourceTool bridges a resource tool of resourceTools, or returns nil
 // when t is one of the server's own tools.
 func newResourceTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
-	kind, _ := t.Meta[metaResourceTool].(string)
-	if kind == "" {
+	mark, ok := t.Meta[metaResourceTool].(resourceToolMark)
+	if !ok {
 		return nil
 	}
+	kind := mark.kind
 	tool := newBridgedTool(name, s, t)
 	label := tool.Label
 	tool.Kind = gateway.ToolKindRead
@@ -461,7 +464,7 @@ func newResourceTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			if ctx.Err() != nil {
 				return gateway.Result{}, err
 			}
-			return gateway.ErrorResult(fmt.Sprintf("MCP server %q, resource %q: %v", s.spec.Name, uri, err)), nil
+			return gateway.ErrorResult(fmt.Sprintf("MCP server %q, resource %q: %v", s.spec.Name, uri, sandbox.RedactError(err))), nil
 		}
 		return res, nil
 	}

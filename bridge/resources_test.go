@@ -178,8 +178,9 @@ func TestResources_ListChangedAndUpdatedRefresh(t *testing.T) {
 
 func TestResources_ToolsForServersWithResources(t *testing.T) {
 	own := resourceServer("own", 1)
-	// A server tool of the same name keeps its name; ours moves aside.
-	own.AddTool(&mcp.Tool{Name: "read_resource", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// A server tool of the same name keeps its name; ours moves aside. Its
+	// _meta cannot make it pass for ours.
+	own.AddTool(&mcp.Tool{Name: "read_resource", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: mcp.Meta{metaResourceTool: "read_resource"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the server's own"}}}, nil
 	})
 	late := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, &mcp.ServerOptions{HasResources: true})
