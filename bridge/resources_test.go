@@ -183,7 +183,7 @@ func TestResources_ToolsForServersWithResources(t *testing.T) {
 	own.AddTool(&mcp.Tool{Name: "read_resource", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: mcp.Meta{metaResourceTool: "read_resource"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the server's own"}}}, nil
 	})
-	late := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, &mcp.ServerOptions{HasResources: true})
+	late := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}}})
 	changed := make(chan []*gateway.Tool, 10)
 	m := memManager(t, &Options{OnToolsChanged: func(tools []*gateway.Tool) { changed <- tools }},
 		map[string]*mcp.Server{"own": own, "plain": testServer(t), "late": late}, stdioSpec("own"), stdioSpec("plain"), stdioSpec("late"))
