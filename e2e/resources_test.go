@@ -43,14 +43,18 @@ func TestResources_Commands(t *testing.T) {
 }
 
 // A prompt carrying a resource link the session's server serves reaches the
-// model with the resource's text; the model reads another resource with
-// mcp__everything__read_resource, and the result reaches it.
+// model with the resource's text. A tool's resource links stay links for the
+// client and reach the model as links, which it reads with
+// mcp__everything__read_resource; the contents reach it.
 func TestResources_ModelGetsLinkedTextAndReads(t *testing.T) {
 	for _, be := range modelBackends {
 		t.Run(be.name, func(t *testing.T) {
 			fake := be.fake(t,
-				fakemodel.Turn{Text: "Reading one more.", ToolCalls: []fakemodel.ToolCall{
-					{ID: "call_read", Name: "mcp__everything__read_resource", Args: `{"uri":"demo://resource/dynamic/text/7"}`},
+				fakemodel.Turn{Text: "Finding links.", ToolCalls: []fakemodel.ToolCall{
+					{ID: "call_links", Name: "mcp__everything__get-resource-links", Args: `{"count":2}`},
+				}},
+				fakemodel.Turn{Text: "Reading one.", ToolCalls: []fakemodel.ToolCall{
+					{ID: "call_read", Name: "mcp__everything__read_resource", Args: `{"uri":"demo://resource/dynamic/text/2"}`},
 				}},
 				fakemodel.Turn{Text: "Both read."},
 			)
@@ -73,8 +77,8 @@ func TestResources_ModelGetsLinkedTextAndReads(t *testing.T) {
 				t.Fatalf("prompt: %v %v\n%s", res.StopReason, err, dump(out))
 			}
 			reqs := fake.Requests()
-			if len(reqs) != 2 {
-				t.Fatalf("%d model requests, want 2", len(reqs))
+			if len(reqs) != 3 {
+				t.Fatalf("%d model requests, want 3", len(reqs))
 			}
 			first := string(reqs[0].Body)
 			for _, want := range []string{"summarize these", "Server Instructions", `resource link: https://example.com/not-served`, "mcp__everything__read_resource", "mcp__everything__list_resources"} {
@@ -82,10 +86,26 @@ func TestResources_ModelGetsLinkedTextAndReads(t *testing.T) {
 					t.Errorf("the first model request lacks %q:\n%.2000s", want, first)
 				}
 			}
-			if !strings.Contains(string(reqs[1].Body), "Resource 7: This is a plaintext resource") {
-				t.Errorf("the tool result did not reach the model:\n%.3000s", reqs[1].Body)
+			if !strings.Contains(string(reqs[1].Body), "resource link: demo://resource/dynamic/text/2") {
+				t.Errorf("the tool's resource link did not reach the model as a link:\n%.3000s", reqs[1].Body)
 			}
-			if u := finalToolUpdate(t, out); *u.Status != acpsdk.ToolCallStatusCompleted {
+			if !strings.Contains(string(reqs[2].Body), "Resource 2: This is a plaintext resource") {
+				t.Errorf("read_resource's result did not reach the model:\n%.3000s", reqs[2].Body)
+			}
+			link := false
+			for _, n := range out {
+				if u := n.Update.ToolCallUpdate; u != nil && u.ToolCallId == "call_links" {
+					for _, c := range u.Content {
+						if c.Content != nil && c.Content.Content.ResourceLink != nil && c.Content.Content.ResourceLink.Uri == "demo://resource/dynamic/text/2" {
+							link = true
+						}
+					}
+				}
+			}
+			if !link {
+				t.Errorf("the client did not get get-resource-links' link as a resource_link:\n%s", dump(out))
+			}
+			if u := finalToolUpdate(t, out); *u.Status != acpsdk.ToolCallStatusCompleted || u.ToolCallId != "call_read" {
 				t.Errorf("read_resource ended %s:\n%s", *u.Status, dump(out))
 			}
 		})
