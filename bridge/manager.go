@@ -239,12 +239,15 @@ func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts ma
 	have := make([]int, len(servers))
 	for i, s := range servers {
 		s.mu.Lock()
-		for _, t := range s.tools {
+		own := s.tools
+		s.mu.Unlock()
+		// The resource tools (resources.go) come after the server's own.
+		srvTools := append(own[:len(own):len(own)], s.resourceTools(own)...)
+		for _, t := range srvTools {
 			all = append(all, owned{s, t})
 			refs = append(refs, ToolRef{Server: s.spec.Name, Tool: t.Name})
 		}
-		have[i] = len(s.tools)
-		s.mu.Unlock()
+		have[i] = len(srvTools)
 	}
 	names := BridgedNames(refs)
 	shares := fairShares(have, limit)
@@ -254,7 +257,11 @@ func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts ma
 		for j := range have[i] {
 			o := all[first+j]
 			if j < shares[i] {
-				tools = append(tools, newBridgedTool(names[first+j], s, o.tool))
+				t := newResourceTool(names[first+j], s, o.tool)
+				if t == nil {
+					t = newBridgedTool(names[first+j], s, o.tool)
+				}
+				tools = append(tools, t)
 				counts[s.spec.Name]++
 				continue
 			}

@@ -81,6 +81,8 @@ type server struct {
 
 	calls inflight // tool calls in flight and pending URL elicitations (elicit.go)
 
+	res resourceState // the server's resources and templates (resources.go)
+
 	// settled is closed once the first connect has connected, failed or
 	// started waiting for the user to sign in (signin.go).
 	settled    chan struct{}
@@ -200,6 +202,8 @@ func (s *server) connect(ctx context.Context, initial bool) {
 		tools, err = s.listTools(dctx, cs)
 		if err != nil {
 			s.abandon(cs)
+		} else {
+			s.loadResources(dctx, cs) // never fails the server (resources.go)
 		}
 	}
 	tell := !initial || s.isSettled()
@@ -247,6 +251,8 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		ProgressNotificationHandler: s.onProgress,
 		ToolListChangedHandler:      s.onToolListChanged,
+		ResourceListChangedHandler:  s.onResourceListChanged, // resources.go
+		ResourceUpdatedHandler:      s.onResourceUpdated,
 		//lint:ignore SA1019 logging is deprecated from 2026-07-28 but still sent by servers in its window (mcplog.go).
 		LoggingMessageHandler: s.onLog,
 	}

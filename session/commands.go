@@ -14,6 +14,8 @@ import (
 // session's own state; the others go to the gateway. A test checks that the
 // two agree.
 var frontEndCommands = map[string]func(s *Session, rest string) string{
+	"resources": resourcesCommand, // resources.go
+	"read":      readCommand,
 	"servers": func(s *Session, _ string) string {
 		return ServersText(s.Servers(), s.Manager().ToolLimit())
 	},

@@ -108,8 +108,11 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 		if emit == nil {
 			emit = func(gateway.Event) {}
 		}
+		// Resource links the session's servers serve reach the model as
+		// the resources themselves (bridge.Manager.ResolveLinks).
+		content := s.manager.ResolveLinks(ctx, p.Content)
 		req := gateway.SendRequest{
-			SessionKey: s.key, RunID: runID, Message: p.Content,
+			SessionKey: s.key, RunID: runID, Message: content,
 			Model: s.Model(), System: p.System, Ask: p.Ask,
 		}
 		stop, err := s.core.gw.Send(ctx, req, emit)

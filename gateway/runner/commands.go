@@ -33,6 +33,8 @@ var commands = [...]Command{
 	{Name: "servers", Description: "Show each MCP server: state, transport, tool count, last error", FrontEnd: true},
 	{Name: "login", Hint: "<server>", Description: "Sign in to an MCP server again, after a declined or expired sign-in or /logout", FrontEnd: true},
 	{Name: "logout", Hint: "<server>", Description: "Sign out of an MCP server: its tokens are deleted and revoked, and it disconnects", FrontEnd: true},
+	{Name: "resources", Description: "List the resources and resource templates of the session's MCP servers", FrontEnd: true},
+	{Name: "read", Hint: "<uri>", Description: "Show a resource of an MCP server: its text, binary data summarized", FrontEnd: true},
 	{Name: "help", Description: "Show the commands and how to configure a model"},
 }
 
