@@ -273,7 +273,9 @@ func (m *Manager) Logout(ctx context.Context, name string) error {
 	if endStreams != nil {
 		endStreams()
 	}
+	s.prompts.set(nil)
 	m.rebridge()
+	m.promptsChanged()
 	return err
 }
 
