@@ -212,7 +212,9 @@ func TestManager_ToolPresentation(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "p", Version: "1"}, nil)
 	add := func(tool *mcp.Tool) {
 		tool.InputSchema = json.RawMessage(`{"type":"object"}`)
-		srv.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		srv.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	}
 	add(&mcp.Tool{Name: "titled", Title: "Tool Title", Annotations: &mcp.ToolAnnotations{Title: "Annotation Title"}})
 	add(&mcp.Tool{Name: "annotated", Annotations: &mcp.ToolAnnotations{Title: "Annotation Title"}})
