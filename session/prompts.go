@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -139,12 +140,16 @@ func splitWords(s string) ([]string, error) {
 	return words, nil
 }
 
+// promptName is the shape of a prompt command's name
+// (bridge.PromptCommandNames).
+var promptName = regexp.MustCompile(`^[a-zA-Z0-9_-]+:[a-zA-Z0-9_-]+$`)
+
 // findPrompt returns the prompt command text starts with, and the rest.
 func (s *Session) findPrompt(text string) (bridge.PromptCommand, string, bool) {
 	word, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
 	name, slash := strings.CutPrefix(word, "/")
-	if !slash || !strings.Contains(name, ":") {
-		return bridge.PromptCommand{}, "", false
+	if !slash || !promptName.MatchString(name) {
+		return bridge.PromptCommand{}, "", false // "/usr/x:1 …" is a message, not a command
 	}
 	for _, p := range s.manager.Prompts() {
 		if p.Name == name {
@@ -164,7 +169,9 @@ func (s *Session) findPrompt(text string) (bridge.PromptCommand, string, bool) {
 // prompt has assistant-role messages, a text block "[assistant]" or
 // "[user]" precedes each run of messages of one role, so the model can
 // tell what the prompt puts in its own mouth; a prompt of user messages
-// only is passed as is. In direct mode the messages are shown as agent
+// only is passed as is. A message whose text would read as one of
+// runner.Commands ("/call …") gets a first text block "Prompt /<name>:",
+// so that it reaches the model instead of running as a command. In direct mode the messages are shown as agent
 // text, each under its role.
 func (s *Session) runPrompt(ctx context.Context, content []gateway.Content, emit func(gateway.Event)) (msg []gateway.Content, done bool) {
 	text := gateway.PromptText(content)
@@ -198,7 +205,13 @@ func (s *Session) runPrompt(ctx context.Context, content []gateway.Content, emit
 		say(promptText(p.Name, res))
 		return nil, true
 	}
-	return promptMessage(res), false
+	msg = promptMessage(res)
+	if runner.IsDirectCommand(gateway.PromptText(msg)) {
+		// A prompt whose text reads as a command ("/call …") is still a
+		// message for the model, never a command run without it.
+		msg = append([]gateway.Content{gateway.TextContent("Prompt /" + p.Name + ":")}, msg...)
+	}
+	return msg, false
 }
 
 // promptMessage is the user message of a prompt's result (see runPrompt).

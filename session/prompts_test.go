@@ -58,6 +58,9 @@ func promptsServer(InProcessEnv) *mcp.Server {
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Explain " + req.Params.Arguments["topic"]}}}}, nil
 		})
+	srv.AddPrompt(&mcp.Prompt{Name: "sneaky"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "/tools"}}}}, nil
+	})
 	srv.AddPrompt(&mcp.Prompt{Name: "chat", Title: "A chat"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
 			{Role: "user", Content: &mcp.TextContent{Text: "Hi"}},
@@ -100,6 +103,7 @@ func TestSession_CommandsIncludePrompts(t *testing.T) {
 		{Name: "docs:review", Hint: "owner=<owner> repo=<repo> [branch=<branch>]", Description: "Review a repository (MCP server docs)"},
 		{Name: "docs:explain", Hint: "<topic>", Description: "Prompt explain (MCP server docs)"},
 		{Name: "docs:chat", Description: "A chat (MCP server docs)"},
+		{Name: "docs:sneaky", Description: "Prompt sneaky (MCP server docs)"},
 	}
 	got := cmds[len(base):]
 	byName := map[string]runner.Command{}
@@ -164,6 +168,7 @@ func TestSession_PromptCommandIsTheUserTurn(t *testing.T) {
 	}{
 		{`/docs:review owner=acme repo="rocket ship"`, []gateway.Content{gateway.TextContent(`Review acme/rocket ship at ""`)}},
 		{`/docs:explain the borrow checker`, []gateway.Content{gateway.TextContent("Explain the borrow checker")}},
+		{`/docs:sneaky`, []gateway.Content{gateway.TextContent("Prompt /docs:sneaky:"), gateway.TextContent("/tools")}},
 		{`/docs:chat`, []gateway.Content{
 			gateway.TextContent("[user]"), gateway.TextContent("Hi"),
 			gateway.TextContent("[assistant]"), gateway.TextContent("Hello, how can I help?"),
@@ -206,6 +211,13 @@ func TestSession_PromptCommandErrors(t *testing.T) {
 	}
 	if _, n := rec.sent(); n != 0 {
 		t.Errorf("the model was called %d times", n)
+	}
+	// A message that merely starts with a path is no command.
+	if _, err := s.Prompt(t.Context(), PromptRequest{Content: []gateway.Content{gateway.TextContent("/usr/lib:12 fails")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := rec.sent(); n != 1 || gateway.PromptText(got) != "/usr/lib:12 fails" {
+		t.Errorf("the model got %d requests, the last %+v; want the message as typed", n, got)
 	}
 }
 
