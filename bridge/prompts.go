@@ -174,7 +174,9 @@ func (s *server) refreshPrompts() {
 }
 
 // getPrompt sends prompts/get, counted against the server's rate limit and
-// bounded by the call timeout.
+// bounded by the call timeout. An http or sse server that lost the MCP
+// session is initialized again and asked once more (prompts/get changes
+// nothing, so asking twice is safe), as tool calls are (server.call).
 func (s *server) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	if err := s.limiter.Allow(); err != nil {
 		return nil, err
@@ -186,6 +188,18 @@ func (s *server) getPrompt(ctx context.Context, name string, args map[string]str
 	if args == nil {
 		args = map[string]string{}
 	}
+	res, err := s.getPromptOnce(ctx, cs, name, args)
+	if err == nil || ctx.Err() != nil || !s.redials() || !isSessionLost(err) {
+		return res, err
+	}
+	s.log.Info("the MCP session was lost; initializing a new one", "prompt", name, "err", err)
+	if cs, err = s.reconnect(ctx, cs, err); err != nil {
+		return nil, err
+	}
+	return s.getPromptOnce(ctx, cs, name, args)
+}
+
+func (s *server) getPromptOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)()

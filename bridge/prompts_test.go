@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -244,5 +245,23 @@ func TestManager_ToolPresentation(t *testing.T) {
 		if tool.Title() != tt.title || tool.Kind != tt.kind {
 			t.Errorf("%s: title %q kind %q, want %q %q", tt.tool, tool.Title(), tool.Kind, tt.title, tt.kind)
 		}
+	}
+}
+
+// TestHTTP_GetPromptAfterLostSession: prompts/get on an http server that
+// lost the MCP session initializes a new one and asks again.
+func TestHTTP_GetPromptAfterLostSession(t *testing.T) {
+	r := newRestartable(t)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, nil)
+	if _, err := m.GetPrompt(t.Context(), "web:hello", nil); err != nil {
+		t.Fatal(err)
+	}
+	r.once(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "session not found", http.StatusNotFound) })
+	res, err := m.GetPrompt(t.Context(), "web:hello", nil)
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.Text != "hello" {
+		t.Fatalf("GetPrompt after the loss = %+v, %v; want it to work on a fresh session", res, err)
+	}
+	if n := r.inits.Load(); n != 2 {
+		t.Errorf("initialize count = %d, want 2", n)
 	}
 }
