@@ -75,7 +75,7 @@ func PromptCommandNames(refs []ToolRef) []string {
 	return uniqueNames(refs, func(r ToolRef) string { return sanitizePiece(r.Server) + ":" + sanitizePiece(r.Tool) })
 }
 
-// promptState is a server's prompts. Its mutex is never held with server.mu.
+// promptState is a server's prompts. Lock order: server.mu before mu.
 type promptState struct {
 	mu         sync.Mutex
 	list       []*mcp.Prompt // from prompts/list, in server order
