@@ -267,6 +267,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	req.Editor = a.editor
 	req.Ask = a.askFunc
 	req.Tell = a.tell
+	req.CommandsChanged = a.commandsChanged // prompts.go
 	s, err := a.core.Open(ctx, req)
 	if err != nil {
 		close(announced) // a prompt that found the session while it opened goes on
@@ -316,7 +317,7 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, wri
 			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(session.LeftOutText(st, s.Manager().ToolLimit())+"\n"))
 		}
 	}
-	a.notify(ctx, s.ID(), availableCommands())
+	a.notify(ctx, s.ID(), availableCommands(s.Commands()))
 }
 
 // tell returns the session.OpenRequest Tell of session sid: an agent

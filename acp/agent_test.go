@@ -56,7 +56,8 @@ func startAgent(t *testing.T) *harness {
 	return startAgentWith(t, Options{})
 }
 
-// startAgentWith is startAgent with options (Bridge.Dial is set here).
+// startAgentWith is startAgent with options (Bridge.Dial is set here
+// unless the options have one).
 func startAgentWith(t *testing.T, opts Options) *harness {
 	t.Helper()
 	dial := func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
@@ -69,7 +70,9 @@ func startAgentWith(t *testing.T, opts Options) *harness {
 		}
 		return ct, nil
 	}
-	opts.Bridge.Dial = dial
+	if opts.Bridge.Dial == nil {
+		opts.Bridge.Dial = dial
+	}
 	agent := New(&opts)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()

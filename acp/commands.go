@@ -9,11 +9,11 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
-// availableCommands is the available_commands_update of every session
-// (https://agentclientprotocol.com/protocol/slash-commands), from
-// runner.Commands.
-func availableCommands() acpsdk.SessionUpdate {
-	cmds := runner.Commands()
+// availableCommands is the available_commands_update of a session
+// (https://agentclientprotocol.com/protocol/slash-commands) with cmds, its
+// commands (session.Session.Commands: runner.Commands, then its MCP
+// prompts).
+func availableCommands(cmds []runner.Command) acpsdk.SessionUpdate {
 	list := make([]acpsdk.AvailableCommand, 0, len(cmds))
 	for _, c := range cmds {
 		ac := acpsdk.AvailableCommand{Name: c.Name, Description: c.Description}

@@ -10,7 +10,7 @@ import (
 // table (session.TestCommands_FrontEndHandlers checks the handlers).
 func TestCommands_Advertised(t *testing.T) {
 	cmds := runner.Commands()
-	adv := availableCommands().AvailableCommandsUpdate.AvailableCommands
+	adv := availableCommands(cmds).AvailableCommandsUpdate.AvailableCommands
 	if len(adv) != len(cmds) {
 		t.Fatalf("advertised %d commands, the table has %d", len(adv), len(cmds))
 	}

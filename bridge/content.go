@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,10 +13,16 @@ import (
 // resultFromMCP converts an MCP CallToolResult into a gateway.Result, keeping
 // every content block (MCP tools, "Tool Result":
 // https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result).
-// The whole CallToolResult is kept as Raw. A result with structuredContent
-// and no content blocks gets one text block holding the structured content's
-// JSON, so that the model (which reads content blocks) sees it.
-func resultFromMCP(res *mcp.CallToolResult) gateway.Result {
+// The whole CallToolResult is kept as Raw. structuredContent (which the
+// go-sdk client has validated against the tool's outputSchema) is added as
+// a last text block holding its JSON, so that the model (which reads content
+// blocks) sees it, unless a text block already holds the same JSON value (as
+// the spec asks servers to do for backwards compatibility); a
+// structured-only result thus never reaches the model empty. With
+// onlyWhenEmpty (in-process servers, whose text is written for the model
+// and whose structured content repeats it, such as read_file's), the JSON
+// is added only to a result without content blocks.
+func resultFromMCP(res *mcp.CallToolResult, onlyWhenEmpty bool) gateway.Result {
 	if res == nil {
 		return gateway.Result{Content: []gateway.Content{}}
 	}
@@ -28,12 +35,31 @@ func resultFromMCP(res *mcp.CallToolResult) gateway.Result {
 	for _, c := range res.Content {
 		out.Content = append(out.Content, contentFromMCP(c))
 	}
-	if len(out.Content) == 0 && res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil && string(b) != "null" {
+	if res.StructuredContent != nil && (len(out.Content) == 0 || !onlyWhenEmpty) {
+		if b, err := json.Marshal(res.StructuredContent); err == nil && string(b) != "null" && !holdsJSON(out.Content, b) {
 			out.Content = append(out.Content, gateway.TextContent(string(b)))
 		}
 	}
 	return out
+}
+
+// holdsJSON reports whether a text block of content is the JSON value b
+// (whatever its spacing and key order).
+func holdsJSON(content []gateway.Content, b []byte) bool {
+	var want any
+	if json.Unmarshal(b, &want) != nil {
+		return false
+	}
+	for _, c := range content {
+		if c.Type != gateway.ContentText || !json.Valid([]byte(c.Text)) {
+			continue
+		}
+		var got any
+		if json.Unmarshal([]byte(c.Text), &got) == nil && reflect.DeepEqual(got, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // contentFromMCP converts one MCP content block. A kind the gateway does not

@@ -12,7 +12,9 @@ import (
 )
 
 // TestManager_StructuredOnlyResultReachesTheModel: a result with only
-// structuredContent carries its JSON as text, the only part a model reads.
+// structuredContent carries its JSON as text, the only part a model reads;
+// one with text blocks gets the JSON next to them, unless a text block
+// already holds the same JSON value.
 func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "structured", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "weather", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -20,6 +22,9 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	})
 	srv.AddTool(&mcp.Tool{Name: "both", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "21 C"}}, StructuredContent: map[string]any{"celsius": 21}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "same", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{ \"sky\": \"clear\", \"celsius\": 21 }"}}, StructuredContent: map[string]any{"celsius": 21, "sky": "clear"}}, nil
 	})
 	m := memManager(t, nil, map[string]*mcp.Server{"w": srv}, ServerSpec{Name: "w", Transport: TransportStdio})
 
@@ -38,7 +43,15 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := provider.ResultText(openai.Capabilities, &res); got != "21 C" {
-		t.Errorf("a result with content blocks reads %q, want them alone", got)
+	if got, want := provider.ResultText(openai.Capabilities, &res), "21 C\n{\"celsius\":21}"; got != want {
+		t.Errorf("a result with text and structured content reads %q, want %q", got, want)
+	}
+
+	res, err = toolByName(t, m, "mcp__w__same").Execute(t.Context(), "c3", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := provider.ResultText(openai.Capabilities, &res), `{ "sky": "clear", "celsius": 21 }`; got != want {
+		t.Errorf("a result whose text is its structured content reads %q, want the text once: %q", got, want)
 	}
 }

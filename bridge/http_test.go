@@ -19,6 +19,9 @@ import (
 // headers of the request that carried the call.
 func headerServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "http-fixture", Version: "1"}, nil)
+	srv.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "touch", Description: "Do something that is not idempotent."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil

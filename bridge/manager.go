@@ -99,6 +99,13 @@ type Options struct {
 	// from a goroutine of the Manager, never after Close returns, and must
 	// not block for long.
 	OnStateChanged func(ServerStatus)
+	// OnPromptsChanged, if non-nil, is called when the session's prompt
+	// commands (Prompts) may have changed: after a server's
+	// notifications/prompts/list_changed was listed again, and after a
+	// server connected late (a sign-in, Login). It is called from a
+	// goroutine of the Manager, never after Close returns, and must not
+	// block for long.
+	OnPromptsChanged func()
 	// Sampler, if non-nil with Sample set, serves the servers'
 	// sampling/createMessage (MCP sampling) and makes the bridge advertise
 	// it. Nil means no sampling is advertised and a server that asks gets
@@ -194,6 +201,7 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 		servers[i] = newServer(spec, &m.opts)
 		servers[i].onToolsChanged = m.rebridge
 		servers[i].onStateChanged = m.stateChanged
+		servers[i].onPromptsChanged = m.promptsChanged
 	}
 	m.mu.Lock()
 	if m.closed || m.servers != nil {
@@ -330,6 +338,7 @@ func (m *Manager) rebridge() {
 // background, and tells Options.OnStateChanged.
 func (m *Manager) stateChanged(s *server) {
 	m.rebridge()
+	m.promptsChanged()
 	if m.opts.OnStateChanged == nil {
 		return
 	}

@@ -33,10 +33,16 @@ type ToolRef struct {
 // The names depend only on the refs, so two sessions with the same servers
 // get the same names. The result has no duplicates.
 func BridgedNames(refs []ToolRef) []string {
+	return uniqueNames(refs, func(r ToolRef) string { return "mcp__" + sanitizePiece(r.Server) + "__" + sanitizePiece(r.Tool) })
+}
+
+// uniqueNames gives each ref the name baseName makes of it, with the hash
+// suffix of BridgedNames when it is too long or collides.
+func uniqueNames(refs []ToolRef, baseName func(ToolRef) string) []string {
 	base := make([]string, len(refs))
 	count := make(map[string]int, len(refs))
 	for i, r := range refs {
-		base[i] = "mcp__" + sanitizePiece(r.Server) + "__" + sanitizePiece(r.Tool)
+		base[i] = baseName(r)
 		count[base[i]]++
 	}
 	names := make([]string, len(refs))

@@ -261,7 +261,7 @@ func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, 
 			call.Content = append(call.Content, &mcp.EmbeddedResource{Resource: c})
 		}
 	}
-	out := resultFromMCP(capResult(call, s.opts.Limits))
+	out := resultFromMCP(capResult(call, s.opts.Limits), true) // no structured content
 	out.Raw = res
 	s.afterRead(cctx, cs, uri)
 	return out, nil

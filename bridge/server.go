@@ -71,10 +71,13 @@ type server struct {
 
 	// life ends when the server closes; it bounds background work (tool
 	// refreshes). onToolsChanged is called after a refresh changed s.tools.
-	life           context.Context
-	endLife        context.CancelFunc
-	onToolsChanged func()
-	onStateChanged func(*server) // after a connect that ended in the background
+	life             context.Context
+	endLife          context.CancelFunc
+	onToolsChanged   func()
+	onStateChanged   func(*server) // after a connect that ended in the background
+	onPromptsChanged func()        // after a refresh of the prompts (prompts.go)
+
+	prompts promptState // the server's prompts (prompts.go)
 
 	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
 	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
@@ -204,6 +207,7 @@ func (s *server) connect(ctx context.Context, initial bool) {
 			s.abandon(cs)
 		} else {
 			s.loadResources(dctx, cs) // never fails the server (resources.go)
+			s.loadPrompts(dctx, cs)   // nor (prompts.go)
 		}
 	}
 	tell := !initial || s.isSettled()
@@ -253,6 +257,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		ToolListChangedHandler:      s.onToolListChanged,
 		ResourceListChangedHandler:  s.onResourceListChanged, // resources.go
 		ResourceUpdatedHandler:      s.onResourceUpdated,
+		PromptListChangedHandler:    s.onPromptListChanged, // prompts.go
 		//lint:ignore SA1019 logging is deprecated from 2026-07-28 but still sent by servers in its window (mcplog.go).
 		LoggingMessageHandler: s.onLog,
 	}
@@ -615,7 +620,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 		}
 		return gateway.Result{}, err
 	}
-	out := resultFromMCP(capResult(res, s.opts.Limits))
+	out := resultFromMCP(capResult(res, s.opts.Limits), s.spec.Transport == TransportInProcess)
 	out.Show = showFromMeta(s.spec.Transport, res.Meta)
 	out.Raw = rawWithoutShow(s.spec.Transport, out.Raw)
 	return out, nil

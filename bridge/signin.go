@@ -273,7 +273,10 @@ func (m *Manager) Logout(ctx context.Context, name string) error {
 	if endStreams != nil {
 		endStreams()
 	}
+	s.prompts.set(nil)
+	s.res.set(nil, nil)
 	m.rebridge()
+	m.promptsChanged()
 	return err
 }
 

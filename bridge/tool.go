@@ -16,11 +16,11 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 	if err != nil || t.InputSchema == nil {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
-	label := s.spec.Name + "/" + t.Name
 	ann := annotationsFromMCP(t.Annotations)
 	if ann.Title == "" {
 		ann.Title = t.Title
 	}
+	label := toolTitle(s.spec.Name, t)
 	toolName, kind := t.Name, toolKind(t)
 	return &gateway.Tool{
 		Name:        name,
@@ -47,11 +47,50 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 // built-in tools do, and so can any server. An unknown value is ignored.
 const MetaToolKind = "acp-agent/kind"
 
-// toolKind returns the ACP tool kind t declares in its _meta, or "".
+// toolTitle is the title of t's calls (ACP tool_call title): the tool's
+// title, else its annotations' title (the display-name order of MCP
+// "Tool": title, then annotations.title), else "<server>/<tool>".
+func toolTitle(server string, t *mcp.Tool) string {
+	switch {
+	case t.Title != "":
+		return t.Title
+	case t.Annotations != nil && t.Annotations.Title != "":
+		return t.Annotations.Title
+	}
+	return server + "/" + t.Name
+}
+
+// toolKind returns the ACP tool kind of t's calls: the one t declares in
+// its _meta (MetaToolKind), else the one its annotations imply, else "".
+// Only hints the tool states count, never the MCP defaults:
+//
+//   - readOnlyHint: fetch when openWorldHint is true as well (it reads from
+//     outside: a web search or fetch), else read;
+//   - destructiveHint true: delete (it may destroy data; ACP has no kind
+//     closer to "destructive", and edit would hide the risk);
+//   - openWorldHint true: fetch;
+//   - destructiveHint false (an additive update): edit.
 func toolKind(t *mcp.Tool) gateway.ToolKind {
 	k, _ := t.Meta[MetaToolKind].(string)
 	if kind := gateway.ToolKind(k); gateway.ValidToolKind(kind) {
 		return kind
+	}
+	a := t.Annotations
+	if a == nil {
+		return ""
+	}
+	openWorld := a.OpenWorldHint != nil && *a.OpenWorldHint
+	switch {
+	case a.ReadOnlyHint && openWorld:
+		return gateway.ToolKindFetch
+	case a.ReadOnlyHint:
+		return gateway.ToolKindRead
+	case a.DestructiveHint != nil && *a.DestructiveHint:
+		return gateway.ToolKindDelete
+	case openWorld:
+		return gateway.ToolKindFetch
+	case a.DestructiveHint != nil:
+		return gateway.ToolKindEdit
 	}
 	return ""
 }

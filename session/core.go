@@ -18,6 +18,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -211,6 +212,13 @@ type OpenRequest struct {
 	// what became of a server that connected after the open (a sign-in). It
 	// is called once; the function it returns is called after Ready.
 	Tell func(sessionID string) func(ctx context.Context, text string)
+	// CommandsChanged, if set, returns the function that gives the client
+	// of the session whose ID it is given the session's new slash commands
+	// (Session.Commands) after its servers' prompts changed (ACP
+	// available_commands_update). It is called once; the function it
+	// returns is called after Ready, one call at a time, from a goroutine
+	// of the session's bridge.Manager, and must not block for long.
+	CommandsChanged func(sessionID string) func(ctx context.Context, cmds []runner.Command)
 	// Servers are the session's own MCP servers, already well-formed; the
 	// default servers are merged in and the per-server settings applied.
 	Servers []bridge.ServerSpec
@@ -296,6 +304,7 @@ func (c *Core) open(ctx context.Context, rec Record, req OpenRequest, specs []br
 	if req.Ask != nil {
 		opts.Sampler = c.sampler(s, req.Ask(rec.ID))
 	}
+	opts.OnPromptsChanged = c.commandsChanged(s, req) // prompts.go
 	s.manager = bridge.NewManager(opts)
 	if err := c.add(s); err != nil {
 		return nil, err

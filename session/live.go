@@ -97,7 +97,10 @@ type PromptRequest struct {
 	Emit func(gateway.Event)
 }
 
-// Prompt runs one turn through the gateway (see [Session.Turn]). A turn
+// Prompt runs one turn through the gateway (see [Session.Turn]). A prompt
+// command ("/<server>:<prompt> ...", see [Session.Commands]) is run first:
+// its messages are the user's message, or, in direct mode or when it
+// fails, the answer shown (an agent message) and the turn ends. A turn
 // whose context was cancelled (by the caller, Cancel or End) ends with
 // gateway.StopCancelled. An error is ErrEnded or the gateway's (a provider
 // failure, logged): the session stays usable.
@@ -108,11 +111,16 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 		if emit == nil {
 			emit = func(gateway.Event) {}
 		}
-		// Resource links the session's servers serve reach the model as
-		// the resources themselves (bridge.Manager.ResolveLinks).
-		content := s.manager.ResolveLinks(ctx, p.Content)
+		msg, done := s.runPrompt(ctx, p.Content, emit) // "/<server>:<prompt> ..." (prompts.go)
+		if done {
+			return gateway.StopEndTurn, nil
+		}
+		// Resource links the session's servers serve (the user's, or a
+		// prompt's) reach the model as the resources themselves
+		// (bridge.Manager.ResolveLinks).
+		msg = s.manager.ResolveLinks(ctx, msg)
 		req := gateway.SendRequest{
-			SessionKey: s.key, RunID: runID, Message: content,
+			SessionKey: s.key, RunID: runID, Message: msg,
 			Model: s.Model(), System: p.System, Ask: p.Ask,
 		}
 		stop, err := s.core.gw.Send(ctx, req, emit)

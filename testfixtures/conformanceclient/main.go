@@ -214,8 +214,9 @@ type client struct {
 
 // tool returns the bridged tool that is the server's tool name.
 func (c *client) tool(name string) (*gateway.Tool, error) {
+	want := bridge.BridgedNames([]bridge.ToolRef{{Server: serverName, Tool: name}})[0]
 	for _, t := range c.m.Tools() {
-		if t.Label == serverName+"/"+name {
+		if t.Name == want {
 			return t, nil
 		}
 	}

@@ -24,7 +24,7 @@ import (
 
 var allTools = []string{
 	"echo", "add", "image", "audio", "resource", "resource_link", "slow", "fail",
-	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", "ask_name", "sign_in", "sample", longToolName,
+	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", "ask_name", "sign_in", "sample", longToolName, "weather", "add_prompt",
 }
 
 // TestFixture drives the built binary over stdio with the go-sdk client, once
@@ -130,7 +130,7 @@ func testTools(t *testing.T, bin, version string) {
 		for _, tool := range res.Tools {
 			names = append(names, tool.Name)
 			readOnly := tool.Annotations != nil && tool.Annotations.ReadOnlyHint
-			if want := tool.Name == "echo" || tool.Name == "add"; readOnly != want {
+			if want := tool.Name == "echo" || tool.Name == "add" || tool.Name == "weather"; readOnly != want {
 				t.Errorf("%s: readOnlyHint = %v, want %v", tool.Name, readOnly, want)
 			}
 			if tool.Description == "" || tool.InputSchema == nil {

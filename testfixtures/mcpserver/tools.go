@@ -193,6 +193,36 @@ func addTools(srv *mcp.Server) {
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return text("long name ok"), nil, nil
 		})
+	yes := true
+	mcp.AddTool(srv, &mcp.Tool{Name: "weather", Title: "Weather Report", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes},
+		Description: "Report the weather.\nReturns structured content {\"celsius\": 21, \"sky\": \"clear\"} and no content blocks."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, weatherOut, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, weatherOut{Celsius: 21, Sky: "clear"}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_prompt",
+		Description: "Add the prompt name to this server (it sends notifications/prompts/list_changed).\nIts messages: one user text \"<name> says <arg>\" (argument arg, required)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addPromptIn) (*mcp.CallToolResult, any, error) {
+			srv.AddPrompt(&mcp.Prompt{Name: in.Name, Arguments: []*mcp.PromptArgument{{Name: "arg", Required: true}}},
+				func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Name + " says " + req.Params.Arguments["arg"]}}}}, nil
+				})
+			return text("added prompt " + in.Name), nil, nil
+		})
+	// One prompt from the start, so the server advertises prompts (with
+	// listChanged) and add_prompt's notifications reach the client.
+	srv.AddPrompt(&mcp.Prompt{Name: "greeting", Description: "Greet someone", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"]}}}}, nil
+		})
+}
+
+type weatherOut struct {
+	Celsius int    `json:"celsius"`
+	Sky     string `json:"sky"`
+}
+
+type addPromptIn struct {
+	Name string `json:"name"`
 }
 
 // askNameSchema uses the 2025-11-25 additions: a default and a titled enum.

@@ -1,0 +1,18 @@
+package acp
+
+import (
+	"context"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+)
+
+// commandsChanged returns the session.OpenRequest CommandsChanged of
+// session sid: a new available_commands_update with the session's commands
+// (its MCP servers' prompts changed: notifications/prompts/list_changed, or
+// a server connected after a sign-in). Running a prompt command is the
+// session core's (session.Session.Prompt).
+func (a *Agent) commandsChanged(sid string) func(ctx context.Context, cmds []runner.Command) {
+	return func(ctx context.Context, cmds []runner.Command) {
+		a.notify(ctx, sid, availableCommands(cmds))
+	}
+}
