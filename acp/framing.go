@@ -636,7 +636,7 @@ func (f *framing) oversize(size int, sk *skeleton) []byte {
 		if err != nil {
 			return nil
 		}
-		return withNewline(b)
+		return f.divert(withNewline(b), "", id)
 	}
 	f.replyTooLarge(id, method, size)
 	return nil

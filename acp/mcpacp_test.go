@@ -265,3 +265,58 @@ func TestMCPOverACP_ParseEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPOverACP_FramingDivertsMuxFrames: mcp/message (request and
+// notification) and the client's responses to the mux's requests, even one
+// over the frame limit, reach the mux and never acp-go-sdk's connection.
+func TestMCPOverACP_FramingDivertsMuxFrames(t *testing.T) {
+	type seen struct {
+		method string
+		params string
+	}
+	got := make(chan seen, 4)
+	handler := func(_ context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+		got <- seen{method, string(params)}
+		return map[string]any{}, nil
+	}
+	sink := &frameSink{}
+	mux := mcpacp.NewMux(handler, []string{mcpacp.MethodMessage}, sink.writeFrame, nil)
+	defer mux.Close()
+	big := strings.Repeat("x", MaxFrameBytes)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":7,"method":"mcp/message","params":{"connectionId":"c","method":"ping"}}`,
+		`{"jsonrpc":"2.0","method":"mcp/message","params":{"connectionId":"c","method":"notifications/progress"}}`,
+		`{"jsonrpc":"2.0","id":"mcpacp-1","result":{}}`,
+		`{"jsonrpc":"2.0","id":"mcpacp-2","result":{"big":"` + big + `"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+	}, "\n") + "\n"
+	f := newFraming(strings.NewReader(in), started(), sink, nil, 0)
+	f.mux = mux
+	out, err := io.ReadAll(f)
+	f.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n"; string(out) != want {
+		t.Errorf("the SDK read %q, want only initialize", out)
+	}
+	for range 2 {
+		select {
+		case s := <-got:
+			if s.method != mcpacp.MethodMessage || !strings.Contains(s.params, `"connectionId":"c"`) {
+				t.Errorf("mux handler got %s %s", s.method, s.params)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the mux never got mcp/message")
+		}
+	}
+	// The request's answer is written by the mux, on the client's id.
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(strings.Join(sink.all(), ""), `"id":7,"result":{}`) {
+		select {
+		case <-deadline:
+			t.Fatalf("no response to mcp/message id 7 in %q", sink.all())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
