@@ -160,6 +160,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
+	a.mcpACP.disconnects.Wait() // the sessions' mcp/disconnect, bounded
 	frames.mux.Close()
 	frames.close()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -43,6 +44,10 @@ type mcpOverACP struct {
 	router *mcpacp.Router
 	ready  <-chan struct{} // Serve has set the Mux
 	log    *slog.Logger
+	// disconnects are the mcp/disconnect requests in flight: best-effort
+	// cleanup that no Close waits for; Serve waits (each is bounded by
+	// mcpDisconnectTimeout) before it ends the Mux.
+	disconnects sync.WaitGroup
 }
 
 // dial is the bridge.Options.Dial of the agent's sessions: an acp spec gets
@@ -91,11 +96,13 @@ func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	id := res.ConnectionId
 	conn, err := t.m.router.Open(string(id), t.spec.Name, func() {
-		dctx, cancel := context.WithTimeout(context.Background(), mcpDisconnectTimeout)
-		defer cancel()
-		if _, err := acpsdk.SendRequest[acpsdk.UnstableDisconnectMcpResponse](mux.Conn(), dctx, acpsdk.ClientMethodMcpDisconnect, acpsdk.UnstableDisconnectMcpRequest{ConnectionId: id}); err != nil {
-			t.m.log.Debug("mcp/disconnect failed", "server", t.spec.Name, "connectionId", id, "err", err)
-		}
+		t.m.disconnects.Go(func() {
+			dctx, cancel := context.WithTimeout(context.Background(), mcpDisconnectTimeout)
+			defer cancel()
+			if _, err := acpsdk.SendRequest[acpsdk.UnstableDisconnectMcpResponse](mux.Conn(), dctx, acpsdk.ClientMethodMcpDisconnect, acpsdk.UnstableDisconnectMcpRequest{ConnectionId: id}); err != nil {
+				t.m.log.Debug("mcp/disconnect failed", "server", t.spec.Name, "connectionId", id, "err", err)
+			}
+		})
 	})
 	if err != nil {
 		return nil, err

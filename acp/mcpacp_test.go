@@ -228,6 +228,7 @@ func TestMCPOverACP_ConnectNamesIDAsTheEntryDid(t *testing.T) {
 		if err := <-closed; err != nil {
 			t.Fatal(err)
 		}
+		m.disconnects.Wait()
 		if m.router.Lookup("c1") != nil {
 			t.Error("connection c1 still open after Close")
 		}

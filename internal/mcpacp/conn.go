@@ -180,6 +180,8 @@ type Conn struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
 
+	// mu guards queue, closed and waiting; it is never held with the
+	// Router's mu.
 	mu      sync.Mutex
 	queue   []jsonrpc.Message
 	ready   chan struct{} // signalled when queue grows
