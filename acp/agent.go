@@ -17,6 +17,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -80,6 +81,8 @@ type Agent struct {
 	conn  *acpsdk.AgentSideConnection
 	out   *outWatcher
 
+	mcpACP *mcpOverACP // MCP servers the client hosts (mcpacp.go)
+
 	tasks sync.WaitGroup // notification senders started by NewSession
 	pace  *rate.Limiter  // session/update pacing (pace.go)
 
@@ -122,8 +125,11 @@ func New(opts *Options) *Agent {
 	if a.gw == nil {
 		a.gw = runner.NewLocal(&runner.Options{History: history, Logger: a.log})
 	}
+	a.mcpACP = &mcpOverACP{router: mcpacp.NewRouter(a.log.With("component", "mcp-over-acp")), ready: a.ready, log: a.log}
+	bridgeOpts := a.opts.Bridge
+	bridgeOpts.Dial = a.mcpACP.dial(bridgeOpts.Dial)
 	a.core = session.NewCore(session.CoreOptions{
-		Name: a.opts.Name, Version: a.opts.Version, Gateway: a.gw, Bridge: a.opts.Bridge,
+		Name: a.opts.Name, Version: a.opts.Version, Gateway: a.gw, Bridge: bridgeOpts,
 		DefaultServers: a.opts.DefaultServers, ServerSettings: a.opts.ServerSettings,
 		InProcess: a.opts.InProcess, Store: a.store, History: history, Logger: a.log, ReadyWait: announceWait,
 	})
@@ -139,16 +145,23 @@ func New(opts *Options) *Agent {
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = newOutWatcher(out)
 	frames := newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
+	// mcp/message, which acp-go-sdk does not dispatch, goes to a connection
+	// of its own on the same stream (internal/mcpacp).
+	frames.mux = mcpacp.NewMux(a.mcpACP.router.Handle, []string{mcpacp.MethodMessage}, a.out.writeFrame, a.log.With("component", "acp-conn-mcp"))
+	a.mcpACP.router.SetMux(frames.mux)
 	a.conn = acpsdk.NewAgentSideConnection(framedAgent{a, frames}, a.out, frames)
 	a.conn.SetLogger(a.log.With("component", "acp-conn"))
 	close(a.ready) // the SDK reads only from here on
 	select {
 	case <-a.conn.Done():
 		a.log.Info("client disconnected")
+		frames.mux.Close() // no mcp/disconnect can reach the client now
 	case <-ctx.Done():
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
+	a.mcpACP.disconnects.Wait() // the sessions' mcp/disconnect, bounded
+	frames.mux.Close()
 	frames.close()
 	return nil
 }
@@ -197,7 +210,8 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 			// offer to reopen a conversation only when this is set.
 			LoadSession:        true,
 			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
-			McpCapabilities:    acpsdk.McpCapabilities{Http: true, Sse: true},
+			// Acp: servers the client hosts (MCP-over-ACP, unstable; mcpacp.go).
+			McpCapabilities: acpsdk.McpCapabilities{Http: true, Sse: true, Acp: true},
 			SessionCapabilities: acpsdk.SessionCapabilities{
 				// The built-in tools work in the additional directories too.
 				AdditionalDirectories: &acpsdk.SessionAdditionalDirectoriesCapabilities{},

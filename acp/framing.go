@@ -15,6 +15,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -112,6 +113,9 @@ type framing struct {
 	out        frameWriter
 	log        *slog.Logger
 	mediaLimit int // limits.maxMediaBytes, for the oversize message
+	// mux, if set (before reads start), gets the frames that are its own
+	// (mcp/message, responses to its requests) instead of the SDK.
+	mux *mcpacp.Mux
 
 	buf []byte // forwarded output not yet read
 	// repliesFull is set while replies has been full since it last had
@@ -300,7 +304,7 @@ func (f *framing) frame(line []byte) []byte {
 		_, hasResult := msg["result"]
 		_, hasError := msg["error"]
 		if hasID && (hasResult || hasError) {
-			return f.response(msg, idRaw)
+			return f.divert(f.response(msg, idRaw), "", idRaw)
 		}
 		f.reply(id, codeInvalidRequest, "Invalid Request: the message has no method (and is no response: it has no id with a result or an error)", nil)
 		return nil
@@ -320,6 +324,10 @@ func (f *framing) frame(line []byte) []byte {
 		if version != "2.0" {
 			f.log.Warn(`notification dropped: jsonrpc must be "2.0"`, "method", method)
 			return nil
+		}
+		if f.mux != nil && f.mux.Wants(method, nil) {
+			line, _ := wireMessage{Method: method, Params: msg["params"]}.line()
+			return f.divert(line, method, nil)
 		}
 		return f.notification(method, msg["params"])
 	}
@@ -353,10 +361,25 @@ func (f *framing) frame(line []byte) []byte {
 		f.replyTooLarge(id, method, len(out)-1)
 		return nil
 	}
+	if out = f.divert(out, method, id); out == nil {
+		return nil
+	}
 	f.mu.Lock()
 	f.requests++
 	f.mu.Unlock()
 	return out
+}
+
+// divert hands frame to f.mux when it is the mux's (see mcpacp.Mux.Wants)
+// and returns nil, else returns frame.
+func (f *framing) divert(frame []byte, method string, id json.RawMessage) []byte {
+	if frame == nil || f.mux == nil || !f.mux.Wants(method, id) {
+		return frame
+	}
+	if err := f.mux.Deliver(frame); err != nil {
+		f.log.Debug("MCP-over-ACP frame dropped", "method", method, "err", err)
+	}
+	return nil
 }
 
 // jsonrpcKeys are the top-level members of a JSON-RPC 2.0 message.
@@ -613,7 +636,7 @@ func (f *framing) oversize(size int, sk *skeleton) []byte {
 		if err != nil {
 			return nil
 		}
-		return withNewline(b)
+		return f.divert(withNewline(b), "", id)
 	}
 	f.replyTooLarge(id, method, size)
 	return nil

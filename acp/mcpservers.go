@@ -61,6 +61,10 @@ func (e *MCPServersError) Error() string {
 //     contain no '=' or NUL;
 //   - an "http" or "sse" entry needs a non-empty string url; headers
 //     ([{name, value}]) may be absent;
+//   - an "acp" entry (MCP-over-ACP, a draft proposal: the client hosts the
+//     server on the ACP connection) needs a non-empty string id, given as
+//     "id" (acp-go-sdk v0.13's McpServerAcp) or "serverId" (the proposal's
+//     2026 schema); both may be given only with the same value;
 //   - any other type string is well-formed: the spec carries it and the
 //     bridge reports that one server as failed.
 //
@@ -124,6 +128,10 @@ func parseEntry(i int, raw json.RawMessage) (bridge.ServerSpec, error) {
 			return fail(spec.Name, "env", err.Error())
 		}
 		spec.Env = env
+	case bridge.TransportACP:
+		if err := parseACPID(fields, &spec); err != nil {
+			return fail(spec.Name, spec.ServerIDKey, err.Error())
+		}
 	case bridge.TransportHTTP, bridge.TransportSSE:
 		if err := decodeField(fields, "url", &spec.URL); err != nil {
 			return fail(spec.Name, "url", err.Error())
@@ -294,4 +302,27 @@ func parseEnv(raw json.RawMessage) ([]sandbox.EnvVar, error) {
 		env = append(env, sandbox.EnvVar{Name: p.Name, Value: p.Value})
 	}
 	return env, nil
+}
+
+// parseACPID reads the id of an "acp" entry into spec.ServerID, and the key
+// it came under into spec.ServerIDKey (see ParseMCPServers).
+func parseACPID(fields map[string]json.RawMessage, spec *bridge.ServerSpec) error {
+	var id, serverID string
+	spec.ServerIDKey = "id"
+	if err := decodeField(fields, "id", &id); err != nil {
+		return err
+	}
+	if err := decodeField(fields, "serverId", &serverID); err != nil {
+		spec.ServerIDKey = "serverId"
+		return err
+	}
+	switch {
+	case id != "" && serverID != "" && id != serverID:
+		return fmt.Errorf("differs from serverId %q: give the server's id once, as id or serverId", serverID)
+	case id == "" && serverID != "":
+		spec.ServerID, spec.ServerIDKey = serverID, "serverId"
+	default:
+		spec.ServerID = id
+	}
+	return nil
 }

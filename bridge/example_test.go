@@ -86,5 +86,5 @@ func ExampleServerSpec_Validate() {
 	// fs: <nil>
 	// fs: server "fs" command: must be a non-empty string
 	// web: server "web" headers: header "Host" is set by the transport and may not be sent by a client
-	// ws: server "ws" type: "websocket" is not a transport (want stdio, http or sse)
+	// ws: server "ws" type: "websocket" is not a transport (want stdio, http, sse or acp)
 }

@@ -339,6 +339,8 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	case TransportStdio:
 	case TransportInProcess:
 		return s.inProcessTransport(ctx)
+	case TransportACP:
+		return nil, nil, nil, fmt.Errorf("%w: an acp server is carried by the ACP connection, and no Options.Dial supplies it", ErrUnsupportedTransport)
 	case TransportHTTP, TransportSSE:
 		t, err := s.httpTransport()
 		if err != nil {

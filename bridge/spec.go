@@ -28,6 +28,12 @@ const (
 	// process, over the go-sdk's in-memory transports: no child, no pipe.
 	// Only Go code sets it (no front end's JSON maps onto it).
 	TransportInProcess Transport = "inprocess"
+	// TransportACP is a server the ACP client hosts and carries on the ACP
+	// connection itself (MCP-over-ACP, ACP's unstable mcp/connect,
+	// mcp/message and mcp/disconnect; a draft proposal). The bridge has no
+	// transport of its own for it: the front end that owns the ACP
+	// connection supplies it through Options.Dial.
+	TransportACP Transport = "acp"
 )
 
 // ReservedServerName is the name of the agent's built-in tool server (tools
@@ -67,6 +73,14 @@ type ServerSpec struct {
 	// (the first and any redial) is a new session of it (mcp.Server.Connect),
 	// closed with the Manager. The Server may serve other sessions too.
 	Server *mcp.Server
+	// ServerID is the id of a TransportACP server, opaque, chosen by the
+	// client that hosts it (the entry's "id", or "serverId" in the
+	// proposal's 2026 schema).
+	ServerID string
+	// ServerIDKey is the key the client's entry gave ServerID under ("id" or
+	// "serverId"), so that the transport can name it as the client's schema
+	// does; empty means "id".
+	ServerIDKey string
 }
 
 // Header is one HTTP header sent to an http or sse MCP server.
@@ -107,7 +121,7 @@ func (t Timeouts) Or(def Timeouts) Timeouts {
 type SpecError struct {
 	// Server is the spec's Name (possibly the invalid name itself).
 	Server string
-	// Field is the entry's JSON field at fault: "name", "type", "command",
+	// Field is the entry's JSON field at fault: "name", "type", "command", "id",
 	// "env", "url", "headers" or "timeouts".
 	Field string
 	// Rule says what was wrong, quoting the offending value.
@@ -135,7 +149,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 //
 //   - Name: [ValidateServerName] (visible text, not empty), and not
 //     [ReservedServerName] unless it is an inprocess spec with a Server;
-//   - Transport: stdio, http, sse or inprocess; any other value is a *SpecError with
+//   - Transport: stdio, http, sse, acp or inprocess; any other value is a *SpecError with
 //     Field "type" wrapping [ErrUnsupportedTransport];
 //   - stdio: Command is not empty or white space; every Env name is
 //     non-empty with no '=' or NUL ([sandbox.ValidEnvName]) and no Env value
@@ -143,6 +157,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 //   - http and sse: URL is not empty or white space; every header passes
 //     [ValidateHeader];
 //   - inprocess: Server is not nil;
+//   - acp: ServerID is not empty or white space;
 //   - Timeouts: no field is negative.
 //
 // Validate does not check the URL against a [sandbox.URLPolicy] (the Manager
@@ -181,8 +196,16 @@ func (s ServerSpec) Validate() error {
 		if s.Server == nil {
 			return &SpecError{Server: s.Name, Field: "type", Rule: `"inprocess" is only for servers of the agent's own process, given as a non-nil *mcp.Server from Go`}
 		}
+	case TransportACP:
+		if strings.TrimSpace(s.ServerID) == "" {
+			key := s.ServerIDKey
+			if key == "" {
+				key = "id"
+			}
+			return &SpecError{Server: s.Name, Field: key, Rule: "must be a non-empty string (the id the client gave the server it hosts)"}
+		}
 	default:
-		return &SpecError{Server: s.Name, Field: "type", Rule: fmt.Sprintf("%q is not a transport (want stdio, http or sse)", s.Transport), Err: ErrUnsupportedTransport}
+		return &SpecError{Server: s.Name, Field: "type", Rule: fmt.Sprintf("%q is not a transport (want stdio, http, sse or acp)", s.Transport), Err: ErrUnsupportedTransport}
 	}
 	for _, t := range []struct {
 		key string

@@ -26,7 +26,7 @@ func TestServerSpecValidate(t *testing.T) {
 	}{
 		{"empty name", with(stdio, func(s *ServerSpec) { s.Name = " " }), "name", "must be a non-empty string"},
 		{"bidi name", with(stdio, func(s *ServerSpec) { s.Name = "gith\u202eub" }), "name", "U+202E"},
-		{"no transport", with(stdio, func(s *ServerSpec) { s.Transport = "" }), "type", `"" is not a transport (want stdio, http or sse)`},
+		{"no transport", with(stdio, func(s *ServerSpec) { s.Transport = "" }), "type", `"" is not a transport (want stdio, http, sse or acp)`},
 		{"unknown transport", with(stdio, func(s *ServerSpec) { s.Transport = "websocket" }), "type", `"websocket" is not a transport`},
 		{"blank command", with(stdio, func(s *ServerSpec) { s.Command = " \t" }), "command", "must be a non-empty string"},
 		{"env name with =", with(stdio, func(s *ServerSpec) { s.Env = []sandbox.EnvVar{{Name: "A=B"}} }), "env", `variable name "A=B" must be non-empty and contain no '=' or NUL`},

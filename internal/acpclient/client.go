@@ -35,6 +35,8 @@ type Recorder struct {
 	// elicitation/complete, and Process.Initialize advertises its modes;
 	// nil refuses them (method not found) and advertises no elicitation.
 	Elicitation *Elicitation
+	// MCP, if set, hosts MCP servers on the ACP connection (mcphost.go).
+	MCP *MCPHost
 
 	mu      sync.Mutex
 	updates []acpsdk.SessionNotification
@@ -229,16 +231,6 @@ func (r *Recorder) UnstableCreateElicitation(ctx context.Context, p acpsdk.Unsta
 		return acpsdk.UnstableCreateElicitationResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodElicitationCreate)
 	}
 	return r.Elicitation.Create(ctx, p)
-}
-
-// UnstableConnectMcp implements acpsdk.Client; MCP-over-ACP is not offered.
-func (r *Recorder) UnstableConnectMcp(context.Context, acpsdk.UnstableConnectMcpRequest) (acpsdk.UnstableConnectMcpResponse, error) {
-	return acpsdk.UnstableConnectMcpResponse{}, acpsdk.NewMethodNotFound("mcp/connect")
-}
-
-// UnstableDisconnectMcp implements acpsdk.Client; MCP-over-ACP is not offered.
-func (r *Recorder) UnstableDisconnectMcp(context.Context, acpsdk.UnstableDisconnectMcpRequest) (acpsdk.UnstableDisconnectMcpResponse, error) {
-	return acpsdk.UnstableDisconnectMcpResponse{}, acpsdk.NewMethodNotFound("mcp/disconnect")
 }
 
 // Text returns the text of an agent_message_chunk, or "".

@@ -98,6 +98,9 @@ func (p *Process) Stop(timeout time.Duration) error {
 // held back until the logger is set.
 func NewConnection(rec *Recorder, w io.Writer, r io.Reader) *acpsdk.ClientSideConnection {
 	start := make(chan struct{})
+	if rec.MCP != nil {
+		w, r = rec.MCP.wrap(w, r)
+	}
 	conn := acpsdk.NewClientSideConnection(rec, w, &gatedReader{r: r, start: start})
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 	close(start)

@@ -1,0 +1,111 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
+)
+
+// MCP-over-ACP (ACP's unstable mcp/connect, mcp/message, mcp/disconnect: a
+// draft proposal, https://agentclientprotocol.com/rfds/mcp-over-acp): an
+// mcpServers entry of type "acp" is a server the client hosts, reached on
+// the ACP connection itself. The agent advertises mcpCapabilities.acp.
+//
+// Field names: acp-go-sdk v0.13 (the schema the agent is built on) names
+// the server's id "id" in the entry and "acpId" in mcp/connect; the
+// proposal's 2026 schema names it "serverId" in both. The agent accepts
+// either in the entry and answers in the same schema: an entry that gave
+// "serverId" is connected with {"serverId"}, any other with {"acpId"}.
+// connectionId is the same in both.
+
+// mcpDisconnectTimeout bounds the mcp/disconnect sent when a connection
+// closes.
+const mcpDisconnectTimeout = 5 * time.Second
+
+// mcpConnectParams is the params of mcp/connect in either schema
+// (acpsdk.UnstableConnectMcpRequest has only acpId).
+type mcpConnectParams struct {
+	Meta     map[string]any `json:"_meta,omitempty"`
+	AcpID    string         `json:"acpId,omitempty"`
+	ServerID string         `json:"serverId,omitempty"`
+}
+
+// mcpOverACP is the agent's side of MCP-over-ACP: the Router of the Mux
+// that Serve runs beside acp-go-sdk's connection.
+type mcpOverACP struct {
+	router *mcpacp.Router
+	ready  <-chan struct{} // Serve has set the Mux
+	log    *slog.Logger
+	// disconnects are the mcp/disconnect requests in flight: best-effort
+	// cleanup that no Close waits for; Serve waits (each is bounded by
+	// mcpDisconnectTimeout) before it ends the Mux.
+	disconnects sync.WaitGroup
+}
+
+// dial is the bridge.Options.Dial of the agent's sessions: an acp spec gets
+// an acpTransport, any other spec next's transport (nil: the bridge's own).
+func (m *mcpOverACP) dial(next func(context.Context, bridge.ServerSpec) (mcp.Transport, error)) func(context.Context, bridge.ServerSpec) (mcp.Transport, error) {
+	return func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
+		if spec.Transport == bridge.TransportACP {
+			return &acpTransport{m: m, spec: spec}, nil
+		}
+		if next != nil {
+			return next(ctx, spec)
+		}
+		return nil, nil
+	}
+}
+
+// acpTransport is the go-sdk mcp.Transport of one acp entry: Connect sends
+// mcp/connect for its id and returns the connection the client named;
+// closing it sends mcp/disconnect.
+type acpTransport struct {
+	m    *mcpOverACP
+	spec bridge.ServerSpec
+}
+
+// Connect implements mcp.Transport.
+func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	select {
+	case <-t.m.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	mux := t.m.router.Mux()
+	if mux == nil {
+		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", t.spec.Name)
+	}
+	params := mcpConnectParams{AcpID: t.spec.ServerID}
+	if t.spec.ServerIDKey == "serverId" {
+		params = mcpConnectParams{ServerID: t.spec.ServerID}
+	}
+	res, err := acpsdk.SendRequest[acpsdk.UnstableConnectMcpResponse](mux.Conn(), ctx, acpsdk.ClientMethodMcpConnect, params)
+	if err != nil {
+		return nil, fmt.Errorf("MCP-over-ACP server %q: mcp/connect %s %q: %w", t.spec.Name, t.spec.ServerIDKey, t.spec.ServerID, err)
+	}
+	if res.ConnectionId == "" {
+		return nil, fmt.Errorf("MCP-over-ACP server %q: the client's mcp/connect response has no connectionId", t.spec.Name)
+	}
+	id := res.ConnectionId
+	conn, err := t.m.router.Open(string(id), t.spec.Name, func() {
+		t.m.disconnects.Go(func() {
+			dctx, cancel := context.WithTimeout(context.Background(), mcpDisconnectTimeout)
+			defer cancel()
+			if _, err := acpsdk.SendRequest[acpsdk.UnstableDisconnectMcpResponse](mux.Conn(), dctx, acpsdk.ClientMethodMcpDisconnect, acpsdk.UnstableDisconnectMcpRequest{ConnectionId: id}); err != nil {
+				t.m.log.Debug("mcp/disconnect failed", "server", t.spec.Name, "connectionId", id, "err", err)
+			}
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}

@@ -1,0 +1,199 @@
+// Package mcpacp carries MCP connections inside an ACP connection: the
+// unstable MCP-over-ACP proposal of ACP (mcp/connect, mcp/message,
+// mcp/disconnect; draft, https://agentclientprotocol.com/rfds/mcp-over-acp),
+// on both sides: the agent, whose MCP client talks to a server the editor
+// hosts, and a client hosting servers (the test client).
+//
+// acp-go-sdk v0.13 has the proposal's types and sends mcp/connect and
+// mcp/disconnect, but neither side of it sends or dispatches mcp/message.
+// [Mux] fills that gap without forking it: a second acpsdk.Connection (the
+// SDK's own JSON-RPC engine: ids, correlation, cancellation) shares the
+// stream with the main one; the reader of the stream hands it the frames it
+// owns ([Mux.Wants], [Mux.Deliver]) and its requests carry ids of their own
+// ("mcpacp-<n>") so their responses can be told apart. [Router] serves
+// mcp/message on it and [Conn] is one MCP connection (a go-sdk
+// mcp.Connection).
+package mcpacp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// MethodMessage is the method of MCP-over-ACP that acp-go-sdk v0.13 does not
+// dispatch, in both directions (acpsdk.AgentMethodMcpMessage and
+// acpsdk.ClientMethodMcpMessage).
+const MethodMessage = "mcp/message"
+
+// idPrefix marks the ids of the Mux's own requests on the shared stream.
+const idPrefix = "mcpacp-"
+
+// Mux is a second acp-go-sdk Connection on a stream that a main connection
+// (acpsdk.AgentSideConnection or ClientSideConnection) already speaks on. It
+// handles the incoming requests and notifications of its methods, and sends
+// requests whose responses come back to it. Its methods are safe for
+// concurrent use; Deliver is meant for the one goroutine reading the
+// stream.
+type Mux struct {
+	conn    *acpsdk.Connection
+	pw      *io.PipeWriter
+	out     func([]byte) error
+	methods map[string]bool
+	log     *slog.Logger
+	once    sync.Once
+}
+
+// NewMux returns a Mux serving methods with handler. out writes one whole
+// frame (a JSON object and a newline) to the peer; it must be serialized
+// with the main connection's writes (one frame per call keeps frames whole).
+// log receives the connection's diagnostics (nil discards them). Close it
+// when the stream ends.
+func NewMux(handler acpsdk.MethodHandler, methods []string, out func([]byte) error, log *slog.Logger) *Mux {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pr, pw := io.Pipe()
+	m := &Mux{pw: pw, out: out, methods: make(map[string]bool, len(methods)), log: log}
+	for _, name := range methods {
+		m.methods[name] = true
+	}
+	start := make(chan struct{})
+	m.conn = acpsdk.NewConnection(handler, writerFunc(m.write), &gated{r: pr, start: start})
+	m.conn.SetLogger(log)
+	close(start)
+	return m
+}
+
+// Conn is the Mux's connection: send requests and notifications with
+// acpsdk.SendRequest and SendNotification.
+func (m *Mux) Conn() *acpsdk.Connection { return m.conn }
+
+// Close ends the Mux's connection: requests waiting for a response fail and
+// Conn().Done() is closed. It is idempotent.
+func (m *Mux) Close() {
+	m.once.Do(func() { _ = m.pw.Close() })
+}
+
+// Wants reports whether an incoming message belongs to the Mux: a request
+// or notification (method not empty) of one of its methods, or a response
+// (method empty) whose id is one of its requests' (a JSON string).
+func (m *Mux) Wants(method string, id json.RawMessage) bool {
+	if method != "" {
+		return m.methods[method]
+	}
+	var s string
+	return json.Unmarshal(id, &s) == nil && strings.HasPrefix(s, idPrefix)
+}
+
+// Deliver hands one incoming frame that Wants accepted to the Mux's
+// connection (the id of a response restored to the SDK's). It waits until
+// the connection has read it, and fails once the Mux is closed.
+func (m *Mux) Deliver(frame []byte) error {
+	frame = bytes.TrimSpace(frame)
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(frame, &msg); err != nil {
+		return fmt.Errorf("mcpacp: frame is not a JSON object: %w", err)
+	}
+	if _, isRequest := msg["method"]; !isRequest {
+		var s string
+		if json.Unmarshal(msg["id"], &s) == nil && strings.HasPrefix(s, idPrefix) {
+			msg["id"] = json.RawMessage(strings.TrimPrefix(s, idPrefix))
+			b, err := json.Marshal(msg)
+			if err != nil {
+				return err
+			}
+			frame = b
+		}
+	}
+	_, err := m.pw.Write(append(frame, '\n'))
+	return err
+}
+
+// Filter returns a reader of r's lines without those the Mux wants, which
+// it delivers: for a main connection whose stream no framing layer reads
+// first (the client side). Lines over 10 MiB end the reader, as they end
+// acp-go-sdk's.
+func (m *Mux) Filter(r io.Reader) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				var head struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if json.Unmarshal(line, &head) == nil && m.Wants(head.Method, head.ID) {
+					if derr := m.Deliver(line); derr != nil {
+						m.log.Debug("mcpacp: frame dropped", "err", derr)
+					}
+				} else if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				m.Close()
+				_ = pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// write sends one frame of the Mux's connection: a request's numeric id
+// becomes "mcpacp-<id>" so that its response is told apart from the main
+// connection's.
+func (m *Mux) write(p []byte) error {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(p, &msg); err != nil {
+		return err
+	}
+	id, hasID := msg["id"]
+	if _, hasMethod := msg["method"]; hasID && hasMethod {
+		b, err := json.Marshal(idPrefix + string(id))
+		if err != nil {
+			return err
+		}
+		msg["id"] = b
+		if p, err = json.Marshal(msg); err != nil {
+			return err
+		}
+		p = append(p, '\n')
+	}
+	return m.out(p)
+}
+
+type writerFunc func([]byte) error
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	if err := f(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// gated blocks reads until start is closed: acp-go-sdk starts reading in
+// NewConnection, before SetLogger can be called without a data race.
+type gated struct {
+	r     io.Reader
+	start <-chan struct{}
+}
+
+func (g *gated) Read(p []byte) (int, error) {
+	<-g.start
+	return g.r.Read(p)
+}
+
+// errClosed is returned by a closed Conn's Read and Write.
+var errClosed = errors.New("mcpacp: connection closed")
