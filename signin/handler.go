@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,8 +179,17 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		_ = resp.Body.Close()
 		return nil
 	}
+	// Another session or agent process may have signed in since this
+	// handler last read the store: a stored token other than the one the
+	// server refused is tried first.
+	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if h.adopt(ctx, sent) {
+		_ = resp.Body.Close()
+		h.log.Info("using the sign-in of another session")
+		return nil
+	}
 	err := h.signIn(ctx, req, resp)
-	if errors.Is(err, errElsewhere) && h.adopt(ctx) {
+	if errors.Is(err, errElsewhere) && h.adopt(ctx, sent) {
 		h.log.Info("signed in to the MCP server in another session")
 		return nil
 	}
@@ -197,11 +207,11 @@ var errElsewhere = errors.New("signed in elsewhere")
 // saved meanwhile by another session or process.
 const storePoll = 2 * time.Second
 
-// adopt makes the stored grant of the server the one in use; false if there
-// is none.
-func (h *Handler) adopt(ctx context.Context) bool {
+// adopt makes the stored grant of the server the one in use, unless there
+// is none or its access token is refused (the one the server refused).
+func (h *Handler) adopt(ctx context.Context, refused string) bool {
 	rec, err := h.cfg.Store.Latest(ctx, h.cfg.ServerURL)
-	if err != nil || rec == nil || rec.Token == nil {
+	if err != nil || rec == nil || rec.Token == nil || rec.Token.AccessToken == refused {
 		return false
 	}
 	if h.cfg.Client.ID != "" && rec.ClientID == h.cfg.Client.ID {
