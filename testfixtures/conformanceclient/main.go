@@ -77,16 +77,30 @@ var scenarios = map[string]func(ctx context.Context, c *client, conf map[string]
 		return errors.Join(errs...)
 	},
 	"http-standard-headers": func(ctx context.Context, c *client, _ map[string]any) error {
-		// The bridge bridges tools only (no resources or prompts, issue
-		// 14): the scenario passes on the headers of the requests it sends
-		// (tools/list, tools/call) and reports its resources/* and prompts/*
-		// checks SKIPPED.
+		// One request of each verb the bridge sends as a session would:
+		// a tool call, a resource read (/read), a prompt (/server:prompt).
 		tools := c.m.Tools()
 		if len(tools) == 0 {
 			return fmt.Errorf("server %q offered no tool", serverName)
 		}
-		_, err := tools[0].Execute(ctx, "call-1", map[string]any{}, nil)
-		return err
+		var errs []error
+		if _, err := tools[0].Execute(ctx, "call-1", map[string]any{}, nil); err != nil {
+			errs = append(errs, err)
+		}
+		for _, sr := range c.m.Resources() {
+			if len(sr.Resources) > 0 {
+				if _, err := c.m.ReadResource(ctx, sr.Resources[0].URI); err != nil {
+					errs = append(errs, err)
+				}
+				break
+			}
+		}
+		if ps := c.m.Prompts(); len(ps) > 0 {
+			if _, err := c.m.GetPrompt(ctx, ps[0].Name, map[string]string{}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
 	},
 	"http-custom-headers": func(ctx context.Context, c *client, conf map[string]any) error {
 		calls, _ := conf["toolCalls"].([]any)
