@@ -93,7 +93,7 @@ func fsScenario(t *testing.T, a *agent, fake *fakemodel.Server, perms *permissio
 	if b, err := os.ReadFile(file); err != nil || string(b) != after {
 		t.Errorf("main.go = %q (%v), want %q", b, err, after)
 	}
-	if q := perms.questions(); len(q) != 1 || !strings.Contains(q[0], "edit_file") {
+	if q := perms.questions(); len(q) != 1 || !strings.Contains(q[0], "Edit file") { // the tool's annotations.title
 		t.Errorf("permission asked for %q, want only the edit", q)
 	}
 	var plan *acpsdk.SessionUpdatePlan
