@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
@@ -443,17 +444,41 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	}
 	lctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolsList)
 	defer cancel()
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(lctx, nil) {
-		if err != nil {
-			if errors.Is(lctx.Err(), context.DeadlineExceeded) {
-				return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.timeouts.ToolsList)
+	for attempt := 0; ; attempt++ {
+		var tools []*mcp.Tool
+		var err error
+		for t, e := range cs.Tools(lctx, nil) {
+			if e != nil {
+				err = e
+				break
 			}
-			return nil, fmt.Errorf("tools/list failed: %w", err)
+			tools = append(tools, t)
 		}
-		tools = append(tools, t)
+		switch {
+		case err == nil:
+			return tools, nil
+		case errors.Is(lctx.Err(), context.DeadlineExceeded):
+			return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.timeouts.ToolsList)
+		case attempt == 0 && lctx.Err() == nil && undelivered(err):
+			// The HTTP request failed on the way (a reset connection):
+			// listing is idempotent, so it is sent once more.
+			s.log.Debug("tools/list did not get through; listing again", "err", err)
+			continue
+		}
+		return nil, fmt.Errorf("tools/list failed: %w", err)
 	}
-	return tools, nil
+}
+
+// codeRejected is the go-sdk's "rejected by transport" error code: the
+// request failed in the transport (an HTTP request that got no response),
+// and the connection is still usable.
+const codeRejected = -32005
+
+// undelivered reports whether err is a request the transport could not
+// deliver or get an answer to.
+func undelivered(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && we.Code == codeRejected
 }
 
 // watch marks the server failed (stdio) or lost (http, sse: the next call

@@ -41,13 +41,14 @@ func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context,
 			switch {
 			case err == nil && res.Action != "accept":
 				return fmt.Errorf("the user answered %q to the sign-in of MCP server %q", res.Action, server)
-			case err == nil:
-				<-ctx.Done() // the sign-in finished, or was abandoned
+			case err == nil || ctx.Err() != nil:
+				// Accepted, or the sign-in ended before the answer came (the
+				// browser was quicker than the editor's reply): either way
+				// the editor is told the interaction is over.
+				<-ctx.Done()
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
 				defer cancel()
 				_ = el.CompleteElicitation(cctx, id) // best effort
-				return nil
-			case ctx.Err() != nil:
 				return nil
 			}
 			log.Warn("asking the editor to open the sign-in link failed; sending it as a message", "server", server, "err", err)
