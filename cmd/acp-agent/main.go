@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -178,7 +179,7 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(zapslog.NewHandler(logger.Core(), zapslog.WithCaller(false)))
+	log := newSlog(logger.Core())
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
 	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog}, nil
 }
@@ -262,6 +263,17 @@ func openStore(flagPath, cfgPath string) (session.Store, signin.Store, error) {
 // tokensFile is the name of the sign-in token file, in the directory of the
 // session store.
 const tokensFile = "oauth-tokens.json"
+
+// newSlog is the slog front of core. Log lines never carry stack traces:
+// zapslog adds one to every Error line by default, and Error lines include
+// acp-go-sdk's reports of malformed client input (a person typing at the
+// agent, or a buggy client), where Go stack frames explain nothing.
+func newSlog(core zapcore.Core) *slog.Logger {
+	return slog.New(zapslog.NewHandler(core, zapslog.WithCaller(false), zapslog.AddStacktraceAt(noStacktraces)))
+}
+
+// noStacktraces is a level no record reaches.
+const noStacktraces = slog.Level(math.MaxInt32)
 
 // stderrLogBuffer is how many bytes of log lines wait for stderr before
 // lines are dropped (see logSink).
