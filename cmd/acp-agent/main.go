@@ -50,6 +50,10 @@ var version = ""
 
 func main() {
 	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		var code exitError
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "acp-agent:", err)
 		os.Exit(1)
 	}
@@ -66,14 +70,13 @@ func agentVersion() string {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "gateway" {
-		return runGateway(args[1:], stderr)
-	}
-	if len(args) > 0 && args[0] == "mcp-server" {
-		return runMCPServer(args[1:], stdin, stdout, stderr)
+	if len(args) > 0 {
+		if sc, ok := lookupSubcommand(args[0]); ok {
+			return sc.run(args[1:], stdin, stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	storeFlag := fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
@@ -81,17 +84,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printAgentUsage(stdout, fs)
 			return nil
 		}
-		return err
+		return fmt.Errorf("%v (see acp-agent --help)", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use \"gateway\" or \"mcp-server\")", fs.Arg(0))
+		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use one of %s; see acp-agent --help)", fs.Arg(0), subcommandNames())
 	}
 	if *showVersion {
-		// --version is the one thing printed on stdout outside ACP.
+		// --version and --help are the only things printed on stdout outside ACP.
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
+	}
+	if isTerminal(stdin) {
+		// A person, not an editor: say what this is rather than wait
+		// silently for JSON-RPC.
+		fmt.Fprint(stderr, terminalBanner)
+		return exitError(2)
 	}
 	env, ctx, err := common.start(stderr)
 	if err != nil {
