@@ -23,7 +23,9 @@ type subcommand struct {
 // A new subcommand (login, logout, …) is one entry here.
 var subcommands = []subcommand{
 	{"gateway", "serve the agent runtime to remote translators over WebSocket (docs/gateway-protocol.md)",
-		func(args []string, _ io.Reader, stdout, stderr io.Writer) error { return runGateway(args, stdout, stderr) }},
+		func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return runGateway(args, stdout, stderr)
+		}},
 	{"mcp-server", "serve the agent to MCP clients (Claude Code, Cursor, …) as one tool, ask_agent, on stdio or Streamable HTTP",
 		runMCPServer},
 }
