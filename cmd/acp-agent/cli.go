@@ -106,7 +106,7 @@ Use it from an editor or an ACP client:
 
 Try it (in a clone of the repository):
   make demo             a scripted ACP session against real MCP servers
-  acpx --agent ./bin/acp-agent --mcp-config mcp.json exec "/tools"
+  make build && acpx --agent ./bin/acp-agent exec "/tools"
 
 "acp-agent --help" lists the subcommands and flags.
 `

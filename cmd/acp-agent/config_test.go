@@ -236,3 +236,15 @@ func TestParseConfig_MCPServersBothShapes(t *testing.T) {
 		t.Errorf("the shapes differ:\nobject %+v\narray  %+v", got[0], got[1])
 	}
 }
+
+// null leaves a key unset, as encoding/json does, at any depth.
+func TestParseConfig_NullIsUnset(t *testing.T) {
+	var cfg Config
+	err := parseConfig([]byte(`{"mcpServers": null, "timeouts": null, "model": null, "sandbox": {"allowHosts": null}, "servers": {"x": {"oauth": null}}}`), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != nil || cfg.Sandbox.AllowHosts != nil || cfg.Servers["x"].OAuth != nil {
+		t.Errorf("cfg = %+v", cfg)
+	}
+}

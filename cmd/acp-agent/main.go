@@ -12,7 +12,9 @@
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
 // only; logs go to stderr, or to --log-file. "mcp-server" serves the same
 // agent to MCP clients as one tool, ask_agent, on stdio or Streamable HTTP;
-// "gateway" serves the agent runtime to remote translators.
+// "gateway" serves the agent runtime to remote translators. "acp-agent
+// --help" (and "acp-agent <subcommand> --help") describes them all; run at a
+// terminal, the agent says what it is and exits 2.
 package main
 
 import (
