@@ -21,6 +21,8 @@ type ConfigError struct {
 	Rule   string
 }
 
+// Error is `key "a.b": rule`, or the rule alone for the whole file; the
+// position is added by loadConfig, which knows the file.
 func (e *ConfigError) Error() string {
 	if e.Key == "" {
 		return e.Rule
