@@ -15,6 +15,7 @@ require (
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.35.0
 	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.61.1
 )

@@ -27,14 +27,18 @@ import (
 )
 
 // Config is the config file (--config, default
-// $XDG_CONFIG_HOME/acp-agent/config.json). Every key is optional; an unknown
-// key or a wrong value is a startup error that names it.
+// $XDG_CONFIG_HOME/acp-agent/config.json). Every key is optional; an empty
+// file is no settings. An unknown key or a wrong value, at any depth, is a
+// startup error giving FILE:LINE:COL, the full key path and what a valid
+// value looks like (*ConfigError).
 type Config struct {
-	// MCPServers are default servers connected in every session, in the
-	// Claude Desktop shape: an object keyed by server name.
-	MCPServers map[string]json.RawMessage `json:"mcpServers"`
-	Timeouts   Timeouts                   `json:"timeouts"`
-	Limits     Limits                     `json:"limits"`
+	// MCPServers are default servers connected in every session, in
+	// either shape: the Claude Desktop object keyed by server name, or the
+	// ACP array of session/new ({name, command, args, env: [{name, value}]}
+	// or {type, name, url, headers: [{name, value}]}). See DefaultServers.
+	MCPServers json.RawMessage `json:"mcpServers"`
+	Timeouts   Timeouts        `json:"timeouts"`
+	Limits     Limits          `json:"limits"`
 	// Servers holds per-server settings by server name; they apply to a
 	// default server or a session's server of that name.
 	Servers map[string]ServerConfig `json:"servers"`
@@ -214,7 +218,9 @@ func defaultConfigPath() string {
 }
 
 // loadConfig reads the config file at path. A missing file is an error only
-// when required (the user named it with --config).
+// when required (the user named it with --config); an empty one (nothing
+// but white space) is no settings. A mistake is reported as
+// "config FILE:LINE:COL: key "a.b": rule".
 func loadConfig(path string, required bool) (*Config, error) {
 	cfg := &Config{}
 	if path == "" {
@@ -228,78 +234,138 @@ func loadConfig(path string, required bool) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := parseConfig(data, cfg); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.Offset >= 0 {
+			line, col := lineCol(data, ce.Offset)
+			return nil, fmt.Errorf("config %s:%d:%d: %w", path, line, col, err)
+		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
+// parseConfig decodes and checks data into cfg. Mistakes are
+// *ConfigError, positioned where the file has them.
 func parseConfig(data []byte, cfg *Config) error {
+	c, err := checkConfigJSON(data)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
+	if err := dec.Decode(cfg); err != nil { // checkConfigJSON found these first
 		return describeJSONError(err)
 	}
 	if _, err := cfg.DefaultServers(); err != nil {
-		return err
+		return c.locate(err)
 	}
 	if err := cfg.Permissions.gateway().Validate(); err != nil {
-		return fmt.Errorf("key %q: %v", "permissions", err)
+		return c.errAt("permissions", "%v", err)
 	}
 	if m := cfg.Model; m != nil {
 		if _, ok := lookupProvider(m.Provider); !ok {
-			return fmt.Errorf("key %q: %q is not a provider (want %s)", "model.provider", m.Provider, providerIDs())
+			return c.errAt("model.provider", "%q is not a provider (want %s)", m.Provider, providerIDs())
 		}
 		if strings.TrimSpace(m.Name) == "" {
-			return fmt.Errorf("key %q: must be a non-empty model name", "model.name")
+			return c.errAt("model.name", "must be a non-empty model name, such as %q", modelExamples()[0])
 		}
 	}
 	if m := cfg.Limits.MaxMediaBytes; m > acp.MaxPromptMediaBytes {
-		return fmt.Errorf("key %q: %d bytes is over the bound of %d bytes: a prompt image or audio block that large, base64-encoded, would not fit in one ACP message (at most %d bytes)",
-			"limits.maxMediaBytes", m, acp.MaxPromptMediaBytes, acp.MaxFrameBytes)
+		return c.errAt("limits.maxMediaBytes", "%d bytes is over the bound of %d bytes: a prompt image or audio block that large, base64-encoded, would not fit in one ACP message (at most %d bytes)",
+			m, acp.MaxPromptMediaBytes, acp.MaxFrameBytes)
 	}
-	for _, h := range slices.Concat(cfg.Sandbox.AllowHosts, cfg.Sandbox.DenyHosts) {
-		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/: ") && !strings.HasPrefix(h, "[") {
-			return fmt.Errorf("key \"sandbox\": host pattern %q must be a host name, an IP or *.suffix", h)
+	for _, list := range []struct {
+		key   string
+		hosts []string
+	}{{"sandbox.allowHosts", cfg.Sandbox.AllowHosts}, {"sandbox.denyHosts", cfg.Sandbox.DenyHosts}} {
+		for i, h := range list.hosts {
+			if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/: ") && !strings.HasPrefix(h, "[") {
+				return c.errAt(fmt.Sprintf("%s[%d]", list.key, i), "host pattern %q must be a host name, an IP or *.suffix, such as \"*.example.com\"", h)
+			}
 		}
 	}
 	return nil
 }
 
-// describeJSONError names the key at fault.
+// locate positions a *ConfigError found after decoding at its key, or the
+// nearest enclosing key the file has.
+func (c *configChecker) locate(err error) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Offset >= 0 {
+		return err
+	}
+	for key := ce.Key; key != ""; {
+		if off, ok := c.at[key]; ok {
+			ce.Offset = off
+			break
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return ce
+}
+
+// describeJSONError turns a decoding error into a *ConfigError.
 func describeJSONError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field == "" {
-			return fmt.Errorf("must be a JSON object: %v", err)
+			return &ConfigError{Offset: te.Offset, Rule: "must be a JSON object"}
 		}
-		return fmt.Errorf("key %q: must be %s", te.Field, te.Type)
+		return &ConfigError{Key: te.Field, Offset: te.Offset, Rule: "must be " + te.Type.String()}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("invalid JSON: it ends too early")
+		return &ConfigError{Offset: -1, Rule: "invalid JSON: it ends too early"}
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, se)
+		return &ConfigError{Offset: se.Offset, Rule: fmt.Sprintf("invalid JSON: %v", se)}
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("unknown key %s", msg)
+		return &ConfigError{Offset: -1, Rule: "unknown key " + msg}
 	}
 	return err
 }
 
-// DefaultServers returns config mcpServers as specs, sorted by name. Each
-// entry is {command, args, env} for stdio, or {type: "http"|"sse", url,
-// headers} with env and headers as objects of strings. The JSON shape is
-// checked here, the rules by bridge.ServerSpec.Validate.
+// mcpServersShapes says what config mcpServers may look like.
+const mcpServersShapes = `must be an object of servers by name, {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}, ` +
+	`or the ACP array, [{"name": "fs", "command": "npx", "args": [...], "env": []}]`
+
+// DefaultServers returns config mcpServers as specs, sorted by name.
+// mcpServers is either the Claude Desktop object, whose entries are
+// {command, args, env} for stdio or {type: "http"|"sse", url, headers} with
+// env and headers as objects of strings, or the ACP array of session/new
+// (acp.ParseMCPServers: {name, command, args, env: [{name, value}]} or
+// {type, name, url, headers: [{name, value}]}); both give the same specs.
+// The JSON shape is checked here, the rules by bridge.ServerSpec.Validate;
+// errors are *ConfigError naming the key ("mcpServers.fs.command",
+// "mcpServers[0].command").
 func (c *Config) DefaultServers() ([]bridge.ServerSpec, error) {
-	names := make([]string, 0, len(c.MCPServers))
-	for name := range c.MCPServers {
-		names = append(names, name)
+	raw := bytes.TrimSpace(c.MCPServers)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
 	}
-	slices.Sort(names)
+	switch raw[0] {
+	case '[':
+		return arrayServers(raw)
+	case '{':
+	default:
+		return nil, &ConfigError{Key: "mcpServers", Offset: -1, Rule: mcpServersShapes}
+	}
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		return nil, &ConfigError{Key: "mcpServers", Offset: -1, Rule: mcpServersShapes}
+	}
+	names := slices.Sorted(maps.Keys(byName))
 	specs := make([]bridge.ServerSpec, 0, len(names))
 	for _, name := range names {
-		spec, err := parseDefaultServer(name, c.MCPServers[name])
+		spec, err := parseDefaultServer(name, byName[name])
 		if err != nil {
 			return nil, err
 		}
@@ -308,10 +374,42 @@ func (c *Config) DefaultServers() ([]bridge.ServerSpec, error) {
 	return specs, nil
 }
 
+// arrayServers reads the ACP array shape of config mcpServers. Only the
+// transports a config server can have (stdio, http, sse) are accepted.
+func arrayServers(raw []byte) ([]bridge.ServerSpec, error) {
+	specs, err := acp.ParseMCPServers(raw)
+	var me *acp.MCPServersError
+	if errors.As(err, &me) {
+		key, rule := "mcpServers", me.Rule
+		if me.Index >= 0 {
+			key = fmt.Sprintf("mcpServers[%d]", me.Index)
+		} else {
+			rule = mcpServersShapes
+		}
+		if me.Field != "" {
+			key += "." + me.Field
+		}
+		return nil, &ConfigError{Key: key, Offset: -1, Rule: rule}
+	}
+	if err != nil {
+		return nil, &ConfigError{Key: "mcpServers", Offset: -1, Rule: err.Error()}
+	}
+	for i, s := range specs {
+		switch s.Transport {
+		case bridge.TransportStdio, bridge.TransportHTTP, bridge.TransportSSE:
+		default:
+			return nil, &ConfigError{Key: fmt.Sprintf("mcpServers[%d].type", i), Offset: -1,
+				Rule: fmt.Sprintf(`%q is not a transport a config server can have (want "stdio", "http" or "sse")`, s.Transport)}
+		}
+	}
+	slices.SortStableFunc(specs, func(a, b bridge.ServerSpec) int { return strings.Compare(a.Name, b.Name) })
+	return specs, nil
+}
+
 func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, error) {
 	key := "mcpServers." + name
 	fail := func(field, rule string, args ...any) (bridge.ServerSpec, error) {
-		return bridge.ServerSpec{}, fmt.Errorf("key %q: %s", key+field, fmt.Sprintf(rule, args...))
+		return bridge.ServerSpec{}, &ConfigError{Key: key + field, Offset: -1, Rule: fmt.Sprintf(rule, args...)}
 	}
 	if err := bridge.ValidateServerName(name); err != nil {
 		// Before decoding: the key is the name, and the entry's other
@@ -329,7 +427,13 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
-		return fail("", "%v", describeJSONError(err))
+		var te *json.UnmarshalTypeError
+		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fail("."+strings.Trim(msg, `"`), "unknown key (valid keys here: type, command, args, env, url, headers)")
+		} else if errors.As(err, &te) && te.Field != "" {
+			return fail("."+te.Field, "must be %s", te.Type)
+		}
+		return fail("", `must be {"command": "npx", "args": [...], "env": {"NAME": "value"}} or {"type": "http", "url": "https://…", "headers": {…}}`)
 	}
 	spec := bridge.ServerSpec{Name: name, Transport: bridge.Transport(e.Type)}
 	switch spec.Transport {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -62,20 +64,20 @@ func TestParseConfig(t *testing.T) {
 
 func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 	tests := []struct{ json, want string }{
-		{`{"timeout": {}}`, `unknown key "timeout"`},
-		{`{"limits": {"toolsPerSession": "many"}}`, `key "limits.toolsPerSession": must be int`},
+		{`{"timeout": {}}`, `key "timeout": unknown key (valid keys here: mcpServers, timeouts,`},
+		{`{"limits": {"toolsPerSession": "many"}}`, `key "limits.toolsPerSession": must be an integer, such as 10`},
 		{`{"timeouts": {"connect": "soon"}}`, `"soon" is not a positive duration`},
 		{`{"mcpServers": {"f\u001bs": {"command": "x"}}}`, `key "mcpServers.f\x1bs": server name: name "f\x1bs" has the control or invisible formatting character U+001B`},
 		{`{"mcpServers": {"": {"command": "x"}}}`, `key "mcpServers.": server name: must be a non-empty string`},
 		{`{"mcpServers": {"fs": {"args": []}}}`, `key "mcpServers.fs.command": must be a non-empty string`},
-		{`{"mcpServers": {"fs": {"command": "x", "cwd": "/"}}}`, `key "mcpServers.fs": unknown key "cwd"`},
+		{`{"mcpServers": {"fs": {"command": "x", "cwd": "/"}}}`, `key "mcpServers.fs.cwd": unknown key (valid keys here: type, command, args, env, url, headers)`},
 		{`{"mcpServers": {"w": {"type": "http"}}}`, `key "mcpServers.w.url": must be a non-empty string`},
 		{`{"mcpServers": {"w": {"type": "websocket", "url": "x"}}}`, `key "mcpServers.w.type": "websocket" is not a transport`},
 		{`{"mcpServers": {"w": {"type": "http", "url": "https://x", "headers": {"Host": "y"}}}}`, `key "mcpServers.w.headers": header "Host"`},
 		{`{"mcpServers": {"fs": {"command": "x", "env": {"A=B": "1"}}}}`, `key "mcpServers.fs.env": variable name "A=B"`},
 		{`{"sandbox": {"allowHosts": ["https://x.example/"]}}`, `host pattern "https://x.example/"`},
-		{`{"tools": {"builtin": "no"}}`, `key "tools.builtin": must be bool`},
-		{`{"tools": {"builtins": false}}`, `unknown key "builtins"`},
+		{`{"tools": {"builtin": "no"}}`, `key "tools.builtin": must be true or false`},
+		{`{"tools": {"builtins": false}}`, `key "tools.builtins": unknown key (valid keys here: builtin)`},
 		{`{"mcpServers": {"acp": {"command": "x"}}}`, `key "mcpServers.acp.name": "acp" is reserved for the agent's built-in tools`},
 		{`[1]`, `must be a JSON object`},
 		{`{"limits": `, `it ends too early`},
@@ -98,7 +100,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	path := filepath.Join(dir, "bad.json")
 	_ = os.WriteFile(path, []byte(`{"limits": {"nope": 1}}`), 0o600)
-	if _, err := loadConfig(path, true); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := loadConfig(path, true); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"limits.nope"`) {
 		t.Errorf("err = %v, want the path and the key", err)
 	}
 }
@@ -148,5 +150,101 @@ func TestConfig_ToolsBuiltin(t *testing.T) {
 		if !slices.Equal(names, tt.want) {
 			t.Errorf("%s: in-process servers %v, want %v", tt.json, names, tt.want)
 		}
+	}
+}
+
+// Every config mistake is reported as FILE:LINE:COL, the full key path at
+// any depth, and what a valid value looks like.
+func TestLoadConfig_ErrorsGivePositionKeyPathAndExample(t *testing.T) {
+	tests := []struct{ json, want string }{
+		{"{\n  \"timeouts\": {\n    \"conect\": \"30s\"\n  }\n}", `:3:5: key "timeouts.conect": unknown key (valid keys here: connect, toolsList, toolCall, grace)`},
+		{"{\"servers\": {\"github\": {\n\t\"timeouts\": {\"toolCall\": \"soon\"}}}}", `:2:27: key "servers.github.timeouts.toolCall": "soon" is not a positive duration such as "30s"`},
+		{"{\"servers\": {\"github\": {\"oauth\": {\"scope\": []}}}}", `:1:35: key "servers.github.oauth.scope": unknown key (valid keys here: clientId, clientSecretEnv, scopes, issuer)`},
+		{"{\n\"limits\": {\"toolsPerSession\": \"many\"}}", `:2:31: key "limits.toolsPerSession": must be an integer, such as 10`},
+		{"{\"sandbox\": {\"allowHosts\": \"x.example\"}}", `:1:28: key "sandbox.allowHosts": must be an array of a string, such as ["text"]`},
+		{"{\"timeouts\": 30}", `:1:14: key "timeouts": must be an object with the keys connect, toolsList, toolCall, grace`},
+		{"{\n\"sandbox\": {\"denyHosts\": [\"ok.example\", \"https://x/\"]}}", `:2:41: key "sandbox.denyHosts[1]": host pattern "https://x/"`},
+		{"{\"model\": {\"provider\": \"nope\", \"name\": \"m\"}}", `:1:24: key "model.provider": "nope" is not a provider`},
+		{"{\"mcpServers\": {\"fs\": {\"args\": []}}}", `:1:23: key "mcpServers.fs.command": must be a non-empty string`},
+		{"{\"mcpServers\": [\n  {\"name\": \"fs\", \"command\": \"\"}\n]}", `:2:29: key "mcpServers[0].command": must be a non-empty string`},
+		{"{\"mcpServers\": [{\"name\": \"x\", \"type\": \"acp\", \"id\": \"1\"}]}", `:1:39: key "mcpServers[0].type": "acp" is not a transport a config server can have`},
+		{"{\"mcpServers\": \"fs\"}", `:1:16: key "mcpServers": must be an object of servers by name, {"fs": {"command": "npx"`},
+		{"{\n  \"limits\": {,}\n}", `:2:14: invalid JSON: invalid character ','`},
+		{"{\"limits\": {", `:1:13: invalid JSON: it ends too early`},
+		{"[1]", `:1:1: must be a JSON object, such as {"timeouts": {"connect": "30s"}}`},
+		{"{} {}", `:1:4: invalid JSON: more than one value`},
+	}
+	dir := t.TempDir()
+	for i, tt := range tests {
+		path := filepath.Join(dir, fmt.Sprintf("c%d.json", i))
+		if err := os.WriteFile(path, []byte(tt.json), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadConfig(path, true)
+		if err == nil || !strings.Contains(err.Error(), "config "+path+tt.want) {
+			t.Errorf("%q: err = %v\nwant %q", tt.json, err, "config "+path+tt.want)
+		}
+	}
+}
+
+// An empty config file (nothing but white space) is no settings, like a
+// missing one.
+func TestLoadConfig_EmptyFileIsNoSettings(t *testing.T) {
+	for _, data := range []string{"", " \n\t\n"} {
+		path := filepath.Join(t.TempDir(), "config.json")
+		_ = os.WriteFile(path, []byte(data), 0o600)
+		cfg, err := loadConfig(path, true)
+		if err != nil {
+			t.Errorf("%q: %v", data, err)
+			continue
+		}
+		if specs, err := cfg.DefaultServers(); err != nil || len(specs) != 0 {
+			t.Errorf("%q: servers %v %v", data, specs, err)
+		}
+	}
+}
+
+// config mcpServers takes the Claude Desktop object and the ACP array (as
+// acpx's --mcp-config and session/new have it); both give the same specs.
+func TestParseConfig_MCPServersBothShapes(t *testing.T) {
+	object := `{"mcpServers": {
+		"web": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer t"}},
+		"fs": {"command": "npx", "args": ["-y", "server-filesystem", "."], "env": {"A": "1", "B": "2"}},
+		"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+	}}`
+	array := `{"mcpServers": [
+		{"name": "fs", "command": "npx", "args": ["-y", "server-filesystem", "."], "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+		{"type": "http", "name": "web", "url": "https://mcp.example.com/mcp", "headers": [{"name": "Authorization", "value": "Bearer t"}]},
+		{"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}
+	]}`
+	var got [2][]bridge.ServerSpec
+	for i, data := range []string{object, array} {
+		var cfg Config
+		if err := parseConfig([]byte(data), &cfg); err != nil {
+			t.Fatalf("shape %d: %v", i, err)
+		}
+		specs, err := cfg.DefaultServers()
+		if err != nil {
+			t.Fatalf("shape %d: %v", i, err)
+		}
+		got[i] = specs
+	}
+	if len(got[0]) != 3 || got[0][0].Name != "fs" || got[0][1].Name != "old" || got[0][2].Name != "web" {
+		t.Fatalf("object shape: %+v, want fs, old, web", got[0])
+	}
+	if !reflect.DeepEqual(got[0], got[1]) {
+		t.Errorf("the shapes differ:\nobject %+v\narray  %+v", got[0], got[1])
+	}
+}
+
+// null leaves a key unset, as encoding/json does, at any depth.
+func TestParseConfig_NullIsUnset(t *testing.T) {
+	var cfg Config
+	err := parseConfig([]byte(`{"mcpServers": null, "timeouts": null, "model": null, "sandbox": {"allowHosts": null}, "servers": {"x": {"oauth": null}}}`), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != nil || cfg.Sandbox.AllowHosts != nil || cfg.Servers["x"].OAuth != nil {
+		t.Errorf("cfg = %+v", cfg)
 	}
 }

@@ -60,20 +60,37 @@ func checkListen(addr, token, envName string) error {
 	return nil
 }
 
+const gatewayUsage = `Usage: acp-agent gateway [flags]
+
+Serve the agent runtime (models, permissions policy, turns) as a WebSocket
+service at ws://HOST:PORT for remote translators: "acp-agent --gateway URL"
+runs the ACP front end on the editor's machine and the turns here
+(docs/gateway-protocol.md). The host must be named; a non-loopback address
+needs a token (--token-file, or ` + tokenEnv + `).
+
+Flags:
+`
+
 // runGateway is "acp-agent gateway": the agent runtime as a WebSocket
 // service for many translators (docs/gateway-protocol.md).
-func runGateway(args []string, stderr io.Writer) error {
+func runGateway(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("acp-agent gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
 	listen := fs.String("listen", "127.0.0.1:7777", "address to listen on, with an explicit host")
 	tokenFile := fs.String("token-file", "", "file holding the shared token (default: "+tokenEnv+")")
 	origins := fs.String("allowed-origins", "", "comma-separated Origin values accepted from browsers (none by default)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, gatewayUsage)
+			printFlags(stdout, fs)
+			printHelpFooter(stdout)
 			return nil
 		}
-		return err
+		return fmt.Errorf("gateway: %v (see acp-agent gateway --help)", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("gateway: unexpected argument %q: it takes flags only (see acp-agent gateway --help)", fs.Arg(0))
 	}
 	token, err := gatewayToken(*tokenFile)
 	if err != nil {

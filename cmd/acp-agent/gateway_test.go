@@ -35,7 +35,7 @@ func TestRunGateway_RefusesANonOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = runGateway([]string{"--listen", ln.Addr().String(), "--allowed-origins", "ide.example"}, io.Discard)
+	err = runGateway([]string{"--listen", ln.Addr().String(), "--allowed-origins", "ide.example"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), `--allowed-origins: "ide.example" is not an origin`) {
 		t.Errorf("error %v, want the entry refused", err)
 	}

@@ -12,7 +12,9 @@
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
 // only; logs go to stderr, or to --log-file. "mcp-server" serves the same
 // agent to MCP clients as one tool, ask_agent, on stdio or Streamable HTTP;
-// "gateway" serves the agent runtime to remote translators.
+// "gateway" serves the agent runtime to remote translators. "acp-agent
+// --help" (and "acp-agent <subcommand> --help") describes them all; run at a
+// terminal, the agent says what it is and exits 2.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,6 +52,10 @@ var version = ""
 
 func main() {
 	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		var code exitError
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "acp-agent:", err)
 		os.Exit(1)
 	}
@@ -65,14 +72,13 @@ func agentVersion() string {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "gateway" {
-		return runGateway(args[1:], stderr)
-	}
-	if len(args) > 0 && args[0] == "mcp-server" {
-		return runMCPServer(args[1:], stdin, stdout, stderr)
+	if len(args) > 0 {
+		if sc, ok := lookupSubcommand(args[0]); ok {
+			return sc.run(args[1:], stdin, stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	storeFlag := fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
@@ -80,17 +86,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printAgentUsage(stdout, fs)
 			return nil
 		}
-		return err
+		return fmt.Errorf("%v (see acp-agent --help)", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use \"gateway\" or \"mcp-server\")", fs.Arg(0))
+		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use one of %s; see acp-agent --help)", fs.Arg(0), subcommandNames())
 	}
 	if *showVersion {
-		// --version is the one thing printed on stdout outside ACP.
+		// --version and --help are the only things printed on stdout outside ACP.
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
+	}
+	if isTerminal(stdin) {
+		// A person, not an editor: say what this is rather than wait
+		// silently for JSON-RPC.
+		fmt.Fprint(stderr, terminalBanner)
+		return exitError(2)
 	}
 	env, ctx, err := common.start(stderr)
 	if err != nil {
@@ -178,7 +191,7 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(zapslog.NewHandler(logger.Core(), zapslog.WithCaller(false)))
+	log := newSlog(logger.Core())
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
 	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog}, nil
 }
@@ -262,6 +275,17 @@ func openStore(flagPath, cfgPath string) (session.Store, signin.Store, error) {
 // tokensFile is the name of the sign-in token file, in the directory of the
 // session store.
 const tokensFile = "oauth-tokens.json"
+
+// newSlog is the slog front of core. Log lines never carry stack traces:
+// zapslog adds one to every Error line by default, and Error lines include
+// acp-go-sdk's reports of malformed client input (a person typing at the
+// agent, or a buggy client), where Go stack frames explain nothing.
+func newSlog(core zapcore.Core) *slog.Logger {
+	return slog.New(zapslog.NewHandler(core, zapslog.WithCaller(false), zapslog.AddStacktraceAt(noStacktraces)))
+}
+
+// noStacktraces is a level no record reaches.
+const noStacktraces = slog.Level(math.MaxInt32)
 
 // stderrLogBuffer is how many bytes of log lines wait for stderr before
 // lines are dropped (see logSink).

@@ -89,6 +89,7 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, mcpServerUsage)
 			printFlags(stdout, fs)
+			printHelpFooter(stdout)
 			return nil, true, nil
 		}
 		return nil, false, fmt.Errorf("mcp-server: %v (see acp-agent mcp-server --help)", err)
@@ -214,7 +215,8 @@ func serveMCPStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Wr
 	}
 }
 
-// printFlags lists the flags of fs as they are written: "--name", "-v".
+// printFlags lists the flags of fs as they are written: "--name", "-v",
+// each with its default when it has one other than the zero value.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		dash := "--"
@@ -224,6 +226,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		typ, usage := flag.UnquoteUsage(f)
 		if typ != "" {
 			typ = " " + typ
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(w, "  %s%s%s\n    \t%s\n", dash, f.Name, typ, usage)
 	})

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair (Linux /dev/ptmx), closed at the end
+// of the test.
+func openPTY(t *testing.T) (master, tty *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open /dev/ptmx: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("ptsname: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open the pty's terminal: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return m, s
+}
+
+// A person who runs acp-agent at a terminal is told what it is, how an
+// editor runs it and how to try it, and it exits 2 at once instead of
+// waiting for JSON-RPC; flags that do not ask for something else change
+// nothing.
+func TestRun_TerminalStdinPrintsTheBanner(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	_, tty := openPTY(t)
+	for _, args := range [][]string{nil, {"--store", "memory", "--model", "direct"}} {
+		var stdout, stderr bytes.Buffer
+		err := run(args, tty, &stdout, &stderr)
+		var code exitError
+		if !errors.As(err, &code) || code != 2 {
+			t.Fatalf("%q: run = %v, want exit status 2", args, err)
+		}
+		for _, want := range []string{"ACP (Agent Client Protocol) agent", "agent_servers", `"command": "acp-agent"`, "acpx --agent", "make demo", "acp-agent --help"} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("%q: the banner lacks %q:\n%s", args, want, stderr.String())
+			}
+		}
+		if stdout.Len() > 0 {
+			t.Errorf("%q: stdout (the protocol channel) = %q, want nothing", args, stdout.String())
+		}
+	}
+	// --version and --help still answer at a terminal.
+	var stdout bytes.Buffer
+	if err := run([]string{"--version"}, tty, &stdout, &bytes.Buffer{}); err != nil || !strings.HasPrefix(stdout.String(), "acp-agent ") {
+		t.Errorf("--version at a terminal: %v, %q", err, stdout.String())
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// Malformed client input that acp-go-sdk itself logs at Error level (a
+// $/cancel_request without a usable requestId) is one log line, with no Go
+// stack frames, as is every other line.
+func TestRun_BadClientLineLogsNoStackTrace(t *testing.T) {
+	in := strings.NewReader("hello\n" +
+		`{"jsonrpc":"2.0","method":"$/cancel_request","params":{}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":{}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	if err := run([]string{"--store", "memory"}, in, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, "$/cancel_request") {
+		t.Fatalf("the SDK's error line is missing; logs:\n%s", logs)
+	}
+	for _, frame := range []string{".go:", "acp-go-sdk.(*Connection)", "\n\t"} {
+		if strings.Contains(logs, frame) {
+			t.Errorf("logs contain stack frames (%q):\n%s", frame, logs)
+		}
+	}
+	if !strings.Contains(stdout.String(), `"code":-32700`) {
+		t.Errorf("stdout = %s, want a parse error for the line that is not JSON", stdout.String())
+	}
+}
+
+// --help of the agent and of every subcommand describes the program, names
+// every subcommand (the agent's) and every flag with its non-zero default,
+// and the config file's location, on stdout, once; nothing on stderr.
+func TestRun_HelpDescribesEverything(t *testing.T) {
+	cfgHome := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfgHome)
+	cfgPath := cfgHome + "/acp-agent/config.json"
+	cases := [][]string{{"--help"}, {"-h"}}
+	for _, sc := range subcommands {
+		cases = append(cases, []string{sc.name, "--help"})
+	}
+	for _, args := range cases {
+		var stdout, stderr bytes.Buffer
+		if err := run(args, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Errorf("%q: %v", args, err)
+			continue
+		}
+		out := stdout.String()
+		wants := []string{"Usage:", "Config file:", cfgPath, "--config", "--log-file", "--model"}
+		if args[0] == "--help" || args[0] == "-h" {
+			wants = append(wants, "ACP (Agent Client Protocol) agent", "agent_servers", "--store", "--version", "--gateway", "--verbose")
+			for _, sc := range subcommands {
+				wants = append(wants, "  "+sc.name+" ", sc.summary)
+			}
+		}
+		if args[0] == "gateway" {
+			wants = append(wants, "--listen", "(default 127.0.0.1:7777)", "--token-file", "--allowed-origins")
+		}
+		for _, w := range wants {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: the help lacks %q:\n%s", args, w, out)
+			}
+		}
+		if n := strings.Count(out, "Usage:"); n != 1 {
+			t.Errorf("%q: the help is printed %d times", args, n)
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("%q: stderr = %q, want nothing", args, stderr.String())
+		}
+	}
+}
+
+// An unknown flag is one error, returned for main to print once: the flag
+// package prints nothing itself (no second copy, no flag dump on stderr).
+func TestRun_UnknownFlagIsOneError(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, args := range [][]string{{"--bogus"}, {"gateway", "--bogus"}, {"mcp-server", "--bogus"}} {
+		var stdout, stderr bytes.Buffer
+		err := run(args, strings.NewReader(""), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "-bogus") || !strings.Contains(err.Error(), "--help") {
+			t.Errorf("%q: err = %v, want it to name the flag and point to --help", args, err)
+		}
+		if stdout.Len()+stderr.Len() > 0 {
+			t.Errorf("%q: printed %q / %q besides the error", args, stdout.String(), stderr.String())
+		}
+	}
+}
