@@ -71,6 +71,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "mcp-server" {
 		return runMCPServer(args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "login" {
+		return runLogin(args[1:], stdin, stdout, stderr, defaultCredentials())
+	}
+	if len(args) > 0 && args[0] == "logout" {
+		return runLogout(args[1:], stdout, stderr, defaultCredentials())
+	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	common := addCommonFlags(fs)
@@ -132,6 +138,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		opts.Gateway = runner.NewLocal(&runner.Options{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
+		opts.SignIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	agent := acp.New(opts)
@@ -161,6 +168,10 @@ type runEnv struct {
 	log      *slog.Logger
 	modelArg string
 	close    func()
+	// creds are the API keys of "acp-agent login" (keys.go); primary is the
+	// configured model, set by models.
+	creds   *credentials
+	primary *ModelConfig
 }
 
 // setup loads the config and builds the logger.
@@ -180,7 +191,7 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	}
 	log := slog.New(zapslog.NewHandler(logger.Core(), zapslog.WithCaller(false)))
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
-	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog}, nil
+	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog, creds: defaultCredentials()}, nil
 }
 
 // start is how the agent and mcp-server begin: setup, then the process
@@ -214,9 +225,13 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 		}
 		primary = &mc
 	}
-	ms, err := models(primary, os.Getenv, e.log)
+	ms, err := models(primary, os.Getenv, e.creds, e.log)
 	if err != nil {
 		return nil, err
+	}
+	e.primary = primary
+	if n := missingKey(primary, os.Getenv, e.creds); n != "" {
+		e.log.Warn(n)
 	}
 	if len(ms) > 0 {
 		e.log.Info("default model", "model", ms[0].ID)
