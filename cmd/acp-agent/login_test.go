@@ -221,7 +221,7 @@ func TestMissingKey_NamesVariableAndLogin(t *testing.T) {
 			t.Errorf("missingKey = %q, lacks %q", got, want)
 		}
 	}
-	if got := missingKey(&ModelConfig{Provider: "openai", Name: "x", APIKeyEnv: "MY_KEY"}, env(nil), creds); !strings.Contains(got, "set MY_KEY") {
+	if got := missingKey(&ModelConfig{Provider: "anthropic", Name: "x", BaseURL: "http://127.0.0.1:1", APIKeyEnv: "MY_KEY"}, env(nil), creds); !strings.Contains(got, "set MY_KEY") {
 		t.Errorf("custom key variable: %q", got)
 	}
 	for name, tc := range map[string]struct {

@@ -186,17 +186,17 @@ func buildModel(mc ModelConfig, getenv func(string) string, creds *credentials, 
 	return gateway.Model{ID: mc.Provider + ":" + mc.Name, Label: label, Provider: p.new(opts)}, nil
 }
 
-// missingKey returns what to do when mc, the configured model, uses its
-// provider's own API (no base URL) and has no API key, neither in the
-// environment nor stored by "acp-agent login": a sentence naming the
-// variable and the command. It is "" when a key is there, for a base URL
-// (Ollama and the like need none), for direct mode and for no model.
+// missingKey returns what to do when mc, the configured model, has no API
+// key, neither in the environment nor stored by "acp-agent login": a
+// sentence naming the variable and the command. It is "" when a key is
+// there, for an OpenAI-compatible base URL (Ollama and the like need none),
+// for direct mode and for no model.
 func missingKey(mc *ModelConfig, getenv func(string) string, creds *credentials) string {
 	if mc == nil {
 		return ""
 	}
 	p, ok := lookupProvider(mc.Provider)
-	if !ok || mc.BaseURL != "" || p.baseURLEnv != "" && getenv(p.baseURLEnv) != "" {
+	if !ok || p.baseURLEnv != "" && (mc.BaseURL != "" || getenv(p.baseURLEnv) != "") {
 		return ""
 	}
 	keyEnv := mc.APIKeyEnv
