@@ -54,6 +54,10 @@ type Options struct {
 	History *session.History
 	// Logger receives the agent's logs. Nil discards them.
 	Logger *slog.Logger
+	// SignIn, if set, is the model API key sign-in the agent advertises
+	// (auth.go). Nil advertises no auth methods; logout is then
+	// method_not_found.
+	SignIn *SignIn
 }
 
 // ServerSettings are the config's settings for the server of one name
@@ -219,8 +223,9 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 				List:                  &acpsdk.SessionListCapabilities{},
 				Resume:                &acpsdk.SessionResumeCapabilities{},
 			},
+			Auth: a.authCapabilities(),
 		},
-		AuthMethods: []acpsdk.AuthMethod{},
+		AuthMethods: a.authMethods(p.ClientCapabilities),
 	}, nil
 }
 
@@ -229,12 +234,6 @@ func clientName(info *acpsdk.Implementation) string {
 		return ""
 	}
 	return info.Name + " " + info.Version
-}
-
-// Authenticate implements acpsdk.Agent. No auth methods are advertised, so
-// there is nothing to do.
-func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
-	return acpsdk.AuthenticateResponse{}, nil
 }
 
 // NewSession implements acpsdk.Agent
@@ -304,8 +303,9 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	return s, nil
 }
 
-// afterNewSession sends what follows a session/new response: one agent
-// message per failed server, and the available slash commands. It closes
+// afterNewSession sends what follows a session/new response: the sign-in
+// notice of a missing API key (SignIn.Notice), one agent message per failed
+// server, and the available slash commands. It closes
 // announced (the session's OpenRequest.Ready) when done, whatever happens.
 func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, written <-chan struct{}) {
 	defer close(announced)
@@ -322,6 +322,9 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, wri
 		a.beforeAnnounce()
 	}
 	ctx := context.Background()
+	if n := a.signInNotice(); n != "" {
+		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
+	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
 			msg := fmt.Sprintf("MCP server %q failed: %v\n", st.Name, st.Err)
@@ -384,14 +387,6 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (a
 	a.log.Info("session/close", "session", p.SessionId)
 	s.End()
 	return acpsdk.CloseSessionResponse{}, nil
-}
-
-// Logout implements acpsdk.Agent
-// (https://agentclientprotocol.com/protocol/initialization#authentication).
-// No auth methods are advertised, so there is no sign-in to end: the method
-// is answered method_not_found, as for any agent without the capability.
-func (a *Agent) Logout(context.Context, acpsdk.LogoutRequest) (acpsdk.LogoutResponse, error) {
-	return acpsdk.LogoutResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodLogout)
 }
 
 // SetSessionMode implements acpsdk.Agent; no modes are offered, so it is

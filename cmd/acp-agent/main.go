@@ -77,6 +77,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return sc.run(args[1:], stdin, stdout, stderr)
 		}
 	}
+	if len(args) > 0 && args[0] == "login" {
+		return runLogin(args[1:], stdin, stdout, stderr, defaultCredentials())
+	}
+	if len(args) > 0 && args[0] == "logout" {
+		return runLogout(args[1:], stdout, stderr, defaultCredentials())
+	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
@@ -145,6 +151,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		opts.Gateway = runner.NewLocal(&runner.Options{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
+		opts.SignIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	agent := acp.New(opts)
@@ -174,6 +181,10 @@ type runEnv struct {
 	log      *slog.Logger
 	modelArg string
 	close    func()
+	// creds are the API keys of "acp-agent login" (keys.go); primary is the
+	// configured model, set by models.
+	creds   *credentials
+	primary *ModelConfig
 }
 
 // setup loads the config and builds the logger.
@@ -193,7 +204,7 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	}
 	log := newSlog(logger.Core())
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
-	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog}, nil
+	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog, creds: defaultCredentials()}, nil
 }
 
 // start is how the agent and mcp-server begin: setup, then the process
@@ -227,9 +238,13 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 		}
 		primary = &mc
 	}
-	ms, err := models(primary, os.Getenv, e.log)
+	ms, err := models(primary, os.Getenv, e.creds, e.log)
 	if err != nil {
 		return nil, err
+	}
+	e.primary = primary
+	if n := missingKey(primary, os.Getenv, e.creds); n != "" {
+		e.log.Warn(n)
 	}
 	if len(ms) > 0 {
 		e.log.Info("default model", "model", ms[0].ID)

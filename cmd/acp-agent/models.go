@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -54,14 +55,17 @@ type modelProvider struct {
 	defaultModel string
 	// new returns the provider for opts.
 	new func(opts provider.Options) gateway.Provider
+	// checkKey checks opts.APIKey with one cheap request ("acp-agent
+	// login"); a *provider.Error tells why it failed.
+	checkKey func(ctx context.Context, opts provider.Options) error
 }
 
 // providers are the model providers, in the order discovery offers them.
 var providers = []modelProvider{
 	{id: "anthropic", label: "Anthropic", keyEnv: "ANTHROPIC_API_KEY", defaultModel: "claude-sonnet-4-5",
-		new: func(o provider.Options) gateway.Provider { return anthropic.New(o) }},
+		new: func(o provider.Options) gateway.Provider { return anthropic.New(o) }, checkKey: anthropic.CheckKey},
 	{id: "openai", label: "OpenAI", keyEnv: "OPENAI_API_KEY", baseURLEnv: "OPENAI_BASE_URL", defaultModel: "gpt-4.1",
-		new: func(o provider.Options) gateway.Provider { return openai.New(o) }},
+		new: func(o provider.Options) gateway.Provider { return openai.New(o) }, checkKey: openai.CheckKey},
 }
 
 // lookupProvider returns the provider with id.
@@ -117,14 +121,17 @@ func parseModelFlag(s string) (ModelConfig, error) {
 // (--model, else config "model"; "--model direct" makes the offline direct
 // mode the default) first, then one per provider whose API key is in the
 // environment (providers: ANTHROPIC_API_KEY, OPENAI_API_KEY with
-// OPENAI_BASE_URL), with its default model. The
+// OPENAI_BASE_URL) or in creds (the file of "acp-agent login"; nil means
+// none), with its default model. A key in the environment wins; a stored
+// key is read at each request, so a login while the agent runs takes
+// effect at once. The
 // runner adds the direct provider last; with nothing configured it is the
 // default.
-func models(primary *ModelConfig, getenv func(string) string, log *slog.Logger) ([]gateway.Model, error) {
+func models(primary *ModelConfig, getenv func(string) string, creds *credentials, log *slog.Logger) ([]gateway.Model, error) {
 	var out []gateway.Model
 	seen := map[string]bool{}
 	add := func(mc ModelConfig) error {
-		m, err := buildModel(mc, getenv, log)
+		m, err := buildModel(mc, getenv, creds, log)
 		if err != nil {
 			return err
 		}
@@ -144,14 +151,14 @@ func models(primary *ModelConfig, getenv func(string) string, log *slog.Logger) 
 		}
 	}
 	for _, p := range providers {
-		if getenv(p.keyEnv) != "" {
+		if getenv(p.keyEnv) != "" || creds.key(p.id) != "" {
 			_ = add(ModelConfig{Provider: p.id, Name: p.defaultModel})
 		}
 	}
 	return out, nil
 }
 
-func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (gateway.Model, error) {
+func buildModel(mc ModelConfig, getenv func(string) string, creds *credentials, log *slog.Logger) (gateway.Model, error) {
 	if mc.Name == "" {
 		return gateway.Model{}, fmt.Errorf("model: name is empty")
 	}
@@ -164,6 +171,9 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 		opts.APIKeyEnv = p.keyEnv
 	}
 	opts.APIKey = getenv(opts.APIKeyEnv)
+	if opts.APIKey == "" && creds != nil {
+		opts.APIKeyFunc = func() string { return creds.key(p.id) }
+	}
 	label := mc.Name + " (" + p.label + ")"
 	if p.baseURLEnv != "" {
 		if opts.BaseURL == "" {
@@ -174,4 +184,28 @@ func buildModel(mc ModelConfig, getenv func(string) string, log *slog.Logger) (g
 		}
 	}
 	return gateway.Model{ID: mc.Provider + ":" + mc.Name, Label: label, Provider: p.new(opts)}, nil
+}
+
+// missingKey returns what to do when mc, the configured model, has no API
+// key, neither in the environment nor stored by "acp-agent login": a
+// sentence naming the variable and the command. It is "" when a key is
+// there, for an OpenAI-compatible base URL (Ollama and the like need none),
+// for direct mode and for no model.
+func missingKey(mc *ModelConfig, getenv func(string) string, creds *credentials) string {
+	if mc == nil {
+		return ""
+	}
+	p, ok := lookupProvider(mc.Provider)
+	if !ok || p.baseURLEnv != "" && (mc.BaseURL != "" || getenv(p.baseURLEnv) != "") {
+		return ""
+	}
+	keyEnv := mc.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = p.keyEnv
+	}
+	if getenv(keyEnv) != "" || creds.key(p.id) != "" {
+		return ""
+	}
+	return fmt.Sprintf("The model %s:%s has no API key: set %s in the environment acp-agent starts with, or run %q to store one.",
+		p.id, mc.Name, keyEnv, provider.LoginCommand)
 }

@@ -14,7 +14,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func ids(t *testing.T, primary *ModelConfig, vars map[string]string) string {
 	t.Helper()
-	ms, err := models(primary, env(vars), nil)
+	ms, err := models(primary, env(vars), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestModels_Selection(t *testing.T) {
 	if got := ids(t, &ModelConfig{Provider: "direct"}, map[string]string{"OPENAI_API_KEY": "o"}); got != "direct,openai:gpt-4.1" {
 		t.Errorf("--model direct: %q", got)
 	}
-	if _, err := models(&ModelConfig{Provider: "gemini", Name: "x"}, env(nil), nil); err == nil || !strings.Contains(err.Error(), `provider "gemini"`) {
+	if _, err := models(&ModelConfig{Provider: "gemini", Name: "x"}, env(nil), nil, nil); err == nil || !strings.Contains(err.Error(), `provider "gemini"`) {
 		t.Errorf("unknown provider: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestProviders_OneTableDrivesEveryUse(t *testing.T) {
 	providers = append(slices.Clone(saved), modelProvider{id: "acme", label: "Acme", keyEnv: "ACME_API_KEY", defaultModel: "rocket-1",
 		new: func(o provider.Options) gateway.Provider { got = o; return runner.NewDirect() }})
 
-	ms, err := models(nil, env(map[string]string{"ACME_API_KEY": "k"}), nil)
+	ms, err := models(nil, env(map[string]string{"ACME_API_KEY": "k"}), nil, nil)
 	if err != nil || len(ms) != 1 || ms[0].ID != "acme:rocket-1" || ms[0].Label != "rocket-1 (Acme)" {
 		t.Fatalf("discovery = %+v, %v; want acme:rocket-1 labelled %q", ms, err, "rocket-1 (Acme)")
 	}
@@ -96,7 +96,7 @@ func TestProviders_OneTableDrivesEveryUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := models(&mc, env(nil), nil); err != nil || len(ms) != 1 || ms[0].ID != "acme:rocket-2" {
+	if ms, err := models(&mc, env(nil), nil, nil); err != nil || len(ms) != 1 || ms[0].ID != "acme:rocket-2" {
 		t.Errorf("--model acme:rocket-2 = %+v, %v", ms, err)
 	}
 	if _, err := parseModelFlag("rocket"); err == nil || !strings.Contains(err.Error(), "openai:gpt-4.1 or acme:rocket-1") {

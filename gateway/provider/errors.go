@@ -2,8 +2,11 @@ package provider
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -17,12 +20,29 @@ type Error struct {
 	Message string
 	// Hint says how to fix it, such as which environment variable to set.
 	Hint string
+	// Host is the API host a request could not reach (Status 0), such as
+	// "api.anthropic.com"; "" otherwise.
+	Host string
 	Err  error
 }
 
+// LoginCommand is the command that stores an API key in the credentials
+// file, named in the hints of a missing or refused key.
+const LoginCommand = "acp-agent login"
+
 func (e *Error) Error() string {
 	if e.Status == 0 {
-		return fmt.Sprintf("%s: request failed: %v", e.Provider, e.Err)
+		s := fmt.Sprintf("%s: request failed: %v", e.Provider, e.Err)
+		switch {
+		case errors.Is(e.Err, ErrNoAPIKey):
+			s = fmt.Sprintf("%s: %v", e.Provider, e.Err)
+		case e.Host != "":
+			s = fmt.Sprintf("%s: could not reach %s: %v", e.Provider, e.Host, e.Err)
+		}
+		if e.Hint != "" {
+			s += " (" + e.Hint + ")"
+		}
+		return s
 	}
 	s := fmt.Sprintf("%s: HTTP %d %s", e.Provider, e.Status, http.StatusText(e.Status))
 	if e.Message != "" {
@@ -44,7 +64,7 @@ func NewError(provider string, status int, msg, keyEnv string, err error) *Error
 	pe := &Error{Provider: provider, Status: status, Message: msg, Err: err}
 	switch {
 	case status == http.StatusUnauthorized:
-		pe.Hint = "set " + keyEnv + " to a valid API key"
+		pe.Hint = "set " + keyEnv + " to a valid API key, or run \"" + LoginCommand + "\""
 	case status == http.StatusForbidden:
 		pe.Hint = "the API key in " + keyEnv + " may not use this model"
 	case status == http.StatusNotFound:
@@ -55,6 +75,35 @@ func NewError(provider string, status int, msg, keyEnv string, err error) *Error
 		pe.Hint = "the provider failed, still after the retries; try again later"
 	}
 	return pe
+}
+
+// NewRequestError builds the error of a request of provider that got no
+// HTTP response. A network failure (DNS, refused or timed-out connection,
+// TLS) names the host of baseURL (defaultHost when baseURL is empty) and
+// still names keyEnv, the variable of the API key, so that an offline user
+// with no key learns both; any other error is "request failed".
+func NewRequestError(provider, baseURL, defaultHost, keyEnv string, err error) *Error {
+	pe := &Error{Provider: provider, Err: err}
+	var ne net.Error
+	if !errors.As(err, &ne) {
+		return pe
+	}
+	pe.Host = defaultHost
+	if u, perr := url.Parse(baseURL); baseURL != "" && perr == nil && u.Host != "" {
+		pe.Host = u.Host
+	}
+	pe.Hint = "check the network connection; the API key is read from " + keyEnv + " or stored by \"" + LoginCommand + "\""
+	return pe
+}
+
+// ErrNoAPIKey is the cause of a MissingKeyError.
+var ErrNoAPIKey = errors.New("no API key")
+
+// MissingKeyError is the error of a request to a provider's own API
+// (no base URL set) when no API key is set: it names keyEnv and
+// LoginCommand, without sending a request that could only fail.
+func MissingKeyError(provider, keyEnv string) *Error {
+	return &Error{Provider: provider, Err: ErrNoAPIKey, Hint: "set " + keyEnv + " or run \"" + LoginCommand + "\""}
 }
 
 // APIErrorMessage extracts error.message from an API error body (Anthropic

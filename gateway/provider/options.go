@@ -15,6 +15,10 @@ type Options struct {
 	// APIKey authenticates the requests; APIKeyEnv names the environment
 	// variable it came from, for error messages.
 	APIKey, APIKeyEnv string
+	// APIKeyFunc, if set, is called before each request; a non-empty result
+	// replaces APIKey for that request (a key stored by "acp-agent login"
+	// after the provider was built). It must be safe for concurrent use.
+	APIKeyFunc func() string
 	// BaseURL overrides the API's base URL ("" means the provider's own).
 	BaseURL string
 	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
@@ -31,4 +35,15 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives the provider's warnings. Nil discards them.
 	Logger *slog.Logger
+}
+
+// Key returns the API key of the next request: APIKeyFunc's result if it is
+// not empty, else APIKey.
+func (o *Options) Key() string {
+	if o.APIKeyFunc != nil {
+		if k := o.APIKeyFunc(); k != "" {
+			return k
+		}
+	}
+	return o.APIKey
 }

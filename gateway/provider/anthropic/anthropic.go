@@ -82,7 +82,11 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 	if a.opts.ThinkingBudget > 0 {
 		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(a.opts.ThinkingBudget)
 	}
-	stream := a.client.Messages.NewStreaming(ctx, params)
+	key := a.opts.Key()
+	if key == "" && a.opts.BaseURL == "" {
+		return nil, provider.MissingKeyError("anthropic", a.opts.APIKeyEnv)
+	}
+	stream := a.client.Messages.NewStreaming(ctx, params, option.WithAPIKey(key))
 	defer stream.Close()
 	var msg anthropic.Message
 	for stream.Next() {
@@ -248,5 +252,24 @@ func (a *Provider) describe(err error) error {
 	if errors.As(err, &apiErr) {
 		return provider.NewError("anthropic", apiErr.StatusCode, provider.APIErrorMessage(apiErr.RawJSON()), a.opts.APIKeyEnv, err)
 	}
-	return &provider.Error{Provider: "anthropic", Err: err}
+	return provider.NewRequestError("anthropic", a.opts.BaseURL, DefaultHost, a.opts.APIKeyEnv, err)
+}
+
+// DefaultHost is the host of the Anthropic API, named when it cannot be
+// reached.
+const DefaultHost = "api.anthropic.com"
+
+// CheckKey checks opts.APIKey with one cheap request (list one model): nil
+// if the API accepts it, a *provider.Error otherwise (HTTP 401 for a
+// refused key, Status 0 when the API cannot be reached).
+func CheckKey(ctx context.Context, opts provider.Options) error {
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
+	}
+	opts.MaxRetries = -1
+	a := &Provider{client: anthropic.NewClient(requestOptions(&opts)...), opts: opts}
+	if _, err := a.client.Models.List(ctx, anthropic.ModelListParams{Limit: anthropic.Int(1)}); err != nil {
+		return a.describe(err)
+	}
+	return nil
 }

@@ -72,7 +72,11 @@ func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 	if len(req.Tools) > 0 {
 		params.Tools = o.tools(req.Tools)
 	}
-	stream := o.client.Chat.Completions.NewStreaming(ctx, params)
+	key := o.opts.Key()
+	if key == "" && o.opts.BaseURL == "" {
+		return nil, provider.MissingKeyError("openai", o.opts.APIKeyEnv)
+	}
+	stream := o.client.Chat.Completions.NewStreaming(ctx, params, oaioption.WithAPIKey(key))
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	var thinking string
@@ -225,5 +229,22 @@ func (o *Provider) describe(err error) error {
 		}
 		return provider.NewError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
 	}
-	return &provider.Error{Provider: "openai", Err: err}
+	return provider.NewRequestError("openai", o.opts.BaseURL, DefaultHost, o.opts.APIKeyEnv, err)
+}
+
+// DefaultHost is the host of the OpenAI API, named when it cannot be
+// reached.
+const DefaultHost = "api.openai.com"
+
+// CheckKey checks opts.APIKey against opts.BaseURL (default OpenAI's API)
+// with one cheap request (list the models): nil if the API accepts it, a
+// *provider.Error otherwise (HTTP 401 for a refused key, Status 0 when the
+// API cannot be reached).
+func CheckKey(ctx context.Context, opts provider.Options) error {
+	opts.MaxRetries = -1
+	o := New(opts)
+	if _, err := o.client.Models.List(ctx); err != nil {
+		return o.describe(err)
+	}
+	return nil
 }

@@ -1,0 +1,117 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// SignIn is the agent's sign-in for the model API key
+// (https://agentclientprotocol.com/protocol/initialization#authentication):
+// an auth method of type "terminal" (unstable in ACP v1), which the client
+// runs as the agent's own program with Args in a terminal, such as
+// "acp-agent login". Its funcs are called concurrently and must be safe for
+// that.
+type SignIn struct {
+	// MethodID, Name and Description are the advertised method's id, name
+	// and description.
+	MethodID, Name, Description string
+	// Args are appended to the agent's command line to sign in: ["login"].
+	Args []string
+	// Command is the agent's executable (os.Executable), advertised in
+	// _meta["terminal-auth"] for clients that run that command instead of
+	// the configured one. Empty leaves the _meta out.
+	Command string
+	// Check reports whether sign-in is done: nil when a key is available,
+	// else an error saying what is missing. authenticate calls it (so a key
+	// stored since startup counts). Nil means always done.
+	Check func() error
+	// Logout removes what sign-in stored (ACP logout). Nil means nothing to
+	// remove.
+	Logout func() error
+	// Notice returns the message a new session starts with when a key is
+	// missing (what to set, or the login command), or "". Nil means none.
+	Notice func() string
+}
+
+// terminalAuthMeta is the _meta key of the terminal-auth convention that
+// predates the "terminal" type (Zed): {command, args, label}.
+const terminalAuthMeta = "terminal-auth"
+
+// authMethods returns initialize's authMethods: the sign-in method when
+// there is one and the client can run terminal methods (clientCapabilities
+// auth.terminal, or _meta["terminal-auth"] true), as ACP requires; else
+// none.
+func (a *Agent) authMethods(caps acpsdk.ClientCapabilities) []acpsdk.AuthMethod {
+	si := a.opts.SignIn
+	if si == nil {
+		return []acpsdk.AuthMethod{}
+	}
+	legacy, _ := caps.Meta[terminalAuthMeta].(bool)
+	if !caps.Auth.Terminal && !legacy {
+		return []acpsdk.AuthMethod{}
+	}
+	m := &acpsdk.AuthMethodTerminalInline{Id: si.MethodID, Name: si.Name, Args: si.Args}
+	if si.Description != "" {
+		m.Description = &si.Description
+	}
+	if si.Command != "" {
+		m.Meta = map[string]any{terminalAuthMeta: map[string]any{"command": si.Command, "args": si.Args, "label": si.Name}}
+	}
+	return []acpsdk.AuthMethod{{Terminal: m}}
+}
+
+// authCapabilities advertises ACP logout when there is a sign-in.
+func (a *Agent) authCapabilities() acpsdk.AgentAuthCapabilities {
+	if a.opts.SignIn == nil {
+		return acpsdk.AgentAuthCapabilities{}
+	}
+	return acpsdk.AgentAuthCapabilities{Logout: &acpsdk.LogoutCapabilities{}}
+}
+
+// Authenticate implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/initialization#authentication).
+// For the sign-in method it succeeds when SignIn.Check finds a key (after
+// the terminal login stored one), else it is auth_required saying what to
+// do; any other methodId is invalid_params.
+func (a *Agent) Authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+	si := a.opts.SignIn
+	if si == nil || p.MethodId != si.MethodID {
+		return acpsdk.AuthenticateResponse{}, toRequestError(fmt.Errorf("%w: authenticate: methodId %q is not an advertised auth method", ErrInvalidParams, p.MethodId))
+	}
+	if si.Check != nil {
+		if err := si.Check(); err != nil {
+			a.log.Info("authenticate: not signed in", "method", p.MethodId, "err", err)
+			return acpsdk.AuthenticateResponse{}, acpsdk.NewAuthRequired(map[string]any{"message": err.Error()})
+		}
+	}
+	a.log.Info("authenticate", "method", p.MethodId)
+	return acpsdk.AuthenticateResponse{}, nil
+}
+
+// Logout implements acpsdk.Agent
+// (https://agentclientprotocol.com/protocol/initialization#authentication):
+// it removes the stored API key (SignIn.Logout). Keys from the environment
+// stay. Without a sign-in it is method_not_found.
+func (a *Agent) Logout(context.Context, acpsdk.LogoutRequest) (acpsdk.LogoutResponse, error) {
+	si := a.opts.SignIn
+	if si == nil {
+		return acpsdk.LogoutResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodLogout)
+	}
+	if si.Logout != nil {
+		if err := si.Logout(); err != nil {
+			return acpsdk.LogoutResponse{}, acpsdk.NewInternalError(map[string]any{"message": "logout: " + err.Error()})
+		}
+	}
+	a.log.Info("logout: stored API keys removed")
+	return acpsdk.LogoutResponse{}, nil
+}
+
+// signInNotice returns the message a new session starts with, or "".
+func (a *Agent) signInNotice() string {
+	if si := a.opts.SignIn; si != nil && si.Notice != nil {
+		return si.Notice()
+	}
+	return ""
+}

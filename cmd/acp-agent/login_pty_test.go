@@ -1,0 +1,121 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair: master (the user's side) and slave
+// (login's stdin and stdout).
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
+}
+
+// TestLogin_TerminalHidesTheKey runs login on a pseudo-terminal: the
+// provider answer is echoed as typed, the key is not.
+func TestLogin_TerminalHidesTheKey(t *testing.T) {
+	creds := loginEnv(t)
+	master, slave := openPTY(t)
+	var screen strings.Builder
+	var mu sync.Mutex
+	prompts := make(chan string, 8)
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		r := bufio.NewReader(master)
+		var line strings.Builder
+		for {
+			b, err := r.ReadByte()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			screen.WriteByte(b)
+			mu.Unlock()
+			line.WriteByte(b)
+			if b == '\n' {
+				line.Reset()
+			}
+			if b == ' ' && strings.HasSuffix(line.String(), ": ") {
+				prompts <- line.String()
+			}
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- runLogin([]string{"--no-check"}, slave, slave, slave, creds) }()
+
+	waitPrompt := func(want string) {
+		t.Helper()
+		select {
+		case p := <-prompts:
+			if !strings.Contains(p, want) {
+				t.Fatalf("prompt %q, want %q", p, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no prompt %q", want)
+		}
+	}
+	waitPrompt("Provider")
+	fmt.Fprint(master, "openai\n")
+	waitPrompt("API key (input hidden)")
+	// The key is typed once the terminal no longer echoes.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tio.Lflag&unix.ECHO == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the terminal still echoes at the key prompt")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the terminal mode, not timing
+	}
+	fmt.Fprint(master, testKey+"\n")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("login did not end")
+	}
+	slave.Close()
+	master.Close()
+	readers.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if s := screen.String(); strings.Contains(s, testKey) || !strings.Contains(s, "openai") || !strings.Contains(s, "Stored the OpenAI API key") {
+		t.Errorf("terminal showed:\n%s", s)
+	}
+	if creds.key("openai") != testKey {
+		t.Error("key not stored")
+	}
+}
