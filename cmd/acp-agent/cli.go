@@ -28,6 +28,14 @@ var subcommands = []subcommand{
 		}},
 	{"mcp-server", "serve the agent to MCP clients (Claude Code, Cursor, …) as one tool, ask_agent, on stdio or Streamable HTTP",
 		runMCPServer},
+	{"login", "store a model API key (asked for, hidden, checked with one request) for when the environment has none",
+		func(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+			return runLogin(args, stdin, stdout, stderr, defaultCredentials())
+		}},
+	{"logout", "remove the API key stored by login, for one provider or all",
+		func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return runLogout(args, stdout, stderr, defaultCredentials())
+		}},
 }
 
 // lookupSubcommand returns the subcommand called name.

@@ -3,37 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
-
-// openPTY opens a pseudo-terminal pair (Linux /dev/ptmx), closed at the end
-// of the test.
-func openPTY(t *testing.T) (master, tty *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("open /dev/ptmx: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("open the pty's terminal: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return m, s
-}
 
 // A person who runs acp-agent at a terminal is told what it is, how an
 // editor runs it and how to try it, and it exits 2 at once instead of
@@ -41,7 +15,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 // nothing.
 func TestRun_TerminalStdinPrintsTheBanner(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	_, tty := openPTY(t)
+	_, tty := testutil.OpenPTY(t)
 	for _, args := range [][]string{nil, {"--store", "memory", "--model", "direct"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(args, tty, &stdout, &stderr)

@@ -51,6 +51,12 @@ func TestRun_HelpDescribesEverything(t *testing.T) {
 		}
 		out := stdout.String()
 		wants := []string{"Usage:", "Config file:", cfgPath, "--config", "--log-file", "--model"}
+		switch args[0] {
+		case "login": // no agent flags: what it stores where, and its own flags
+			wants = []string{"Usage:", "credentials.json", "--config", "--base-url", "--no-check"}
+		case "logout":
+			wants = []string{"Usage:", "credentials.json"}
+		}
 		if args[0] == "--help" || args[0] == "-h" {
 			wants = append(wants, "ACP (Agent Client Protocol) agent", "agent_servers", "--store", "--version", "--gateway", "--verbose")
 			for _, sc := range subcommands {

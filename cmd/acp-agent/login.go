@@ -79,10 +79,10 @@ func (l *loginIO) askSecret(prompt, what string) (string, error) {
 // the key is never printed or logged.
 func runLogin(args []string, stdin io.Reader, out, stderr io.Writer, creds *credentials) error {
 	fs := flag.NewFlagSet("acp-agent login", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to out
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: acp-agent login [flags] [%s]\n\nStores a model API key in %s (mode 0600); acp-agent uses it when the key's environment variable is not set.\n\nFlags:\n", strings.Join(eachProvider(func(p modelProvider) string { return p.id }), "|"), creds.path)
-		fs.PrintDefaults()
+		fmt.Fprintf(out, "Usage: acp-agent login [flags] [%s]\n\nStores a model API key in %s (mode 0600); acp-agent uses it when the key's environment variable is not set.\n\nFlags:\n", strings.Join(eachProvider(func(p modelProvider) string { return p.id }), "|"), creds.path)
+		printFlags(out, fs)
 	}
 	config := fs.String("config", "", "config file whose model.provider and model.baseURL are the defaults (default $XDG_CONFIG_HOME/acp-agent/config.json)")
 	baseURL := fs.String("base-url", "", "check the key against this API base URL (default: the config's model.baseURL, OPENAI_BASE_URL for openai, else the provider's API)")
@@ -91,7 +91,7 @@ func runLogin(args []string, stdin io.Reader, out, stderr io.Writer, creds *cred
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("%v (see acp-agent login --help)", err)
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("login: want at most one argument, the provider (%s); got %q", providerIDs(), fs.Args())
@@ -198,15 +198,15 @@ func apiMessage(pe *provider.Error) string {
 // provider, or every stored key. Keys in the environment are untouched.
 func runLogout(args []string, out, stderr io.Writer, creds *credentials) error {
 	fs := flag.NewFlagSet("acp-agent logout", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to out
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: acp-agent logout [%s]\n\nRemoves the API key stored by \"acp-agent login\" for one provider, or every stored key, from %s.\n", strings.Join(eachProvider(func(p modelProvider) string { return p.id }), "|"), creds.path)
+		fmt.Fprintf(out, "Usage: acp-agent logout [%s]\n\nRemoves the API key stored by \"acp-agent login\" for one provider, or every stored key, from %s.\n", strings.Join(eachProvider(func(p modelProvider) string { return p.id }), "|"), creds.path)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("%v (see acp-agent logout --help)", err)
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("logout: want at most one argument, the provider (%s); got %q", providerIDs(), fs.Args())

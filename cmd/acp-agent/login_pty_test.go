@@ -5,43 +5,21 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// openPTY opens a pseudo-terminal pair: master (the user's side) and slave
-// (login's stdin and stdout).
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(); m.Close() })
-	return m, s
-}
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+)
 
 // TestLogin_TerminalHidesTheKey runs login on a pseudo-terminal: the
 // provider answer is echoed as typed, the key is not.
 func TestLogin_TerminalHidesTheKey(t *testing.T) {
 	creds := loginEnv(t)
-	master, slave := openPTY(t)
+	master, slave := testutil.OpenPTY(t)
 	var screen strings.Builder
 	var mu sync.Mutex
 	prompts := make(chan string, 8)

@@ -77,12 +77,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return sc.run(args[1:], stdin, stdout, stderr)
 		}
 	}
-	if len(args) > 0 && args[0] == "login" {
-		return runLogin(args[1:], stdin, stdout, stderr, defaultCredentials())
-	}
-	if len(args) > 0 && args[0] == "logout" {
-		return runLogout(args[1:], stdout, stderr, defaultCredentials())
-	}
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
