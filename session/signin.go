@@ -41,13 +41,14 @@ func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context,
 			switch {
 			case err == nil && res.Action != "accept":
 				return fmt.Errorf("the user answered %q to the sign-in of MCP server %q", res.Action, server)
-			case err == nil:
-				<-ctx.Done() // the sign-in finished, or was abandoned
+			case err == nil || ctx.Err() != nil:
+				// The sign-in finished or was abandoned, perhaps before the
+				// editor answered (the user signed in at once): either way
+				// the editor may still show the link, so it is told.
+				<-ctx.Done()
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
 				defer cancel()
 				_ = el.CompleteElicitation(cctx, id) // best effort
-				return nil
-			case ctx.Err() != nil:
 				return nil
 			}
 			log.Warn("asking the editor to open the sign-in link failed; sending it as a message", "server", server, "err", err)
