@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Paths set up by TestMain.
@@ -41,17 +43,25 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(tmp)
 	agentBin = filepath.Join(tmp, "acp-agent")
 	fixtureBin = filepath.Join(tmp, "mcp-fixture")
+	// Built side by side: each build waits on the linker much of the time.
+	var builds errgroup.Group
 	for bin, pkg := range map[string]string{agentBin: "../cmd/acp-agent", fixtureBin: "../testfixtures/mcpserver"} {
-		var stderr bytes.Buffer
-		args := []string{"build", "-o", bin}
-		if raceEnabled { // the binaries are checked for races too
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
-		}
+		builds.Go(func() error {
+			var stderr bytes.Buffer
+			args := []string{"build", "-o", bin}
+			if raceEnabled { // the binaries are checked for races too
+				args = append(args, "-race")
+			}
+			cmd := exec.Command("go", append(args, pkg)...)
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
+			}
+			return nil
+		})
+	}
+	if err := builds.Wait(); err != nil {
+		return 0, err
 	}
 	nm, err := filepath.Abs("node_modules")
 	if err != nil {
