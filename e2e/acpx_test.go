@@ -16,6 +16,7 @@ import (
 // TestAcpx drives the agent with a third-party ACP client: acpx exec with an
 // --mcp-config file, asserting on its JSON-RPC trace.
 func TestAcpx(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	cwd := t.TempDir()
 	cfg := filepath.Join(home, "mcp.json")

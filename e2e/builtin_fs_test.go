@@ -121,6 +121,7 @@ func fsScenario(t *testing.T, a *agent, fake *fakemodel.Server, perms *permissio
 // over the disk) and write it through fs/write_text_file; the client shows
 // the diff.
 func TestBuiltin_FSThroughEditor(t *testing.T) {
+	t.Parallel()
 	for _, be := range modelBackends {
 		t.Run(be.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -158,6 +159,7 @@ func TestBuiltin_FSThroughEditor(t *testing.T) {
 // works on the local file (an fs/* request would fail: the client answers
 // method not found) and still shows the diff.
 func TestBuiltin_FSLocal(t *testing.T) {
+	t.Parallel()
 	for _, be := range modelBackends {
 		t.Run(be.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -179,6 +181,7 @@ func TestBuiltin_FSLocal(t *testing.T) {
 // both directories is refused with an error naming them. (One provider:
 // the path handling does not depend on it.)
 func TestBuiltin_AdditionalDirectories(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dir, other, outside := filepath.Join(base, "work"), filepath.Join(base, "other"), filepath.Join(base, "outside")
 	for _, d := range []string{dir, other, outside} {

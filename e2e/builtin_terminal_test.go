@@ -57,6 +57,7 @@ func terminalOf(u *acpsdk.SessionToolCallUpdate) string {
 // run_command asks permission, then runs through terminal/create,
 // wait_for_exit, output and release, and the call shows the terminal.
 func TestBuiltinTerminal_RunsInTheEditor(t *testing.T) {
+	t.Parallel()
 	terms := &acpclient.LocalTerminals{}
 	t.Cleanup(terms.Close)
 	a, fake, perms := startCommandAgent(t, &acpclient.Recorder{Terminals: terms})
@@ -97,6 +98,7 @@ func TestBuiltinTerminal_RunsInTheEditor(t *testing.T) {
 // command in the editor's terminal kills it; the turn ends cancelled and the
 // terminal is released.
 func TestBuiltinTerminal_CancelKillsTheTerminal(t *testing.T) {
+	t.Parallel()
 	terms := &acpclient.LocalTerminals{}
 	t.Cleanup(terms.Close)
 	a, fake, perms := startCommandAgent(t, &acpclient.Recorder{Terminals: terms})
@@ -141,6 +143,7 @@ func readPids(t *testing.T, dir string) []int {
 // agent's secrets; cancelling a long command, or closing the session during
 // one, leaves no process behind.
 func TestBuiltinTerminal_LocalWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	a, fake, perms := startCommandAgent(t, nil)
 	dir := t.TempDir()
 	sid := a.newSession(dir)
@@ -224,6 +227,7 @@ func mustPrompt(t *testing.T, a *agent, sid, text string) acpsdk.StopReason {
 // agent's tool call timeout (here 2 s), bounds a command: the model gets
 // run_command's timeout report with the output so far.
 func TestBuiltinTerminal_OwnTimeoutWins(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(cfg, []byte(`{"timeouts": {"toolCall": "2s"}}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -244,6 +248,7 @@ func TestBuiltinTerminal_OwnTimeoutWins(t *testing.T) {
 // TestBuiltinTerminal_LocalEndsWithTheAgent: an editor that quits (stdin
 // EOF) during a local command leaves no process behind.
 func TestBuiltinTerminal_LocalEndsWithTheAgent(t *testing.T) {
+	t.Parallel()
 	a, fake, perms := startCommandAgent(t, nil)
 	dir := t.TempDir()
 	sid := a.newSession(dir)

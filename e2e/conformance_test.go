@@ -364,6 +364,7 @@ func conformanceVerdict(side conformanceSide, listed []string, results map[strin
 // TestConformanceVerdict: the comparison reports each kind of mismatch
 // between the suite's results and the baseline, and nothing when they agree.
 func TestConformanceVerdict(t *testing.T) {
+	t.Parallel()
 	pass := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "y", Status: "INFO"}}
 	fail := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "z", Status: "FAILURE", Description: "d", ErrorMessage: "boom"}}
 	warn := []conformanceCheck{{ID: "w", Status: "WARNING", ErrorMessage: "should"}}
@@ -398,6 +399,7 @@ func TestConformanceVerdict(t *testing.T) {
 // TestConformanceBaselineFormat: the committed baselines parse, every entry
 // says why, and each file holds only its own side's list.
 func TestConformanceBaselineFormat(t *testing.T) {
+	t.Parallel()
 	for _, side := range []conformanceSide{conformanceServer, conformanceClient} {
 		if _, err := readConformanceBaseline(side); err != nil {
 			t.Fatal(err)

@@ -59,6 +59,7 @@ func callTool(t *testing.T, a *agent, sid, call string) string {
 // with its schema (defaults, enum), and each answer gets back to the
 // server; defaults fill what the user left out.
 func TestElicitation_Form(t *testing.T) {
+	t.Parallel()
 	var answer atomic.Pointer[acpsdk.UnstableCreateElicitationResponse] // set before each call
 	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse {
 		return answer.Load()
@@ -103,6 +104,7 @@ func TestElicitation_Form(t *testing.T) {
 // TestElicitation_URL: a URL elicitation reaches the client, and its
 // completion follows as elicitation/complete.
 func TestElicitation_URL(t *testing.T) {
+	t.Parallel()
 	accept := acpsdk.NewUnstableCreateElicitationResponseAccept()
 	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse {
 		return &accept
@@ -141,6 +143,7 @@ func TestElicitation_URL(t *testing.T) {
 // while the form is open; the agent withdraws the question
 // ($/cancel_request) and the turn ends cancelled.
 func TestElicitation_CancelledTurnWithdrawsQuestion(t *testing.T) {
+	t.Parallel()
 	u := &asker{answer: func(acpsdk.UnstableCreateElicitationRequest) *acpsdk.UnstableCreateElicitationResponse { return nil }}
 	a := startAgentClient(t, &acpclient.Recorder{Elicitation: u.elicitation(true, true)}, nil)
 	dir := t.TempDir()
@@ -185,6 +188,7 @@ func TestElicitation_CancelledTurnWithdrawsQuestion(t *testing.T) {
 // TestElicitation_PlainClient: a client without elicitation gets no
 // elicitation/create; the server sees no capability and copes.
 func TestElicitation_PlainClient(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	dir := t.TempDir()
 	sid := a.newSession(dir, legacyFixtureServer("fixture", filepath.Join(dir, "calls.log")))

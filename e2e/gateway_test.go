@@ -84,6 +84,7 @@ var gatewayModes = []struct {
 
 // TestGateway_DirectScenario: tools listing, /call, and close, both ways.
 func TestGateway_DirectScenario(t *testing.T) {
+	t.Parallel()
 	for _, mode := range gatewayModes {
 		t.Run(mode.name, func(t *testing.T) {
 			a := mode.start(t, nil)
@@ -119,6 +120,7 @@ func TestGateway_DirectScenario(t *testing.T) {
 
 // TestGateway_ModelScenario is TestModel_MainScenario through both gateways.
 func TestGateway_ModelScenario(t *testing.T) {
+	t.Parallel()
 	for _, mode := range gatewayModes {
 		t.Run(mode.name, func(t *testing.T) {
 			fake := fakemodel.NewOpenAI(t)
@@ -131,6 +133,7 @@ func TestGateway_ModelScenario(t *testing.T) {
 // TestGateway_TwoTranslatorsShareOneGateway: each model turn sees only its
 // own session's tools.
 func TestGateway_TwoTranslatorsShareOneGateway(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	g := startGateway(t, "", []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1"}, "--model", "openai:gpt-fake")
 	a := startAgentWith(t, nil, "--gateway", g.url())
@@ -207,6 +210,7 @@ func TestGateway_KilledMidTurn(t *testing.T) {
 // TestGateway_TranslatorKilledMidTool: the gateway fails that invocation,
 // drops the translator's tools and keeps serving the others.
 func TestGateway_TranslatorKilledMidTool(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "", nil)
 	a := startAgentWith(t, nil, "--gateway", g.url())
 	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
@@ -240,6 +244,7 @@ func TestGateway_TranslatorKilledMidTool(t *testing.T) {
 // TestGateway_SIGTERMEndsTurnsWithAnError: a graceful stop ends the running
 // turn with an error, then the gateway exits.
 func TestGateway_SIGTERMEndsTurnsWithAnError(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	g := startGateway(t, "", []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1"}, "--model", "openai:gpt-fake")
 	a := startAgentWith(t, nil, "--gateway", g.url())

@@ -181,6 +181,7 @@ func imageBlock(n int) string {
 // JSON-RPC 2.0 says (or dropped, for notifications), none ends the agent,
 // and sessions keep working, images up to limits.maxMediaBytes included.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	a := startRaw(t, nil)
 	a.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`)
 	a.result("0")
@@ -268,6 +269,7 @@ func TestHostileInput(t *testing.T) {
 // TestStderrNeverRead: with a stderr nobody reads and verbose logging,
 // requests keep being answered.
 func TestStderrNeverRead(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -80,6 +80,7 @@ func sseServer(name, url string, headers map[string]string) acpsdk.McpServer {
 // (stateful Streamable HTTP), and the Go fixture, which echoes the headers
 // it received.
 func TestHTTP_RealServers(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("over streamable http"), 0o644); err != nil {
 		t.Fatal(err)
@@ -141,6 +142,7 @@ func TestHTTP_RealServers(t *testing.T) {
 // end: a refused URL fails only its server, with the rule; a forbidden header
 // is invalid_params naming the server and the header.
 func TestHTTP_PolicyAndHeaders(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.newSession(t.TempDir(),
 		httpServer("metadata", "http://169.254.169.254/latest/meta-data", nil),
@@ -169,6 +171,7 @@ func TestHTTP_PolicyAndHeaders(t *testing.T) {
 // TestEnv_AgentSecretsNeverReachAServer checks the child environment end to
 // end with server-everything's get-env.
 func TestEnv_AgentSecretsNeverReachAServer(t *testing.T) {
+	t.Parallel()
 	stderr := &testutil.Buffer{}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-test-secret", "ACP_AGENT_GATEWAY_TOKEN=x"}
 	p, err := acpclient.Start(agentBin, []string{"--verbose"}, env, stderr, nil)

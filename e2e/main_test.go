@@ -3,6 +3,12 @@
 // against real MCP servers (the Go fixture in testfixtures/mcpserver and the
 // pinned npm servers of package.json, installed by `make test` with npm ci).
 // Nothing here is skipped: a missing dependency fails the suite.
+//
+// Top-level tests call t.Parallel (go test runs GOMAXPROCS of them at once),
+// except those that bound a latency (a turn ends within 2 s of a cancel or a
+// kill, processes go within the teardown grace) and the conformance suites:
+// those run first, one at a time, as go test runs every serial test before
+// the parallel ones.
 package e2e
 
 import (
@@ -12,6 +18,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Paths set up by TestMain.
@@ -41,17 +49,25 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(tmp)
 	agentBin = filepath.Join(tmp, "acp-agent")
 	fixtureBin = filepath.Join(tmp, "mcp-fixture")
+	// Built side by side: each build waits on the linker much of the time.
+	var builds errgroup.Group
 	for bin, pkg := range map[string]string{agentBin: "../cmd/acp-agent", fixtureBin: "../testfixtures/mcpserver"} {
-		var stderr bytes.Buffer
-		args := []string{"build", "-o", bin}
-		if raceEnabled { // the binaries are checked for races too
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
-		}
+		builds.Go(func() error {
+			var stderr bytes.Buffer
+			args := []string{"build", "-o", bin}
+			if raceEnabled { // the binaries are checked for races too
+				args = append(args, "-race")
+			}
+			cmd := exec.Command("go", append(args, pkg)...)
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
+			}
+			return nil
+		})
+	}
+	if err := builds.Wait(); err != nil {
+		return 0, err
 	}
 	nm, err := filepath.Abs("node_modules")
 	if err != nil {

@@ -105,6 +105,7 @@ func callUntil(t *testing.T, a *agent, sid, prompt string) string {
 // a server is down, its calls fail as tool errors and /servers says it is
 // lost. The token in the fixture's URL never reaches the agent's log.
 func TestMCP_HTTPServerRestartedMidSession(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("still here"), 0o644); err != nil {
 		t.Fatal(err)

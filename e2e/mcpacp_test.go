@@ -32,6 +32,7 @@ func hostedEcho() *mcp.Server {
 // /call reaches it through mcp/message, and session/close disconnects it
 // (the client gets mcp/disconnect).
 func TestMCPOverACP_DirectMode(t *testing.T) {
+	t.Parallel()
 	host := &acpclient.MCPHost{Servers: map[string]*mcp.Server{"editor-1": hostedEcho()}}
 	a := startAgentClient(t, &acpclient.Recorder{MCP: host}, nil)
 	sid := a.newSession(t.TempDir(), host.Entry("editor", "editor-1"))
@@ -65,6 +66,7 @@ func TestMCPOverACP_DirectMode(t *testing.T) {
 // TestMCPOverACP_ModelCallsHostedTool: the model (the fake OpenAI server)
 // sees the hosted tool by its bridged name, calls it, and gets its result.
 func TestMCPOverACP_ModelCallsHostedTool(t *testing.T) {
+	t.Parallel()
 	host := &acpclient.MCPHost{Servers: map[string]*mcp.Server{"editor-1": hostedEcho()}}
 	fake := fakemodel.NewOpenAI(t)
 	a := startModelAgent(t, "openai", fake.URL, &acpclient.Recorder{MCP: host})

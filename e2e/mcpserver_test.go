@@ -282,6 +282,7 @@ func (r *askResult) toolCalls() []string {
 // server of the config, progress, a refused plain message, cancelling a
 // tool call mid-turn, and the end of the process with nothing left running.
 func TestMCPServer_DirectMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range mcpModes {
 		t.Run(mode, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "fixture.log")
@@ -405,6 +406,7 @@ func lastModelRequest(t *testing.T, fake *fakemodel.Server) string {
 // with a sessionKey, isolation between keys (over HTTP, of two clients), and
 // a turn cancelled while the model streams.
 func TestMCPServer_Model(t *testing.T) {
+	t.Parallel()
 	for _, mode := range mcpModes {
 		t.Run(mode, func(t *testing.T) {
 			fake := fakemodel.NewOpenAI(t)
@@ -481,6 +483,7 @@ func TestMCPServer_Model(t *testing.T) {
 // TestMCPServer_RestartKeepsConversation: a sessionKey continues its
 // conversation after the server restarts on the same store file.
 func TestMCPServer_RestartKeepsConversation(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	store := filepath.Join(t.TempDir(), "sessions.db")
 	p := startMCPWithModel(t, "stdio", fake, nil, "--store", store)
@@ -507,6 +510,7 @@ func TestMCPServer_RestartKeepsConversation(t *testing.T) {
 // client with the elicitation capability as a question, and is refused,
 // saying so, for a client without it.
 func TestMCPServer_Permissions(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	p := startMCPWithModel(t, "stdio", fake, map[string]any{})
 	imageTurn := fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{Name: "mcp__fixture__image", Args: `{}`}}}
@@ -535,6 +539,7 @@ func TestMCPServer_Permissions(t *testing.T) {
 // TestMCPServer_HTTPRules checks the Streamable HTTP endpoint's guards: the
 // bearer token, browser origins and the Host header on a loopback listener.
 func TestMCPServer_HTTPRules(t *testing.T) {
+	t.Parallel()
 	p := startMCPServer(t, "http", nil, "--store", "memory", "--allowed-origins", "https://ide.example")
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	tests := []struct {
@@ -579,6 +584,7 @@ func TestMCPServer_HTTPRules(t *testing.T) {
 // TestMCPServer_StartupErrors: a bad --listen is a startup error naming the
 // flag and the rule; --version prints the version on stdout.
 func TestMCPServer_StartupErrors(t *testing.T) {
+	t.Parallel()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for _, tt := range []struct {
 		args []string
@@ -607,6 +613,7 @@ func TestMCPServer_StartupErrors(t *testing.T) {
 // TestMCPServer_StdioSIGTERM: SIGTERM ends the stdio server like stdin EOF
 // does: its conversations ended, nothing left running, exit status 0.
 func TestMCPServer_StdioSIGTERM(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "fixture.log")
 	p := startMCPServer(t, "stdio", nil, "--config", mcpTestConfig(t, log, nil), "--store", "memory")
 	r := p.client.ask("/tools", "", nil)

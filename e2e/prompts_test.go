@@ -44,6 +44,7 @@ func hint(c *acpsdk.AvailableCommand) string {
 // commands with their descriptions and argument hints; running one shows its
 // messages; a missing argument is named.
 func TestPrompts_EverythingInDirectMode(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	sid := a.newSession(t.TempDir(), everythingServer("everything"))
 	cmds := lastCommands(a.Client.Updates(), sid)
@@ -76,6 +77,7 @@ func TestPrompts_EverythingInDirectMode(t *testing.T) {
 // TestPrompts_ModelGetsTheUserTurn: with a model, a prompt command's
 // messages reach the model as the user's message, not the command.
 func TestPrompts_ModelGetsTheUserTurn(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	a := modelBackends[0].start(t, fake.URL)
 	sid := a.newSession(t.TempDir(), everythingServer("everything"))
@@ -99,6 +101,7 @@ func TestPrompts_ModelGetsTheUserTurn(t *testing.T) {
 // prompts/list_changed sends a new available_commands_update with the new
 // prompt, which then runs (key=value, or bare text for its one argument).
 func TestPrompts_ListChangedRefreshesTheCommands(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
 	if c := findCommand(lastCommands(a.Client.Updates(), sid), "fixture:greeting"); c == nil || hint(c) != "<name>" {
@@ -131,6 +134,7 @@ func TestPrompts_ListChangedRefreshesTheCommands(t *testing.T) {
 // annotations make the tool_call's title and kind; a structured-only result
 // shows its JSON as content and keeps it in rawOutput.
 func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""), everythingServer("everything"))
 	for _, tt := range []struct {

@@ -28,6 +28,7 @@ import (
 // overflow the queue either way; TestAgent_NotificationsArePaced (acp)
 // checks the pacing itself in both modes.
 func TestReplay_BusyClientKeepsConnection(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sessions.db")
 	const sid, turns, perTurn, loads = "sess_replay", 500, 5, 5

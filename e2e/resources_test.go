@@ -16,6 +16,7 @@ const everythingInstructions = "demo://resource/static/document/instructions.md"
 // /resources lists server-everything's resources and templates; /read shows
 // a listed resource, a templated one, and summarizes a binary one.
 func TestResources_Commands(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	sid := a.newSession(t.TempDir(), everythingServer("everything"))
 	_, out := a.prompt(sid, "/resources")
@@ -47,6 +48,7 @@ func TestResources_Commands(t *testing.T) {
 // client and reach the model as links, which it reads with
 // mcp__everything__read_resource; the contents reach it.
 func TestResources_ModelGetsLinkedTextAndReads(t *testing.T) {
+	t.Parallel()
 	for _, be := range modelBackends {
 		t.Run(be.name, func(t *testing.T) {
 			fake := be.fake(t,

@@ -34,6 +34,7 @@ func samplingTurn(t *testing.T, a *agent, sid, id string) *acpsdk.SessionToolCal
 // naming the server); a rejection reaches the server as an error; "allow
 // always" asks once for the rest of the session.
 func TestSampling_WithModel(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	a := startAgentWith(t, []string{"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + fake.URL + "/v1"}, "--model", "openai:gpt-fake")
 	perms := &permissionAnswers{}
@@ -118,6 +119,7 @@ func TestSampling_WithModel(t *testing.T) {
 // TestSampling_DirectMode: without a model no sampling is offered, and a
 // server that asks anyway gets a clear refusal.
 func TestSampling_DirectMode(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	sid := a.newSession(t.TempDir(), legacyFixtureServer("fixture", ""))
 	got := callTool(t, a, sid, "mcp__fixture__sample {}")

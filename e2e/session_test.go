@@ -221,6 +221,7 @@ func TestSession_CloseEndsEveryProcess(t *testing.T) {
 // editor quitting (stdin EOF), SIGTERM or SIGINT — with a live session leaves
 // no child or grandchild behind.
 func TestSession_AgentExitEndsEverything(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		end  func(a *agent) error

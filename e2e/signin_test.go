@@ -75,6 +75,7 @@ func remoteServer(url string) acpsdk.McpServer {
 // signs in without asking; /logout deletes and revokes the tokens. No token
 // ever reaches the logs, the session store or a server's environment.
 func TestSignIn_ThroughTheEditor(t *testing.T) {
+	t.Parallel()
 	srv, err := oauthtest.Start(oauthtest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +175,7 @@ func TestSignIn_ThroughTheEditor(t *testing.T) {
 // TestSignIn_LinkAsMessage: an editor without URL elicitation gets the link
 // in an agent message, and /servers shows it until the user signs in.
 func TestSignIn_LinkAsMessage(t *testing.T) {
+	t.Parallel()
 	srv, err := oauthtest.Start(oauthtest.Options{})
 	if err != nil {
 		t.Fatal(err)

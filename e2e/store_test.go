@@ -74,6 +74,7 @@ func userEcho(prompt string) acpsdk.SessionNotification {
 }
 
 func TestStore_RestartAndLoad(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "state", "sessions.db")
 	fake := fakemodel.NewOpenAI(t)
 	cwd := t.TempDir()
@@ -159,6 +160,7 @@ func TestStore_RestartAndLoad(t *testing.T) {
 }
 
 func TestStore_KillDuringTurnKeepsEarlierTurns(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "sessions.db")
 	fake := fakemodel.NewOpenAI(t)
 	cwd := t.TempDir()
@@ -201,6 +203,7 @@ func TestStore_KillDuringTurnKeepsEarlierTurns(t *testing.T) {
 }
 
 func TestStore_TwoAgentsShareTheDatabase(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "sessions.db")
 	fake := fakemodel.NewOpenAI(t)
 	agents := []*agent{storeAgent(t, store, fake.URL), storeAgent(t, store, fake.URL)}
@@ -250,6 +253,7 @@ func TestStore_TwoAgentsShareTheDatabase(t *testing.T) {
 }
 
 func TestStore_NoSecretsOnDisk(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "sessions.db")
 	fixture := startFixtureHTTP(t)

@@ -111,6 +111,7 @@ func TestTeardown_InFlightCallIsCancelledFirst(t *testing.T) {
 // outlives its closed stdin, so it keeps the grace period): the prompt is
 // answered cancelled at once, not after the grace period.
 func TestTeardown_LingeringServerDoesNotDelayTheAnswer(t *testing.T) {
+	t.Parallel()
 	a := startAgentWithGrace(t)
 	sid := a.newSession(t.TempDir(), everythingServer("everything"))
 	from := len(a.Client.Updates())
@@ -180,6 +181,7 @@ func spawnEscapees(t *testing.T, a *agent, sid string) (escapees []int, server i
 // server's process group (setsid, a daemon) do not outlive the session,
 // whether it ends by session/close or by the agent exiting on stdin EOF.
 func TestTeardown_EscapedDescendantsEnd(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		end  func(a *agent, sid string) error
@@ -219,6 +221,7 @@ func TestTeardown_EscapedDescendantsEnd(t *testing.T) {
 // session even though another session's server still runs, and that the
 // other server survives.
 func TestTeardown_DaemonEndsWhileAnotherSessionRuns(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")))
 	var keep int
@@ -284,6 +287,7 @@ func TestTeardown_ToolsListHangCostsItsTimeout(t *testing.T) {
 // the parent-death signal), and what they started in their process groups
 // (the watchdog kills the groups).
 func TestTeardown_AgentKilledLeavesNoServer(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	stubborn := func(name string) acpsdk.McpServer {
 		return acpclient.Stdio(name, fixtureBin, []string{"-stubborn"}, nil)

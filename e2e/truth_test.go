@@ -20,6 +20,7 @@ import (
 // A store with corrupt pages stops the agent at start, with a message naming
 // the file and what to do.
 func TestStore_CorruptStoreStopsTheAgentAtStart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	st, err := session.OpenSQLite(t.Context(), path)
 	if err != nil {
@@ -64,6 +65,7 @@ func TestStore_CorruptStoreStopsTheAgentAtStart(t *testing.T) {
 // Across an agent restart and session/load: the session's model is restored,
 // and a new direct /call gets an ID distinct from the replayed call's.
 func TestStore_ModelAndCallIDsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "sessions.db")
 	fake := fakemodel.NewOpenAI(t)
 	cwd := t.TempDir()

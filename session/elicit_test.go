@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -51,5 +53,63 @@ func TestElicitor_FromEditor(t *testing.T) {
 	want := editor.ElicitRequest{Mode: "form", Message: `MCP server "db" asks: Name?`, ToolCallID: "call_1", Schema: schema}
 	if !reflect.DeepEqual(ed.got, want) {
 		t.Errorf("the editor got %+v, want %+v", ed.got, want)
+	}
+}
+
+// signInEditor answers a URL elicitation only when its context ends (as the
+// ACP request does when the sign-in finishes before the editor answers) and
+// records the completions it is sent.
+type signInEditor struct {
+	editor.Editor
+	asked     chan string
+	completed chan string
+}
+
+func (e *signInEditor) Capabilities() editor.Capabilities {
+	return editor.Capabilities{ElicitURL: true}
+}
+
+func (e *signInEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (editor.ElicitResult, error) {
+	e.asked <- r.ID
+	<-ctx.Done()
+	return editor.ElicitResult{}, ctx.Err()
+}
+
+func (e *signInEditor) CompleteElicitation(_ context.Context, id string) error {
+	e.completed <- id
+	return nil
+}
+
+// A sign-in that finishes before the editor has answered the URL
+// elicitation still withdraws it with elicitation/complete.
+func TestSignInPrompt_CompletesWhenSignedInBeforeTheAnswer(t *testing.T) {
+	ed := &signInEditor{asked: make(chan string, 1), completed: make(chan string, 1)}
+	ctx, signedIn := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- signInPrompt(slog.New(slog.DiscardHandler), ed, nil, nil)(ctx, "remote", "https://example.invalid/authorize")
+	}()
+	var id string
+	select {
+	case id = <-ed.asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the editor was never asked")
+	}
+	signedIn()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("signInPrompt = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("signInPrompt did not return")
+	}
+	select {
+	case got := <-ed.completed:
+		if got != id {
+			t.Errorf("elicitation/complete for %q, want %q", got, id)
+		}
+	default:
+		t.Error("no elicitation/complete after a sign-in that ended before the editor answered")
 	}
 }

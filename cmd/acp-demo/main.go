@@ -6,6 +6,11 @@
 // tools, reads a file through the filesystem server, calls the fixture's
 // image tool and its HTTP echo, closes the session and checks that the
 // servers' processes are gone. It exits non-zero if any step fails.
+//
+// The fixture runs with -demo, so only its demo-worthy tools are listed.
+// Each permission question the agent asks (session/request_permission) is
+// printed with its options and the answer the demo gives: "Allow once" for
+// every call but the audio one, which it rejects, to show a declined call.
 package main
 
 import (
@@ -19,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -69,9 +75,26 @@ func run() error {
 	if *verbose {
 		logs = os.Stderr
 	}
-	rec := &acpclient.Recorder{OnUpdate: func(n acpsdk.SessionNotification) {
-		fmt.Println("  " + strings.ReplaceAll(acpclient.Format(n), "\n", "\n  "))
-	}}
+	var answer atomic.Value // the PermissionOptionKind the demo picks for the current step
+	answer.Store(acpsdk.PermissionOptionKindAllowOnce)
+	var asked atomic.Int32 // permission questions so far
+	var rec *acpclient.Recorder
+	rec = &acpclient.Recorder{
+		OnUpdate: func(n acpsdk.SessionNotification) {
+			fmt.Println("  " + strings.ReplaceAll(acpclient.Format(n), "\n", "\n  "))
+		},
+		Permission: func(p acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse {
+			asked.Add(1)
+			// Print the question after its tool_call, which ACP's
+			// notification queue may deliver after this request.
+			wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, _, _ = rec.WaitFor(wait, 0, func(n acpsdk.SessionNotification) bool {
+				return n.Update.ToolCall != nil && n.Update.ToolCall.ToolCallId == p.ToolCall.ToolCallId
+			})
+			return askedPermission(os.Stdout, p, answer.Load().(acpsdk.PermissionOptionKind))
+		},
+	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work}
 	agent, err := acpclient.Start(*agentBin, []string{"--verbose"}, env, logs, rec)
 	if err != nil {
@@ -94,7 +117,7 @@ func run() error {
 	fmt.Printf("▶ session/new cwd=%s with mcpServers: fixture (Go, stdio), filesystem (node, stdio), web (Go, Streamable HTTP at %s)\n", work, httpURL)
 	start := time.Now()
 	sess, err := agent.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: work, McpServers: []acpsdk.McpServer{
-		acpclient.Stdio("fixture", *fixture, nil, nil),
+		acpclient.Stdio("fixture", *fixture, []string{"-demo"}, nil),
 		acpclient.Stdio("filesystem", "node", []string{*fsServer, work}, nil),
 		{Http: &acpsdk.McpServerHttpInline{Name: "web", Url: httpURL, Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer demo-token"}}}},
 	}})
@@ -108,19 +131,26 @@ func run() error {
 	}
 
 	pids := childPids(agent.Cmd.Process.Pid)
-	steps := []struct{ prompt, want string }{
-		{"/servers", "filesystem: connected"},
-		{"/tools", "mcp__filesystem__read_text_file"},
-		{fmt.Sprintf(`/call mcp__filesystem__read_text_file {"path":%q}`, note), "Hello from the acp-agent demo!"},
-		{`/call mcp__acp__read_file {"path":"hello.txt"}`, "Hello from the acp-agent demo!"}, // a built-in tool, in process
-		{"/call mcp__fixture__image", "[image image/png"},
-		{`/call mcp__fixture__add {"a": 2, "b": 3}`, "5"},
-		{`/call mcp__web__echo {"message": "over Streamable HTTP"}`, "Echo: over Streamable HTTP"},
-		{"/call mcp__web__headers", "Authorization: Bearer demo-token"},
+	steps := []struct {
+		prompt, want string
+		answer       acpsdk.PermissionOptionKind // to a permission question, if the call asks one
+	}{
+		{"/servers", "filesystem: connected", ""},
+		{"/tools", "mcp__filesystem__read_text_file", ""},
+		{fmt.Sprintf(`/call mcp__filesystem__read_text_file {"path":%q}`, note), "Hello from the acp-agent demo!", ""},
+		{`/call mcp__acp__read_file {"path":"hello.txt"}`, "Hello from the acp-agent demo!", ""}, // a built-in tool, in process
+		{"/call mcp__fixture__image", "[image image/png", acpsdk.PermissionOptionKindAllowOnce},
+		{"/call mcp__fixture__audio", "declined", acpsdk.PermissionOptionKindRejectOnce},
+		{`/call mcp__fixture__add {"a": 2, "b": 3}`, "5", ""},
+		{`/call mcp__web__echo {"message": "over Streamable HTTP"}`, "Echo: over Streamable HTTP", ""},
+		{"/call mcp__web__headers", "Authorization: Bearer demo-token", acpsdk.PermissionOptionKindAllowOnce},
 	}
 	for _, s := range steps {
+		if s.answer != "" {
+			answer.Store(s.answer)
+		}
 		fmt.Printf("\n▶ %s\n", s.prompt)
-		from := len(rec.Updates())
+		from, askedBefore := len(rec.Updates()), asked.Load()
 		stop, err := agent.Prompt(ctx, sid, s.prompt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.prompt, err)
@@ -132,6 +162,9 @@ func run() error {
 		}
 		if !strings.Contains(out.String(), s.want) {
 			return fmt.Errorf("%s: the updates do not show %q", s.prompt, s.want)
+		}
+		if s.answer != "" && asked.Load() == askedBefore {
+			return fmt.Errorf("%s: the agent asked no permission question", s.prompt)
 		}
 	}
 
@@ -154,10 +187,34 @@ func run() error {
 	return nil
 }
 
+// askedPermission prints a permission question, its options and the answer
+// the demo gives (the option of kind want, else the first), and returns that
+// answer.
+func askedPermission(w io.Writer, p acpsdk.RequestPermissionRequest, want acpsdk.PermissionOptionKind) acpsdk.RequestPermissionResponse {
+	title := string(p.ToolCall.ToolCallId)
+	if p.ToolCall.Title != nil {
+		title = *p.ToolCall.Title
+	}
+	if len(p.Options) == 0 {
+		fmt.Fprintf(w, "  ? permission asked: %q, with no options → the demo cancels\n", title)
+		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
+	}
+	pick := p.Options[0]
+	var names []string
+	for _, o := range p.Options {
+		names = append(names, o.Name)
+		if o.Kind == want && pick.Kind != want {
+			pick = o
+		}
+	}
+	fmt.Fprintf(w, "  ? permission asked: %q [%s] → the demo answers: %s\n", title, strings.Join(names, " | "), pick.Name)
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(pick.OptionId)}
+}
+
 // startHTTPFixture runs the fixture in HTTP mode on loopback and returns its
 // Streamable HTTP URL.
 func startHTTPFixture(bin string) (string, func(), error) {
-	cmd := exec.Command(bin, "-http", "127.0.0.1:0")
+	cmd := exec.Command(bin, "-demo", "-http", "127.0.0.1:0")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", nil, err

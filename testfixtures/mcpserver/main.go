@@ -23,6 +23,11 @@
 // SIGKILL ends it. -hang-tools-list is -stubborn and never answers
 // tools/list.
 //
+// With -demo it offers only the tools worth showing a person (demoTools:
+// echo, add, image, audio, resource, resource_link, headers, weather), as
+// `make demo` runs it: the others are left out of tools/list and a
+// tools/call of one is refused with an error. It combines with -http.
+//
 // With -http ADDR (such as 127.0.0.1:0) it serves Streamable HTTP at /mcp and
 // legacy SSE at /sse instead of stdio, and prints its base URL
 // ("http://127.0.0.1:PORT") as the first line on stdout.
@@ -44,6 +49,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +65,7 @@ func main() {
 	httpAddr := flag.String("http", "", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
 	stubborn := flag.Bool("stubborn", false, "ignore SIGTERM and outlive a closed stdin")
 	hang := flag.Bool("hang-tools-list", false, "never answer tools/list; implies -stubborn")
+	flag.BoolVar(&demo, "demo", false, "offer only the demo-worthy tools (echo, add, image, audio, resource, resource_link, headers, weather)")
 	flag.Parse()
 	if *stubborn || *hang {
 		serveStubborn(*hang)
@@ -142,8 +149,34 @@ func newServer() *mcp.Server {
 	// Added after NewServer's own multi round-trip middleware, so it runs
 	// first: one line per tools/call frame received.
 	srv.AddReceivingMiddleware(logCalls)
+	if demo {
+		srv.AddReceivingMiddleware(demoOnly)
+	}
 	addTools(srv)
 	return srv
+}
+
+// demo is set by -demo: newServer's servers offer only demoTools.
+var demo bool
+
+// demoTools are the tools -demo offers: those that show what the bridge
+// carries, without the test-only ones (crash, spawn_grandchild, env, ...).
+// An allowlist, so that a tool added for a test stays out of the demo.
+var demoTools = []string{"echo", "add", "image", "audio", "resource", "resource_link", "headers", "weather"}
+
+// demoOnly hides every tool outside demoTools from tools/list and refuses a
+// tools/call of one.
+func demoOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" && !slices.Contains(demoTools, p.Name) {
+			return nil, fmt.Errorf("fixture -demo: tool %q is test-only and not offered in demo mode", p.Name)
+		}
+		res, err := next(ctx, method, req)
+		if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			lt.Tools = slices.DeleteFunc(slices.Clone(lt.Tools), func(t *mcp.Tool) bool { return !slices.Contains(demoTools, t.Name) })
+		}
+		return res, err
+	}
 }
 
 // maxProtocol returns the go-sdk's protocol versions up to max, or nil (all

@@ -40,6 +40,10 @@ func TestFixture(t *testing.T) {
 			testTools(t, bin, version)
 		})
 	}
+	t.Run("demo", func(t *testing.T) {
+		t.Parallel()
+		testDemo(t, bin)
+	})
 	t.Run("crash", func(t *testing.T) {
 		t.Parallel()
 		f := start(t, bin, "2025-11-25")
@@ -53,6 +57,36 @@ func TestFixture(t *testing.T) {
 	})
 }
 
+// testDemo checks that -demo lists exactly demoTools and refuses a call of a
+// test-only tool without running it, while a demo tool still works.
+func testDemo(t *testing.T, bin string) {
+	f := start(t, bin, "2025-11-25", "-demo")
+	res, err := f.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	want := slices.Sorted(slices.Values(demoTools))
+	if !slices.Equal(names, want) {
+		t.Errorf("-demo tools/list = %v, want %v", names, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"crash", "spawn_grandchild", "env"} {
+		_, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), "test-only") {
+			t.Errorf("-demo tools/call %s: err = %v, want a refusal naming it test-only", name, err)
+		}
+	}
+	if got := textOf(t, f.call(t, "echo", map[string]any{"message": "still here"})); got != "Echo: still here" {
+		t.Errorf("echo after the refusals = %q: crash ran in -demo mode?", got)
+	}
+}
+
 // fixture is one running server and the client session talking to it.
 type fixture struct {
 	cs  *mcp.ClientSession
@@ -63,10 +97,11 @@ type fixture struct {
 	progress []*mcp.ProgressNotificationParams
 }
 
-func start(t *testing.T, bin, version string) *fixture {
+// start runs bin with flags and connects to it with protocol version.
+func start(t *testing.T, bin, version string, flags ...string) *fixture {
 	t.Helper()
 	f := &fixture{log: filepath.Join(t.TempDir(), "fixture.log")}
-	f.cmd = exec.Command(bin)
+	f.cmd = exec.Command(bin, flags...)
 	f.cmd.Env = append(os.Environ(), "FIXTURE_LOG="+f.log, "FIXTURE_MARKER=42")
 	f.cmd.Stderr = os.Stderr
 	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so spawn_grandchild's group is the server's own
