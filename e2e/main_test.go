@@ -6,7 +6,8 @@
 //
 // Top-level tests call t.Parallel (go test runs GOMAXPROCS of them at once),
 // except those that bound a latency (a turn ends within 2 s of a cancel or a
-// kill, processes go within the teardown grace) and the conformance suites:
+// kill, processes go within the teardown grace), the replay-throughput test
+// and the conformance suites:
 // those run first, one at a time, as go test runs every serial test before
 // the parallel ones.
 package e2e

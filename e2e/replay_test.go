@@ -27,8 +27,10 @@ import (
 // before response"). With -race the instrumented agent writes too slowly to
 // overflow the queue either way; TestAgent_NotificationsArePaced (acp)
 // checks the pacing itself in both modes.
+//
+// It runs serially: it measures the client's throughput against the
+// agent's pace, which other tests' load would distort.
 func TestReplay_BusyClientKeepsConnection(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sessions.db")
 	const sid, turns, perTurn, loads = "sess_replay", 500, 5, 5
