@@ -21,16 +21,17 @@ func TestConformance_MCPClient(t *testing.T) {
 	runConformance(t, node, cli, conformanceClient, "--command", client)
 }
 
-// buildConformanceClient builds testfixtures/conformanceclient (with the
-// race detector when the tests have it, so the bridge is checked for races
-// under the suite too) and returns the binary's path.
+// buildConformanceClient builds testfixtures/conformanceclient and returns
+// the binary's path. It is built without the race detector even under
+// -race: the suite starts all 44 scenarios' clients at once, and 44
+// race-instrumented processes on a 2-core machine made scenarios fail on
+// their timing (a reset connection, a late SSE reconnect), not on the
+// bridge. The bridge's races are checked by its own tests and by the
+// race-built agent in every other e2e test.
 func buildConformanceClient(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "conformance-client")
 	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
 	var stderr bytes.Buffer
 	cmd := exec.Command("go", append(args, "../testfixtures/conformanceclient")...)
 	cmd.Stderr = &stderr
