@@ -25,11 +25,12 @@ DISTFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -buildid= $(LDFLAGS)"
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(AGENT) ./cmd/acp-agent
 
-# install builds the agent into $(DESTDIR)$(BINDIR)/acp-agent. The binary is
-# replaced by a rename, so an editor running the old one is not disturbed.
+# install builds the agent into $(DESTDIR)$(BINDIR)/acp-agent, as make dist
+# builds it for this platform. The binary is replaced by a rename, so an
+# editor running the old one is not disturbed.
 install:
 	@mkdir -p "$(DESTDIR)$(BINDIR)"
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" ./cmd/acp-agent
+	CGO_ENABLED=0 $(GO) build $(DISTFLAGS) -o "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" ./cmd/acp-agent
 	@mv -f "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" "$(DESTDIR)$(BINDIR)/acp-agent"
 	@echo "installed $(DESTDIR)$(BINDIR)/acp-agent ($(VERSION))"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
