@@ -78,3 +78,37 @@ func TestREADME_GatewayExampleWorksInAnEmptyHome(t *testing.T) {
 		}
 	}
 }
+
+// Every make target the README names (`make X`, and make lines in its sh
+// blocks) is a rule of the Makefile, so a documented command cannot be missing.
+func TestREADME_MakeTargetsExist(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-zA-Z0-9_.$()/%-]+):`).FindAllStringSubmatch(string(makefile), -1) {
+		rules[m[1]] = true
+	}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)(?:`|^)make ((?:[A-Z_]+=\\S+ )*)([a-z][a-z0-9-]*)").FindAllStringSubmatch(string(readme), -1) {
+		target := m[2]
+		if seen[target] {
+			continue
+		}
+		seen[target] = true
+		if !rules[target] {
+			t.Errorf("README.md documents `make %s`, but the Makefile has no rule %q", target, target)
+		}
+	}
+	for _, want := range []string{"install", "dist", "test", "demo"} {
+		if !seen[want] {
+			t.Errorf("README.md does not mention `make %s`", want)
+		}
+	}
+}
