@@ -4,13 +4,19 @@ BIN     := bin
 AGENT   := $(BIN)/acp-agent
 # VERSION: the nearest v* tag (v1.2.0, v1.2.0-3-gabc1234 after it, -dirty with
 # uncommitted changes); in a clone without tags dev-<commit>; outside git "dev".
-VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+# Computed once (:=), so a commit made during a long make dist cannot rename
+# the files half-way.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
 	{ c=$$(git describe --always --dirty 2>/dev/null) && echo "dev-$$c"; } || echo dev)
+endif
 LDFLAGS := -X main.version=$(VERSION)
 
 # install puts the agent in $(BINDIR): $(PREFIX)/bin, by default the first
 # GOPATH entry's bin ($$HOME/go/bin), where `go install` puts programs too.
-PREFIX  ?= $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))
+ifeq ($(origin PREFIX),undefined)
+PREFIX  := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))
+endif
 BINDIR  ?= $(PREFIX)/bin
 
 # dist: static (CGO_ENABLED=0), stripped (-s -w), reproducible (-trimpath, no
@@ -35,9 +41,10 @@ install:
 	@echo "installed $(DESTDIR)$(BINDIR)/acp-agent ($(VERSION))"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
-dist: $(foreach p,$(PLATFORMS),$(DIST)/acp-agent-$(VERSION)-$(p))
-	cd $(DIST) && { sha256sum $(foreach p,$(PLATFORMS),acp-agent-$(VERSION)-$(p)) 2>/dev/null || \
-		shasum -a 256 $(foreach p,$(PLATFORMS),acp-agent-$(VERSION)-$(p)); } > SHA256SUMS
+DISTBINS = $(foreach p,$(PLATFORMS),acp-agent-$(VERSION)-$(p))
+dist: $(addprefix $(DIST)/,$(DISTBINS))
+	cd $(DIST) && if command -v sha256sum >/dev/null 2>&1; then sha256sum $(DISTBINS); \
+		else shasum -a 256 $(DISTBINS); fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
 	@cat $(DIST)/SHA256SUMS
 
 # One release binary: make dist/acp-agent-$(VERSION)-linux-arm64.
