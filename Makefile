@@ -2,13 +2,59 @@
 GO      ?= go
 BIN     := bin
 AGENT   := $(BIN)/acp-agent
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# VERSION: the nearest v* tag (v1.2.0, v1.2.0-3-gabc1234 after it, -dirty with
+# uncommitted changes); in a clone without tags dev-<commit>; outside git "dev".
+# Computed once (:=), so a commit made during a long make dist cannot rename
+# the files half-way.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	{ c=$$(git describe --always --dirty 2>/dev/null) && echo "dev-$$c"; } || echo dev)
+endif
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test unit e2e-deps bench demo lint fmt tidy-check fuzz clean
+# install puts the agent in $(BINDIR): $(PREFIX)/bin, by default the first
+# GOPATH entry's bin ($$HOME/go/bin), where `go install` puts programs too.
+ifeq ($(origin PREFIX),undefined)
+PREFIX  := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))
+endif
+BINDIR  ?= $(PREFIX)/bin
+
+# dist: static (CGO_ENABLED=0), stripped (-s -w), reproducible (-trimpath, no
+# build ID, the version from git) release binaries, one per platform, in $(DIST),
+# with SHA256SUMS. The same commit and Go toolchain give the same bytes.
+DIST      ?= dist
+PLATFORMS := linux-amd64 linux-arm64 darwin-amd64 darwin-arm64
+DISTFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -buildid= $(LDFLAGS)"
+
+.PHONY: build install dist version test unit e2e-deps bench demo lint fmt tidy-check fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(AGENT) ./cmd/acp-agent
+
+# install builds the agent into $(DESTDIR)$(BINDIR)/acp-agent, as make dist
+# builds it for this platform. The binary is replaced by a rename, so an
+# editor running the old one is not disturbed.
+install:
+	@mkdir -p "$(DESTDIR)$(BINDIR)"
+	CGO_ENABLED=0 $(GO) build $(DISTFLAGS) -o "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" ./cmd/acp-agent
+	@mv -f "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" "$(DESTDIR)$(BINDIR)/acp-agent"
+	@echo "installed $(DESTDIR)$(BINDIR)/acp-agent ($(VERSION))"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
+
+DISTBINS = $(foreach p,$(PLATFORMS),acp-agent-$(VERSION)-$(p))
+dist: $(addprefix $(DIST)/,$(DISTBINS))
+	cd $(DIST) && if command -v sha256sum >/dev/null 2>&1; then sha256sum $(DISTBINS); \
+		else shasum -a 256 $(DISTBINS); fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+	@cat $(DIST)/SHA256SUMS
+
+# One release binary: make dist/acp-agent-$(VERSION)-linux-arm64.
+$(DIST)/acp-agent-$(VERSION)-%: FORCE
+	@mkdir -p $(DIST)
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst -, ,$*)) GOARCH=$(word 2,$(subst -, ,$*)) \
+		$(GO) build $(DISTFLAGS) -o $@ ./cmd/acp-agent
+
+version:
+	@echo $(VERSION)
 
 # e2e-deps installs the pinned npm packages of the e2e suite (MCP servers, acpx)
 # from the committed lockfile.
@@ -92,4 +138,4 @@ tidy-check:
 	$(GO) mod tidy -diff
 
 clean:
-	rm -rf $(BIN) e2e/node_modules
+	rm -rf $(BIN) $(DIST) e2e/node_modules
