@@ -62,10 +62,9 @@ e2e/node_modules/.package-lock.json: e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error
 e2e-deps: e2e/node_modules/.package-lock.json
 
-# gotestsum runs `go test -json` and prints progress as tests finish; pinned
-# here, installed into bin/ by the first `make test`.
-GOTESTSUM_VERSION := v1.13.0
-GOTESTSUM         := $(BIN)/gotestsum-$(GOTESTSUM_VERSION)
+# gotestsum runs `go test -json` and prints progress as tests finish; it is
+# one of the module's tools (the tool directive in go.mod pins its version).
+GOTESTSUM := $(GO) tool gotestsum
 # TESTFORMAT is gotestsum's --format (testname: a line per test as it ends,
 # with its time; pkgname: a line per package); SLOWEST is the threshold of
 # the slowest-tests list printed at the end.
@@ -74,15 +73,11 @@ SLOWEST    ?= 10s
 # TESTPKGS are the packages `make test` runs (all of them by default).
 TESTPKGS   ?= ./...
 
-$(GOTESTSUM):
-	@mkdir -p $(BIN)
-	GOBIN=$(abspath $(BIN)) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
-	mv $(BIN)/gotestsum $@
-
 # test runs every test, e2e included, with the race detector, printing each
 # test as it ends, the failures' output, and then the tests slower than
 # $(SLOWEST); it fails if any test fails. bin/test.json keeps the events.
-test: e2e-deps $(GOTESTSUM)
+test: e2e-deps
+	@mkdir -p $(BIN)
 	@$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json \
 		-- -race -count=1 -timeout 20m $(TESTPKGS); status=$$?; \
 	echo "Tests slower than $(SLOWEST):"; \
