@@ -77,10 +77,9 @@ func PromptCommandNames(refs []ToolRef) []string {
 
 // promptState is a server's prompts. Lock order: server.mu before mu.
 type promptState struct {
-	mu         sync.Mutex
-	list       []*mcp.Prompt // from prompts/list, in server order
-	refreshing bool          // a refresh runs
-	stale      bool          // prompts/list_changed arrived during the refresh
+	mu      sync.Mutex
+	list    []*mcp.Prompt // from prompts/list, in server order
+	refresh rerun         // prompts/list_changed refreshes
 }
 
 func (p *promptState) get() []*mcp.Prompt {
@@ -130,46 +129,26 @@ func (s *server) loadPrompts(ctx context.Context, cs *mcp.ClientSession) {
 // onPromptListChanged handles notifications/prompts/list_changed as
 // onToolListChanged does tools: one refresh at a time, in the background.
 func (s *server) onPromptListChanged(context.Context, *mcp.PromptListChangedRequest) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != StateConnected || s.closing {
-		return // connect lists the prompts itself
-	}
-	s.prompts.mu.Lock()
-	defer s.prompts.mu.Unlock()
-	if s.prompts.refreshing {
-		s.prompts.stale = true
-		return
-	}
-	s.prompts.refreshing = true
-	s.watchers.Go(s.refreshPrompts)
+	s.listChanged(&s.prompts.refresh, s.refreshPrompts)
 }
 
+// refreshPrompts lists the prompts again and, when that worked, tells the
+// Manager; a failure keeps the old list.
 func (s *server) refreshPrompts() {
-	for {
-		cs, err := s.session()
-		var list []*mcp.Prompt
-		if err == nil {
-			list, err = s.listPrompts(s.life, cs)
-		}
-		closing := s.life.Err() != nil
-		p := &s.prompts
-		p.mu.Lock()
-		if err == nil && !closing {
-			p.list = list
-		}
-		again := p.stale && !closing
-		p.stale, p.refreshing = false, again
-		p.mu.Unlock()
-		if err != nil {
-			s.log.Warn("refreshing the prompts after prompts/list_changed failed; keeping the old list", "err", err)
-		} else if !closing && s.onPromptsChanged != nil {
-			s.log.Info("prompts changed", "prompts", len(list))
-			s.onPromptsChanged()
-		}
-		if !again {
-			return
-		}
+	cs, err := s.session()
+	var list []*mcp.Prompt
+	if err == nil {
+		list, err = s.listPrompts(s.life, cs)
+	}
+	closing := s.life.Err() != nil
+	if err == nil && !closing {
+		s.prompts.set(list)
+	}
+	if err != nil {
+		s.log.Warn("refreshing the prompts after prompts/list_changed failed; keeping the old list", "err", err)
+	} else if !closing && s.onPromptsChanged != nil {
+		s.log.Info("prompts changed", "prompts", len(list))
+		s.onPromptsChanged()
 	}
 }
 

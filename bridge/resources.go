@@ -65,8 +65,7 @@ type resourceState struct {
 	compiled   []*uritemplate.Template // parallel to templates; nil for a template that does not parse
 	updated    map[string]bool         // URI → resources/updated arrived since the last read
 	subscribed map[string]bool         // URIs the bridge subscribed to (resources/subscribe)
-	refreshing bool                    // a list_changed refresh runs
-	stale      bool                    // list_changed arrived during the refresh
+	refresh    rerun                   // list_changed refreshes
 }
 
 // set replaces the lists and reports whether the server has resources now
@@ -180,37 +179,18 @@ func collect[T any](ctx context.Context, method string, seq iter.Seq2[T, error])
 // notification during a refresh runs one more). When the server gains or
 // loses its last resource, the tools are bridged again.
 func (s *server) onResourceListChanged(context.Context, *mcp.ResourceListChangedRequest) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != StateConnected || s.closing {
-		return // connect lists them itself
-	}
-	s.res.mu.Lock()
-	defer s.res.mu.Unlock()
-	if s.res.refreshing {
-		s.res.stale = true
-		return
-	}
-	s.res.refreshing = true
-	s.watchers.Go(s.refreshResources)
+	s.listChanged(&s.res.refresh, s.refreshResources)
 }
 
+// refreshResources lists the resources and templates again; when the
+// server gained or lost its last one, the tools are bridged again.
 func (s *server) refreshResources() {
-	for {
-		changed := false
-		if cs, err := s.session(); err == nil {
-			changed = s.loadResources(s.life, cs)
-		}
-		s.res.mu.Lock()
-		again := s.res.stale && s.life.Err() == nil
-		s.res.stale, s.res.refreshing = false, again
-		s.res.mu.Unlock()
-		if changed && s.life.Err() == nil && s.onToolsChanged != nil {
-			s.onToolsChanged()
-		}
-		if !again {
-			return
-		}
+	changed := false
+	if cs, err := s.session(); err == nil {
+		changed = s.loadResources(s.life, cs)
+	}
+	if changed && s.life.Err() == nil && s.onToolsChanged != nil {
+		s.onToolsChanged()
 	}
 }
 

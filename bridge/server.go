@@ -92,27 +92,26 @@ type server struct {
 	settled    chan struct{}
 	settleOnce sync.Once
 
-	mu         sync.Mutex
-	state      State
-	err        error                   // why the server failed or was lost; nil when connected
-	retryAt    time.Time               // StateLost: no redial before; zero: at once
-	backoff    time.Duration           // the last wait between redials; 0 until a redial fails
-	cs         *mcp.ClientSession      // non-nil once connected, until closed
-	cmd        *exec.Cmd               // the stdio child, or nil
-	proc       *sandbox.Process        // the stdio child once started, or nil
-	procCancel context.CancelFunc      // kills the stdio child's process group, or ends the HTTP streams
-	tools      []*mcp.Tool             // from tools/list, in server order
-	info       *mcp.Implementation     // serverInfo from initialize
-	progress   map[string]*progressFan // progress token → the call waiting for it
-	nextToken  int
-	closing    bool             // Close has begun; a lost connection is not a failure
-	signIn     *signin.Handler  // an http or sse server's sign-in, made on first use (signin.go)
-	signInURL  string           // StateSignIn: where the user signs in
-	deadline   *connectDeadline // the connect deadline of the dial in progress, or nil
-	detach     func() bool      // during the first connect: stops its request's end from cancelling it
-	watchers   sync.WaitGroup   // connection watchers and tool refreshes
-	refreshing bool             // a refresh runs
-	stale      bool             // tools/list_changed arrived during the refresh
+	mu           sync.Mutex
+	state        State
+	err          error                   // why the server failed or was lost; nil when connected
+	retryAt      time.Time               // StateLost: no redial before; zero: at once
+	backoff      time.Duration           // the last wait between redials; 0 until a redial fails
+	cs           *mcp.ClientSession      // non-nil once connected, until closed
+	cmd          *exec.Cmd               // the stdio child, or nil
+	proc         *sandbox.Process        // the stdio child once started, or nil
+	procCancel   context.CancelFunc      // kills the stdio child's process group, or ends the HTTP streams
+	tools        []*mcp.Tool             // from tools/list, in server order
+	info         *mcp.Implementation     // serverInfo from initialize
+	progress     map[string]*progressFan // progress token → the call waiting for it
+	nextToken    int
+	closing      bool             // Close has begun; a lost connection is not a failure
+	signIn       *signin.Handler  // an http or sse server's sign-in, made on first use (signin.go)
+	signInURL    string           // StateSignIn: where the user signs in
+	deadline     *connectDeadline // the connect deadline of the dial in progress, or nil
+	detach       func() bool      // during the first connect: stops its request's end from cancelling it
+	watchers     sync.WaitGroup   // connection watchers and tool refreshes
+	toolsRefresh rerun            // tools/list_changed refreshes
 }
 
 // progressFan forwards progress notifications to one running call until the
@@ -145,44 +144,72 @@ func newServer(spec ServerSpec, opts *Options) *server {
 // listed again in the background (one refresh at a time; a notification
 // during a refresh runs one more), and the Manager is told.
 func (s *server) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
+	s.listChanged(&s.toolsRefresh, s.refreshTools)
+}
+
+// listChanged starts refresh through r (one at a time, one more for a
+// notification during a refresh) while the server is connected; a server
+// still connecting lists everything itself.
+func (s *server) listChanged(r *rerun, refresh func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != StateConnected || s.closing {
-		return // connect lists the tools itself
-	}
-	if s.refreshing {
-		s.stale = true
 		return
 	}
-	s.refreshing = true
-	s.watchers.Go(s.refresh)
+	r.trigger(&s.watchers, refresh)
 }
 
-func (s *server) refresh() {
-	for {
-		cs, err := s.session()
-		var tools []*mcp.Tool
-		if err == nil {
-			tools, err = s.listTools(s.life, cs)
+// rerun runs a list refresh in the background, one at a time: a trigger
+// while one runs makes it run once more when it ends.
+type rerun struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+}
+
+// trigger starts run as a goroutine of wg unless one runs. Callers hold the
+// server's mu, so wg (the server's watchers) is not yet waited on.
+func (r *rerun) trigger(wg *sync.WaitGroup, run func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running {
+		r.again = true
+		return
+	}
+	r.running = true
+	wg.Go(func() {
+		for {
+			run()
+			r.mu.Lock()
+			again := r.again
+			r.again, r.running = false, again
+			r.mu.Unlock()
+			if !again {
+				return
+			}
 		}
-		s.mu.Lock()
-		if err == nil && !s.closing {
-			s.tools = tools
-		}
-		again := s.stale && !s.closing
-		s.stale = false
-		s.refreshing = again
-		notify := err == nil && !s.closing
-		s.mu.Unlock()
-		if err != nil {
-			s.log.Warn("refreshing the tools after tools/list_changed failed; keeping the old list", "err", err)
-		} else if notify && s.onToolsChanged != nil {
-			s.log.Info("tools changed", "tools", len(tools))
-			s.onToolsChanged()
-		}
-		if !again {
-			return
-		}
+	})
+}
+
+// refreshTools lists the tools again and, when that worked, tells the
+// Manager; a failure keeps the old list.
+func (s *server) refreshTools() {
+	cs, err := s.session()
+	var tools []*mcp.Tool
+	if err == nil {
+		tools, err = s.listTools(s.life, cs)
+	}
+	s.mu.Lock()
+	notify := err == nil && !s.closing
+	if notify {
+		s.tools = tools
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Warn("refreshing the tools after tools/list_changed failed; keeping the old list", "err", err)
+	} else if notify && s.onToolsChanged != nil {
+		s.log.Info("tools changed", "tools", len(tools))
+		s.onToolsChanged()
 	}
 }
 
