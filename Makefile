@@ -95,11 +95,14 @@ bench: e2e-deps
 	$(GO) test -run '^$$' -bench 'ReadFile' -benchtime 2000x -count 1 ./bridge/builtin | tee -a $(BIN)/bench.txt
 	@awk '{ sub(/-[0-9]+$$/, "", $$1) } \
 		$$1 == "BenchmarkBridgedCall" {b=$$3} $$1 == "BenchmarkDirectCall" {d=$$3} \
+		$$1 == "BenchmarkLeanBridgedCall" {lb=$$3} $$1 == "BenchmarkLeanBridgedCallMemory" {lm=$$3} \
+		$$1 == "BenchmarkRawPipeCall" {rp=$$3} \
 		$$1 == "BenchmarkBridgedCallHTTP" {bh=$$3} $$1 == "BenchmarkDirectCallHTTP" {dh=$$3} \
 		$$1 == "BenchmarkFirstChunk" {fa=$$5} $$1 == "BenchmarkFirstChunkDirect" {fd=$$5} \
 		$$1 == "BenchmarkLoad500Turns" {l=$$3} \
 		$$1 == "BenchmarkReadFileBridged" {rb=$$3} $$1 == "BenchmarkReadFileDirect" {rd=$$3} \
-		END { if (b && d) printf "stdio           bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", b/d, b, d; \
+		END { if (lb && d && rp) printf "stdio, lean editor: bridged/direct %.2fx, bridged/raw pipe %.2fx (%.0f ns bridged, %.0f ns with --store memory, %.0f ns go-sdk direct, %.0f ns raw pipe)\n", lb/d, lb/rp, lb, lm, d, rp; \
+		      if (b && d) printf "stdio           bridged/direct: %.2fx (%.0f ns vs %.0f ns per call, through the recording test client)\n", b/d, b, d; \
 		      if (bh && dh) printf "Streamable HTTP bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", bh/dh, bh, dh; \
 		      if (fa && fd) printf "first agent_message_chunk: the agent adds %.0f us to the first delta of the provider (%.0f us vs %.0f us)\n", (fa-fd)/1000, fa/1000, fd/1000; \
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \
