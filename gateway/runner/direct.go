@@ -34,7 +34,8 @@ tools a model would, under the same permissions.`
 // to call one (the same path a model's tool call takes), anything else gets
 // DirectHelp. Each /call gets a random tool call ID ("call_" and 16 hex
 // digits), so IDs do not repeat across agent restarts or session/load. It is
-// safe for concurrent use.
+// safe for concurrent use. It reads only the current turn: the runner gives
+// it no history (Request.Messages holds the turn's messages alone).
 type Direct struct{}
 
 // NewDirect returns the direct provider.
@@ -44,6 +45,8 @@ var _ gateway.Provider = (*Direct)(nil)
 
 // Name implements [gateway.Provider].
 func (*Direct) Name() string { return "direct" }
+
+func (*Direct) turnOnly() {}
 
 // Complete implements [gateway.Provider].
 func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {

@@ -111,6 +111,11 @@ func (r *Runner) Forget(ctx context.Context, sessionKey string) {
 	r.callIDs.forget(sessionKey)
 }
 
+// turnOnlyProvider is a provider that reads only the running turn's
+// messages (Direct, which parses the last one): the runner passes it no
+// history.
+type turnOnlyProvider interface{ turnOnly() }
+
 // Run runs one prompt turn: the user message, then model requests and the
 // tool calls they ask for, until the model ends the turn. Every step reaches
 // emit in order, one event at a time. The turn's messages are added to the
@@ -154,11 +159,18 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		}
 		return r.opts.History.Messages(ctx, req.SessionKey)
 	}
+	// A provider that reads only this turn (Direct) gets no history: copying
+	// the whole history into each request cost O(session length) per /call.
+	_, turnOnly := model.Provider.(turnOnlyProvider)
 
 	for range r.opts.MaxTurnRequests {
 		all := slices.Concat(r.opts.Tools, r.registry.Tools(req.SessionKey))
 		offered := slices.DeleteFunc(slices.Clone(all), func(t *gateway.Tool) bool { return r.opts.Permissions.Decide(t) == DecisionDeny })
-		preq := &gateway.Request{System: req.System, Messages: slices.Concat(past(), turn), Tools: offered}
+		msgs := turn
+		if !turnOnly {
+			msgs = slices.Concat(past(), turn)
+		}
+		preq := &gateway.Request{System: req.System, Messages: msgs, Tools: offered}
 		resp, err := model.Provider.Complete(ctx, preq, emitOne)
 		if ctx.Err() != nil {
 			if resp != nil && len(resp.Message.Content) > 0 {

@@ -282,3 +282,39 @@ func TestRunner_ToolKind(t *testing.T) {
 		}
 	}
 }
+
+// turnOnlyFake is a provider that reads only the turn, as Direct does; it
+// records how many messages each request held.
+type turnOnlyFake struct {
+	fakeProvider
+	mu   sync.Mutex
+	lens []int
+}
+
+func (*turnOnlyFake) turnOnly() {}
+
+// A provider that reads only the turn (Direct) gets no copy of the
+// session's history in its requests, so a /call's cost does not grow with
+// the session's length; the turns still join the history.
+func TestRunner_TurnOnlyProviderGetsNoHistory(t *testing.T) {
+	p := &turnOnlyFake{}
+	p.complete = func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+		p.mu.Lock()
+		p.lens = append(p.lens, len(req.Messages))
+		p.mu.Unlock()
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("ok")}}}, nil
+	}
+	r := New(&gateway.Registry{}, &Options{Models: []gateway.Model{{ID: "fake:m", Provider: p}}})
+	for range 3 {
+		_, emit := collect()
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Model: "fake:m", Message: []gateway.Content{gateway.TextContent("hi")}}, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(p.lens) != "[1 1 1]" {
+		t.Errorf("request lengths %v, want [1 1 1]: the turn alone", p.lens)
+	}
+	if h := r.opts.History.Messages(t.Context(), "k"); len(h) != 6 {
+		t.Errorf("history has %d messages, want the 3 turns' 6", len(h))
+	}
+}
