@@ -452,7 +452,7 @@ func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
 		defer cancel()
-		tell(ctx, StateChangeText(st))
+		tell(ctx, stateChangeText(st))
 	}
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
 	o.Logger = log

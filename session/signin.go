@@ -54,7 +54,7 @@ func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context,
 			log.Warn("asking the editor to open the sign-in link failed; sending it as a message", "server", server, "err", err)
 		}
 		if tell != nil {
-			tell(ctx, SignInText(server, authURL))
+			tell(ctx, signInText(server, authURL))
 			return nil
 		}
 		log.Info("MCP server needs sign-in; /servers shows the link", "server", server)
@@ -62,14 +62,14 @@ func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context,
 	}
 }
 
-// SignInText is the message that gives the user a server's sign-in link.
-func SignInText(server, authURL string) string {
+// signInText is the message that gives the user a server's sign-in link.
+func signInText(server, authURL string) string {
 	return fmt.Sprintf("MCP server %q needs you to sign in: open %s\nIts tools join this session once you have signed in; /servers shows the link again.\n", server, authURL)
 }
 
-// StateChangeText says what became of a server whose connect ended after
+// stateChangeText says what became of a server whose connect ended after
 // the session opened: it connected (signed in), or failed and why.
-func StateChangeText(st bridge.ServerStatus) string {
+func stateChangeText(st bridge.ServerStatus) string {
 	switch st.State {
 	case bridge.StateConnected:
 		return fmt.Sprintf("MCP server %q is connected: %d tools joined the session.\n", st.Name, st.Tools)

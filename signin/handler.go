@@ -473,10 +473,3 @@ func (h *Handler) Logout(ctx context.Context) error {
 	}
 	return nil
 }
-
-// SignedIn reports whether the handler has a grant (signed in now, or
-// stored).
-func (h *Handler) SignedIn(ctx context.Context) bool {
-	ts, _ := h.TokenSource(ctx)
-	return ts != nil
-}
