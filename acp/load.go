@@ -136,6 +136,9 @@ func (a *Agent) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) 
 	if p.Cursor != nil {
 		opts.Cursor = *p.Cursor
 	}
+	if err := a.core.Flush(ctx); err != nil { // the titles and times of turns just ended
+		return acpsdk.ListSessionsResponse{}, toRequestError(err)
+	}
 	recs, next, err := a.store.List(ctx, opts)
 	if errors.Is(err, session.ErrBadCursor) {
 		return acpsdk.ListSessionsResponse{}, toRequestError(fmt.Errorf("%w: %v", ErrInvalidParams, err))

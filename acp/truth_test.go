@@ -324,6 +324,7 @@ func TestAgent_ToolCallIDsUniqueAcrossLoad(t *testing.T) {
 	if u == nil || replayed[u.ToolCallId] {
 		t.Errorf("the new call reuses a replayed ID: %+v", u)
 	}
+	second.agent.Shutdown() // the turn's commit is written behind the response
 	turns, err := st.Turns(t.Context(), sid)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -114,7 +115,7 @@ func BenchmarkLeanBridgedCallMemory(b *testing.B) {
 }
 
 func benchLeanBridged(b *testing.B, args ...string) {
-	p := startRawPeer(b, agentBin, args)
+	p := startRawPeer(b, agentBin, append(args, agentProfileArgs(b)...))
 	p.call(b, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	server, err := json.Marshal(map[string]any{"name": "fixture", "command": fixtureBin, "args": []string{}, "env": []any{}})
 	if err != nil {
@@ -138,4 +139,16 @@ func benchLeanBridged(b *testing.B, args ...string) {
 			b.Fatalf("session/prompt: %s", res)
 		}
 	}
+}
+
+// agentProfileArgs are the agent's profiling flags when the benchmark runs
+// with ACP_BENCH_PROFILE=DIR: the CPU and heap profiles of the agent under
+// benchmark land in DIR/<benchmark>.{cpu,heap}.pprof (see `go tool pprof`).
+func agentProfileArgs(b *testing.B) []string {
+	dir := os.Getenv("ACP_BENCH_PROFILE")
+	if dir == "" {
+		return nil
+	}
+	name := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_"))
+	return []string{"--cpuprofile", name + ".cpu.pprof", "--memprofile", name + ".heap.pprof"}
 }

@@ -526,7 +526,13 @@ func (c *Core) Shutdown() {
 		wg.Go(s.End)
 	}
 	wg.Wait()
+	_ = c.history.Flush(context.Background())
 }
+
+// Flush waits until every finished turn is committed to the store (see
+// [History]), or ctx ends (its error): call it before reading sessions from
+// the store directly, as session/list does.
+func (c *Core) Flush(ctx context.Context) error { return c.history.Flush(ctx) }
 
 // Models returns the gateway's models, the default first.
 func (c *Core) Models() []gateway.ModelInfo { return c.gw.Models() }

@@ -11,14 +11,24 @@ import (
 
 // History is the gateway.History of live sessions, backed by a Store: the
 // conversation of each attached session is cached in memory, and each
-// finished turn is committed to the store in one transaction. Safe for
-// concurrent use.
+// finished turn is committed to the store in one transaction.
+//
+// The commit is written behind: Append returns once the turn is in the
+// cache, so a turn's response does not wait for the disk, and the commit
+// follows at once on its own goroutine. Commits of one session are made in
+// order; Attach of a session, Forget, Flush and Close wait for its pending
+// commits, so whatever this process reads from the store (session/load,
+// resume, list) already holds every finished turn. An agent killed between
+// a response and its commit (well under a millisecond) loses that turn; a
+// commit once made survives a crash of the agent. Safe for concurrent use.
 type History struct {
 	store Store
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	live map[string]*liveHistory // gateway session key → attached session
+	mu      sync.Mutex
+	live    map[string]*liveHistory  // gateway session key → attached session
+	pending map[string]chan struct{} // session id → closed when its last queued commit is done
+	writes  sync.WaitGroup
 }
 
 type liveHistory struct {
@@ -33,13 +43,16 @@ func NewHistory(store Store, log *slog.Logger) *History {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &History{store: store, log: log, live: make(map[string]*liveHistory)}
+	return &History{store: store, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{})}
 }
 
 // Attach binds the gateway session key to the stored session id and loads
-// its committed turns, so the model continues the conversation. It returns
-// the turns, for replay.
+// its committed turns (after this process's pending commits of id), so the
+// model continues the conversation. It returns the turns, for replay.
 func (h *History) Attach(ctx context.Context, key, id string) ([]Turn, error) {
+	if err := h.wait(ctx, id); err != nil {
+		return nil, err
+	}
 	turns, err := h.store.Turns(ctx, id)
 	if err != nil {
 		return nil, err
@@ -64,29 +77,92 @@ func (h *History) Messages(_ context.Context, key string) []gateway.Message {
 	return nil
 }
 
-// Append implements gateway.History: the turn joins the cache and is
-// committed to the store. A store failure is logged; the conversation goes
-// on in memory.
+// Append implements gateway.History: the turn joins the cache at once and
+// is committed to the store behind it, after the session's earlier turns.
+// A store failure is logged; the conversation goes on in memory.
 func (h *History) Append(ctx context.Context, key string, stop gateway.StopReason, msgs ...gateway.Message) {
 	h.mu.Lock()
 	l := h.live[key]
-	if l != nil {
-		l.msgs = append(l.msgs, msgs...)
-	}
-	h.mu.Unlock()
 	if l == nil {
+		h.mu.Unlock()
 		h.log.Warn("turn of an unattached session not stored", "sessionKey", key)
 		return
 	}
-	if err := h.store.AppendTurn(ctx, l.id, Turn{Messages: msgs, StopReason: stop}); err != nil {
-		h.log.Error("storing the turn failed; it stays in memory only", "session", l.id, "err", err)
+	l.msgs = append(l.msgs, msgs...)
+	id, prev, done := l.id, h.pending[l.id], make(chan struct{})
+	h.pending[id] = done
+	h.writes.Add(1)
+	h.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer h.writes.Done()
+		if prev != nil {
+			<-prev
+		}
+		if err := h.store.AppendTurn(ctx, id, Turn{Messages: msgs, StopReason: stop}); err != nil {
+			h.log.Error("storing the turn failed; it stays in memory only", "session", id, "err", err)
+		}
+		h.mu.Lock()
+		if h.pending[id] == done {
+			delete(h.pending, id)
+		}
+		h.mu.Unlock()
+		close(done)
+	}()
+}
+
+// Forget implements gateway.History: the session's pending commits are
+// waited for (without ctx's cancellation: they are the session's last
+// turns), then the cache is dropped; the stored session stays.
+func (h *History) Forget(ctx context.Context, key string) {
+	h.mu.Lock()
+	l := h.live[key]
+	delete(h.live, key)
+	h.mu.Unlock()
+	if l != nil {
+		_ = h.wait(context.WithoutCancel(ctx), l.id)
 	}
 }
 
-// Forget implements gateway.History: the cache is dropped; the stored
-// session stays.
-func (h *History) Forget(_ context.Context, key string) {
+// Flush waits until every turn appended so far is committed, or ctx ends
+// (its error). Call it before reading sessions from the store directly
+// (session/list).
+func (h *History) Flush(ctx context.Context) error {
 	h.mu.Lock()
-	delete(h.live, key)
+	waits := make([]chan struct{}, 0, len(h.pending))
+	for _, c := range h.pending {
+		waits = append(waits, c)
+	}
 	h.mu.Unlock()
+	for _, c := range waits {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close waits for every pending commit; call it before closing the store.
+// Appends after Close are not allowed.
+func (h *History) Close() error {
+	h.writes.Wait()
+	return nil
+}
+
+// wait waits for the pending commits of session id, or ctx.
+func (h *History) wait(ctx context.Context, id string) error {
+	h.mu.Lock()
+	c := h.pending[id]
+	h.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -238,6 +238,12 @@ func TestHistory_AttachAppendForget(t *testing.T) {
 		t.Fatalf("attach: %d turns, %d messages, %v", len(turns), len(h.Messages(ctx, "acp:s")), err)
 	}
 	h.Append(ctx, "acp:s", gateway.StopEndTurn, turn("two", "2").Messages...)
+	if len(h.Messages(ctx, "acp:s")) != 4 {
+		t.Errorf("append: %d messages cached at once, want 4", len(h.Messages(ctx, "acp:s")))
+	}
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := st.Turns(ctx, "s"); len(got) != 2 || len(h.Messages(ctx, "acp:s")) != 4 {
 		t.Errorf("append: %d stored turns, %d messages", len(got), len(h.Messages(ctx, "acp:s")))
 	}
@@ -247,5 +253,92 @@ func TestHistory_AttachAppendForget(t *testing.T) {
 	}
 	if got, _ := st.Turns(ctx, "s"); len(got) != 2 {
 		t.Error("Forget dropped the stored turns")
+	}
+}
+
+// gatedStore holds each AppendTurn until release is closed.
+type gatedStore struct {
+	Store
+	release chan struct{}
+}
+
+func (g *gatedStore) AppendTurn(ctx context.Context, id string, t Turn) error {
+	<-g.release
+	return g.Store.AppendTurn(ctx, id, t)
+}
+
+// The commit is written behind the turn: Append returns while the store is
+// held, the cache already has the turn, the commits land in order, and
+// Attach, Forget, Flush and Close wait for them.
+func TestHistory_WritesBehindInOrder(t *testing.T) {
+	ctx := t.Context()
+	mem := NewMemory()
+	mem.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	st := &gatedStore{Store: mem, release: make(chan struct{})}
+	h := NewHistory(st, nil)
+	if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		h.Append(ctx, "acp:s", gateway.StopEndTurn, turn(fmt.Sprint("prompt ", i), fmt.Sprint(i)).Messages...)
+	}
+	if n := len(h.Messages(ctx, "acp:s")); n != 10 {
+		t.Fatalf("%d messages cached while the store is held, want 10", n)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := h.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush with the store held = %v, want the deadline", err)
+	}
+	if _, err := h.Attach(short, "acp:other", "s"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Attach with commits pending = %v, want the deadline", err)
+	}
+	close(st.release)
+	turns, err := h.Attach(ctx, "acp:again", "s")
+	if err != nil || len(turns) != 5 {
+		t.Fatalf("Attach after the commits: %d turns, %v", len(turns), err)
+	}
+	for i, tr := range turns {
+		if got := gateway.PromptText(tr.Messages[0].Content); got != fmt.Sprint("prompt ", i) {
+			t.Errorf("turn %d is %q: commits out of order", i, got)
+		}
+	}
+	if rec, _ := mem.Get(ctx, "s"); rec.Title != "prompt 0" {
+		t.Errorf("title %q, want the first prompt", rec.Title)
+	}
+}
+
+// Forget and Close return only once the session's turns are committed.
+func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
+	ctx := t.Context()
+	mem := NewMemory()
+	for _, id := range []string{"a", "b"} {
+		mem.Create(ctx, Record{ID: id, Key: "acp:" + id, Cwd: "/w"})
+	}
+	st := &gatedStore{Store: mem, release: make(chan struct{})}
+	h := NewHistory(st, nil)
+	for _, id := range []string{"a", "b"} {
+		if _, err := h.Attach(ctx, "acp:"+id, id); err != nil {
+			t.Fatal(err)
+		}
+		h.Append(ctx, "acp:"+id, gateway.StopEndTurn, turn("p", "a").Messages...)
+	}
+	forgot, closed := make(chan struct{}), make(chan struct{})
+	go func() { h.Forget(ctx, "acp:a"); close(forgot) }()
+	go func() { h.Close(); close(closed) }()
+	select {
+	case <-forgot:
+		t.Fatal("Forget returned before the commit")
+	case <-closed:
+		t.Fatal("Close returned before the commits")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(st.release)
+	<-forgot
+	<-closed
+	for _, id := range []string{"a", "b"} {
+		if got, _ := mem.Turns(ctx, id); len(got) != 1 {
+			t.Errorf("session %s: %d turns after Close, want 1", id, len(got))
+		}
 	}
 }

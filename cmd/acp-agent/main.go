@@ -28,7 +28,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -124,6 +126,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts.Store = store
 	opts.Bridge.OAuth.Store = tokens
 	opts.History = session.NewHistory(store, log)
+	defer opts.History.Close() // before the store closes: commits written behind
 	if *gatewayURL != "" {
 		token, err := gatewayToken(*tokenFile)
 		if err != nil {
@@ -158,14 +161,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 type commonFlags struct {
 	config, logFile, model *string
 	verbose                *bool
+	cpuProfile, memProfile *string
 }
 
 func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 	return &commonFlags{
-		config:  fs.String("config", "", "config file (default $XDG_CONFIG_HOME/acp-agent/config.json)"),
-		verbose: fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr"),
-		logFile: fs.String("log-file", "", "write logs to this file instead of stderr"),
-		model:   fs.String("model", "", "the default model: provider:name ("+strings.Join(modelExamples(), ", ")+"), or direct"),
+		config:     fs.String("config", "", "config file (default $XDG_CONFIG_HOME/acp-agent/config.json)"),
+		verbose:    fs.Bool("verbose", false, "log at debug level, including MCP servers' stderr"),
+		logFile:    fs.String("log-file", "", "write logs to this file instead of stderr"),
+		model:      fs.String("model", "", "the default model: provider:name ("+strings.Join(modelExamples(), ", ")+"), or direct"),
+		cpuProfile: fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file"),
+		memProfile: fs.String("memprofile", "", "write a heap profile (pprof) to this file at exit"),
 	}
 }
 
@@ -198,7 +204,57 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	}
 	log := newSlog(logger.Core())
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
-	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeLog, creds: defaultCredentials()}, nil
+	stopProfiles, err := startProfiles(*c.cpuProfile, *c.memProfile, log)
+	if err != nil {
+		closeLog()
+		return nil, err
+	}
+	closeAll := func() { stopProfiles(); closeLog() }
+	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeAll, creds: defaultCredentials()}, nil
+}
+
+// startProfiles starts the CPU profile into cpu (if set) and returns the
+// function that stops it and writes the heap profile to mem (if set), for
+// `make bench`'s profiles and an operator's. Files are created at once, so a
+// bad path is a startup error; failures at exit are logged.
+func startProfiles(cpu, mem string, log *slog.Logger) (stop func(), err error) {
+	var cpuFile, memFile *os.File
+	if cpu != "" {
+		if cpuFile, err = os.Create(cpu); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpuFile); err != nil {
+			_ = cpuFile.Close()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	if mem != "" {
+		if memFile, err = os.Create(mem); err != nil {
+			if cpuFile != nil {
+				pprof.StopCPUProfile()
+				_ = cpuFile.Close()
+			}
+			return nil, fmt.Errorf("--memprofile: %w", err)
+		}
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			if err := cpuFile.Close(); err != nil {
+				log.Warn("cannot write the CPU profile", "path", cpu, "err", err)
+			}
+		}
+		if memFile != nil {
+			runtime.GC() // the heap as of now, not of the last collection
+			err := pprof.WriteHeapProfile(memFile)
+			if cerr := memFile.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				log.Warn("cannot write the heap profile", "path", mem, "err", err)
+			}
+		}
+	}, nil
 }
 
 // start is how the agent and mcp-server begin: setup, then the process
