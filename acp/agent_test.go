@@ -240,7 +240,7 @@ func TestAgent_DirectCommands(t *testing.T) {
 			start = u.Update.ToolCall
 		}
 	}
-	if start == nil || start.Title != "mem/echo" || start.Kind != acpsdk.ToolKindRead || start.Status != acpsdk.ToolCallStatusPending {
+	if start == nil || start.Title != "mem/echo" || start.Kind != acpsdk.ToolKindRead || start.Status != acpsdk.ToolCallStatusInProgress {
 		t.Fatalf("tool_call = %+v", start)
 	}
 	if raw, _ := json.Marshal(start.RawInput); string(raw) != `{"message":"hi"}` {

@@ -86,10 +86,18 @@ func TestAgent_ModelTurnWithPermissions(t *testing.T) {
 	mu.Lock()
 	answer = "allow_always"
 	mu.Unlock()
-	h.prompt(t.Context(), sid, "please, show it")
+	_, out = h.prompt(t.Context(), sid, "please, show it")
+	// Asked: announced pending, in_progress once allowed.
+	if got := toolStatuses(out); got != "tool_call:pending tool_call_update:in_progress tool_call_update:completed" {
+		t.Errorf("asked call: %s", got)
+	}
 	_, out = h.prompt(t.Context(), sid, "once more")
 	if end := lastToolUpdate(out); end == nil || *end.Status != acpsdk.ToolCallStatusCompleted {
 		t.Errorf("allowed call: %+v", end)
+	}
+	// Nothing to ask: announced running, no separate in_progress.
+	if got := toolStatuses(out); got != "tool_call:in_progress tool_call_update:completed" {
+		t.Errorf("call allowed always: %s", got)
 	}
 	mu.Lock()
 	if strings.Join(asked, ",") != "c1,c2" {
@@ -152,4 +160,18 @@ type failProvider struct{}
 func (failProvider) Name() string { return "fail" }
 func (failProvider) Complete(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
 	return nil, &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY to a valid API key"}
+}
+
+// toolStatuses lists the tool call updates of out as kind:status.
+func toolStatuses(out []acpsdk.SessionNotification) string {
+	var got []string
+	for _, n := range out {
+		switch u := n.Update; {
+		case u.ToolCall != nil:
+			got = append(got, "tool_call:"+string(u.ToolCall.Status))
+		case u.ToolCallUpdate != nil && u.ToolCallUpdate.Status != nil:
+			got = append(got, "tool_call_update:"+string(*u.ToolCallUpdate.Status))
+		}
+	}
+	return strings.Join(got, " ")
 }

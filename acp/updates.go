@@ -36,7 +36,7 @@ func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 	case gateway.EventToolStart:
 		return []acpsdk.SessionUpdate{acpsdk.StartToolCall(id, c.Title,
 			acpsdk.WithStartKind(acpsdk.ToolKind(c.Kind)),
-			acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
+			acpsdk.WithStartStatus(startStatus(c.Status)),
 			acpsdk.WithStartRawInput(c.RawInput))}
 	case gateway.EventToolUpdate:
 		opts := []acpsdk.ToolCallUpdateOpt{acpsdk.WithUpdateStatus(acpsdk.ToolCallStatus(c.Status))}
@@ -71,6 +71,15 @@ func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 		return out
 	}
 	return nil
+}
+
+// startStatus is a tool_call's status: in_progress for a call that starts
+// at once, else pending.
+func startStatus(s gateway.ToolStatus) acpsdk.ToolCallStatus {
+	if s == gateway.ToolInProgress {
+		return acpsdk.ToolCallStatusInProgress
+	}
+	return acpsdk.ToolCallStatusPending
 }
 
 // showContent is the tool_call content a call's Show adds before its own

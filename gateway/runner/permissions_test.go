@@ -78,10 +78,14 @@ func TestRunner_Permissions(t *testing.T) {
 			Permissions: Permissions{Deny: []string{"banned"}},
 		})
 	}
+	starts := map[string]gateway.ToolStatus{}
 	run := func(r *Runner) map[string]string {
 		ends := map[string]string{}
 		var mu sync.Mutex
 		_, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Ask: ask}, func(e gateway.Event) {
+			if e.Kind == gateway.EventToolStart {
+				starts[e.Call.ID] = e.Call.Status
+			}
 			if e.Kind == gateway.EventToolEnd {
 				mu.Lock()
 				ends[e.Call.Name] = string(e.Call.Status) + ":" + e.Call.Result.Content[0].Text
@@ -103,6 +107,10 @@ func TestRunner_Permissions(t *testing.T) {
 	if strings.Join(asked, ",") != "write" || runs.Load() != 1 {
 		t.Errorf("asked %v, %d runs; want only write asked, only read run", asked, runs.Load())
 	}
+	// One call of the response asks: every call is announced pending.
+	if starts["1"] != gateway.ToolPending || starts["2"] != gateway.ToolPending || starts["3"] != gateway.ToolPending {
+		t.Errorf("starts = %v, want all pending", starts)
+	}
 
 	answer, asked = gateway.PermissionUnavailable, nil
 	ends = run(newRunner())
@@ -120,6 +128,9 @@ func TestRunner_Permissions(t *testing.T) {
 	run(r) // allowed always: not asked again
 	if strings.Join(asked, ",") != "write" {
 		t.Errorf("asked %v, want write once (allow always)", asked)
+	}
+	if starts["4"] != gateway.ToolInProgress {
+		t.Errorf("a call that runs at once starts %q, want in_progress", starts["4"])
 	}
 	r.Forget(context.Background(), "k")
 	r.opts.Models[0].Provider = scripted(gateway.ToolCall{ID: "5", Name: "write"})
@@ -183,7 +194,11 @@ func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = r.Run(context.Background(), gateway.SendRequest{SessionKey: "k"}, func(gateway.Event) {})
+		_, _ = r.Run(context.Background(), gateway.SendRequest{SessionKey: "k"}, func(e gateway.Event) {
+			if e.Kind == gateway.EventToolStart && e.Call.Status != gateway.ToolPending {
+				t.Errorf("call %s starts %s: more calls than ParallelTools wait, so each is pending", e.Call.ID, e.Call.Status)
+			}
+		})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for running.Load() < 3 && time.Now().Before(deadline) {

@@ -222,18 +222,29 @@ type pendingCall struct {
 	tool *gateway.Tool // nil: unknown
 	ev   gateway.ToolCallEvent
 	res  *gateway.Result // the outcome; set before the run when the call will not run
+	// started: announced in_progress (the response runs at once), so the
+	// run reports no separate in_progress.
+	started bool
 }
 
 // runCalls runs the tool calls of one model response: first, in order, each
-// is announced (tool_call, pending) and checked against the permissions
-// policy, asking the user when needed; then the allowed ones run in
-// parallel, at most ParallelTools at once. It returns one tool message per
-// call, in request order.
+// is announced (tool_call) and checked against the permissions policy,
+// asking the user when needed; then the allowed ones run in parallel, at
+// most ParallelTools at once. A call is announced pending and then reported
+// in_progress when it starts, except when the whole response runs at once
+// (no question to ask, no more calls than ParallelTools): then each is
+// announced in_progress, one session/update fewer per call. It returns one
+// tool message per call, in request order.
 func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []*gateway.Tool, calls []gateway.ToolCall, emit func(gateway.Event)) []gateway.Message {
 	pending := make([]*pendingCall, len(calls))
 	for i, call := range calls {
-		p := r.announce(tools, call, emit)
-		pending[i] = p
+		pending[i] = r.resolve(tools, call)
+	}
+	atOnce := len(calls) <= r.opts.ParallelTools && ctx.Err() == nil &&
+		!slices.ContainsFunc(pending, func(p *pendingCall) bool { return p.res == nil && r.asks(req, p.tool) })
+	for _, p := range pending {
+		p.started = atOnce && p.res == nil
+		r.announce(p, emit)
 		if p.res == nil {
 			r.permit(ctx, req, p)
 		}
@@ -256,9 +267,9 @@ func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []
 	return msgs
 }
 
-// announce emits the ToolStart of a call and resolves what needs no
-// question: an unknown tool, a denied one, a cancelled turn.
-func (r *Runner) announce(tools []*gateway.Tool, call gateway.ToolCall, emit func(gateway.Event)) *pendingCall {
+// resolve finds the tool of call, fills its event and resolves what needs
+// no question: an unknown tool, a denied one.
+func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingCall {
 	if call.Args == nil {
 		call.Args = map[string]any{}
 	}
@@ -276,8 +287,6 @@ func (r *Runner) announce(tools []*gateway.Tool, call gateway.ToolCall, emit fun
 			p.ev.Kind = gateway.ToolKindRead
 		}
 	}
-	e := p.ev
-	emit(gateway.Event{Kind: gateway.EventToolStart, Call: &e})
 	switch {
 	case p.tool == nil:
 		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
@@ -287,6 +296,21 @@ func (r *Runner) announce(tools []*gateway.Tool, call gateway.ToolCall, emit fun
 	return p
 }
 
+// announce emits the ToolStart of p: pending, or in_progress when it starts
+// at once.
+func (r *Runner) announce(p *pendingCall, emit func(gateway.Event)) {
+	e := p.ev
+	if p.started {
+		e.Status = gateway.ToolInProgress
+	}
+	emit(gateway.Event{Kind: gateway.EventToolStart, Call: &e})
+}
+
+// asks reports whether running tool would ask the user first.
+func (r *Runner) asks(req gateway.SendRequest, tool *gateway.Tool) bool {
+	return r.opts.Permissions.Decide(tool) == DecisionAsk && !r.grants.allowed(req.SessionKey, tool.Name) && req.Ask != nil
+}
+
 // permit applies the permissions policy to p, asking the user when the
 // policy says so and no "allow always" answer covers the tool.
 func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pendingCall) {
@@ -294,7 +318,7 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 		p.res = ptr(gateway.ErrorResult("cancelled before it started"))
 		return
 	}
-	if r.opts.Permissions.Decide(p.tool) != DecisionAsk || r.grants.allowed(req.SessionKey, p.tool.Name) || req.Ask == nil {
+	if !r.asks(req, p.tool) {
 		return
 	}
 	outcome, err := req.Ask(ctx, gateway.PermissionRequest{Call: p.ev})
@@ -318,7 +342,9 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.Event)) {
 	inProgress := p.ev
 	inProgress.Status = gateway.ToolInProgress
-	emit(gateway.Event{Kind: gateway.EventToolUpdate, Call: &inProgress})
+	if !p.started {
+		emit(gateway.Event{Kind: gateway.EventToolUpdate, Call: &inProgress})
+	}
 	onUpdate := func(u gateway.ToolUpdate) {
 		e := inProgress
 		e.Update = &u
