@@ -58,7 +58,17 @@ const SchemaVersion = len(migrations)
 type SQLite struct {
 	db   *sql.DB
 	path string
+	// touchTurn and insertTurn are AppendTurn's statements (touchTurnSQL,
+	// insertTurnSQL), prepared once at open; database/sql keeps them per
+	// connection. Nil on a store opened at an older schema (tests).
+	touchTurn, insertTurn *sql.Stmt
 }
+
+// The statements of AppendTurn, the per-turn write.
+const (
+	touchTurnSQL  = `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`
+	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?)`
+)
 
 var _ Store = (*SQLite)(nil)
 
@@ -112,7 +122,24 @@ func openSQLite(ctx context.Context, path string, target int) (*SQLite, error) {
 		db.Close()
 		return fail(err)
 	}
+	if target == SchemaVersion {
+		if s.touchTurn, err = db.PrepareContext(ctx, touchTurnSQL); err == nil {
+			s.insertTurn, err = db.PrepareContext(ctx, insertTurnSQL)
+		}
+		if err != nil {
+			db.Close()
+			return fail(err)
+		}
+	}
 	return s, nil
+}
+
+// execIn runs the prepared st in tx, or query when st is nil.
+func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt, query string, args ...any) (sql.Result, error) {
+	if st == nil {
+		return tx.ExecContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 }
 
 // check runs PRAGMA quick_check: a damaged database is found at start, not
@@ -201,7 +228,14 @@ func (s *SQLite) migrate(ctx context.Context, target int) error {
 func (s *SQLite) Path() string { return s.path }
 
 // Close implements Store.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	for _, st := range []*sql.Stmt{s.touchTurn, s.insertTurn} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	return s.db.Close()
+}
 
 // Create implements Store.
 func (s *SQLite) Create(ctx context.Context, r Record) (err error) {
@@ -364,15 +398,14 @@ func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err erro
 	}
 	defer tx.Rollback()
 	now := time.Now().UnixMilli()
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`, now, title, id)
+	res, err := execIn(ctx, tx, s.touchTurn, touchTurnSQL, now, title, id)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?)`,
-		id, id, string(data), string(turn.StopReason)); err != nil {
+	if _, err := execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, string(data), string(turn.StopReason)); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -342,3 +342,24 @@ func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSQLiteAppendTurn is the per-turn commit of the default store: a
+// /call turn (prompt, tool call, result) in one transaction, written behind
+// the turn's response (History).
+func BenchmarkSQLiteAppendTurn(b *testing.B) {
+	st, err := OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "sessions.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Create(b.Context(), Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
+		b.Fatal(err)
+	}
+	tr := turn(`/call mcp__fixture__echo {"message":"hi"}`, "Echo: hi")
+	b.ResetTimer()
+	for b.Loop() {
+		if err := st.AppendTurn(b.Context(), "s", tr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
