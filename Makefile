@@ -89,21 +89,23 @@ unit:
 
 bench: e2e-deps
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench 'Call|FirstChunk' -benchtime 2000x -count 1 ./e2e | tee $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkCall$$|FirstChunk' -benchtime 2000x -count 1 ./e2e | tee $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'Load500' -benchtime 20x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'GatewayLoad' -benchtime 10x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'ReadFile' -benchtime 2000x -count 1 ./bridge/builtin | tee -a $(BIN)/bench.txt
+	@echo; echo "== summary ($$(nproc) cores, $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 	@awk '{ sub(/-[0-9]+$$/, "", $$1) } \
-		$$1 == "BenchmarkBridgedCall" {b=$$3} $$1 == "BenchmarkDirectCall" {d=$$3} \
-		$$1 == "BenchmarkLeanBridgedCall" {lb=$$3} $$1 == "BenchmarkLeanBridgedCallMemory" {lm=$$3} \
-		$$1 == "BenchmarkRawPipeCall" {rp=$$3} \
-		$$1 == "BenchmarkBridgedCallHTTP" {bh=$$3} $$1 == "BenchmarkDirectCallHTTP" {dh=$$3} \
+		$$1 ~ /^BenchmarkCall\// { split($$1, k, "/"); ns[k[2] " " k[3] " " k[4]] = $$3; if (!((k[2] " " k[3]) in seen)) { seen[k[2] " " k[3]] = 1; order[++n] = k[2] " " k[3] } } \
 		$$1 == "BenchmarkFirstChunk" {fa=$$5} $$1 == "BenchmarkFirstChunkDirect" {fd=$$5} \
 		$$1 == "BenchmarkLoad500Turns" {l=$$3} \
 		$$1 == "BenchmarkReadFileBridged" {rb=$$3} $$1 == "BenchmarkReadFileDirect" {rd=$$3} \
-		END { if (lb && d && rp) printf "stdio, lean editor: bridged/direct %.2fx, bridged/raw pipe %.2fx (%.0f ns bridged, %.0f ns with --store memory, %.0f ns go-sdk direct, %.0f ns raw pipe)\n", lb/d, lb/rp, lb, lm, d, rp; \
-		      if (b && d) printf "stdio           bridged/direct: %.2fx (%.0f ns vs %.0f ns per call, through the recording test client)\n", b/d, b, d; \
-		      if (bh && dh) printf "Streamable HTTP bridged/direct: %.2fx (%.0f ns vs %.0f ns per call)\n", bh/dh, bh, dh; \
+		END { raw = ns["stdio 2025-11-25 raw"]; \
+		      for (i = 1; i <= n; i++) { g = order[i]; b = ns[g " bridged"]; d = ns[g " direct"]; m = ns[g " bridged-memory"]; \
+		        if (!b || !d) continue; \
+		        printf "tools/call, %s: bridged/direct %.2fx (%.0f us through the agent vs %.0f us go-sdk direct", g, b/d, b/1000, d/1000; \
+		        if (m) printf "; %.0f us with --store memory", m/1000; \
+		        if (raw && g == "stdio 2025-11-25") printf "; raw pipe floor %.0f us, bridged/raw %.2fx", raw/1000, b/raw; \
+		        printf ")\n" } \
 		      if (fa && fd) printf "first agent_message_chunk: the agent adds %.0f us to the first delta of the provider (%.0f us vs %.0f us)\n", (fa-fd)/1000, fa/1000, fd/1000; \
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \
 		      if (rb && rd) printf "built-in read_file: the in-process MCP hop adds %.0f us (%.0f us bridged vs %.0f us direct)\n", (rb-rd)/1000, rb/1000, rd/1000 }' $(BIN)/bench.txt

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,67 +22,6 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
-
-// BenchmarkBridgedCall measures one /call through the agent: an ACP prompt,
-// the runner, the registry, the bridge, MCP tools/call to the Go fixture, and
-// the session/update notifications back. Compare with BenchmarkDirectCall
-// (`make bench` prints the ratio).
-func BenchmarkBridgedCall(b *testing.B) {
-	benchBridged(b, fixtureServer("fixture", ""))
-}
-
-// benchBridged times `/call mcp__fixture__echo` turns through the agent, with
-// the fixture reached as server says.
-func benchBridged(b *testing.B, server acpsdk.McpServer) {
-	a := startAgent(b)
-	ctx := context.Background()
-	res, err := a.Conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: b.TempDir(), McpServers: []acpsdk.McpServer{server}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sid := string(res.SessionId)
-	b.ResetTimer()
-	for b.Loop() {
-		stop, err := a.Prompt(ctx, sid, `/call mcp__fixture__echo {"message":"hi"}`)
-		if err != nil || stop != acpsdk.StopReasonEndTurn {
-			b.Fatalf("prompt: %s, %v", stop, err)
-		}
-	}
-}
-
-// BenchmarkDirectCall measures the same tools/call from a go-sdk client
-// straight to the fixture server, with no agent in between.
-func BenchmarkDirectCall(b *testing.B) {
-	benchDirect(b, &mcp.CommandTransport{Command: exec.Command(fixtureBin)})
-}
-
-// benchDirect times tools/call echo from a go-sdk client to the fixture over t.
-func benchDirect(b *testing.B, t mcp.Transport) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := cs.CallTool(context.Background(), params); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkBridgedCallHTTP is BenchmarkBridgedCall over Streamable HTTP: the
-// agent reaches the fixture in HTTP mode through the URL policy's dialer.
-func BenchmarkBridgedCallHTTP(b *testing.B) {
-	benchBridged(b, httpServer("fixture", startFixtureHTTP(b)+"/mcp", nil))
-}
-
-// BenchmarkDirectCallHTTP is BenchmarkDirectCall over Streamable HTTP.
-func BenchmarkDirectCallHTTP(b *testing.B) {
-	benchDirect(b, &mcp.StreamableClientTransport{Endpoint: startFixtureHTTP(b) + "/mcp"})
-}
 
 // BenchmarkFirstChunk measures a prompt's time to its first
 // agent_message_chunk through the agent, against the fake OpenAI server.

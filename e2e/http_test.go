@@ -41,11 +41,12 @@ func startNodeServer(t testing.TB, env []string, args ...string) int {
 	return port
 }
 
-// startFixtureHTTP runs the Go fixture in HTTP mode and returns its base URL.
-func startFixtureHTTP(t testing.TB) string {
+// startFixtureHTTP runs the Go fixture in HTTP mode, with env on top of PATH,
+// and returns its base URL.
+func startFixtureHTTP(t testing.TB, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(fixtureBin, "-http", "127.0.0.1:0")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
