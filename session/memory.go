@@ -93,7 +93,7 @@ func (m *Memory) List(_ context.Context, opts ListOptions) ([]Record, string, er
 	m.mu.Lock()
 	var all []Record
 	for _, s := range m.sessions {
-		if opts.Cwd == "" || s.rec.Cwd == opts.Cwd {
+		if s.rec.Tenant == opts.Tenant && (opts.Cwd == "" || s.rec.Cwd == opts.Cwd) {
 			all = append(all, s.rec)
 		}
 	}

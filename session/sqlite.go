@@ -45,6 +45,13 @@ var migrations = [...]string{
 	CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at DESC, id DESC);`,
 	// 3: the model each session uses ('' = the default model).
 	`ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';`,
+	// 4: the tenant owning each session ('' = a local store's single
+	// owner), and listing newest first within a tenant.
+	`ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+	DROP INDEX sessions_updated;
+	DROP INDEX sessions_cwd_updated;
+	CREATE INDEX sessions_tenant_updated ON sessions (tenant, updated_at DESC, id DESC);
+	CREATE INDEX sessions_tenant_cwd_updated ON sessions (tenant, cwd, updated_at DESC, id DESC);`,
 }
 
 // SchemaVersion is the schema version this build writes (the database's
@@ -244,8 +251,8 @@ func (s *SQLite) Create(ctx context.Context, r Record) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant)
 	return err
 }
 
@@ -267,13 +274,13 @@ func (s *SQLite) Get(ctx context.Context, id string) (Record, error) {
 }
 
 // recordColumns are the columns scanRecord reads, in order.
-const recordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model`
+const recordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant`
 
 func scanRecord(scan func(...any) error) (Record, error) {
 	var r Record
 	var created, updated int64
 	var servers string
-	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model); err != nil {
+	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Tenant); err != nil {
 		return Record{}, err
 	}
 	r.Created, r.Updated = time.UnixMilli(created), time.UnixMilli(updated)
@@ -320,8 +327,8 @@ func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ stri
 	if limit <= 0 {
 		limit = 50
 	}
-	q := `SELECT ` + recordColumns + ` FROM sessions WHERE 1=1`
-	var args []any
+	q := `SELECT ` + recordColumns + ` FROM sessions WHERE tenant = ?`
+	args := []any{opts.Tenant}
 	if opts.Cwd != "" {
 		q += ` AND cwd = ?`
 		args = append(args, opts.Cwd)

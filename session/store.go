@@ -30,6 +30,9 @@ type Record struct {
 	// config option); empty for a session stored before models were kept,
 	// which means the default model.
 	Model string
+	// Tenant owns the session on a shared gateway (the tenant of the
+	// token that created it); "" is the single owner of a local store.
+	Tenant string
 }
 
 // Server names one MCP server of a session and its transport.
@@ -49,6 +52,9 @@ type Turn struct {
 
 // ListOptions select sessions for List.
 type ListOptions struct {
+	// Tenant keeps only that tenant's sessions; "" lists the sessions with
+	// no tenant (a local store's). Always applied.
+	Tenant string
 	// Cwd, if set, keeps only the sessions of that working directory.
 	Cwd string
 	// Cursor continues a listing where the previous page ended ("" starts).

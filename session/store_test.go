@@ -363,3 +363,34 @@ func BenchmarkSQLiteAppendTurn(b *testing.B) {
 		}
 	}
 }
+
+// A tenant's sessions are listed only for that tenant; Get returns the
+// tenant for the caller to check.
+func TestStore_TenantsAreListedApart(t *testing.T) {
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Millisecond)
+			for _, r := range []Record{
+				{ID: "sess_local", Key: "acp:sess_local", Cwd: "/w", Created: now, Updated: now},
+				{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Tenant: "alice"},
+				{ID: "sess_b", Key: "acp:sess_b", Cwd: "/w", Created: now, Updated: now, Tenant: "bob"},
+			} {
+				if err := st.Create(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for tenant, want := range map[string]string{"": "sess_local", "alice": "sess_a", "bob": "sess_b"} {
+				for _, cwd := range []string{"", "/w"} {
+					recs, _, err := st.List(ctx, ListOptions{Tenant: tenant, Cwd: cwd})
+					if err != nil || len(recs) != 1 || recs[0].ID != want || recs[0].Tenant != tenant {
+						t.Errorf("List(tenant %q, cwd %q) = %+v, %v; want only %s", tenant, cwd, recs, err, want)
+					}
+				}
+			}
+			if rec, err := st.Get(ctx, "sess_a"); err != nil || rec.Tenant != "alice" {
+				t.Errorf("Get = %+v, %v; want tenant alice", rec, err)
+			}
+		})
+	}
+}
