@@ -285,7 +285,8 @@ func readProcs() map[int]procInfo {
 // readProc parses /proc/<pid>/stat (proc(5)): the fields after the command
 // name, which is in parentheses and may hold anything.
 func readProc(pid int) (procInfo, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte // a stat line is about 300 bytes
+	data, err := readProcFile("/proc/"+strconv.Itoa(pid)+"/stat", buf[:0])
 	if err != nil {
 		return procInfo{}, false
 	}
@@ -306,6 +307,34 @@ func readProc(pid int) (procInfo, bool) {
 		return procInfo{}, false
 	}
 	return procInfo{ppid: ppid, pgid: pgid, zombie: f[0] == "Z" || f[0] == "X", start: start}, true
+}
+
+// readProcFile appends the contents of the /proc file at path to buf and
+// returns it. Teardown reads every process's stat, several times per
+// server: plain open/read/close system calls, without what os.File adds for
+// files it may poll (fstat, non-blocking mode, the netpoller), halve its
+// cost.
+func readProcFile(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(512, cap(buf)))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 // descendants returns every process below root in procs, by parent links.
@@ -369,7 +398,7 @@ func (p *Process) note(pid int, start uint64) {
 // tagged reports whether /proc/<pid>/environ holds needle ("\x00NAME=value\x00").
 // Another user's process cannot be read, and does not match.
 func tagged(pid int, needle []byte) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	data, err := readProcFile("/proc/"+strconv.Itoa(pid)+"/environ", nil)
 	if err != nil || len(data) == 0 {
 		return false
 	}
