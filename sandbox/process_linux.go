@@ -290,23 +290,32 @@ func readProc(pid int) (procInfo, bool) {
 	if err != nil {
 		return procInfo{}, false
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 > len(data) {
 		return procInfo{}, false
 	}
-	f := strings.Fields(s[i+1:])
-	// f[0] state, f[1] ppid, f[2] pgrp, ... f[19] starttime.
-	if len(f) < 20 {
+	// f[0] state, f[1] ppid, f[2] pgrp, ... f[19] starttime: the first 20
+	// fields, without allocating the other 30 (teardown parses every
+	// process, many times).
+	var f [20][]byte
+	n := 0
+	for w := range bytes.FieldsSeq(data[i+1:]) {
+		f[n] = w
+		if n++; n == len(f) {
+			break
+		}
+	}
+	if n < len(f) {
 		return procInfo{}, false
 	}
-	ppid, err1 := strconv.Atoi(f[1])
-	pgid, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
 		return procInfo{}, false
 	}
-	return procInfo{ppid: ppid, pgid: pgid, zombie: f[0] == "Z" || f[0] == "X", start: start}, true
+	state := string(f[0])
+	return procInfo{ppid: ppid, pgid: pgid, zombie: state == "Z" || state == "X", start: start}, true
 }
 
 // readProcFile appends the contents of the /proc file at path to buf and
