@@ -144,8 +144,9 @@ func waitExited(b *testing.B, fds []int, children []childStart) time.Time {
 
 // BenchmarkSessionNew10 measures session/new with 10 Go fixture servers
 // (stdio) from a raw ACP client (one agent, one session/new then
-// session/close per iteration, the children's exit awaited outside the
-// figures), with the default SQLite store and with --store memory.
+// session/close per iteration; the children's exit and the end of the
+// agent's teardown work are awaited outside the figures), with the default
+// SQLite store and with --store memory. ns/op is session/new alone.
 //
 // Each fixture reports its own start (FIXTURE_READY_FILE): exec, the
 // first moment its Go code ran, and ready, the moment it was about to read
@@ -235,6 +236,7 @@ func BenchmarkCloseChildrenGone(b *testing.B) {
 		b.StopTimer()
 		sid, _, _, children := newBenchSession(b, p, cwd, 3)
 		fds := pidfds(b, children)
+		settle(b, p.cmd.Process.Pid) // the last teardown's sweep is over
 		b.StartTimer()
 		sent := time.Now()
 		p.call(b, "session/close", fmt.Sprintf(`{"sessionId":%q}`, sid))
@@ -272,6 +274,7 @@ func BenchmarkEOFExit(b *testing.B) {
 		case agentAt = <-exited:
 		case <-time.After(goneDeadline):
 			_ = p.cmd.Process.Kill()
+			<-exited
 			b.Fatalf("the agent still ran %v after its stdin closed", goneDeadline)
 		}
 		last := waitExited(b, fds, children)
