@@ -230,12 +230,17 @@ func (s *server) connect(ctx context.Context, initial bool) {
 	cs, err := s.dial(dctx)
 	var tools []*mcp.Tool
 	if err == nil {
+		// The three lists are independent requests: sent together, they
+		// cost the connect one round trip instead of three or more.
+		var lists sync.WaitGroup
+		lists.Go(func() { s.loadResources(dctx, cs) }) // never fails the server (resources.go)
+		lists.Go(func() { s.loadPrompts(dctx, cs) })   // nor (prompts.go)
 		tools, err = s.listTools(dctx, cs)
+		lists.Wait()
 		if err != nil {
+			s.res.set(nil, nil)
+			s.prompts.set(nil)
 			s.abandon(cs)
-		} else {
-			s.loadResources(dctx, cs) // never fails the server (resources.go)
-			s.loadPrompts(dctx, cs)   // nor (prompts.go)
 		}
 	}
 	tell := !initial || s.isSettled()

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -307,5 +308,30 @@ func TestWatchdog_ForgetsGroupWhenLeaderIsReaped(t *testing.T) {
 	pid := strconv.Itoa(p.Cmd.Process.Pid)
 	if got, want := string(data), "+ "+pid+"\n- "+pid+"\n"; got != want {
 		t.Errorf("watchdog got %q, want %q", got, want)
+	}
+}
+
+// TestReadProcFile checks that the raw /proc reader returns what
+// os.ReadFile does, growing its buffer (16 bytes at first) as it reads.
+func TestReadProcFile(t *testing.T) {
+	for _, path := range []string{"/proc/self/stat", "/proc/self/environ", "/proc/self/cmdline"} {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readProcFile(path, make([]byte, 0, 16))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// stat changes between reads (times); compare what does not.
+		if path == "/proc/self/stat" {
+			got, want = got[:bytes.IndexByte(got, ')')], want[:bytes.IndexByte(want, ')')]
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: read %d bytes, os.ReadFile %d", path, len(got), len(want))
+		}
+	}
+	if _, err := readProcFile("/proc/self/no-such-file", nil); err == nil {
+		t.Error("reading a missing file did not fail")
 	}
 }

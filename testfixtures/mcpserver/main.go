@@ -36,6 +36,20 @@
 // a notifications/cancelled from the client appends "received
 // notifications/cancelled", and a cancelled slow call appends "cancelled slow". stdout carries MCP
 // frames only; diagnostics go to stderr.
+//
+// If FIXTURE_READY_FILE names a file, the fixture appends one line to it,
+// in a single O_APPEND write, just before it starts serving (stdio, -http,
+// -stubborn):
+//
+//	<pid> <exec> <ready>
+//
+// where exec is the earliest moment its Go code ran (package startclock:
+// after the kernel's exec and the Go runtime's bootstrap, before the
+// fixture's own package initialisation) and ready the moment it is about to
+// read its first request, both in Unix nanoseconds. ready - exec is the
+// fixture's start-up; benchmarks subtract it from session/new's wall time
+// to see the agent's own work, and use the pid to check that teardown left
+// nothing. Unset, nothing is written.
 package main
 
 import (
@@ -56,6 +70,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/testfixtures/mcpserver/startclock"
 )
 
 func main() {
@@ -75,8 +91,10 @@ func main() {
 		serveHTTP(*httpAddr)
 		return
 	}
+	srv := newServer()
+	reportReady()
 	// Run returns nil when the client closes stdin.
-	if err := newServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -97,6 +115,7 @@ func serveStubborn(hang bool) {
 			}
 		})
 	}
+	reportReady()
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 	sleepForever()
 }
@@ -129,6 +148,7 @@ func serveHTTP(addr string) {
 		}
 		mux.ServeHTTP(w, r)
 	})
+	reportReady()
 	fmt.Printf("http://%s\n", ln.Addr())
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin) // the parent going away ends the server
@@ -208,6 +228,27 @@ func logCalls(next mcp.MethodHandler) mcp.MethodHandler {
 			record("received notifications/cancelled")
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// reportReady appends "<pid> <exec> <ready>" (Unix nanoseconds) to
+// $FIXTURE_READY_FILE, if set: see the package comment.
+func reportReady() {
+	path := os.Getenv("FIXTURE_READY_FILE")
+	if path == "" {
+		return
+	}
+	line := fmt.Sprintf("%d %d %d\n", os.Getpid(), startclock.Exec.UnixNano(), time.Now().UnixNano())
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	if _, err := f.WriteString(line); err != nil {
+		log.Print(err)
+	}
+	if err := f.Close(); err != nil {
+		log.Print(err)
 	}
 }
 

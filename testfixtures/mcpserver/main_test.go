@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -44,6 +45,10 @@ func TestFixture(t *testing.T) {
 		t.Parallel()
 		testDemo(t, bin)
 	})
+	t.Run("ready file", func(t *testing.T) {
+		t.Parallel()
+		testReadyFile(t, bin)
+	})
 	t.Run("crash", func(t *testing.T) {
 		t.Parallel()
 		f := start(t, bin, "2025-11-25")
@@ -55,6 +60,35 @@ func TestFixture(t *testing.T) {
 			t.Fatalf("Close = %v, want exit status 3", err)
 		}
 	})
+}
+
+// testReadyFile checks that FIXTURE_READY_FILE gets one line "<pid> <exec>
+// <ready>" per start, with the fixture's pid and exec <= ready, both within
+// the time the test ran it; and that nothing is written without it.
+func testReadyFile(t *testing.T, bin string) {
+	path := filepath.Join(t.TempDir(), "ready")
+	before := time.Now()
+	for range 2 {
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "FIXTURE_READY_FILE="+path)
+		cmd.Stdin = strings.NewReader("") // EOF: the server ends at once
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("fixture: %v\n%s", err, out)
+		}
+		data, _ := os.ReadFile(path)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		var pid int
+		var exec, ready int64
+		if _, err := fmt.Sscanf(lines[len(lines)-1], "%d %d %d", &pid, &exec, &ready); err != nil {
+			t.Fatalf("ready file %q: %v", data, err)
+		}
+		if pid != cmd.Process.Pid || exec < before.UnixNano() || ready < exec || ready > time.Now().UnixNano() {
+			t.Errorf("ready line %q: want pid %d and %d <= exec <= ready <= now", lines[len(lines)-1], cmd.Process.Pid, before.UnixNano())
+		}
+	}
+	if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") != 2 {
+		t.Errorf("ready file after two starts:\n%s", data)
+	}
 }
 
 // testDemo checks that -demo lists exactly demoTools and refuses a call of a
