@@ -218,8 +218,10 @@ func (r *Client) maintain(ctx context.Context, p *peer) {
 			np, hello, err := r.dialNext(ctx)
 			if err == nil {
 				p = np
-				r.setPeer(p, hello)
+				// Tools first: a turn sent as soon as the connection is
+				// back must find the session's tools on the gateway.
 				r.reregister(ctx, p)
+				r.setPeer(p, hello)
 				r.log.Info("gateway connection restored", "url", r.currentURL())
 				break
 			}

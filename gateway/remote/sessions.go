@@ -72,7 +72,8 @@ func (c *serverConn) ownRecord(ctx context.Context, id string) (session.Record, 
 func storeError(method string, err error) error {
 	switch {
 	case errors.Is(err, session.ErrNotFound):
-		return wireError(CodeNotFound, "%s: %v", method, err)
+		// The same text for a missing session and another tenant's.
+		return wireError(CodeNotFound, "%s: %v", method, session.ErrNotFound)
 	case errors.Is(err, session.ErrBadCursor):
 		return wireError(CodeBadCursor, "%s: %v", method, err)
 	case errors.Is(err, session.ErrFenced):
