@@ -313,7 +313,11 @@ func (r *Client) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	delete(r.tools, sessionKey)
 	p := r.p
 	r.mu.Unlock()
-	r.hist().Forget(ctx, sessionKey)
+	r.hist().Forget(ctx, sessionKey) // waits for the session's commits, which use its lease token
+	r.mu.Lock()
+	delete(r.fences, r.ids[sessionKey])
+	delete(r.ids, sessionKey)
+	r.mu.Unlock()
 	if p == nil {
 		return nil // the gateway forgot the session's tools with the connection
 	}

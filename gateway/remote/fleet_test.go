@@ -389,3 +389,43 @@ func TestClient_ConnectionDropGoesToTheNextURL(t *testing.T) {
 		t.Fatalf("the tool did not run through replica 2: %+v", *evs)
 	}
 }
+
+// slowLeases are LocalLeases whose release takes a while, as a database's
+// can: a turn's lease outlives the end of its chat.send a little.
+type slowLeases struct{ session.LocalLeases }
+
+func (l *slowLeases) Acquire(ctx context.Context, id, owner string) (*session.Lease, error) {
+	held, err := l.LocalLeases.Acquire(ctx, id, owner)
+	if err != nil {
+		return nil, err
+	}
+	return session.NewLease(id, owner, held.Token, nil, func(ctx context.Context) error {
+		time.Sleep(20 * time.Millisecond)
+		return held.Release(ctx)
+	}), nil
+}
+
+func TestLease_PromptRightAfterCancelIsNotBusy(t *testing.T) {
+	_, url := wsServer(t, &ServerOptions{Leases: &slowLeases{}})
+	c := dialURLs(t, url)
+	started := make(chan struct{}, 1)
+	if err := c.SetExtraTools(t.Context(), "acp:s1", []*gateway.Tool{blockingTool(started)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = c.Send(ctx, gateway.SendRequest{SessionKey: "acp:s1", Message: []gateway.Content{gateway.TextContent("/call wait {}")}}, func(gateway.Event) {})
+		}()
+		<-started
+		cancel()
+		<-done
+		// The gateway may still be ending the cancelled turn: the next
+		// prompt waits for it rather than being refused as busy.
+		if _, err := c.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s1", Message: []gateway.Content{gateway.TextContent("/help")}}, func(gateway.Event) {}); err != nil {
+			t.Fatalf("prompt %d right after a cancel: %v", i, err)
+		}
+	}
+}

@@ -76,13 +76,14 @@ type Server struct {
 	mu      sync.Mutex
 	conns   map[*serverConn]bool
 	owners  map[string]*serverConn // session key → the connection that owns it
+	turns   map[string]*turnState  // lease id → the turn running under it here
 	closing bool
 	wg      sync.WaitGroup // connections
 }
 
 // NewServer returns a Server running turns on local. opts may be nil.
 func NewServer(local *runner.Local, opts *ServerOptions) *Server {
-	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn)}
+	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn), turns: make(map[string]*turnState)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -426,17 +427,11 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		c.running.Done()
 	}()
 
-	lease, err := c.lease(ctx, p)
+	lease, release, err := c.lease(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := lease.Release(rctx); err != nil {
-			c.s.log.Warn("releasing a session's lease failed", "session", lease.ID, "err", err)
-		}
-	}()
+	defer release()
 	if lease.Lost != nil {
 		turnDone := make(chan struct{})
 		var watch sync.WaitGroup

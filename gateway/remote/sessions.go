@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -24,33 +25,76 @@ func (c *serverConn) tenantName() string {
 	return c.tenant
 }
 
+// turnState is a turn running in this process under a lease: ctx is the
+// turn's (done once it is being cancelled), done is closed when its lease is
+// released.
+type turnState struct {
+	ctx  context.Context
+	done chan struct{}
+}
+
+// endingTurnWait bounds the wait for a cancelled turn of the same session
+// to end before a new one takes its lease.
+const endingTurnWait = 10 * time.Second
+
 // lease takes the lease a chat.send runs under: that of the stored session
 // when it names one (which must be the connection's tenant's), else one of
-// the connection's session key. Another holder's lease is a CodeBusy error
-// naming the session and the holder.
-func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (*session.Lease, error) {
+// the connection's session key. A turn of the same session that this
+// process is cancelling (chat.abort, a dropped connection) is waited for, so
+// that a prompt right after a cancel is not refused. Another holder's lease
+// is a CodeBusy error naming the session and the holder. release gives the
+// lease up and ends the turn's record; call it once, when the turn ends.
+func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Lease, release func(), err error) {
 	id := "key:" + c.scoped(p.SessionKey)
 	if p.SessionID != "" {
 		if !c.hasExt(ExtSessions) {
-			return nil, badRequest("chat.send: sessionId needs the sessions extension, which is not enabled on this connection")
+			return nil, nil, badRequest("chat.send: sessionId needs the sessions extension, which is not enabled on this connection")
 		}
 		if _, err := c.ownRecord(ctx, p.SessionID); err != nil {
 			if errors.Is(err, session.ErrNotFound) {
-				return nil, wireError(CodeForbidden, "chat.send: session %q is not one of this tenant's sessions", p.SessionID)
+				return nil, nil, wireError(CodeForbidden, "chat.send: session %q is not one of this tenant's sessions", p.SessionID)
 			}
-			return nil, storeError("chat.send", err)
+			return nil, nil, storeError("chat.send", err)
 		}
 		id = p.SessionID
 	}
-	l, err := c.s.opts.Leases.Acquire(ctx, id, c.s.opts.Replica)
+	c.s.mu.Lock()
+	prev := c.s.turns[id]
+	c.s.mu.Unlock()
+	if prev != nil && prev.ctx.Err() != nil {
+		wctx, cancel := context.WithTimeout(ctx, endingTurnWait)
+		select {
+		case <-prev.done:
+		case <-wctx.Done():
+		}
+		cancel()
+	}
+	l, err = c.s.opts.Leases.Acquire(ctx, id, c.s.opts.Replica)
 	var le *session.LeasedError
 	switch {
 	case errors.As(err, &le):
-		return nil, wireError(CodeBusy, "%s", le.Error())
+		return nil, nil, wireError(CodeBusy, "%s", le.Error())
 	case err != nil:
-		return nil, wireError(CodeUnavailable, "chat.send: taking the lease of session %s failed: %v", id, err)
+		return nil, nil, wireError(CodeUnavailable, "chat.send: taking the lease of session %s failed: %v", id, err)
 	}
-	return l, nil
+	ts := &turnState{ctx: ctx, done: make(chan struct{})}
+	c.s.mu.Lock()
+	c.s.turns[id] = ts
+	c.s.mu.Unlock()
+	release = func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			c.s.log.Warn("releasing a session's lease failed", "session", l.ID, "err", err)
+		}
+		c.s.mu.Lock()
+		if c.s.turns[id] == ts {
+			delete(c.s.turns, id)
+		}
+		c.s.mu.Unlock()
+		close(ts.done)
+	}
+	return l, release, nil
 }
 
 // ownRecord returns the stored session id if it is the connection's
