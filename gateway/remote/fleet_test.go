@@ -406,8 +406,11 @@ func (l *slowLeases) Acquire(ctx context.Context, id, owner string) (*session.Le
 }
 
 func TestLease_PromptRightAfterCancelIsNotBusy(t *testing.T) {
-	_, url := wsServer(t, &ServerOptions{Leases: &slowLeases{}})
-	c := dialURLs(t, url)
+	_, url := wsServer(t, &ServerOptions{Store: session.NewMemory(), Leases: &slowLeases{}})
+	c := dialStore(t, "", url)
+	if err := c.Store().Create(t.Context(), testRecord("s1")); err != nil {
+		t.Fatal(err)
+	}
 	started := make(chan struct{}, 1)
 	if err := c.SetExtraTools(t.Context(), "acp:s1", []*gateway.Tool{blockingTool(started)}); err != nil {
 		t.Fatal(err)

@@ -38,10 +38,12 @@ type ServerOptions struct {
 	// connection's tenant. Nil: the gateway keeps no sessions and offers no
 	// sessions extension. The Server does not close it.
 	Store session.Store
-	// Leases are the leases each turn runs under (one turn of a session at
-	// a time, fleet-wide when the Leases are a shared database's). Nil
-	// means the Store's own when it implements session.Leases, else a
-	// process-local session.LocalLeases.
+	// Leases are the leases the turns of stored sessions (chat.send with a
+	// sessionId) run under: one turn of a session at a time, fleet-wide
+	// when the Leases are a shared database's. Nil means the Store's own
+	// when it implements session.Leases, else a process-local
+	// session.LocalLeases. Turns of sessions the translator stores run
+	// under process-local leases of their session key.
 	Leases session.Leases
 	// Replica names this gateway in lease errors ("running a turn on
 	// <Replica>"); "" means "this gateway".
@@ -73,12 +75,15 @@ type Server struct {
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
-	mu      sync.Mutex
-	conns   map[*serverConn]bool
-	owners  map[string]*serverConn // session key → the connection that owns it
-	turns   map[string]*turnState  // lease id → the turn running under it here
-	closing bool
-	wg      sync.WaitGroup // connections
+	mu     sync.Mutex
+	conns  map[*serverConn]bool
+	owners map[string]*serverConn // session key → the connection that owns it
+	turns  map[string]*turnState  // lease id → the turn running under it here
+	// keyLeases are the leases of turns that name no stored session: their
+	// session keys are this gateway's (one connection's) only.
+	keyLeases session.LocalLeases
+	closing   bool
+	wg        sync.WaitGroup // connections
 }
 
 // NewServer returns a Server running turns on local. opts may be nil.

@@ -38,15 +38,17 @@ type turnState struct {
 const endingTurnWait = 10 * time.Second
 
 // lease takes the lease a chat.send runs under: that of the stored session
-// when it names one (which must be the connection's tenant's), else one of
-// the connection's session key. A turn of the same session that this
+// when it names one (which must be the connection's tenant's), from the
+// server's Leases, else a process-local one of the connection's session key. A turn of the same session that this
 // process is cancelling (chat.abort, a dropped connection) is waited for, so
 // that a prompt right after a cancel is not refused. Another holder's lease
 // is a CodeBusy error naming the session and the holder. release gives the
 // lease up and ends the turn's record; call it once, when the turn ends.
 func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Lease, release func(), err error) {
 	id := "key:" + c.scoped(p.SessionKey)
+	leases := session.Leases(&c.s.keyLeases)
 	if p.SessionID != "" {
+		leases = c.s.opts.Leases
 		if !c.hasExt(ExtSessions) {
 			return nil, nil, badRequest("chat.send: sessionId needs the sessions extension, which is not enabled on this connection")
 		}
@@ -69,7 +71,7 @@ func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Le
 		}
 		cancel()
 	}
-	l, err = c.s.opts.Leases.Acquire(ctx, id, c.s.opts.Replica)
+	l, err = leases.Acquire(ctx, id, c.s.opts.Replica)
 	var le *session.LeasedError
 	switch {
 	case errors.As(err, &le):
