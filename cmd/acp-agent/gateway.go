@@ -66,7 +66,10 @@ Serve the agent runtime (models, permissions policy, turns) as a WebSocket
 service at ws://HOST:PORT for remote translators: "acp-agent --gateway URL"
 runs the ACP front end on the editor's machine and the turns here
 (docs/gateway-protocol.md). The host must be named; a non-loopback address
-needs a token (--token-file, or ` + tokenEnv + `).
+needs a token (--token-file, or ` + tokenEnv + `), or tenants' tokens
+(--tokens-file). With --store the gateway keeps its translators' sessions
+("acp-agent --gateway URL --store gateway"); replicas sharing one store
+form a fleet: a session's turn runs on one replica at a time.
 
 Flags:
 `
@@ -80,6 +83,9 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:7777", "address to listen on, with an explicit host")
 	tokenFile := fs.String("token-file", "", "file holding the shared token (default: "+tokenEnv+")")
 	origins := fs.String("allowed-origins", "", "comma-separated Origin values accepted from browsers (none by default)")
+	tokensFile := fs.String("tokens-file", "", `file of "TENANT TOKEN" lines, one tenant's token a line (mode 600): each tenant sees only its own sessions`)
+	storeFlag := fs.String("store", "", `keep the translators' sessions (for "acp-agent --store gateway"): a SQLite file or "memory" (default: none)`)
+	replica := fs.String("replica-name", "", "this replica's name, shown in the busy errors of other replicas (default HOSTNAME:PORT)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, gatewayUsage)
@@ -96,8 +102,24 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkListen(*listen, token, tokenEnv); err != nil {
+	var tenants map[string]string
+	if *tokensFile != "" {
+		if tenants, err = readTokensFile(*tokensFile); err != nil {
+			return err
+		}
+		if _, dup := tenants[token]; dup && token != "" {
+			return fmt.Errorf("--tokens-file %s gives the default tenant's token (--token-file or %s) to tenant %s: each token names one tenant", *tokensFile, tokenEnv, tenants[token])
+		}
+	}
+	authToken := token
+	if authToken == "" && len(tenants) > 0 {
+		authToken = "tokens-file"
+	}
+	if err := checkListen(*listen, authToken, tokenEnv); err != nil {
 		return err
+	}
+	if *replica == "" {
+		*replica = replicaName(*listen)
 	}
 	env, err := common.setup(stderr)
 	if err != nil {
@@ -119,7 +141,14 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 			allowed = append(allowed, o)
 		}
 	}
-	srv := remote.NewServer(local, &remote.ServerOptions{Token: token, AllowedOrigins: allowed,
+	store, err := openGatewayStore(*storeFlag)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	srv := remote.NewServer(local, &remote.ServerOptions{Token: token, Tokens: tenants, AllowedOrigins: allowed, Store: store, Replica: *replica,
 		Info: remote.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Logger: log})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -130,7 +159,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("gateway listening", "url", "ws://"+ln.Addr().String(), "auth", token != "")
+	log.Info("gateway listening", "url", "ws://"+ln.Addr().String(), "auth", authToken != "", "tenants", len(tenants), "store", *storeFlag != "", "replica", *replica)
 	select {
 	case err := <-errc:
 		return err

@@ -4,10 +4,12 @@
 //
 // Usage:
 //
-//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory] [--verbose] [--log-file FILE] [--version]
+//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory|gateway] [--gateway URL[,URL...] [--token-file FILE]]
+//	          [--verbose] [--log-file FILE] [--version]
 //	acp-agent mcp-server [--config FILE] [--model provider:name|direct] [--store FILE|memory]
 //	                     [--listen HOST:PORT [--token-file FILE] [--allowed-origins LIST]] [-v] [--log-file FILE] [--version]
-//	acp-agent gateway [--listen HOST:PORT] [--token-file FILE] [--allowed-origins LIST] [--config FILE] [--model ...]
+//	acp-agent gateway [--listen HOST:PORT] [--token-file FILE] [--tokens-file FILE] [--store FILE|memory]
+//	                  [--replica-name NAME] [--allowed-origins LIST] [--config FILE] [--model ...]
 //
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
 // only; logs go to stderr, or to --log-file. "mcp-server" serves the same
@@ -83,8 +85,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	storeFlag := fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
-	gatewayURL := fs.String("gateway", "", "use the remote gateway at this ws:// URL (token from --token-file or ACP_AGENT_GATEWAY_TOKEN) instead of the in-process one")
+	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", or "gateway" (the remote gateway's, with --gateway) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
+	gatewayURL := fs.String("gateway", "", "use the remote gateway at this ws:// URL, or the first that answers of several comma-separated replicas' URLs (token from --token-file or ACP_AGENT_GATEWAY_TOKEN), instead of the in-process one")
 	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -118,8 +120,43 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, tokens, err := openStore(*storeFlag, cfg.Store.Path)
-	if err != nil {
+	gatewayStore := *storeFlag == "gateway"
+	if gatewayStore && *gatewayURL == "" {
+		return errors.New(`--store gateway keeps the sessions in the remote gateway's store: it needs --gateway URL`)
+	}
+	var rc *remote.Client
+	if *gatewayURL != "" {
+		urls, err := gatewayURLs(*gatewayURL)
+		if err != nil {
+			return err
+		}
+		token, err := gatewayToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		var exts map[string]int
+		if gatewayStore {
+			exts = map[string]int{remote.ExtSessions: remote.ExtSessionsVersion}
+		}
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		rc, err = remote.Dial(dctx, remote.ClientOptions{URLs: urls, Token: token, Extensions: exts,
+			Info: remote.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer rc.Close() // after the History's commits (deferred later, run first)
+		opts.Gateway = rc
+		log.Info("using the remote gateway", "urls", urls, "store", gatewayStore)
+	}
+	var store session.Store
+	var tokens signin.Store
+	if gatewayStore {
+		store = rc.Store()
+		if tokens, err = openTokens(cfg.Store.Path); err != nil {
+			return err
+		}
+	} else if store, tokens, err = openStore(*storeFlag, cfg.Store.Path); err != nil {
 		return err
 	}
 	defer store.Close()
@@ -127,21 +164,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts.Bridge.OAuth.Store = tokens
 	opts.History = session.NewHistory(store, log)
 	defer opts.History.Close() // before the store closes: commits written behind
-	if *gatewayURL != "" {
-		token, err := gatewayToken(*tokenFile)
-		if err != nil {
-			return err
-		}
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		remote, err := remote.Dial(dctx, remote.ClientOptions{URL: *gatewayURL, Token: token, History: opts.History,
-			Info: remote.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
-		cancel()
-		if err != nil {
-			return err
-		}
-		defer remote.Close()
-		opts.Gateway = remote
-		log.Info("using the remote gateway", "url", *gatewayURL)
+	if rc != nil {
+		rc.SetHistory(opts.History)
 	} else {
 		ms, err := env.models()
 		if err != nil {
@@ -335,6 +359,23 @@ func openStore(flagPath, cfgPath string) (session.Store, signin.Store, error) {
 		return nil, nil, fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
 	}
 	return st, tokens, err
+}
+
+// openTokens opens the sign-in token store of a translator whose sessions
+// the gateway keeps: in the directory of the local store's path (config
+// store.path, else the default), as with a local store.
+func openTokens(cfgPath string) (signin.Store, error) {
+	path := cfgPath
+	if path == "" || path == "memory" {
+		if path == "memory" {
+			return signin.NewMemory(), nil
+		}
+		var err error
+		if path, err = session.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	return signin.OpenFile(filepath.Join(filepath.Dir(path), tokensFile))
 }
 
 // tokensFile is the name of the sign-in token file, in the directory of the

@@ -21,12 +21,23 @@ import (
 type ClientOptions struct {
 	// URL is the gateway's WebSocket URL, such as "ws://127.0.0.1:7777".
 	URL string
+	// URLs, when set, are the WebSocket URLs of the replicas of a gateway
+	// fleet, in order (URL is then ignored): the client connects to the
+	// first that answers, and when the connection drops it reconnects to
+	// the next one, round robin.
+	URLs []string
+	// Extensions are the protocol extensions the client needs, by name and
+	// version, such as {ExtSessions: ExtSessionsVersion}: a gateway that does
+	// not enable each of them in hello is refused (Dial fails, or a
+	// reconnection tries the next URL).
+	Extensions map[string]int
 	// Token is the shared secret of the gateway, or "".
 	Token string
 	// Info is this translator's name and version, sent in connect.
 	Info PeerInfo
 	// History keeps the conversations of this translator's sessions: the
-	// remote gateway keeps none. Nil means a new [gateway.MemoryHistory].
+	// remote gateway keeps none. Nil means a new [gateway.MemoryHistory]
+	// (or the one given to [Client.SetHistory]).
 	History gateway.History
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts; zero means 100ms and 5s.
@@ -44,8 +55,14 @@ type ClientOptions struct {
 type Client struct {
 	opts ClientOptions
 	log  *slog.Logger
+	urls []string
 
 	mu        sync.Mutex
+	history   gateway.History
+	url       string                     // the URL of the current (or last) connection
+	next      int                        // index in urls of the next URL to dial
+	ids       map[string]string          // session key → stored session id (sessions extension)
+	fences    map[string]int64           // stored session id → lease token of its last turn
 	p         *peer                      // the current connection, nil while reconnecting
 	connected chan struct{}              // closed when p is set; replaced when it drops
 	models    []gateway.ModelInfo        // from hello
@@ -66,8 +83,9 @@ type remoteRun struct {
 
 var _ gateway.Gateway = (*Client)(nil)
 
-// Dial connects to the gateway at opts.URL and keeps the connection
-// up until Close. The first connection must succeed.
+// Dial connects to the gateway at opts.URL (or the first of opts.URLs that
+// answers) and keeps a connection up until Close. The first connection must
+// succeed.
 func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
@@ -78,13 +96,30 @@ func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
 	if opts.History == nil {
 		opts.History = &gateway.MemoryHistory{}
 	}
-	r := &Client{opts: opts, log: opts.Logger, connected: make(chan struct{}), tools: make(map[string][]*gateway.Tool), runs: make(map[string]*remoteRun)}
+	r := &Client{opts: opts, log: opts.Logger, history: opts.History, connected: make(chan struct{}), tools: make(map[string][]*gateway.Tool), runs: make(map[string]*remoteRun),
+		urls: opts.URLs, ids: make(map[string]string), fences: make(map[string]int64)}
+	if len(r.urls) == 0 {
+		r.urls = []string{opts.URL}
+	}
+	r.url = r.urls[0]
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	p, hello, err := r.dial(ctx)
-	if err != nil {
-		return nil, err
+	var errs []error
+	var p *peer
+	var hello Hello
+	for range r.urls {
+		var err error
+		if p, hello, err = r.dialNext(ctx); err == nil {
+			break
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if p == nil {
+		return nil, errors.Join(errs...)
 	}
 	r.setPeer(p, hello)
 	lctx, cancel := context.WithCancel(context.Background())
@@ -93,15 +128,38 @@ func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
 	return r, nil
 }
 
-// dial opens one connection and runs the handshake.
-func (r *Client) dial(ctx context.Context) (*peer, Hello, error) {
+// dialNext dials the next URL in turn (round robin) and, on success, makes
+// it the current URL.
+func (r *Client) dialNext(ctx context.Context) (*peer, Hello, error) {
+	r.mu.Lock()
+	url := r.urls[r.next%len(r.urls)]
+	r.next = (r.next + 1) % len(r.urls)
+	r.mu.Unlock()
+	p, hello, err := r.dial(ctx, url)
+	if err == nil {
+		r.mu.Lock()
+		r.url = url
+		r.mu.Unlock()
+	}
+	return p, hello, err
+}
+
+// currentURL returns the URL of the current (or last) connection.
+func (r *Client) currentURL() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.url
+}
+
+// dial opens one connection to url and runs the handshake.
+func (r *Client) dial(ctx context.Context, url string) (*peer, Hello, error) {
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
-	ws, resp, err := d.DialContext(ctx, r.opts.URL, http.Header{})
+	ws, resp, err := d.DialContext(ctx, url, http.Header{})
 	if err != nil {
 		if resp != nil {
-			return nil, Hello{}, fmt.Errorf("gateway %s: %s", r.opts.URL, resp.Status)
+			return nil, Hello{}, fmt.Errorf("gateway %s: %s", url, resp.Status)
 		}
-		return nil, Hello{}, fmt.Errorf("gateway %s: %w", r.opts.URL, err)
+		return nil, Hello{}, fmt.Errorf("gateway %s: %w", url, err)
 	}
 	p := newPeer(ws, r.log)
 	p.handle = r.handle
@@ -110,10 +168,20 @@ func (r *Client) dial(ctx context.Context) (*peer, Hello, error) {
 	var hello Hello
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	if err := p.call(hctx, "connect", ConnectParams{Protocol: ProtocolVersion, Client: r.opts.Info, Token: r.opts.Token}, &hello); err != nil {
+	if err := p.call(hctx, "connect", ConnectParams{Protocol: ProtocolVersion, Client: r.opts.Info, Token: r.opts.Token, Extensions: r.opts.Extensions}, &hello); err != nil {
 		p.close(websocket.CloseNormalClosure, "handshake failed")
 		p.wait()
-		return nil, Hello{}, fmt.Errorf("gateway %s refused the connection: %w", r.opts.URL, err)
+		return nil, Hello{}, fmt.Errorf("gateway %s refused the connection: %w", url, err)
+	}
+	for name, v := range r.opts.Extensions {
+		if hello.Extensions[name] != v {
+			p.close(websocket.CloseNormalClosure, "a needed extension is missing")
+			p.wait()
+			if name == ExtSessions {
+				return nil, Hello{}, fmt.Errorf("gateway %s keeps no sessions (it does not offer the %q extension, version %d): start it with --store, or keep the sessions here (no --store gateway)", url, name, v)
+			}
+			return nil, Hello{}, fmt.Errorf("gateway %s does not offer the %q extension, version %d", url, name, v)
+		}
 	}
 	return p, hello, nil
 }
@@ -128,8 +196,9 @@ func (r *Client) setPeer(p *peer, hello Hello) {
 	close(r.connected)
 }
 
-// maintain waits for the connection to drop, then reconnects with
-// exponential backoff and registers the live sessions' tools again.
+// maintain waits for the connection to drop, then reconnects, to the next
+// URL first (round robin), with exponential backoff once every URL has
+// failed, and registers the live sessions' tools again.
 func (r *Client) maintain(ctx context.Context, p *peer) {
 	for {
 		select {
@@ -145,14 +214,20 @@ func (r *Client) maintain(ctx context.Context, p *peer) {
 		r.p, r.connected = nil, make(chan struct{})
 		r.mu.Unlock()
 		backoff := r.opts.MinBackoff
-		for {
-			np, hello, err := r.dial(ctx)
+		for attempt := 1; ; attempt++ {
+			np, hello, err := r.dialNext(ctx)
 			if err == nil {
 				p = np
-				r.setPeer(p, hello)
+				// Tools first: a turn sent as soon as the connection is
+				// back must find the session's tools on the gateway.
 				r.reregister(ctx, p)
-				r.log.Info("gateway connection restored")
+				r.setPeer(p, hello)
+				r.log.Info("gateway connection restored", "url", r.currentURL())
 				break
+			}
+			if attempt%len(r.urls) != 0 && ctx.Err() == nil {
+				r.log.Debug("gateway reconnect failed; trying the next URL", "err", err)
+				continue
 			}
 			r.log.Debug("gateway reconnect failed", "err", err, "retry in", backoff)
 			select {
@@ -195,7 +270,7 @@ func (r *Client) current(ctx context.Context) (*peer, error) {
 		select {
 		case <-connected:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("gateway %s is unreachable (reconnecting): %w", r.opts.URL, context.Cause(ctx))
+			return nil, fmt.Errorf("gateway %s is unreachable (reconnecting): %w", r.currentURL(), context.Cause(ctx))
 		}
 	}
 }
@@ -238,13 +313,32 @@ func (r *Client) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	delete(r.tools, sessionKey)
 	p := r.p
 	r.mu.Unlock()
-	r.opts.History.Forget(ctx, sessionKey)
+	r.hist().Forget(ctx, sessionKey) // waits for the session's commits, which use its lease token
+	r.mu.Lock()
+	delete(r.fences, r.ids[sessionKey])
+	delete(r.ids, sessionKey)
+	r.mu.Unlock()
 	if p == nil {
 		return nil // the gateway forgot the session's tools with the connection
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return p.call(cctx, "sessions.clearExtraTools", SessionKeyParams{SessionKey: sessionKey}, nil)
+}
+
+// SetHistory sets the History that keeps the sessions' conversations, for
+// one that needs the client first (a session.History over [Client.Store]).
+// Call it before the first session is opened.
+func (r *Client) SetHistory(h gateway.History) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.history = h
+}
+
+func (r *Client) hist() gateway.History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.history
 }
 
 // Models implements [gateway.Gateway].
@@ -276,8 +370,11 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		delete(r.runs, runID)
 		r.mu.Unlock()
 	}()
+	r.mu.Lock()
+	id := r.ids[req.SessionKey]
+	r.mu.Unlock()
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
-		History: r.opts.History.Messages(ctx, req.SessionKey)}
+		History: r.hist().Messages(ctx, req.SessionKey), SessionID: id}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
@@ -287,11 +384,18 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		cancel()
 		return gateway.StopCancelled, nil
 	case errors.Is(err, errConnClosed):
-		return "", fmt.Errorf("the connection to the gateway %s was lost during the turn (%v); the next prompt will work once it is back", r.opts.URL, err)
+		return "", fmt.Errorf("the connection to the gateway %s was lost during the turn (%v); the next prompt will work once it is back", r.currentURL(), err)
 	case err != nil:
 		return "", fmt.Errorf("gateway: %w", err)
 	}
-	r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, res.StopReason, res.Messages...)
+	if id != "" && res.LeaseToken != 0 {
+		// The turn's commit (sessions.appendTurn, written behind by the
+		// History) carries the token: fenced by the turn's lease.
+		r.mu.Lock()
+		r.fences[id] = res.LeaseToken
+		r.mu.Unlock()
+	}
+	r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, res.StopReason, res.Messages...)
 	return res.StopReason, nil
 }
 

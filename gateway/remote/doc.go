@@ -9,14 +9,22 @@
 // sessions it registers tools for, runs turns with "chat.send", and answers
 // the gateway's "tools.invoke" and "permission.request" calls, since the
 // MCP connections stay in the translator. [Server.Shutdown] ends the
-// running turns, closes every connection and waits for them.
+// running turns, closes every connection and waits for them. Tokens name
+// tenants ([ServerOptions].Tokens): a tenant's connections see only its
+// sessions. Every turn runs under its session's lease
+// ([ServerOptions].Leases): one turn of a session at a time, fleet-wide
+// when the replicas share a store's leases. With a [ServerOptions].Store the
+// gateway keeps the translators' sessions (the "sessions" extension).
 //
 // # Client
 //
 // A [Client], made by [Dial], implements [gateway.Gateway] over one
 // connection that it keeps up: it reconnects and registers each session's
 // tools again. The conversation history stays with the client
-// ([ClientOptions].History).
+// ([ClientOptions].History). Given several URLs (a fleet's replicas) it
+// connects to the first that answers and fails over to the next.
+// [Client.Store] is the session store the gateway keeps for the client's
+// tenant.
 //
 // # Protocol
 //

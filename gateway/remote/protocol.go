@@ -2,8 +2,10 @@ package remote
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // Parameters and results of the gateway protocol's methods
@@ -14,7 +16,21 @@ type ConnectParams struct {
 	Protocol int      `json:"protocol"`
 	Client   PeerInfo `json:"client"`
 	Token    string   `json:"token,omitempty"`
+	// Extensions names the protocol extensions the translator wants, each
+	// with its version, such as {"sessions": 1} ([ExtSessions]). The
+	// gateway enables those it supports and says which in hello.
+	Extensions map[string]int `json:"extensions,omitempty"`
 }
+
+// Protocol extensions (docs/gateway-protocol.md, "Extensions").
+const (
+	// ExtSessions is the session store extension: the sessions.* store
+	// methods (sessions.create ... sessions.turns), served by a gateway
+	// that keeps a store. Its version is [ExtSessionsVersion].
+	ExtSessions = "sessions"
+	// ExtSessionsVersion is the version of the sessions extension.
+	ExtSessionsVersion = 1
+)
 
 // PeerInfo names a program and its version.
 type PeerInfo struct {
@@ -28,6 +44,10 @@ type Hello struct {
 	Server   PeerInfo    `json:"server"`
 	Limits   HelloLimits `json:"limits"`
 	Models   []WireModel `json:"models"`
+	// Extensions are the extensions enabled on this connection: those the
+	// translator asked for that this gateway supports, at the version
+	// asked. Absent when none.
+	Extensions map[string]int `json:"extensions,omitempty"`
 }
 
 // WireModel is a model the gateway offers (hello.models): its id, as
@@ -53,6 +73,11 @@ type ChatSendParams struct {
 	System     string            `json:"system,omitempty"`
 	// History is the conversation so far: the translator keeps it.
 	History []gateway.Message `json:"history,omitempty"`
+	// SessionID is the stored session the turn belongs to, when the
+	// gateway keeps the translator's sessions (sessions extension): the
+	// turn runs under that session's lease, and only the session's tenant
+	// may run it.
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // ChatSendResult ends a turn: its stop reason and its messages, which the
@@ -60,6 +85,11 @@ type ChatSendParams struct {
 type ChatSendResult struct {
 	StopReason gateway.StopReason `json:"stopReason"`
 	Messages   []gateway.Message  `json:"messages"`
+	// LeaseToken is the fencing token of the lease the turn ran under,
+	// when chat.send named a sessionId: the translator passes it with the
+	// turn's sessions.appendTurn, which fails (conflict) once a later turn
+	// of the session has taken the lease.
+	LeaseToken int64 `json:"leaseToken,omitempty"`
 }
 
 // ChatAbortParams is "chat.abort".
@@ -154,4 +184,84 @@ var permissionOutcomes = map[gateway.PermissionOutcome]string{
 	gateway.PermissionAllowOnce: "allow_once", gateway.PermissionAllowAlways: "allow_always",
 	gateway.PermissionReject: "reject", gateway.PermissionCancelled: "cancelled",
 	gateway.PermissionUnavailable: "unavailable",
+}
+
+// WireRecord is a stored session on the wire (sessions extension): a
+// [session.Record] without its tenant, which the gateway takes from the
+// connection's token.
+type WireRecord struct {
+	ID      string           `json:"id"`
+	Key     string           `json:"key"`
+	Cwd     string           `json:"cwd"`
+	Title   string           `json:"title,omitempty"`
+	Created time.Time        `json:"created"`
+	Updated time.Time        `json:"updated"`
+	Servers []session.Server `json:"servers,omitempty"`
+	Model   string           `json:"model,omitempty"`
+}
+
+func wireRecord(r session.Record) WireRecord {
+	return WireRecord{ID: r.ID, Key: r.Key, Cwd: r.Cwd, Title: r.Title, Created: r.Created, Updated: r.Updated, Servers: r.Servers, Model: r.Model}
+}
+
+func (w WireRecord) record(tenant string) session.Record {
+	return session.Record{ID: w.ID, Key: w.Key, Cwd: w.Cwd, Title: w.Title, Created: w.Created, Updated: w.Updated, Servers: w.Servers, Model: w.Model, Tenant: tenant}
+}
+
+// WireTurn is a committed turn on the wire (sessions extension).
+type WireTurn struct {
+	Messages   []gateway.Message  `json:"messages"`
+	StopReason gateway.StopReason `json:"stopReason"`
+}
+
+// SessionIDParams is "sessions.get" (result: WireRecord) and
+// "sessions.turns" (result: SessionTurnsResult).
+type SessionIDParams struct {
+	ID string `json:"id"`
+}
+
+// SessionTurnsResult answers sessions.turns: every committed turn, oldest
+// first.
+type SessionTurnsResult struct {
+	Turns []WireTurn `json:"turns"`
+}
+
+// SessionCreateParams is "sessions.create"; the result is {}.
+type SessionCreateParams struct {
+	Record WireRecord `json:"record"`
+}
+
+// SessionSetServersParams is "sessions.setServers"; the result is {}.
+type SessionSetServersParams struct {
+	ID      string           `json:"id"`
+	Servers []session.Server `json:"servers"`
+}
+
+// SessionSetModelParams is "sessions.setModel"; the result is {}.
+type SessionSetModelParams struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
+}
+
+// SessionListParams is "sessions.list": the connection's tenant's sessions,
+// newest first, a page at a time (limit 0: 50).
+type SessionListParams struct {
+	Cwd    string `json:"cwd,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// SessionListResult answers sessions.list; nextCursor is "" at the end.
+type SessionListResult struct {
+	Sessions   []WireRecord `json:"sessions"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// SessionAppendTurnParams is "sessions.appendTurn"; the result is {}.
+// LeaseToken, when not 0, fences the write: it is the token chat.send
+// returned for this turn (ChatSendResult.LeaseToken).
+type SessionAppendTurnParams struct {
+	ID         string   `json:"id"`
+	Turn       WireTurn `json:"turn"`
+	LeaseToken int64    `json:"leaseToken,omitempty"`
 }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,14 +18,36 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // ServerOptions configure a gateway Server. The zero value is valid: no
 // token (the caller must then listen on loopback only), no browser origins.
 type ServerOptions struct {
 	// Token is the shared secret translators send in connect; compared in
-	// constant time. Empty means no authentication.
+	// constant time. Its tenant is "" (the default). Empty, with no
+	// Tokens, means no authentication.
 	Token string
+	// Tokens maps more tokens to their tenants (token → tenant name), for
+	// a gateway shared by several tenants: a connection's tenant owns the
+	// sessions it creates, and no other tenant can list, read, load or
+	// prompt them. Compared in constant time, like Token.
+	Tokens map[string]string
+	// Store, when set, keeps the translators' sessions: the sessions
+	// extension (sessions.create ... sessions.turns), always scoped by the
+	// connection's tenant. Nil: the gateway keeps no sessions and offers no
+	// sessions extension. The Server does not close it.
+	Store session.Store
+	// Leases are the leases the turns of stored sessions (chat.send with a
+	// sessionId) run under: one turn of a session at a time, fleet-wide
+	// when the Leases are a shared database's. Nil means the Store's own
+	// when it implements session.Leases, else a process-local
+	// session.LocalLeases. Turns of sessions the translator stores run
+	// under process-local leases of their session key.
+	Leases session.Leases
+	// Replica names this gateway in lease errors ("running a turn on
+	// <Replica>"); "" means "this gateway".
+	Replica string
 	// AllowedOrigins are the Origin header values accepted, such as
 	// "https://ide.example". A request without Origin (not from a browser)
 	// is accepted; any other Origin is refused.
@@ -51,18 +75,32 @@ type Server struct {
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
-	mu      sync.Mutex
-	conns   map[*serverConn]bool
-	owners  map[string]*serverConn // session key → the connection that owns it
-	closing bool
-	wg      sync.WaitGroup // connections
+	mu     sync.Mutex
+	conns  map[*serverConn]bool
+	owners map[string]*serverConn // session key → the connection that owns it
+	turns  map[string]*turnState  // lease id → the turn running under it here
+	// keyLeases are the leases of turns that name no stored session: their
+	// session keys are this gateway's (one connection's) only.
+	keyLeases session.LocalLeases
+	closing   bool
+	wg        sync.WaitGroup // connections
 }
 
 // NewServer returns a Server running turns on local. opts may be nil.
 func NewServer(local *runner.Local, opts *ServerOptions) *Server {
-	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn)}
+	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn), turns: make(map[string]*turnState)}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.Leases == nil {
+		if l, ok := s.opts.Store.(session.Leases); ok {
+			s.opts.Leases = l
+		} else {
+			s.opts.Leases = &session.LocalLeases{}
+		}
+	}
+	if s.opts.Replica == "" {
+		s.opts.Replica = "this gateway"
 	}
 	s.log = s.opts.Logger
 	if s.log == nil {
@@ -96,7 +134,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader answered
 	}
-	c := &serverConn{s: s, keys: make(map[string]bool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(gateway.ToolUpdate))}
+	c := &serverConn{s: s, exts: map[string]int{}, keys: make(map[string]bool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(gateway.ToolUpdate))}
 	c.p = newPeer(ws, s.log.With("remote", r.RemoteAddr))
 	c.p.handle = c.handle
 	c.p.onEvent = c.onEvent
@@ -143,6 +181,8 @@ type serverConn struct {
 
 	mu      sync.Mutex
 	authed  bool
+	tenant  string                             // the tenant of the connect token; set with authed
+	exts    map[string]int                     // extensions enabled at connect
 	keys    map[string]bool                    // session keys this connection owns
 	runs    map[string]context.CancelCauseFunc // running turns by run id
 	running sync.WaitGroup
@@ -210,11 +250,30 @@ func (c *serverConn) waitRuns(ctx context.Context) {
 	}
 }
 
-// own claims key for this connection, or says who has it.
-func (c *serverConn) own(key string) error {
-	if key == "" {
+// scoped returns the runtime's name of the connection's session key: each
+// tenant has its own key space, so that two tenants' keys never meet in the
+// runner's registry or in the owners map. The default tenant's keys are
+// unchanged (except the rare one that starts with "tenant:").
+func (c *serverConn) scoped(key string) string {
+	c.mu.Lock()
+	t := c.tenant
+	c.mu.Unlock()
+	if t != "" {
+		return "tenant:" + t + "|" + key
+	}
+	if strings.HasPrefix(key, "tenant:") {
+		return "tenant:|" + key
+	}
+	return key
+}
+
+// own claims the connection's session key for this connection, or says
+// who has it.
+func (c *serverConn) own(wireKey string) error {
+	if wireKey == "" {
 		return badRequest("sessionKey is empty")
 	}
+	key := c.scoped(wireKey)
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	if o := c.s.owners[key]; o != nil && o != c {
@@ -224,7 +283,7 @@ func (c *serverConn) own(key string) error {
 			// translator that reconnects quickly): the key is free, and the
 			// old connection's release no longer touches it.
 		default:
-			return wireError(CodeForbidden, "session %q belongs to another connection", key)
+			return wireError(CodeForbidden, "session %q belongs to another connection", wireKey)
 		}
 	}
 	c.s.owners[key] = c
@@ -275,7 +334,7 @@ func (c *serverConn) handle(ctx context.Context, method string, params json.RawM
 		for i, wt := range p.Tools {
 			tools[i] = c.proxy(p.SessionKey, wt)
 		}
-		c.s.local.Registry().Set(p.SessionKey, tools)
+		c.s.local.Registry().Set(c.scoped(p.SessionKey), tools)
 		return struct{}{}, nil
 	case "sessions.clearExtraTools":
 		var p SessionKeyParams
@@ -285,14 +344,18 @@ func (c *serverConn) handle(ctx context.Context, method string, params json.RawM
 		if err := c.own(p.SessionKey); err != nil {
 			return nil, err
 		}
-		_ = c.s.local.ClearExtraTools(ctx, p.SessionKey)
+		key := c.scoped(p.SessionKey)
+		_ = c.s.local.ClearExtraTools(ctx, key)
 		c.s.mu.Lock()
-		delete(c.s.owners, p.SessionKey)
+		delete(c.s.owners, key)
 		c.s.mu.Unlock()
 		c.mu.Lock()
-		delete(c.keys, p.SessionKey)
+		delete(c.keys, key)
 		c.mu.Unlock()
 		return struct{}{}, nil
+	}
+	if strings.HasPrefix(method, "sessions.") {
+		return c.sessions(ctx, method, params)
 	}
 	return nil, wireError(CodeMethodNotFound, "unknown method %q", method)
 }
@@ -306,20 +369,45 @@ func (c *serverConn) connect(params json.RawMessage) (any, error) {
 		err := wireError(CodeBadRequest, "protocol version %d is not supported: this gateway speaks version %d", p.Protocol, ProtocolVersion)
 		return nil, &fatalError{err: err, closeCode: websocket.CloseProtocolError}
 	}
-	if c.s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(p.Token), []byte(c.s.opts.Token)) != 1 {
+	tenant, ok := c.s.tenantOf(p.Token)
+	if !ok {
 		c.s.log.Warn("refused a translator with a wrong token", "client", p.Client.Name)
 		return nil, &fatalError{err: wireError(CodeUnauthorized, "wrong or missing token"), closeCode: websocket.ClosePolicyViolation}
 	}
+	var exts map[string]int
+	if v := p.Extensions[ExtSessions]; v == ExtSessionsVersion && c.s.opts.Store != nil {
+		exts = map[string]int{ExtSessions: v}
+	}
 	c.mu.Lock()
-	c.authed, c.id = true, p.Client.Name+" "+p.Client.Version
+	c.authed, c.id, c.tenant = true, p.Client.Name+" "+p.Client.Version, tenant
+	maps.Copy(c.exts, exts)
 	c.mu.Unlock()
-	c.s.log.Info("translator connected", "client", c.id)
+	c.s.log.Info("translator connected", "client", c.id, "tenant", tenant, "extensions", exts)
 	var models []WireModel
 	for _, m := range c.s.local.Models() {
 		models = append(models, WireModel{ID: m.ID, Label: m.Label})
 	}
 	return Hello{Protocol: ProtocolVersion, Server: c.s.opts.Info, Models: models,
-		Limits: HelloLimits{MaxFrameBytes: MaxFrameBytes, WriteQueueFrames: WriteQueueFrames}}, nil
+		Limits: HelloLimits{MaxFrameBytes: MaxFrameBytes, WriteQueueFrames: WriteQueueFrames}, Extensions: exts}, nil
+}
+
+// tenantOf returns the tenant of a connect token, comparing it in constant
+// time with every configured token; ok is false for a wrong token. With no
+// token configured every connection is the default tenant's.
+func (s *Server) tenantOf(token string) (tenant string, ok bool) {
+	if s.opts.Token == "" && len(s.opts.Tokens) == 0 {
+		return "", true
+	}
+	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.Token)) == 1 {
+		ok = true
+	}
+	for t, name := range s.opts.Tokens {
+		// Every token is compared: the time taken does not say which matched.
+		if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 && !ok {
+			tenant, ok = name, true
+		}
+	}
+	return tenant, ok
 }
 
 // chatSend runs one turn for the translator, streaming its events.
@@ -344,12 +432,30 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		c.running.Done()
 	}()
 
+	lease, release, err := c.lease(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if lease.Lost != nil {
+		turnDone := make(chan struct{})
+		var watch sync.WaitGroup
+		watch.Go(func() {
+			select {
+			case <-lease.Lost:
+				cancel(fmt.Errorf("the lease of session %s was lost (this replica, %s, can no longer be sure it alone runs it): the turn was cancelled; prompt again", lease.ID, c.s.opts.Replica))
+			case <-turnDone:
+			}
+		})
+		defer func() { close(turnDone); watch.Wait() }()
+	}
+
 	var history []gateway.Message
 	if len(p.History) > 0 {
 		history = p.History
 	}
 	var turn []gateway.Message
-	req := gateway.SendRequest{SessionKey: p.SessionKey, RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
+	req := gateway.SendRequest{SessionKey: c.scoped(p.SessionKey), RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
 		CallerHistory: true, History: history, OnTurn: func(_ gateway.StopReason, msgs []gateway.Message) { turn = msgs },
 		Ask: func(ctx context.Context, pr gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 			var res PermissionResult
@@ -382,7 +488,11 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 	default:
 		_ = c.p.event("chat.final", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
 	}
-	return ChatSendResult{StopReason: stop, Messages: turn}, nil
+	res := ChatSendResult{StopReason: stop, Messages: turn}
+	if p.SessionID != "" {
+		res.LeaseToken = lease.Token
+	}
+	return res, nil
 }
 
 // proxy is the gateway side of a translator's tool: Execute invokes it back

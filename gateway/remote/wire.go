@@ -21,18 +21,29 @@ import (
 const ProtocolVersion = 2
 
 // Error codes of the gateway protocol, sent in JSON-RPC error responses.
-// The first four are in JSON-RPC's range for implementation-defined server
+// Codes -32001 to -32007 are in JSON-RPC's range for implementation-defined server
 // errors; the others are JSON-RPC's own.
 const (
 	// CodeUnauthorized: no or a failed connect (wrong token).
 	CodeUnauthorized int64 = -32001
-	// CodeForbidden: the session key belongs to another connection.
+	// CodeForbidden: the session key belongs to another connection, or
+	// the session to another tenant (chat.send).
 	CodeForbidden int64 = -32002
-	// CodeNotFound: no such tool in the session.
+	// CodeNotFound: no such tool in the session; no such stored session
+	// (or one of another tenant: the same answer).
 	CodeNotFound int64 = -32003
 	// CodeUnavailable: the work was cut short (the gateway is shutting
 	// down, the connection was lost).
 	CodeUnavailable int64 = -32004
+	// CodeBusy: another holder (a replica, or another connection) runs a
+	// turn of the session: its lease is taken. The message names the
+	// session and the holder.
+	CodeBusy int64 = -32005
+	// CodeConflict: a turn write fenced with a lease token that a later
+	// turn of the session has superseded (sessions.appendTurn).
+	CodeConflict int64 = -32006
+	// CodeBadCursor: a sessions.list cursor the store did not issue.
+	CodeBadCursor int64 = -32007
 	// CodeBadRequest: the params are malformed or break a rule (wrong
 	// protocol version, empty sessionKey, duplicate runId).
 	CodeBadRequest int64 = jsonrpc2.CodeInvalidParams
@@ -46,7 +57,7 @@ const (
 var codeNames = map[int64]string{
 	CodeUnauthorized: "unauthorized", CodeForbidden: "forbidden", CodeNotFound: "not_found",
 	CodeUnavailable: "unavailable", CodeBadRequest: "bad_request", CodeMethodNotFound: "method_not_found",
-	CodeInternal: "internal",
+	CodeInternal: "internal", CodeBusy: "busy", CodeConflict: "conflict", CodeBadCursor: "bad_cursor",
 }
 
 // Methods of notifications the peer itself handles.

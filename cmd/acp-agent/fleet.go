@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// tenantName is the rule for a tenant's name in a --tokens-file.
+var tenantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// readTokensFile reads a gateway's --tokens-file: one "TENANT TOKEN" pair
+// a line ('#' starts a comment line; blank lines are skipped), mapping each
+// token to its tenant. A tenant may have several tokens (to rotate them);
+// a token belongs to one tenant. The file must not be readable by group or
+// others (chmod 600), since it holds secrets.
+func readTokensFile(path string) (map[string]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tokens-file: %w", err)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("--tokens-file %s is readable or writable by group or others (mode %04o): it holds secrets; chmod 600 it", path, perm)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tokens-file: %w", err)
+	}
+	tokens := make(map[string]string)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("--tokens-file %s line %d: want \"TENANT TOKEN\" (two fields), got %d fields", path, n, len(f))
+		}
+		tenant, token := f[0], f[1]
+		if !tenantName.MatchString(tenant) {
+			return nil, fmt.Errorf("--tokens-file %s line %d: tenant %q: a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", path, n, tenant)
+		}
+		if len(token) < 16 {
+			return nil, fmt.Errorf("--tokens-file %s line %d: the token of tenant %s is shorter than 16 characters", path, n, tenant)
+		}
+		if _, dup := tokens[token]; dup {
+			return nil, fmt.Errorf("--tokens-file %s line %d: this token is already given to tenant %s: each token names one tenant", path, n, tokens[token])
+		}
+		tokens[token] = tenant
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--tokens-file %s: %w", path, err)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("--tokens-file %s names no tenant", path)
+	}
+	return tokens, nil
+}
+
+// openGatewayStore opens the store a gateway keeps its translators'
+// sessions in (--store): "" is none, "memory" one in memory, else a SQLite
+// file (several gateway processes may share one; fleet-wide leases need a
+// PostgreSQL store).
+func openGatewayStore(flag string) (session.Store, error) {
+	switch {
+	case flag == "":
+		return nil, nil
+	case flag == "memory":
+		return session.NewMemory(), nil
+	case strings.HasPrefix(flag, "postgres://"), strings.HasPrefix(flag, "postgresql://"):
+		return nil, errors.New("--store: PostgreSQL stores are not supported by this build; use a SQLite file or memory")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := session.OpenSQLite(ctx, flag)
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	return st, nil
+}
+
+// replicaName is a gateway's default --replica-name: host name and listen
+// port, as lease errors show it to the translators of other replicas.
+func replicaName(listen string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "gateway"
+	}
+	if _, port, err := net.SplitHostPort(listen); err == nil {
+		return host + ":" + port
+	}
+	return host
+}
+
+// gatewayURLs splits --gateway URL[,URL...]: each must be a ws:// or wss://
+// URL with a host.
+func gatewayURLs(flag string) ([]string, error) {
+	var urls []string
+	for _, s := range strings.Split(flag, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return nil, fmt.Errorf("--gateway: %q is not a ws:// or wss:// URL with a host", s)
+		}
+		urls = append(urls, s)
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("--gateway names no URL")
+	}
+	return urls, nil
+}

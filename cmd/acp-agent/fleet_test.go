@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+)
+
+func writeTokens(t *testing.T, text string, mode os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte(text), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReadTokensFile(t *testing.T) {
+	good := "# tenants\nalice 0123456789abcdef0123\n\nbob   fedcba9876543210fedc\nalice rotated-token-000000001\n"
+	tokens, err := readTokensFile(writeTokens(t, good, 0o600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0123456789abcdef0123": "alice", "fedcba9876543210fedc": "bob", "rotated-token-000000001": "alice"}
+	if len(tokens) != len(want) {
+		t.Fatalf("tokens = %v, want %v", tokens, want)
+	}
+	for k, v := range want {
+		if tokens[k] != v {
+			t.Fatalf("tokens = %v, want %v", tokens, want)
+		}
+	}
+	for _, tt := range []struct {
+		text string
+		mode os.FileMode
+		want string
+	}{
+		{good, 0o640, "readable or writable by group or others (mode 0640)"},
+		{good, 0o604, "chmod 600"},
+		{"alice\n", 0o600, `line 1: want "TENANT TOKEN"`},
+		{"alice tok extra\n", 0o600, "got 3 fields"},
+		{"al/ice 0123456789abcdef0123\n", 0o600, `tenant "al/ice"`},
+		{"-x 0123456789abcdef0123\n", 0o600, `tenant "-x"`},
+		{"alice short\n", 0o600, "shorter than 16 characters"},
+		{"alice 0123456789abcdef0123\nbob 0123456789abcdef0123\n", 0o600, "line 2: this token is already given to tenant alice"},
+		{"# nothing\n", 0o600, "names no tenant"},
+	} {
+		_, err := readTokensFile(writeTokens(t, tt.text, tt.mode))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("readTokensFile(%q, %o) = %v, want %q", tt.text, tt.mode, err, tt.want)
+		}
+	}
+	if _, err := readTokensFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "--tokens-file") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestRunGateway_TokensFileChecked(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv(tokenEnv, "")
+	loose := writeTokens(t, "alice 0123456789abcdef0123\n", 0o644)
+	err := runGateway([]string{"--listen", "127.0.0.1:0", "--tokens-file", loose}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("a world-readable tokens file: %v", err)
+	}
+	tight := writeTokens(t, "alice 0123456789abcdef0123\n", 0o600)
+	t.Setenv(tokenEnv, "0123456789abcdef0123")
+	err = runGateway([]string{"--listen", "127.0.0.1:0", "--tokens-file", tight}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "gives the default tenant's token") {
+		t.Fatalf("the default token given to a tenant too: %v", err)
+	}
+}
+
+func TestGatewayURLs(t *testing.T) {
+	urls, err := gatewayURLs(" ws://a:1, wss://b:2/x ,")
+	if err != nil || len(urls) != 2 || urls[0] != "ws://a:1" || urls[1] != "wss://b:2/x" {
+		t.Fatalf("gatewayURLs = %v, %v", urls, err)
+	}
+	for _, bad := range []string{"", ",", "http://a:1", "ws://", "ws://a:1,nope"} {
+		if _, err := gatewayURLs(bad); err == nil || !strings.Contains(err.Error(), "--gateway") {
+			t.Errorf("gatewayURLs(%q) = %v, want an error", bad, err)
+		}
+	}
+}
+
+func TestRun_StoreGatewayNeedsAGatewayThatKeepsSessions(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv(tokenEnv, "")
+	err := run([]string{"--store", "gateway"}, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "needs --gateway URL") {
+		t.Fatalf("--store gateway without --gateway: %v", err)
+	}
+	srv := remote.NewServer(runner.NewLocal(nil), nil) // keeps no sessions
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		ts.Close()
+	}()
+	url := "ws" + strings.TrimPrefix(ts.URL, "http")
+	err = run([]string{"--gateway", url, "--store", "gateway"}, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "keeps no sessions") {
+		t.Fatalf("--store gateway with a gateway without a store: %v", err)
+	}
+}

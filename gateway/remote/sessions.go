@@ -1,0 +1,268 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// The server side of the sessions extension (docs/gateway-protocol.md,
+// "Sessions kept by the gateway") and of the turns' leases.
+
+// hasExt reports whether the extension name is enabled on the connection.
+func (c *serverConn) hasExt(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exts[name] != 0
+}
+
+func (c *serverConn) tenantName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tenant
+}
+
+// turnState is a turn running in this process under a lease: ctx is the
+// turn's (done once it is being cancelled), done is closed when its lease is
+// released.
+type turnState struct {
+	ctx  context.Context
+	done chan struct{}
+}
+
+// endingTurnWait bounds the wait for a cancelled turn of the same session
+// to end before a new one takes its lease.
+const endingTurnWait = 10 * time.Second
+
+// lease takes the lease a chat.send runs under: that of the stored session
+// when it names one (which must be the connection's tenant's), from the
+// server's Leases, else a process-local one of the connection's session key. A turn of the same session that this
+// process is cancelling (chat.abort, a dropped connection) is waited for, so
+// that a prompt right after a cancel is not refused. Another holder's lease
+// is a CodeBusy error naming the session and the holder. release gives the
+// lease up and ends the turn's record; call it once, when the turn ends.
+func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Lease, release func(), err error) {
+	id := "key:" + c.scoped(p.SessionKey)
+	leases := session.Leases(&c.s.keyLeases)
+	if p.SessionID != "" {
+		leases = c.s.opts.Leases
+		if !c.hasExt(ExtSessions) {
+			return nil, nil, badRequest("chat.send: sessionId needs the sessions extension, which is not enabled on this connection")
+		}
+		if _, err := c.ownRecord(ctx, p.SessionID); err != nil {
+			if errors.Is(err, session.ErrNotFound) {
+				return nil, nil, wireError(CodeForbidden, "chat.send: session %q is not one of this tenant's sessions", p.SessionID)
+			}
+			return nil, nil, storeError("chat.send", err)
+		}
+		id = p.SessionID
+	}
+	c.s.mu.Lock()
+	prev := c.s.turns[id]
+	c.s.mu.Unlock()
+	if prev != nil && prev.ctx.Err() != nil {
+		wctx, cancel := context.WithTimeout(ctx, endingTurnWait)
+		select {
+		case <-prev.done:
+		case <-wctx.Done():
+		}
+		cancel()
+	}
+	l, err = leases.Acquire(ctx, id, c.s.opts.Replica)
+	var le *session.LeasedError
+	switch {
+	case errors.As(err, &le):
+		return nil, nil, wireError(CodeBusy, "%s", le.Error())
+	case err != nil:
+		return nil, nil, wireError(CodeUnavailable, "chat.send: taking the lease of session %s failed: %v", id, err)
+	}
+	ts := &turnState{ctx: ctx, done: make(chan struct{})}
+	c.s.mu.Lock()
+	c.s.turns[id] = ts
+	c.s.mu.Unlock()
+	release = func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			c.s.log.Warn("releasing a session's lease failed", "session", l.ID, "err", err)
+		}
+		c.s.mu.Lock()
+		if c.s.turns[id] == ts {
+			delete(c.s.turns, id)
+		}
+		c.s.mu.Unlock()
+		close(ts.done)
+	}
+	return l, release, nil
+}
+
+// ownRecord returns the stored session id if it is the connection's
+// tenant's; a session of another tenant is session.ErrNotFound, exactly as
+// a missing one.
+func (c *serverConn) ownRecord(ctx context.Context, id string) (session.Record, error) {
+	rec, err := c.s.opts.Store.Get(ctx, id)
+	if err != nil {
+		return session.Record{}, err
+	}
+	if rec.Tenant != c.tenantName() {
+		return session.Record{}, session.ErrNotFound
+	}
+	return rec, nil
+}
+
+// storeError maps a store error to the wire: not found, bad cursor, fenced
+// (conflict) or internal.
+func storeError(method string, err error) error {
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		// The same text for a missing session and another tenant's.
+		return wireError(CodeNotFound, "%s: %v", method, session.ErrNotFound)
+	case errors.Is(err, session.ErrBadCursor):
+		return wireError(CodeBadCursor, "%s: %v", method, err)
+	case errors.Is(err, session.ErrFenced):
+		return wireError(CodeConflict, "%s: %v", method, err)
+	}
+	return wireError(CodeInternal, "%s: session store: %v", method, err)
+}
+
+// sessions serves the sessions extension's methods, always scoped by the
+// connection's tenant.
+func (c *serverConn) sessions(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if !c.hasExt(ExtSessions) {
+		if c.s.opts.Store == nil {
+			return nil, wireError(CodeMethodNotFound, "%s: this gateway keeps no sessions (it runs without --store)", method)
+		}
+		return nil, wireError(CodeMethodNotFound, "%s: the sessions extension was not asked for in connect", method)
+	}
+	st := c.s.opts.Store
+	decode := func(v any) error {
+		if err := json.Unmarshal(params, v); err != nil {
+			return badRequest("%s: %v", method, err)
+		}
+		return nil
+	}
+	// owned checks that id is the tenant's session, as not_found otherwise.
+	owned := func(id string) error {
+		if id == "" {
+			return badRequest("%s: id is empty", method)
+		}
+		if _, err := c.ownRecord(ctx, id); err != nil {
+			return storeError(method, err)
+		}
+		return nil
+	}
+	switch method {
+	case "sessions.create":
+		var p SessionCreateParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if p.Record.ID == "" || p.Record.Key == "" {
+			return nil, badRequest("%s: record.id and record.key must be set", method)
+		}
+		if err := st.Create(ctx, p.Record.record(c.tenantName())); err != nil {
+			return nil, storeError(method, err)
+		}
+		return struct{}{}, nil
+	case "sessions.get":
+		var p SessionIDParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if p.ID == "" {
+			return nil, badRequest("%s: id is empty", method)
+		}
+		rec, err := c.ownRecord(ctx, p.ID)
+		if err != nil {
+			return nil, storeError(method, err)
+		}
+		return wireRecord(rec), nil
+	case "sessions.list":
+		var p SessionListParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		recs, next, err := st.List(ctx, session.ListOptions{Tenant: c.tenantName(), Cwd: p.Cwd, Cursor: p.Cursor, Limit: p.Limit})
+		if err != nil {
+			return nil, storeError(method, err)
+		}
+		res := SessionListResult{Sessions: make([]WireRecord, len(recs)), NextCursor: next}
+		for i, r := range recs {
+			res.Sessions[i] = wireRecord(r)
+		}
+		return res, nil
+	case "sessions.setServers":
+		var p SessionSetServersParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if err := owned(p.ID); err != nil {
+			return nil, err
+		}
+		if err := st.SetServers(ctx, p.ID, p.Servers); err != nil {
+			return nil, storeError(method, err)
+		}
+		return struct{}{}, nil
+	case "sessions.setModel":
+		var p SessionSetModelParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if err := owned(p.ID); err != nil {
+			return nil, err
+		}
+		if err := st.SetModel(ctx, p.ID, p.Model); err != nil {
+			return nil, storeError(method, err)
+		}
+		return struct{}{}, nil
+	case "sessions.turns":
+		var p SessionIDParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if err := owned(p.ID); err != nil {
+			return nil, err
+		}
+		turns, err := st.Turns(ctx, p.ID)
+		if err != nil {
+			return nil, storeError(method, err)
+		}
+		res := SessionTurnsResult{Turns: make([]WireTurn, len(turns))}
+		for i, t := range turns {
+			res.Turns[i] = WireTurn{Messages: t.Messages, StopReason: t.StopReason}
+		}
+		return res, nil
+	case "sessions.appendTurn":
+		var p SessionAppendTurnParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if err := owned(p.ID); err != nil {
+			return nil, err
+		}
+		if err := c.appendTurn(ctx, p); err != nil {
+			return nil, storeError(method, err)
+		}
+		return struct{}{}, nil
+	}
+	return nil, wireError(CodeMethodNotFound, "unknown method %q", method)
+}
+
+// appendTurn commits a turn, fenced by its lease token when it has one: in
+// the store's transaction for a session.FencedStore, else against this
+// process's LocalLeases (a store only this gateway writes).
+func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) error {
+	turn := session.Turn{Messages: p.Turn.Messages, StopReason: p.Turn.StopReason}
+	if p.LeaseToken != 0 {
+		if fs, ok := c.s.opts.Store.(session.FencedStore); ok {
+			return fs.AppendTurnFenced(ctx, p.ID, p.LeaseToken, turn)
+		}
+		if ll, ok := c.s.opts.Leases.(*session.LocalLeases); ok && ll.Latest(p.ID) != p.LeaseToken {
+			return session.ErrFenced
+		}
+	}
+	return c.s.opts.Store.AppendTurn(ctx, p.ID, turn)
+}

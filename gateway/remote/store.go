@@ -1,0 +1,119 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// Store returns the session.Store the gateway keeps for this client's
+// tenant, over the sessions extension (docs/gateway-protocol.md): Dial the
+// client with Extensions {ExtSessions: ExtSessionsVersion} so that a gateway
+// without a store is refused. Errors map back: not_found is
+// session.ErrNotFound (a session of another tenant too), bad_cursor
+// session.ErrBadCursor, conflict session.ErrFenced. Each call waits up to
+// 10s for a connection while the client reconnects. A turn's AppendTurn
+// carries the lease token of the turn's chat.send, so that it is fenced by
+// the turn's lease. Close does nothing: close the Client. Safe for
+// concurrent use.
+func (r *Client) Store() session.Store { return remoteStore{r} }
+
+type remoteStore struct{ c *Client }
+
+var _ session.Store = remoteStore{}
+
+// call runs one sessions.* method on the current connection.
+func (s remoteStore) call(ctx context.Context, method string, params, result any) error {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	p, err := s.c.current(wctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	err = p.call(ctx, method, params, result)
+	var re *RemoteError
+	if errors.As(err, &re) {
+		switch re.Code {
+		case CodeNotFound:
+			return fmt.Errorf("%w (gateway %s: %s)", session.ErrNotFound, s.c.currentURL(), re.Message)
+		case CodeBadCursor:
+			return fmt.Errorf("%w (gateway %s: %s)", session.ErrBadCursor, s.c.currentURL(), re.Message)
+		case CodeConflict:
+			return fmt.Errorf("%w (gateway %s: %s)", session.ErrFenced, s.c.currentURL(), re.Message)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the gateway's session store (%s): %w", s.c.currentURL(), err)
+	}
+	return nil
+}
+
+// learn remembers which stored session a session key is, for chat.send.
+func (s remoteStore) learn(r WireRecord) {
+	s.c.mu.Lock()
+	s.c.ids[r.Key] = r.ID
+	s.c.mu.Unlock()
+}
+
+func (s remoteStore) Create(ctx context.Context, r session.Record) error {
+	w := wireRecord(r)
+	if err := s.call(ctx, "sessions.create", SessionCreateParams{Record: w}, nil); err != nil {
+		return err
+	}
+	s.learn(w)
+	return nil
+}
+
+func (s remoteStore) Get(ctx context.Context, id string) (session.Record, error) {
+	var w WireRecord
+	if err := s.call(ctx, "sessions.get", SessionIDParams{ID: id}, &w); err != nil {
+		return session.Record{}, err
+	}
+	s.learn(w)
+	return w.record(""), nil
+}
+
+func (s remoteStore) SetServers(ctx context.Context, id string, servers []session.Server) error {
+	return s.call(ctx, "sessions.setServers", SessionSetServersParams{ID: id, Servers: servers}, nil)
+}
+
+func (s remoteStore) SetModel(ctx context.Context, id, model string) error {
+	return s.call(ctx, "sessions.setModel", SessionSetModelParams{ID: id, Model: model}, nil)
+}
+
+func (s remoteStore) List(ctx context.Context, opts session.ListOptions) ([]session.Record, string, error) {
+	var res SessionListResult
+	if err := s.call(ctx, "sessions.list", SessionListParams{Cwd: opts.Cwd, Cursor: opts.Cursor, Limit: opts.Limit}, &res); err != nil {
+		return nil, "", err
+	}
+	out := make([]session.Record, len(res.Sessions))
+	for i, w := range res.Sessions {
+		out[i] = w.record("")
+	}
+	return out, res.NextCursor, nil
+}
+
+func (s remoteStore) AppendTurn(ctx context.Context, id string, turn session.Turn) error {
+	s.c.mu.Lock()
+	token := s.c.fences[id]
+	s.c.mu.Unlock()
+	return s.call(ctx, "sessions.appendTurn", SessionAppendTurnParams{ID: id, LeaseToken: token,
+		Turn: WireTurn{Messages: turn.Messages, StopReason: turn.StopReason}}, nil)
+}
+
+func (s remoteStore) Turns(ctx context.Context, id string) ([]session.Turn, error) {
+	var res SessionTurnsResult
+	if err := s.call(ctx, "sessions.turns", SessionIDParams{ID: id}, &res); err != nil {
+		return nil, err
+	}
+	out := make([]session.Turn, len(res.Turns))
+	for i, t := range res.Turns {
+		out[i] = session.Turn{Messages: t.Messages, StopReason: t.StopReason}
+	}
+	return out, nil
+}
+
+func (s remoteStore) Close() error { return nil }
