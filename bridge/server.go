@@ -483,7 +483,7 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 		}
 		switch {
 		case err == nil:
-			return tools, nil
+			return leanTools(tools), nil
 		case errors.Is(lctx.Err(), context.DeadlineExceeded):
 			return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.timeouts.ToolsList)
 		case attempt == 0 && lctx.Err() == nil && undelivered(err):

@@ -12,9 +12,13 @@ import (
 
 // newBridgedTool wraps the MCP tool t of server s as a gateway.Tool named name.
 func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
-	schema, err := json.Marshal(t.InputSchema)
-	if err != nil || t.InputSchema == nil {
-		schema = json.RawMessage(`{"type":"object"}`)
+	schema, ok := t.InputSchema.(json.RawMessage) // leanTools made it so
+	if !ok || len(schema) == 0 {
+		var err error
+		schema, err = json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
 	}
 	ann := annotationsFromMCP(t.Annotations)
 	if ann.Title == "" {
@@ -39,6 +43,33 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			return res, nil
 		},
 	}
+}
+
+// leanTools makes tools cheap to hold for as long as the session lives:
+// go-sdk decodes each tool's input and output schema as nested
+// map[string]any, several times the size of the JSON it came from, and a
+// session keeps its servers' tools while it idles. Each schema is kept as
+// its compact JSON (json.RawMessage) instead, which newBridgedTool hands
+// on as is; a schema that cannot be encoded is left as it was.
+func leanTools(tools []*mcp.Tool) []*mcp.Tool {
+	for _, t := range tools {
+		t.InputSchema = compactSchema(t.InputSchema)
+		t.OutputSchema = compactSchema(t.OutputSchema)
+	}
+	return tools
+}
+
+// compactSchema is schema as compact JSON; nil stays nil.
+func compactSchema(schema any) any {
+	switch schema.(type) {
+	case nil, json.RawMessage:
+		return schema
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return schema
+	}
+	return json.RawMessage(b)
 }
 
 // MetaToolKind is the key of an MCP tool's _meta under which a server may

@@ -56,6 +56,9 @@ func startSessionsAgent(b *testing.B, args ...string) *sessionsAgent {
 	args = append([]string{"--store", "memory", "--debug-addr", "127.0.0.1:0", "--log-file", logFile}, args...)
 	cmd := exec.Command(agentBin, append(args, agentProfileArgs(b)...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
+	if v := os.Getenv("GODEBUG"); v != "" { // memprofilerate=1 for exact heap profiles
+		cmd.Env = append(cmd.Env, "GODEBUG="+v)
+	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
