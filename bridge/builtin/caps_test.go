@@ -14,7 +14,7 @@ import (
 // advertises tools without listChanged: a client that handles list changes
 // (the bridge does) opens no subscriptions/listen stream to it, which would
 // hold a goroutine on each side for the whole session. The tools are all
-// listed, and logging is still offered.
+// listed.
 func TestNew_ToolsDoNotAdvertiseListChanged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -35,9 +35,6 @@ func TestNew_ToolsDoNotAdvertiseListChanged(t *testing.T) {
 	caps := cs.InitializeResult().Capabilities
 	if caps.Tools == nil || caps.Tools.ListChanged {
 		t.Errorf("tools capability = %+v, want tools without listChanged", caps.Tools)
-	}
-	if caps.Logging == nil {
-		t.Error("the logging capability is gone")
 	}
 	n := 0
 	for _, err := range cs.Tools(ctx, nil) {
