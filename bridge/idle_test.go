@@ -69,11 +69,16 @@ func TestTailWriter_AsCmdStderr(t *testing.T) {
 }
 
 // The tools a session holds keep their schemas as compact JSON, not as the
-// nested maps go-sdk decodes, and the bridged tool hands the same JSON on.
+// nested maps go-sdk decodes, and the bridged tool hands the same JSON on;
+// go-sdk's own tools are left as they are.
 func TestLeanTools_SchemasAreCompactJSON(t *testing.T) {
 	in := map[string]any{"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}, "required": []any{"message"}}
 	out := map[string]any{"type": "object", "properties": map[string]any{"echo": map[string]any{"type": "string"}}}
-	tools := leanTools([]*mcp.Tool{{Name: "echo", InputSchema: in, OutputSchema: out}, {Name: "bare"}})
+	orig := []*mcp.Tool{{Name: "echo", InputSchema: in, OutputSchema: out}, {Name: "bare"}}
+	tools := leanTools(orig)
+	if _, ok := orig[0].InputSchema.(map[string]any); !ok {
+		t.Errorf("leanTools changed the tool it was given (go-sdk's cache holds it): InputSchema is now %T", orig[0].InputSchema)
+	}
 	want, _ := json.Marshal(in)
 	raw, ok := tools[0].InputSchema.(json.RawMessage)
 	if !ok || !bytes.Equal(raw, want) {

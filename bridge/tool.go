@@ -48,15 +48,20 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 // leanTools makes tools cheap to hold for as long as the session lives:
 // go-sdk decodes each tool's input and output schema as nested
 // map[string]any, several times the size of the JSON it came from, and a
-// session keeps its servers' tools while it idles. Each schema is kept as
-// its compact JSON (json.RawMessage) instead, which newBridgedTool hands
-// on as is; a schema that cannot be encoded is left as it was.
+// session keeps its servers' tools while it idles. It returns copies of the
+// tools whose schemas are their compact JSON (json.RawMessage), which
+// newBridgedTool hands on as is; a schema that cannot be encoded is left as
+// it was. The tools given are not modified: go-sdk keeps them in its
+// tools/list cache (2026-07-28 sessions) and reads them during calls.
 func leanTools(tools []*mcp.Tool) []*mcp.Tool {
-	for _, t := range tools {
-		t.InputSchema = compactSchema(t.InputSchema)
-		t.OutputSchema = compactSchema(t.OutputSchema)
+	out := make([]*mcp.Tool, len(tools))
+	for i, t := range tools {
+		c := *t
+		c.InputSchema = compactSchema(t.InputSchema)
+		c.OutputSchema = compactSchema(t.OutputSchema)
+		out[i] = &c
 	}
-	return tools
+	return out
 }
 
 // compactSchema is schema as compact JSON; nil stays nil.
