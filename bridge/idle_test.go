@@ -2,12 +2,14 @@ package bridge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -96,5 +98,28 @@ func TestLeanTools_SchemasAreCompactJSON(t *testing.T) {
 	}
 	if got := newBridgedTool("mcp__fixture__bare", s, tools[1]).InputSchema; string(got) != `{"type":"object"}` {
 		t.Errorf("a tool with no schema is bridged with %s, want {\"type\":\"object\"}", got)
+	}
+}
+
+// Once a stdio server has initialized, the start of its stdout (kept only
+// to explain a failed initialize) is dropped: a session holds its servers
+// for as long as it idles.
+func TestManager_ConnectedStdioKeepsNoStdoutHead(t *testing.T) {
+	script := `read -r line; echo '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'; ` +
+		`read -r line; echo '{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}'; sleep 60`
+	m := NewManager(&Options{Cwd: t.TempDir(), Timeouts: Timeouts{Connect: 60 * time.Second}})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	_ = m.Connect(t.Context(), []ServerSpec{{Name: "quiet", Transport: TransportStdio, Command: "/bin/sh", Args: []string{"-c", script}}})
+	if st := m.Servers()[0]; st.State != StateConnected {
+		t.Fatalf("status = %v %v, want connected", st.State, st.Err)
+	}
+	s := m.server("quiet")
+	s.mu.Lock()
+	w := s.stdout
+	s.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.head != nil {
+		t.Errorf("the connected server's stdout head is still kept: %d bytes (%q)", len(w.head), w.head)
 	}
 }

@@ -336,6 +336,9 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		err = context.Cause(cctx)
 	}
 	if err == nil {
+		if st, ok := transport.(*stdioTransport); ok {
+			st.out.forgetHead() // only a failed initialize needs it
+		}
 		return cs, nil
 	}
 	kill()
