@@ -341,6 +341,9 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		err = context.Cause(cctx)
 	}
 	if err == nil {
+		if st, ok := transport.(*stdioTransport); ok {
+			st.out.forgetHead() // only a failed initialize needs it
+		}
 		return cs, nil
 	}
 	kill()
@@ -488,7 +491,7 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 		}
 		switch {
 		case err == nil:
-			return tools, nil
+			return leanTools(tools), nil
 		case errors.Is(lctx.Err(), context.DeadlineExceeded):
 			return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.timeouts.ToolsList)
 		case attempt == 0 && lctx.Err() == nil && undelivered(err):

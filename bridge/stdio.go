@@ -113,14 +113,15 @@ type stdoutWatch struct {
 	r io.Reader // set once before the first Read
 
 	mu    sync.Mutex
-	head  []byte // the first stdoutHeadBytes read
+	head  []byte // the first stdoutHeadBytes read, until forget
 	ended bool   // a Read returned io.EOF: the child closed stdout
+	done  bool   // forget was called: head is no longer kept
 }
 
 func (w *stdoutWatch) Read(p []byte) (int, error) {
 	n, err := w.r.Read(p)
 	w.mu.Lock()
-	if room := stdoutHeadBytes - len(w.head); room > 0 {
+	if room := stdoutHeadBytes - len(w.head); room > 0 && !w.done {
 		w.head = append(w.head, p[:min(n, room)]...)
 	}
 	if errors.Is(err, io.EOF) { // the child closed it; not our own close of the pipe
@@ -155,6 +156,15 @@ func (w *stdoutWatch) nonJSON() error {
 		}
 	}
 	return nil
+}
+
+// forgetHead drops the start of stdout once initialize has succeeded: it
+// only explains a failed one, and a session holds its servers (up to
+// stdoutHeadBytes each) for as long as it idles.
+func (w *stdoutWatch) forgetHead() {
+	w.mu.Lock()
+	w.head, w.done = nil, true
+	w.mu.Unlock()
 }
 
 // closed reports whether the child's stdout has ended. A nil w has not.

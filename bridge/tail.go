@@ -3,6 +3,8 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -43,6 +45,31 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		w.partial = w.partial[:0]
 	}
 	return len(p), nil
+}
+
+// stderrReadBuffer is the size of the buffer a child's stderr is read with.
+// Stderr carries log lines, read as they come; os/exec would copy it with a
+// 32 KiB buffer held for as long as the child runs (in every session).
+const stderrReadBuffer = 512
+
+// ReadFrom copies r (a child's stderr: os/exec hands the pipe to it) into
+// w with a stderrReadBuffer-byte buffer, until r ends (io.EOF is not an
+// error).
+func (w *tailWriter) ReadFrom(r io.Reader) (n int64, err error) {
+	buf := make([]byte, stderrReadBuffer)
+	for {
+		m, rerr := r.Read(buf)
+		if m > 0 {
+			_, _ = w.Write(buf[:m])
+			n += int64(m)
+		}
+		if errors.Is(rerr, io.EOF) {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
 }
 
 // suffix returns "; stderr: <last lines>" for a failure reason, or "".

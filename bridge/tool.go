@@ -12,9 +12,13 @@ import (
 
 // newBridgedTool wraps the MCP tool t of server s as a gateway.Tool named name.
 func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
-	schema, err := json.Marshal(t.InputSchema)
-	if err != nil || t.InputSchema == nil {
-		schema = json.RawMessage(`{"type":"object"}`)
+	schema, ok := t.InputSchema.(json.RawMessage) // leanTools made it so
+	if !ok || len(schema) == 0 {
+		var err error
+		schema, err = json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
 	}
 	ann := annotationsFromMCP(t.Annotations)
 	if ann.Title == "" {
@@ -39,6 +43,38 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			return res, nil
 		},
 	}
+}
+
+// leanTools makes tools cheap to hold for as long as the session lives:
+// go-sdk decodes each tool's input and output schema as nested
+// map[string]any, several times the size of the JSON it came from, and a
+// session keeps its servers' tools while it idles. It returns copies of the
+// tools whose schemas are their compact JSON (json.RawMessage), which
+// newBridgedTool hands on as is; a schema that cannot be encoded is left as
+// it was. The tools given are not modified: go-sdk keeps them in its
+// tools/list cache (2026-07-28 sessions) and reads them during calls.
+func leanTools(tools []*mcp.Tool) []*mcp.Tool {
+	out := make([]*mcp.Tool, len(tools))
+	for i, t := range tools {
+		c := *t
+		c.InputSchema = compactSchema(t.InputSchema)
+		c.OutputSchema = compactSchema(t.OutputSchema)
+		out[i] = &c
+	}
+	return out
+}
+
+// compactSchema is schema as compact JSON; nil stays nil.
+func compactSchema(schema any) any {
+	switch schema.(type) {
+	case nil, json.RawMessage:
+		return schema
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return schema
+	}
+	return json.RawMessage(b)
 }
 
 // MetaToolKind is the key of an MCP tool's _meta under which a server may

@@ -114,7 +114,13 @@ func New(opts Options) *mcp.Server {
 			t.dirs = append(t.dirs, filepath.Clean(d))
 		}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, &mcp.ServerOptions{SchemaCache: schemas})
+	// The tools are all added here and never change: advertising no
+	// tools/list_changed spares every session a subscriptions/listen stream
+	// (2026-07-28), that is a goroutine on each side held while it idles.
+	// No logging either: the built-in tools send no MCP log messages (and
+	// the bridge then sends no logging/setLevel to them).
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, &mcp.ServerOptions{SchemaCache: schemas, Capabilities: caps})
 	addUpdatePlan(s, t)
 	no := false
 	mcp.AddTool(s, &mcp.Tool{

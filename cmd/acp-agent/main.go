@@ -186,6 +186,7 @@ type commonFlags struct {
 	config, logFile, model *string
 	verbose                *bool
 	cpuProfile, memProfile *string
+	debugAddr              *string
 }
 
 func addCommonFlags(fs *flag.FlagSet) *commonFlags {
@@ -196,6 +197,7 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		model:      fs.String("model", "", "the default model: provider:name ("+strings.Join(modelExamples(), ", ")+"), or direct"),
 		cpuProfile: fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file"),
 		memProfile: fs.String("memprofile", "", "write a heap profile (pprof) to this file at exit"),
+		debugAddr:  fs.String("debug-addr", "", "serve net/http/pprof (/debug/pprof/: goroutines, heap, ...) on this loopback host:port (off by default; port 0 picks one, logged)"),
 	}
 }
 
@@ -233,7 +235,13 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 		closeLog()
 		return nil, err
 	}
-	closeAll := func() { stopProfiles(); closeLog() }
+	stopDebug, err := startDebug(*c.debugAddr, log)
+	if err != nil {
+		stopProfiles()
+		closeLog()
+		return nil, err
+	}
+	closeAll := func() { stopDebug(); stopProfiles(); closeLog() }
 	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeAll, creds: defaultCredentials()}, nil
 }
 

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// debugCloseTimeout bounds how long exiting waits for the debug server's
+// open requests (a running CPU profile, say) before it drops them.
+const debugCloseTimeout = 2 * time.Second
+
+// startDebug serves net/http/pprof (/debug/pprof/: goroutine, heap, profile,
+// trace, ...) on addr, a loopback host:port given by --debug-addr ("" serves
+// nothing). A host that is not a loopback IP or "localhost" is refused: the
+// profiles show the process's memory, so they are never served beyond the
+// machine. The bound address (useful with port 0) is logged at info. The
+// returned stop shuts the server down, waiting at most debugCloseTimeout,
+// and waits for its goroutine; it may be called once.
+func startDebug(addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	if err := checkDebugAddr(addr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index) // also serves goroutine, heap, allocs, block, mutex, threadcreate
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("the debug server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	})
+	log.Info("serving pprof", "flag", "--debug-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), debugCloseTimeout)
+		defer cancel()
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close()
+		}
+		wg.Wait()
+	}, nil
+}
+
+// checkDebugAddr accepts host:port where host is a loopback IP (127.0.0.0/8,
+// ::1) or "localhost", and the port is a number (0 picks a free one).
+func checkDebugAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--debug-addr %q: %v; want a loopback host:port such as 127.0.0.1:6060", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return fmt.Errorf("--debug-addr %q: the port %q is not a port number; want a loopback host:port such as 127.0.0.1:6060", addr, port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("--debug-addr %q: the host must be a loopback address (127.0.0.1, ::1 or localhost): the profiles expose the process's memory and are never served beyond this machine", addr)
+	}
+	return nil
+}

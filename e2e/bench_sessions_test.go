@@ -1,0 +1,425 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// sessionsAgent is an agent (--store memory, --debug-addr on a free
+// loopback port) spoken to in raw JSON-RPC lines by many callers at once:
+// one writer lock, one reader goroutine routing each response to its caller
+// by id. It is what an editor with many sessions open looks like, with no
+// client-side overhead to speak of.
+type sessionsAgent struct {
+	cmd   *exec.Cmd
+	pid   int
+	debug string // host:port of the agent's /debug/pprof/
+
+	wmu sync.Mutex // guards in and next
+	in  io.WriteCloser
+	nxt int
+
+	mu      sync.Mutex // guards pending and readErr
+	pending map[int]chan rawResponse
+	readErr error
+
+	reader sync.WaitGroup // the reader goroutine
+}
+
+type rawResponse struct {
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// startSessionsAgent starts the agent with args on top of --store memory
+// and --debug-addr 127.0.0.1:0, and waits (generously) for the debug
+// server's address in its log file. The agent is stopped and waited for
+// when b ends.
+func startSessionsAgent(b *testing.B, args ...string) *sessionsAgent {
+	b.Helper()
+	dir := b.TempDir()
+	logFile := filepath.Join(dir, "agent.log")
+	args = append([]string{"--store", "memory", "--debug-addr", "127.0.0.1:0", "--log-file", logFile}, args...)
+	cmd := exec.Command(agentBin, append(args, agentProfileArgs(b)...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
+	if v := os.Getenv("GODEBUG"); v != "" { // memprofilerate=1 for exact heap profiles
+		cmd.Env = append(cmd.Env, "GODEBUG="+v)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	a := &sessionsAgent{cmd: cmd, pid: cmd.Process.Pid, in: in, pending: map[int]chan rawResponse{}}
+	a.reader.Go(func() { a.read(out) })
+	b.Cleanup(func() {
+		_ = in.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		a.reader.Wait()
+	})
+	deadline := time.Now().Add(time.Minute)
+	for a.debug == "" {
+		data, _ := os.ReadFile(logFile)
+		for _, line := range strings.Split(string(data), "\n") {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "serving pprof" {
+				a.debug = rec.Addr
+			}
+		}
+		if a.debug == "" {
+			if time.Now().After(deadline) {
+				b.Fatalf("the agent logged no debug address in a minute; log:\n%s", data)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	a.call(b, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
+	return a
+}
+
+// read routes responses to their callers until stdout ends; then every
+// pending and later call fails.
+func (a *sessionsAgent) read(out io.Reader) {
+	r := bufio.NewReaderSize(out, 64<<10)
+	var err error
+	for {
+		var line []byte
+		line, err = r.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		var msg struct {
+			ID     *int            `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil || msg.Method != "" {
+			continue // a notification, or a request of the agent's (none in direct mode)
+		}
+		a.mu.Lock()
+		ch := a.pending[*msg.ID]
+		delete(a.pending, *msg.ID)
+		a.mu.Unlock()
+		if ch != nil {
+			ch <- rawResponse{Result: msg.Result, Error: msg.Error}
+		}
+	}
+	a.mu.Lock()
+	a.readErr = fmt.Errorf("the agent's stdout ended: %v", err)
+	for id, ch := range a.pending {
+		close(ch)
+		delete(a.pending, id)
+	}
+	a.mu.Unlock()
+}
+
+// tryCall sends one request and waits (at most 5 minutes) for its result.
+// It is safe for concurrent use.
+func (a *sessionsAgent) tryCall(method, params string) (json.RawMessage, error) {
+	ch := make(chan rawResponse, 1)
+	a.wmu.Lock()
+	a.nxt++
+	id := a.nxt
+	a.mu.Lock()
+	if a.readErr != nil {
+		a.mu.Unlock()
+		a.wmu.Unlock()
+		return nil, a.readErr
+	}
+	a.pending[id] = ch
+	a.mu.Unlock()
+	_, err := fmt.Fprintf(a.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+	a.wmu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", method, err)
+	}
+	select {
+	case res, ok := <-ch:
+		if !ok {
+			return nil, fmt.Errorf("%s: no response: the agent's stdout ended", method)
+		}
+		if res.Error != nil {
+			return nil, fmt.Errorf("%s: %s", method, res.Error)
+		}
+		return res.Result, nil
+	case <-time.After(5 * time.Minute):
+		return nil, fmt.Errorf("%s: no response in 5 minutes", method)
+	}
+}
+
+func (a *sessionsAgent) call(b *testing.B, method, params string) json.RawMessage {
+	b.Helper()
+	res, err := a.tryCall(method, params)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+// openAndCall opens a session with one Go fixture server and makes one
+// /call through it; it returns the session id.
+func (a *sessionsAgent) openAndCall(cwd string) (string, error) {
+	server, _ := json.Marshal(map[string]any{"name": "fixture", "command": fixtureBin, "args": []string{}, "env": []any{}})
+	dir, _ := json.Marshal(cwd)
+	res, err := a.tryCall("session/new", fmt.Sprintf(`{"cwd":%s,"mcpServers":[%s]}`, dir, server))
+	if err != nil {
+		return "", err
+	}
+	var s struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(res, &s); err != nil || s.SessionID == "" {
+		return "", fmt.Errorf("session/new: %s (%v)", res, err)
+	}
+	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"/call mcp__fixture__echo {\"message\":\"hi\"}"}]}`, s.SessionID)
+	res, err = a.tryCall("session/prompt", prompt)
+	if err != nil {
+		return "", err
+	}
+	if !strings.Contains(string(res), `"end_turn"`) {
+		return "", fmt.Errorf("session/prompt: %s", res)
+	}
+	return s.SessionID, nil
+}
+
+func (a *sessionsAgent) closeSession(sid string) error {
+	_, err := a.tryCall("session/close", fmt.Sprintf(`{"sessionId":%q}`, sid))
+	return err
+}
+
+// debugGet reads one page of the agent's debug server.
+func (a *sessionsAgent) debugGet(b *testing.B, path string) string {
+	b.Helper()
+	c := &http.Client{Timeout: 2 * time.Minute}
+	res, err := c.Get("http://" + a.debug + path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		b.Fatalf("GET %s: %s %v", path, res.Status, err)
+	}
+	return string(body)
+}
+
+var goroutineTotal = regexp.MustCompile(`goroutine profile: total (\d+)`)
+
+// goroutines is the agent's goroutine count.
+func (a *sessionsAgent) goroutines(b *testing.B) int {
+	m := goroutineTotal.FindStringSubmatch(a.debugGet(b, "/debug/pprof/goroutine?debug=1"))
+	if m == nil {
+		b.Fatal("no goroutine total in the goroutine profile")
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+var heapInuse = regexp.MustCompile(`# HeapInuse = (\d+)`)
+
+// heapKiB is the agent's in-use Go heap in KiB right after a collection
+// (runtime.MemStats.HeapInuse, as /debug/pprof/heap?gc=1 reports it).
+func (a *sessionsAgent) heapKiB(b *testing.B) float64 {
+	m := heapInuse.FindStringSubmatch(a.debugGet(b, "/debug/pprof/heap?debug=1&gc=1"))
+	if m == nil {
+		b.Fatal("no HeapInuse in the heap profile")
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	return n / 1024
+}
+
+// footprint is what the agent holds at one moment: RSS and Go heap in KiB,
+// goroutines, child processes.
+type footprint struct {
+	rss, heap  float64
+	goroutines int
+}
+
+func (a *sessionsAgent) footprint(b *testing.B) footprint {
+	heap := a.heapKiB(b) // collects first, so RSS is read after the GC too
+	return footprint{rss: float64(rssKiB(b, a.pid)), heap: heap, goroutines: a.goroutines(b)}
+}
+
+// reportPerSession reports (after - before) / n per session.
+func reportPerSession(b *testing.B, before, after footprint, n int) {
+	b.ReportMetric((after.rss-before.rss)/float64(n), "rss-KiB/session")
+	b.ReportMetric((after.heap-before.heap)/float64(n), "heap-KiB/session")
+	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(n), "goroutines/session")
+}
+
+// warmUp opens, uses and closes one session, so the lazily built parts of
+// the agent (code paged in, pools, the first session's one-time setup) are
+// in the baseline rather than charged to the sessions measured.
+func warmUp(b *testing.B, a *sessionsAgent) {
+	sid, err := a.openAndCall(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.closeSession(sid); err != nil {
+		b.Fatal(err)
+	}
+	a.waitSettled(b, -1)
+}
+
+// waitSettled waits (up to 2 minutes) until the agent has no child process
+// left and, if goroutines >= 0, at most goroutines+4 goroutines; it fails
+// b with what is left otherwise.
+func (a *sessionsAgent) waitSettled(b *testing.B, goroutines int) {
+	b.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		kids := descendants(a.pid)
+		g := -1
+		if goroutines >= 0 {
+			g = a.goroutines(b)
+		}
+		if len(kids) == 0 && g <= goroutines+4 {
+			return
+		}
+		if time.Now().After(deadline) {
+			msg := fmt.Sprintf("2 minutes after the last session/close: %d processes left under the agent", len(kids))
+			if goroutines >= 0 {
+				msg += fmt.Sprintf(", %d goroutines (baseline %d); goroutines:\n%s", g, goroutines,
+					a.debugGet(b, "/debug/pprof/goroutine?debug=1"))
+			}
+			b.Fatal(msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// BenchmarkIdleSession is what an idle session costs the agent: b.N
+// sessions, each with one Go fixture server and one /call made, left open
+// and idle. It reports per session the agent's RSS and in-use Go heap
+// (after a GC) and its goroutines; the servers, other processes, are not
+// counted. ns/op is the time to open a session and make its call, one at a
+// time. Run it with a fixed count: -benchtime=50x.
+func BenchmarkIdleSession(b *testing.B) {
+	a := startSessionsAgent(b)
+	warmUp(b, a)
+	before := a.footprint(b)
+	cwd := b.TempDir()
+	n := 0
+	for b.Loop() {
+		if _, err := a.openAndCall(cwd); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	after := a.footprint(b)
+	a.saveProfiles(b)
+	reportPerSession(b, before, after, n)
+}
+
+// saveProfiles writes, when ACP_BENCH_PROFILE=DIR is set, the agent's heap
+// profile and goroutine dump as of now to DIR/<benchmark>.idle.heap.pprof
+// and DIR/<benchmark>.idle.goroutines.txt: what the open sessions hold.
+func (a *sessionsAgent) saveProfiles(b *testing.B) {
+	dir := os.Getenv("ACP_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	name := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_"))
+	for file, path := range map[string]string{
+		name + ".idle.heap.pprof":     "/debug/pprof/heap?gc=1",
+		name + ".idle.goroutines.txt": "/debug/pprof/goroutine?debug=1",
+	} {
+		if err := os.WriteFile(file, []byte(a.debugGet(b, path)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// sessions1000 is how many sessions BenchmarkSessions1000 opens (with
+// ACP_BENCH_SESSIONS to change it), sessionsInFlight how many session/new
+// (+ one call) are in flight at once.
+const (
+	sessions1000     = 1000
+	sessionsInFlight = 16
+)
+
+// BenchmarkSessions1000 opens 1,000 concurrent sessions in one agent, each
+// with its own Go fixture server (16 opening at a time), makes one /call in
+// each, then closes them all (16 at a time), and checks that nothing is
+// left: no process under the agent and goroutines back to the baseline
+// (within 4), both within 2 minutes, or it fails. It reports the time to
+// open (and call) all and to close all, in seconds, and per session the
+// agent's RSS, Go heap and goroutines while all are open. Run it once:
+// -benchtime=1x (about 10 GiB of fixture processes at the peak).
+func BenchmarkSessions1000(b *testing.B) {
+	n := sessions1000
+	if s := os.Getenv("ACP_BENCH_SESSIONS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
+			b.Fatalf("ACP_BENCH_SESSIONS=%q: want a positive number", s)
+		}
+	}
+	for b.Loop() {
+		a := startSessionsAgent(b)
+		warmUp(b, a)
+		before := a.footprint(b)
+		cwd := b.TempDir()
+		ids := make([]string, n)
+		var g errgroup.Group
+		g.SetLimit(sessionsInFlight)
+		start := time.Now()
+		for i := range n {
+			g.Go(func() (err error) {
+				ids[i], err = a.openAndCall(cwd)
+				if err != nil {
+					return fmt.Errorf("session %d: %w", i, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		opened := time.Since(start)
+		if kids := len(descendants(a.pid)); kids != n {
+			b.Fatalf("%d sessions open, %d processes under the agent; want one server each", n, kids)
+		}
+		open := a.footprint(b)
+		a.saveProfiles(b)
+		start = time.Now()
+		for _, sid := range ids {
+			g.Go(func() error { return a.closeSession(sid) })
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		closed := time.Since(start)
+		a.waitSettled(b, before.goroutines)
+		b.ReportMetric(opened.Seconds(), "open-all-s")
+		b.ReportMetric(closed.Seconds(), "close-all-s")
+		reportPerSession(b, before, open, n)
+	}
+}
