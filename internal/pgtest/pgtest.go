@@ -4,7 +4,7 @@
 //
 // One server serves a whole test binary: it starts at the first [Start],
 // listens only on a Unix socket in a temporary directory (no TCP port), and
-// [Main] stops it and removes its directory when the tests end. Each Start
+// [Main] (or [Run]) stops it and removes its directory when the tests end. Each Start
 // gets a fresh database, dropped at the test's end.
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -53,11 +53,14 @@ var server struct {
 
 // Main runs the tests of m, then stops the server if a test started it, and
 // exits with the tests' code. Call it from TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with work of its own: it runs the tests of m,
+// stops the server if a test started it, and returns m.Run's code.
+func Run(m *testing.M) int {
 	server.main.Store(true)
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	defer stop()
+	return m.Run()
 }
 
 // Start returns the URL of a new empty database on the test binary's
@@ -69,7 +72,7 @@ func Main(m *testing.M) {
 func Start(t testing.TB) string {
 	t.Helper()
 	if !server.main.Load() {
-		t.Fatal("pgtest: call pgtest.Main(m) from the package's TestMain, so that the PostgreSQL server stops when the tests end")
+		t.Fatal("pgtest: call pgtest.Main(m) (or pgtest.Run) from the package's TestMain, so that the PostgreSQL server stops when the tests end")
 	}
 	server.once.Do(func() { server.err = start() })
 	if server.err != nil {
