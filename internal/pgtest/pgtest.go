@@ -114,12 +114,18 @@ func admin(ctx context.Context, sql string) error {
 // notInstalled says what to do when PostgreSQL's programs are missing.
 const notInstalled = "PostgreSQL is not installed (no initdb in PATH or /usr/lib/postgresql/*/bin): run `make test`, which installs it (apt-get install postgresql, as root), or install the postgresql package yourself"
 
-// binDir finds the directory of initdb and postgres.
+// binDir finds the directory of initdb and postgres: initdb's in PATH,
+// else Debian's newest /usr/lib/postgresql/<version>/bin.
 func binDir() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
+	return findBinDir(exec.LookPath, "/usr/lib/postgresql/*/bin/initdb")
+}
+
+// findBinDir is binDir with its lookups as arguments, for tests.
+func findBinDir(lookPath func(string) (string, error), glob string) (string, error) {
+	if p, err := lookPath("initdb"); err == nil {
 		return filepath.Dir(p), nil
 	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	matches, _ := filepath.Glob(glob)
 	if len(matches) == 0 {
 		return "", errors.New(notInstalled)
 	}
