@@ -19,8 +19,8 @@ import (
 // pgMigrations are the PostgreSQL schema versions, applied in order; the
 // version is the one row of acp_schema_version. Append only: a released
 // migration never changes. Version 1 is SQLite's schema version 4 (times
-// in Unix milliseconds, messages and servers as JSON text) plus the lease
-// table.
+// in Unix milliseconds, messages and servers as JSON text) plus a turn
+// count (the seq of the last turn) and the lease table.
 var pgMigrations = [...]string{
 	// 1: sessions, their turns, and the fencing tokens of their leases.
 	`CREATE TABLE sessions (
@@ -32,7 +32,8 @@ var pgMigrations = [...]string{
 		updated_at  BIGINT NOT NULL,
 		servers     TEXT NOT NULL DEFAULT '[]',
 		model       TEXT NOT NULL DEFAULT '',
-		tenant      TEXT NOT NULL DEFAULT ''
+		tenant      TEXT NOT NULL DEFAULT '',
+		turn_count  INTEGER NOT NULL DEFAULT 0
 	);
 	CREATE INDEX sessions_tenant_updated ON sessions (tenant, updated_at DESC, id DESC);
 	CREATE INDEX sessions_tenant_cwd_updated ON sessions (tenant, cwd, updated_at DESC, id DESC);
@@ -331,18 +332,36 @@ func (s *Postgres) AppendTurn(ctx context.Context, id string, turn Turn) error {
 	return s.appendTurn(ctx, id, turn, nil)
 }
 
-// AppendTurnFenced implements FencedStore: in the turn's transaction, the
-// session's session_leases row is read FOR SHARE (a later Acquire's token
-// bump waits for the commit) and the turn is written only if its token is
-// token; else ErrFenced and nothing is written.
+// AppendTurnFenced implements FencedStore: in the turn's statement (one
+// transaction), the session's session_leases row is read FOR SHARE (a
+// later Acquire's token bump waits for the commit) and the turn is written
+// only if its token is token; else ErrFenced (ErrNotFound for an unknown
+// session) and nothing is written.
 func (s *Postgres) AppendTurnFenced(ctx context.Context, id string, token int64, turn Turn) error {
 	return s.appendTurn(ctx, id, turn, &token)
 }
 
-// appendTurn writes turn in one transaction, fenced by *token if not nil.
-// The UPDATE of the session row comes first: its row lock orders the
-// transactions appending to one session, so each computes its seq after
-// the previous one committed.
+// appendTurnSQL writes a turn in one statement, so one round trip and one
+// transaction: the session row's UPDATE bumps turn_count (a concurrent
+// append to the session waits for its row lock and then sees the new
+// count), and the turn is inserted with that count as its seq. No row: the
+// session does not exist. fencedTurnSQL adds the fence: the session's
+// session_leases row must hold the token, read FOR SHARE, so a later
+// Acquire's token bump waits for this commit and a bump before it leaves
+// no row.
+const (
+	appendTurnSQL = `WITH u AS (
+		UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1
+		WHERE id = $1 RETURNING id, turn_count)
+	INSERT INTO turns (session_id, seq, messages, stop_reason) SELECT id, turn_count, $4, $5 FROM u`
+	fencedTurnSQL = `WITH l AS (SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $6 FOR SHARE),
+	u AS (
+		UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1
+		WHERE id = $1 AND EXISTS (SELECT 1 FROM l) RETURNING id, turn_count)
+	INSERT INTO turns (session_id, seq, messages, stop_reason) SELECT id, turn_count, $4, $5 FROM u`
+)
+
+// appendTurn writes turn, fenced by *token if not nil.
 func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *int64) (err error) {
 	defer func() { err = s.wrap(err) }()
 	data, err := json.Marshal(turn.Messages)
@@ -353,34 +372,24 @@ func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *
 	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
 		title = TitleFrom(turn.Messages[0].Content)
 	}
-	tx, err := s.pool.Begin(ctx)
+	q, args := appendTurnSQL, []any{id, time.Now().UnixMilli(), title, string(data), string(turn.StopReason)}
+	if token != nil {
+		q, args = fencedTurnSQL, append(args, *token)
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if token != nil {
-		var latest int64
-		err := tx.QueryRow(ctx, `SELECT token FROM session_leases WHERE session_id = $1 FOR SHARE`, id).Scan(&latest)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && latest != *token {
-			return fmt.Errorf("session %s, token %d: %w", id, *token, ErrFenced)
-		}
-		if err != nil {
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if token != nil { // fenced, or no such session?
+		if _, err := s.Get(ctx, id); err != nil {
 			return err
 		}
+		return fmt.Errorf("session %s, token %d: %w", id, *token, ErrFenced)
 	}
-	tag, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = greatest(updated_at + 1, $1), title = CASE WHEN title = '' THEN $2 ELSE title END WHERE id = $3`,
-		time.Now().UnixMilli(), title, id)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES ($1, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = $1), $2, $3)`,
-		id, string(data), string(turn.StopReason)); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return fmt.Errorf("%w: %q", ErrNotFound, id)
 }
 
 // Turns implements Store.
