@@ -44,7 +44,8 @@ func leaseKey(id string) int64 {
 // session's row in session_leases (token = token + 1, owner), on the same
 // connection: the Lease's Token. While another holder (another replica, or
 // another caller of this store) has it, Acquire returns a *LeasedError
-// naming the owner read from session_leases.
+// naming the owner last recorded in session_leases (in the instant between
+// a new holder's lock and its row update, the previous holder's name).
 //
 // The lease is lost, and Lease.Lost closed, when the dedicated connection
 // breaks: PostgreSQL then releases all of its locks at once, so every
@@ -61,7 +62,7 @@ func (s *Postgres) Acquire(ctx context.Context, id, owner string) (*Lease, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	l, err := s.leases.acquire(id, owner)
+	l, err := s.leases.acquire(ctx, id, owner)
 	if err != nil {
 		var le *LeasedError
 		if errors.As(err, &le) {
@@ -122,21 +123,24 @@ func newPgLeases(cfg *pgx.ConnConfig, name string, log *slog.Logger) *pgLeases {
 var errLeasesClosed = errors.New("the session store is closed")
 
 // do runs fn on the lease connection (connecting first if needed) and
-// returns its error.
-func (l *pgLeases) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
+// returns its error. ctx can stop the wait for the connection's turn, not
+// fn, which runs under its own bound (leaseOpTimeout).
+func (l *pgLeases) do(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	op := leaseOp{fn: fn, done: make(chan error, 1)}
 	select {
 	case l.ops <- op:
 	case <-l.quit:
 		return errLeasesClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return <-op.done
 }
 
-func (l *pgLeases) acquire(id, owner string) (*Lease, error) {
+func (l *pgLeases) acquire(ctx context.Context, id, owner string) (*Lease, error) {
 	key := leaseKey(id)
 	var h *pgHold
-	err := l.do(func(ctx context.Context, conn *pgx.Conn) error {
+	err := l.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		if o, ok := l.held[key]; ok { // advisory locks are reentrant: check ours first
 			return &LeasedError{ID: id, Owner: o.owner}
 		}
@@ -177,7 +181,7 @@ func (l *pgLeases) acquire(id, owner string) (*Lease, error) {
 // release unlocks h's key, unless h was lost meanwhile (its lock went with
 // its connection).
 func (l *pgLeases) release(key int64, h *pgHold) error {
-	err := l.do(func(ctx context.Context, conn *pgx.Conn) error {
+	err := l.do(context.Background(), func(ctx context.Context, conn *pgx.Conn) error { // a release is not abandoned
 		if l.held[key] != h {
 			return nil
 		}

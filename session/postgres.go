@@ -199,7 +199,7 @@ func (s *Postgres) migrate(ctx context.Context, target int) error {
 		return fmt.Errorf("reading the schema version: %w", err)
 	}
 	if version > PostgresSchemaVersion {
-		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent (every replica), or point --store elsewhere", version, PostgresSchemaVersion)
+		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent (every replica), or point --store (store.url) elsewhere", version, PostgresSchemaVersion)
 	}
 	for v := version; v < target; v++ {
 		if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
@@ -225,8 +225,8 @@ func (s *Postgres) wrap(err error) error {
 func (s *Postgres) Name() string { return s.name }
 
 // Close implements Store: it gives up every lease (closing the lease
-// connection releases them server-side) and closes the pool. Later calls
-// do nothing.
+// connection releases them server-side; their Lost channels close) and
+// closes the pool. Later calls do nothing.
 func (s *Postgres) Close() error {
 	s.leases.close()
 	s.pool.Close()

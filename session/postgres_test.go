@@ -160,13 +160,23 @@ func TestPostgres_LeasesAcrossReplicas(t *testing.T) {
 		t.Fatalf("back to a: %v, token %d after %d", err, la2.Token, lb.Token)
 	}
 	la2.Release(ctx)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := a.Acquire(done, "s", "replica-a"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Acquire: %v", err)
+	}
+	if l, err := b.Acquire(ctx, "s", "replica-b"); err != nil { // the cancelled one holds nothing
+		t.Errorf("after a cancelled Acquire: %v", err)
+	} else {
+		l.Release(ctx)
+	}
 }
 
 // leaseConnPID returns the backend pid of st's lease connection (opening it).
 func leaseConnPID(t *testing.T, st *Postgres) uint32 {
 	t.Helper()
 	var pid uint32
-	if err := st.leases.do(func(_ context.Context, c *pgx.Conn) error { pid = c.PgConn().PID(); return nil }); err != nil {
+	if err := st.leases.do(t.Context(), func(_ context.Context, c *pgx.Conn) error { pid = c.PgConn().PID(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return pid
