@@ -13,11 +13,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Lease connection settings. TCP keepalive bounds how long a hung or
-// partitioned replica keeps its leases: PostgreSQL drops the connection,
-// and with it the replica's advisory locks, after about leaseKeepIdle +
-// leaseKeepCount × leaseKeepInterval of silence (~25 s). A Unix socket
-// needs none: the kernel closes it with the process.
+// Lease connection settings. TCP keepalive, set on both ends of the lease
+// connection (the dialer here, tcp_keepalives_* on the server's side),
+// bounds how long a partitioned or dead replica host keeps its leases:
+// PostgreSQL drops the connection, and with it the replica's advisory
+// locks, after about leaseKeepIdle + leaseKeepCount × leaseKeepInterval of
+// silence (~25 s), and the replica sees its leases lost as soon. A Unix
+// socket needs none: the kernel closes it with the process. (A process
+// that hangs on a live host keeps its leases until it exits.)
 const (
 	leaseKeepIdle     = 10 * time.Second
 	leaseKeepInterval = 5 * time.Second
@@ -114,6 +117,9 @@ func newPgLeases(cfg *pgx.ConnConfig, name string, log *slog.Logger) *pgLeases {
 	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: leaseKeepIdle, Interval: leaseKeepInterval, Count: leaseKeepCount}}
 	cfg.DialFunc = d.DialContext
 	cfg.RuntimeParams["application_name"] = "acp-agent leases"
+	cfg.RuntimeParams["tcp_keepalives_idle"] = fmt.Sprint(leaseKeepIdle.Seconds())
+	cfg.RuntimeParams["tcp_keepalives_interval"] = fmt.Sprint(leaseKeepInterval.Seconds())
+	cfg.RuntimeParams["tcp_keepalives_count"] = fmt.Sprint(leaseKeepCount)
 	l := &pgLeases{cfg: cfg, name: name, log: log, ops: make(chan leaseOp), quit: make(chan struct{}), done: make(chan struct{}), held: make(map[int64]*pgHold)}
 	go l.run()
 	return l
@@ -259,11 +265,17 @@ func (l *pgLeases) run1(op leaseOp) {
 		}
 		err = op.fn(ctx, l.conn)
 		cancel()
-		if err == nil || !l.conn.IsClosed() {
+		timedOut := errors.Is(err, context.DeadlineExceeded)
+		if err == nil || !l.conn.IsClosed() && !timedOut {
 			break
 		}
+		// Broken, or hung past leaseOpTimeout (its state unknown): either
+		// way its locks are not to be trusted.
 		l.log.Warn("session store: the lease connection broke: its leases are lost", "store", l.name, "leases", len(l.held), "error", err)
 		l.drop()
+		if timedOut {
+			break
+		}
 	}
 	op.done <- err
 }
