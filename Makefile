@@ -26,7 +26,7 @@ DIST      ?= dist
 PLATFORMS := linux-amd64 linux-arm64 darwin-amd64 darwin-arm64
 DISTFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -buildid= $(LDFLAGS)"
 
-.PHONY: build install dist version test unit e2e-deps bench demo lint fmt tidy-check fuzz clean
+.PHONY: build install dist version test unit e2e-deps pg-deps bench demo lint fmt tidy-check fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(AGENT) ./cmd/acp-agent
@@ -62,6 +62,22 @@ e2e/node_modules/.package-lock.json: e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error
 e2e-deps: e2e/node_modules/.package-lock.json
 
+# pg-deps makes sure PostgreSQL's server programs are installed: the
+# PostgreSQL store's tests (internal/pgtest) run a throwaway server from
+# them. initdb is looked for in PATH and /usr/lib/postgresql/*/bin (Debian);
+# when missing, root installs Debian's postgresql package, anyone else is
+# told what to install.
+pg-deps:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "pg-deps: installing PostgreSQL (apt-get install postgresql) for the PostgreSQL store's tests"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	else \
+		echo "pg-deps: PostgreSQL is not installed (no initdb in PATH or /usr/lib/postgresql/*/bin), and the tests need it:" >&2; \
+		echo "  install it as root: apt-get install postgresql (Debian/Ubuntu), or put a PostgreSQL's bin directory (initdb, postgres) on PATH" >&2; \
+		exit 1; \
+	fi
+
 # gotestsum runs `go test -json` and prints progress as tests finish; it is
 # one of the module's tools (the tool directive in go.mod pins its version).
 GOTESTSUM := $(GO) tool gotestsum
@@ -76,7 +92,7 @@ TESTPKGS   ?= ./...
 # test runs every test, e2e included, with the race detector, printing each
 # test as it ends, the failures' output, and then the tests slower than
 # $(SLOWEST); it fails if any test fails. bin/test.json keeps the events.
-test: e2e-deps
+test: e2e-deps pg-deps
 	@mkdir -p $(BIN)
 	@$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json \
 		-- -race -count=1 -timeout 20m $(TESTPKGS); status=$$?; \
@@ -84,7 +100,7 @@ test: e2e-deps
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test.json --threshold $(SLOWEST); \
 	exit $$status
 
-unit:
+unit: pg-deps
 	$(GO) test -race -count=1 $(shell $(GO) list ./... | grep -v /e2e)
 
 bench: e2e-deps

@@ -11,16 +11,16 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
 // fleetStore returns the --store of the gateway replicas of a fleet test:
-// one store every replica shares. A SQLite file for now (SQLite allows
-// several processes; each replica's leases are then its own); a PostgreSQL
-// URL makes the leases fleet-wide.
+// one throwaway PostgreSQL database every replica shares, so the leases are
+// fleet-wide.
 func fleetStore(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(t.TempDir(), "fleet.db")
+	return pgtest.Start(t)
 }
 
 const (
@@ -31,8 +31,9 @@ const (
 // TestFleet_TwoReplicasOneStore: two gateway replicas on one store; a
 // session written through replica 1 is loaded through replica 2 with its
 // history; replica 1 killed mid-turn fails the turn fast and the next
-// prompt runs on replica 2 with the whole conversation; two tenants never
-// see each other's sessions.
+// prompt runs on replica 2 with the whole conversation; a concurrent prompt
+// through the other replica is refused; two tenants never see each other's
+// sessions.
 func TestFleet_TwoReplicasOneStore(t *testing.T) {
 	fake := fakemodel.NewOpenAI(t)
 	env := []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1"}
@@ -108,6 +109,21 @@ func TestFleet_TwoReplicasOneStore(t *testing.T) {
 		_, _ = a.Prompt(context.Background(), sid, "talk slowly")
 	}()
 	if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool { return n.Update.AgentMessageChunk != nil }); err != nil {
+		t.Fatal(err)
+	}
+	// A prompt for the same session through replica 2 meanwhile is refused
+	// at once, naming the session and the replica that runs it.
+	d := startAgentWith(t, alice, "--gateway", r2.url(), "--store", "gateway")
+	if _, err := d.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	dFrom := len(d.Client.Updates())
+	if stop, err := d.Prompt(ctx, sid, "me too"); err == nil && !strings.Contains(text(d.Client.Updates()[dFrom:]), "replica-1") {
+		t.Errorf("a concurrent prompt through replica 2 ran (%s): %q", stop, text(d.Client.Updates()[dFrom:]))
+	} else if err != nil && (!strings.Contains(err.Error(), sid) || !strings.Contains(err.Error(), "replica-1")) {
+		t.Errorf("the concurrent prompt's error %q does not name the session and replica-1", err)
+	}
+	if _, err := d.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)}); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()

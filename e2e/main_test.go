@@ -21,6 +21,8 @@ import (
 	"testing"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
 )
 
 // Paths set up by TestMain.
@@ -86,5 +88,5 @@ func setup(m *testing.M) (int, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return 0, fmt.Errorf("node is required by the e2e suite: %v", err)
 	}
-	return m.Run(), nil
+	return pgtest.Run(m), nil // stops the PostgreSQL server of the postgres tests
 }

@@ -204,7 +204,12 @@ func TestStore_KillDuringTurnKeepsEarlierTurns(t *testing.T) {
 
 func TestStore_TwoAgentsShareTheDatabase(t *testing.T) {
 	t.Parallel()
-	store := filepath.Join(t.TempDir(), "sessions.db")
+	twoAgentsShare(t, filepath.Join(t.TempDir(), "sessions.db"))
+}
+
+// twoAgentsShare runs two agents on store, each prompting two sessions at
+// once, and checks each agent replays the other's sessions whole.
+func twoAgentsShare(t *testing.T, store string) {
 	fake := fakemodel.NewOpenAI(t)
 	agents := []*agent{storeAgent(t, store, fake.URL), storeAgent(t, store, fake.URL)}
 	const prompts = 15

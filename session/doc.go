@@ -28,9 +28,11 @@
 // # Storage
 //
 // A [Store] keeps each session's [Record] and committed [Turn]s:
-// [OpenSQLite] (one file, shared across processes) or [NewMemory]. [History]
-// is the [gateway.History] over a Store: each finished turn is committed in
-// one transaction.
+// [OpenSQLite] (one file, shared across processes), [OpenPostgres] (one
+// database shared by a gateway fleet, which is also the fleet's [Leases] and
+// a [FencedStore]) or [NewMemory]. Package session/storetest is the
+// contract every Store passes. [History] is the [gateway.History] over a
+// Store: each finished turn is committed in one transaction.
 //
 // # Identities
 //

@@ -66,6 +66,9 @@ func (e *LeasedError) Error() string {
 var ErrFenced = errors.New("the session's lease has moved on: this write comes from an older turn")
 
 // FencedStore is a Store whose turn writes can be fenced by a lease token.
+// [Postgres] implements it. Memory and SQLite do not: their leases are one
+// process's [LocalLeases], which are never lost, so there is no stale
+// holder to fence; check with a type assertion.
 type FencedStore interface {
 	Store
 	// AppendTurnFenced is AppendTurn, committed only if token is still the

@@ -15,113 +15,11 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// stores runs a test against both Store implementations.
-func stores(t *testing.T) map[string]Store {
-	t.Helper()
-	sq, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "state", "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
-	return map[string]Store{"memory": NewMemory(), "sqlite": sq}
-}
-
 func turn(prompt, answer string) Turn {
 	return Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
 		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(prompt)}},
 		{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(answer)}},
 	}}
-}
-
-func TestStore_RoundTrip(t *testing.T) {
-	for name, st := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			now := time.Now().Truncate(time.Millisecond)
-			rec := Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Servers: []Server{{"fs", "stdio"}}}
-			if err := st.Create(ctx, rec); err != nil {
-				t.Fatal(err)
-			}
-			tool := Turn{StopReason: gateway.StopCancelled, Messages: []gateway.Message{
-				{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("Fix the build\nplease"), {Type: gateway.ContentImage, Data: []byte{1, 2}, MIMEType: "image/png"}}},
-				{Role: gateway.RoleAssistant, Thinking: "hm", ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "mcp__fs__read", Args: map[string]any{"path": "a"}}}},
-				{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "mcp__fs__read", ToolTitle: "fs/read", ToolKind: gateway.ToolKindRead,
-					Result: &gateway.Result{IsError: true, Content: []gateway.Content{gateway.TextContent("cancelled")}, Raw: map[string]any{"isError": true}}},
-			}}
-			if err := st.AppendTurn(ctx, "sess_a", tool); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.AppendTurn(ctx, "sess_a", turn("second", "ok")); err != nil {
-				t.Fatal(err)
-			}
-			got, err := st.Get(ctx, "sess_a")
-			if err != nil || got.Title != "Fix the build" || !got.Updated.After(now) || got.Servers[0] != (Server{"fs", "stdio"}) {
-				t.Errorf("record = %+v, %v", got, err)
-			}
-			turns, err := st.Turns(ctx, "sess_a")
-			if err != nil || len(turns) != 2 || turns[0].StopReason != gateway.StopCancelled {
-				t.Fatalf("turns = %+v, %v", turns, err)
-			}
-			m := turns[0].Messages
-			if string(m[0].Content[1].Data) != "\x01\x02" || m[1].ToolCalls[0].Args["path"] != "a" || m[2].ToolTitle != "fs/read" || !m[2].Result.IsError || m[1].Thinking != "hm" {
-				t.Errorf("messages = %+v", m)
-			}
-			if _, err := st.Get(ctx, "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
-				t.Errorf("unknown id: %v", err)
-			}
-			if err := st.AppendTurn(ctx, "nope", turn("a", "b")); err == nil {
-				t.Error("appending to an unknown session succeeded")
-			}
-		})
-	}
-}
-
-func TestStore_ListPaginationFilterAndOrder(t *testing.T) {
-	for name, st := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			base := time.UnixMilli(1_700_000_000_000)
-			for i := range 120 {
-				cwd := "/a"
-				if i%3 == 0 {
-					cwd = "/b"
-				}
-				at := base.Add(time.Duration(i) * time.Second)
-				if err := st.Create(ctx, Record{ID: fmt.Sprintf("sess_%03d", i), Key: "k", Cwd: cwd, Created: at, Updated: at}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var all []Record
-			cursor, pages := "", 0
-			for {
-				page, next, err := st.List(ctx, ListOptions{Cursor: cursor, Limit: 50})
-				if err != nil {
-					t.Fatal(err)
-				}
-				all = append(all, page...)
-				pages++
-				if next == "" {
-					break
-				}
-				cursor = next
-			}
-			if len(all) != 120 || pages != 3 || all[0].ID != "sess_119" || all[119].ID != "sess_000" {
-				t.Fatalf("%d sessions in %d pages, first %s last %s", len(all), pages, all[0].ID, all[len(all)-1].ID)
-			}
-			for i := 1; i < len(all); i++ {
-				if all[i].Updated.After(all[i-1].Updated) {
-					t.Fatalf("not newest first at %d", i)
-				}
-			}
-			b, next, err := st.List(ctx, ListOptions{Cwd: "/b", Limit: 100})
-			if err != nil || len(b) != 40 || next != "" || b[0].ID != "sess_117" {
-				t.Errorf("cwd filter: %d sessions, next %q, %v", len(b), next, err)
-			}
-			if _, _, err := st.List(ctx, ListOptions{Cursor: "!!"}); err == nil {
-				t.Error("a bad cursor was accepted")
-			}
-		})
-	}
 }
 
 // oldStore writes a store at schema version v holding the session
@@ -361,36 +259,5 @@ func BenchmarkSQLiteAppendTurn(b *testing.B) {
 		if err := st.AppendTurn(b.Context(), "s", tr); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// A tenant's sessions are listed only for that tenant; Get returns the
-// tenant for the caller to check.
-func TestStore_TenantsAreListedApart(t *testing.T) {
-	for name, st := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			now := time.Now().Truncate(time.Millisecond)
-			for _, r := range []Record{
-				{ID: "sess_local", Key: "acp:sess_local", Cwd: "/w", Created: now, Updated: now},
-				{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Tenant: "alice"},
-				{ID: "sess_b", Key: "acp:sess_b", Cwd: "/w", Created: now, Updated: now, Tenant: "bob"},
-			} {
-				if err := st.Create(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for tenant, want := range map[string]string{"": "sess_local", "alice": "sess_a", "bob": "sess_b"} {
-				for _, cwd := range []string{"", "/w"} {
-					recs, _, err := st.List(ctx, ListOptions{Tenant: tenant, Cwd: cwd})
-					if err != nil || len(recs) != 1 || recs[0].ID != want || recs[0].Tenant != tenant {
-						t.Errorf("List(tenant %q, cwd %q) = %+v, %v; want only %s", tenant, cwd, recs, err, want)
-					}
-				}
-			}
-			if rec, err := st.Get(ctx, "sess_a"); err != nil || rec.Tenant != "alice" {
-				t.Errorf("Get = %+v, %v; want tenant alice", rec, err)
-			}
-		})
 	}
 }

@@ -10,32 +10,6 @@ import (
 	"time"
 )
 
-// The model of a session is stored, and survives reopening the store.
-func TestStore_Model(t *testing.T) {
-	for name, st := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			now := time.Now()
-			if err := st.Create(ctx, Record{ID: "sess_m", Key: "acp:sess_m", Cwd: "/w", Created: now, Updated: now, Model: "a"}); err != nil {
-				t.Fatal(err)
-			}
-			if r, err := st.Get(ctx, "sess_m"); err != nil || r.Model != "a" {
-				t.Errorf("after create: model %q, %v", r.Model, err)
-			}
-			if err := st.SetModel(ctx, "sess_m", "b"); err != nil {
-				t.Fatal(err)
-			}
-			recs, _, err := st.List(ctx, ListOptions{})
-			if err != nil || len(recs) != 1 || recs[0].Model != "b" {
-				t.Errorf("list after SetModel: %+v, %v", recs, err)
-			}
-			if err := st.SetModel(ctx, "sess_nope", "b"); err == nil {
-				t.Error("SetModel of an unknown session succeeded")
-			}
-		})
-	}
-}
-
 // A store written before models were kept opens with every model "".
 func TestSQLite_MigratesSchemaVersion2(t *testing.T) {
 	st, err := OpenSQLite(t.Context(), oldStore(t, 2))

@@ -108,6 +108,10 @@ type StoreConfig struct {
 	// $XDG_STATE_HOME/acp-agent/sessions.db (~/.local/state/...). "memory"
 	// keeps sessions in memory only.
 	Path string `json:"path"`
+	// URL is a PostgreSQL database (postgres:// or postgresql://), the
+	// store a gateway fleet shares, instead of Path. It must not carry a
+	// password: the driver reads PGPASSWORD or ~/.pgpass.
+	URL string `json:"url"`
 }
 
 // PermissionsConfig is config "permissions": mode ask (default), allow or
@@ -272,6 +276,9 @@ func parseConfig(data []byte, cfg *Config) error {
 		if strings.TrimSpace(m.Name) == "" {
 			return c.errAt("model.name", "must be a non-empty model name, such as %q", modelExamples()[0])
 		}
+	}
+	if err := c.checkStoreConfig(cfg.Store); err != nil {
+		return err
 	}
 	if m := cfg.Limits.MaxMediaBytes; m > acp.MaxPromptMediaBytes {
 		return c.errAt("limits.maxMediaBytes", "%d bytes is over the bound of %d bytes: a prompt image or audio block that large, base64-encoded, would not fit in one ACP message (at most %d bytes)",

@@ -79,12 +79,17 @@ func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 		{`{"tools": {"builtin": "no"}}`, `key "tools.builtin": must be true or false`},
 		{`{"tools": {"builtins": false}}`, `key "tools.builtins": unknown key (valid keys here: builtin)`},
 		{`{"mcpServers": {"acp": {"command": "x"}}}`, `key "mcpServers.acp.name": "acp" is reserved for the agent's built-in tools`},
+		{`{"store": {"url": "postgres://app:s3cret@db/acp"}}`, `key "store.url": a PostgreSQL URL must not carry a password: set PGPASSWORD in the environment or put it in ~/.pgpass`},
+		{`{"store": {"url": "postgresql://db/acp?user=app&password=s3cret"}}`, `key "store.url": a PostgreSQL URL must not carry a password`},
+		{`{"store": {"url": "/var/lib/acp/sessions.db"}}`, `key "store.url": must be a postgres:// or postgresql:// URL`},
+		{`{"store": {"url": "postgres://db/acp", "path": "/x.db"}}`, `key "store.url": set store.url (PostgreSQL) or store.path (SQLite), not both`},
+		{`{"store": {"path": "postgres://db/acp"}}`, `key "store.path": is a SQLite file; put a PostgreSQL URL in store.url`},
 		{`[1]`, `must be a JSON object`},
 		{`{"limits": `, `it ends too early`},
 	}
 	for _, tt := range tests {
 		err := parseConfig([]byte(tt.json), &Config{})
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("parseConfig(%s) = %v, want %q", tt.json, err, tt.want)
 		}
 	}
@@ -116,7 +121,7 @@ func TestParseConfig_SharesTheSpecRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := parseConfig([]byte(tt.json), &Config{})
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("parseConfig(%s) = %v, want %q", tt.json, err, tt.want)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -69,17 +70,21 @@ func readTokensFile(path string) (map[string]string, error) {
 }
 
 // openGatewayStore opens the store a gateway keeps its translators'
-// sessions in (--store): "" is none, "memory" one in memory, else a SQLite
-// file (several gateway processes may share one; fleet-wide leases need a
-// PostgreSQL store).
-func openGatewayStore(flag string) (session.Store, error) {
+// sessions in (--store): "" is none, "memory" one in memory, a postgres://
+// URL the fleet's database (its leases are fleet-wide), else a SQLite file
+// (several gateway processes may share one, each with its own leases).
+func openGatewayStore(flag string, log *slog.Logger) (session.Store, error) {
 	switch {
 	case flag == "":
 		return nil, nil
 	case flag == "memory":
 		return session.NewMemory(), nil
-	case strings.HasPrefix(flag, "postgres://"), strings.HasPrefix(flag, "postgresql://"):
-		return nil, errors.New("--store: PostgreSQL stores are not supported by this build; use a SQLite file or memory")
+	case session.IsPostgresURL(flag):
+		st, err := openStoreURL(context.Background(), flag, log)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -84,7 +84,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("token-file", "", "file holding the shared token (default: "+tokenEnv+")")
 	origins := fs.String("allowed-origins", "", "comma-separated Origin values accepted from browsers (none by default)")
 	tokensFile := fs.String("tokens-file", "", `file of "TENANT TOKEN" lines, one tenant's token a line (mode 600): each tenant sees only its own sessions`)
-	storeFlag := fs.String("store", "", `keep the translators' sessions (for "acp-agent --store gateway"): a SQLite file or "memory" (default: none)`)
+	storeFlag := fs.String("store", "", `keep the translators' sessions (for "acp-agent --store gateway"): a SQLite file, "memory", or the fleet's postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default: none)`)
 	replica := fs.String("replica-name", "", "this replica's name, shown in the busy errors of other replicas (default HOSTNAME:PORT)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -141,7 +141,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 			allowed = append(allowed, o)
 		}
 	}
-	store, err := openGatewayStore(*storeFlag)
+	store, err := openGatewayStore(*storeFlag, log)
 	if err != nil {
 		return err
 	}

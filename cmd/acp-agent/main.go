@@ -4,9 +4,9 @@
 //
 // Usage:
 //
-//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory|gateway] [--gateway URL[,URL...] [--token-file FILE]]
+//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory|postgres://…|gateway] [--gateway URL[,URL...] [--token-file FILE]]
 //	          [--verbose] [--log-file FILE] [--version]
-//	acp-agent mcp-server [--config FILE] [--model provider:name|direct] [--store FILE|memory]
+//	acp-agent mcp-server [--config FILE] [--model provider:name|direct] [--store FILE|memory|postgres://…]
 //	                     [--listen HOST:PORT [--token-file FILE] [--allowed-origins LIST]] [-v] [--log-file FILE] [--version]
 //	acp-agent gateway [--listen HOST:PORT] [--token-file FILE] [--tokens-file FILE] [--store FILE|memory]
 //	                  [--replica-name NAME] [--allowed-origins LIST] [--config FILE] [--model ...]
@@ -85,7 +85,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", or "gateway" (the remote gateway's, with --gateway) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
+	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", a postgres:// URL (password from PGPASSWORD or ~/.pgpass), or "gateway" (the remote gateway's, with --gateway) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
 	gatewayURL := fs.String("gateway", "", "use the remote gateway at this ws:// URL, or the first that answers of several comma-separated replicas' URLs (token from --token-file or ACP_AGENT_GATEWAY_TOKEN), instead of the in-process one")
 	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
 	if err := fs.Parse(args); err != nil {
@@ -156,7 +156,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if tokens, err = openTokens(cfg.Store.Path); err != nil {
 			return err
 		}
-	} else if store, tokens, err = openStore(*storeFlag, cfg.Store.Path); err != nil {
+	} else if store, tokens, err = openStore(*storeFlag, cfg.Store, log); err != nil {
 		return err
 	}
 	defer store.Close()
@@ -337,18 +337,25 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 }
 
 // openStore opens the session store and the sign-in token store: --store,
-// else config store.path, else the default path; "memory" keeps both in
-// memory. The tokens live next to the session database, in
+// else config store.url, else store.path, else the default path; "memory"
+// keeps both in memory. A postgres:// or postgresql:// URL opens the
+// PostgreSQL store (openStoreURL), with sign-in tokens in memory (logged).
+// Otherwise the tokens live next to the session database, in
 // oauth-tokens.json (mode 0600), never in it. A store that cannot be opened
-// is a startup error naming the path and the cause; a damaged one also says
-// what to do.
-func openStore(flagPath, cfgPath string) (session.Store, signin.Store, error) {
-	path := flagPath
-	if path == "" {
-		path = cfgPath
-	}
+// is a startup error naming the path or URL and the cause; a damaged one
+// also says what to do.
+func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (session.Store, signin.Store, error) {
+	path := storeSetting(flagStore, cfg)
 	if path == "memory" {
 		return session.NewMemory(), signin.NewMemory(), nil
+	}
+	if session.IsPostgresURL(path) {
+		st, err := openStoreURL(context.Background(), path, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Warn(pgTokensNote)
+		return st, signin.NewMemory(), nil
 	}
 	if path == "" {
 		var err error
@@ -360,11 +367,11 @@ func openStore(flagPath, cfgPath string) (session.Store, signin.Store, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
 	defer cancel()
 	st, err := session.OpenSQLite(ctx, path)
 	if errors.Is(err, session.ErrDamaged) {
-		return nil, nil, fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
+		return nil, nil, storeErr(err)
 	}
 	return st, tokens, err
 }

@@ -80,7 +80,7 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 	fs.SetOutput(io.Discard) // errors are returned as one line, help goes to stdout
 	f = &mcpServerFlags{common: addCommonFlags(fs)}
 	fs.BoolVar(f.common.verbose, "v", false, "same as --verbose")
-	f.store = fs.String("store", "", `the session store: a SQLite file, or "memory" (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
+	f.store = fs.String("store", "", `the session store: a SQLite file, "memory", or a postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
 	f.listen = fs.String("listen", "", "serve Streamable HTTP at http://`HOST:PORT`"+mcpPath+" instead of stdio; the host must be named")
 	f.tokenFile = fs.String("token-file", "", "with --listen: `FILE` holding the bearer token every request must send (default: "+mcpTokenEnv+"); required off loopback")
 	f.origins = fs.String("allowed-origins", "", "with --listen: comma-separated Origin values (`LIST`) accepted from browsers (none by default)")
@@ -163,7 +163,7 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store, tokens, err := openStore(*f.store, cfg.Store.Path)
+	store, tokens, err := openStore(*f.store, cfg.Store, log)
 	if err != nil {
 		return err
 	}

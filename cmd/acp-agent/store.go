@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// storeOpenTimeout bounds opening a session store at startup (connecting,
+// checking, migrating).
+const storeOpenTimeout = 30 * time.Second
+
+// openStoreURL opens the PostgreSQL session store at rawURL (postgres:// or
+// postgresql://; the password from PGPASSWORD or ~/.pgpass, never the URL:
+// a URL carrying one is refused, and rawURL is logged only without it).
+// It is the store of `acp-agent --store postgres://…` and of the gateway
+// fleet, whose replicas also use it as their session.Leases and
+// session.FencedStore. The caller closes it.
+func openStoreURL(ctx context.Context, rawURL string, log *slog.Logger) (*session.Postgres, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+	defer cancel()
+	st, err := session.OpenPostgres(ctx, rawURL, &session.PostgresOptions{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("session store: PostgreSQL", "url", st.Name(), "schema", session.PostgresSchemaVersion)
+	return st, nil
+}
+
+// storeSetting is the session store named by --store (flag), else config
+// store.url, else store.path: a SQLite file, "memory", a PostgreSQL URL, or
+// "" for the default file.
+func storeSetting(flag string, cfg StoreConfig) string {
+	switch {
+	case flag != "":
+		return flag
+	case cfg.URL != "":
+		return cfg.URL
+	}
+	return cfg.Path
+}
+
+// checkStoreConfig checks config "store": url is a PostgreSQL URL with no
+// password, path is not a URL, and not both are set.
+func (c *configChecker) checkStoreConfig(s StoreConfig) error {
+	if s.URL != "" {
+		if s.Path != "" {
+			return c.errAt("store.url", "set store.url (PostgreSQL) or store.path (SQLite), not both")
+		}
+		if !session.IsPostgresURL(s.URL) {
+			return c.errAt("store.url", "must be a postgres:// or postgresql:// URL, such as \"postgres://acp@db.example/acp?sslmode=verify-full\" (a SQLite file goes in store.path)")
+		}
+		if err := session.CheckPostgresURL(s.URL); err != nil {
+			return c.errAt("store.url", "%v", err)
+		}
+	}
+	if session.IsPostgresURL(s.Path) {
+		return c.errAt("store.path", "is a SQLite file; put a PostgreSQL URL in store.url")
+	}
+	return nil
+}
+
+// pgTokensNote is logged when sign-in tokens stay in memory because
+// sessions are in PostgreSQL.
+const pgTokensNote = "sign-in tokens of MCP servers (OAuth grants) are kept in memory with a PostgreSQL store: they are not kept across restarts, so servers ask to sign in again"
+
+// storeErr adds the way out to a store that cannot be opened.
+func storeErr(err error) error {
+	return fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
+}

@@ -1,0 +1,420 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// pgMigrations are the PostgreSQL schema versions, applied in order; the
+// version is the one row of acp_schema_version. Append only: a released
+// migration never changes. Version 1 is SQLite's schema version 4 (times
+// in Unix milliseconds, messages and servers as JSON text) plus a turn
+// count (the seq of the last turn) and the lease table.
+var pgMigrations = [...]string{
+	// 1: sessions, their turns, and the fencing tokens of their leases.
+	`CREATE TABLE sessions (
+		id          TEXT PRIMARY KEY,
+		gateway_key TEXT NOT NULL,
+		cwd         TEXT NOT NULL,
+		title       TEXT NOT NULL DEFAULT '',
+		created_at  BIGINT NOT NULL,
+		updated_at  BIGINT NOT NULL,
+		servers     TEXT NOT NULL DEFAULT '[]',
+		model       TEXT NOT NULL DEFAULT '',
+		tenant      TEXT NOT NULL DEFAULT '',
+		turn_count  INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX sessions_tenant_updated ON sessions (tenant, updated_at DESC, id DESC);
+	CREATE INDEX sessions_tenant_cwd_updated ON sessions (tenant, cwd, updated_at DESC, id DESC);
+	CREATE TABLE turns (
+		session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+		seq         INTEGER NOT NULL,
+		messages    TEXT NOT NULL,
+		stop_reason TEXT NOT NULL DEFAULT 'end_turn',
+		PRIMARY KEY (session_id, seq)
+	);
+	CREATE TABLE session_leases (
+		session_id  TEXT PRIMARY KEY,
+		token       BIGINT NOT NULL,
+		owner       TEXT NOT NULL,
+		acquired_at TIMESTAMPTZ NOT NULL
+	);`,
+}
+
+// PostgresSchemaVersion is the PostgreSQL schema version this build writes
+// (acp_schema_version after OpenPostgres). A database with a higher version
+// is refused.
+const PostgresSchemaVersion = len(pgMigrations)
+
+// migrateLockKey is the transaction-level advisory lock that serializes the
+// migrations of replicas starting together ("acp-agent" in ASCII).
+const migrateLockKey int64 = 0x6163702d6167656e
+
+// PostgresOptions configure OpenPostgres. A nil *PostgresOptions is valid.
+type PostgresOptions struct {
+	// Logger receives the store's reports (lease connection lost and
+	// reopened); nil discards them.
+	Logger *slog.Logger
+}
+
+// Postgres is the session store of a gateway fleet: one PostgreSQL
+// database shared by every replica (github.com/jackc/pgx/v5 with its pool).
+// It keeps what [SQLite] keeps, with the same promises: each finished turn
+// is committed in one transaction, so a crash loses at most the turn in
+// progress. It is also the fleet's [Leases] and a [FencedStore] (see
+// Acquire). Safe for concurrent use, by any number of processes on one
+// database. The database should be acp-agent's own: the tables are named
+// sessions, turns, session_leases and acp_schema_version.
+type Postgres struct {
+	pool   *pgxpool.Pool
+	name   string // the URL, for errors and logs (it holds no password)
+	leases *pgLeases
+}
+
+var (
+	_ Store       = (*Postgres)(nil)
+	_ FencedStore = (*Postgres)(nil)
+	_ Leases      = (*Postgres)(nil)
+)
+
+// ErrPostgresPassword: a PostgreSQL URL carries a password, which would end
+// up in a config file, a process list or a log.
+var ErrPostgresPassword = errors.New("a PostgreSQL URL must not carry a password: set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads")
+
+// IsPostgresURL reports whether store names a PostgreSQL database
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgresURL(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// CheckPostgresURL checks a postgres:// or postgresql:// URL without
+// connecting: it must parse and must not carry a password (in the user
+// info or a password parameter): ErrPostgresPassword.
+func CheckPostgresURL(raw string) error {
+	if !IsPostgresURL(raw) {
+		return fmt.Errorf("%q is not a postgres:// or postgresql:// URL", redactURL(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("the PostgreSQL URL does not parse: %v", redactURL(raw))
+	}
+	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
+		return ErrPostgresPassword
+	}
+	if _, err := pgxpool.ParseConfig(raw); err != nil {
+		return fmt.Errorf("PostgreSQL URL %s: %w", redactURL(raw), err)
+	}
+	return nil
+}
+
+// redactURL is raw with any password replaced, for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// OpenPostgres connects to the PostgreSQL database at rawURL
+// (postgres://[user@]host[:port]/db[?params] or postgresql://…; the
+// password comes from PGPASSWORD or ~/.pgpass, never the URL:
+// ErrPostgresPassword), creates or upgrades its schema (one transaction per
+// migration, serialized across replicas by an advisory lock) and refuses a
+// database whose schema is newer than this build's. Errors name the URL.
+// Close releases the pool and the lease connection.
+func OpenPostgres(ctx context.Context, rawURL string, opts *PostgresOptions) (*Postgres, error) {
+	return openPostgres(ctx, rawURL, opts, PostgresSchemaVersion)
+}
+
+// openPostgres migrates up to version target (tests build older databases).
+func openPostgres(ctx context.Context, rawURL string, opts *PostgresOptions, target int) (*Postgres, error) {
+	if err := CheckPostgresURL(rawURL); err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	name := redactURL(rawURL)
+	fail := func(err error) (*Postgres, error) {
+		return nil, fmt.Errorf("session store %s: %w", name, err)
+	}
+	var o PostgresOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return fail(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	s := &Postgres{pool: pool, name: name}
+	if err := s.migrate(ctx, target); err != nil {
+		pool.Close()
+		return fail(err)
+	}
+	s.leases = newPgLeases(cfg.ConnConfig.Copy(), name, o.Logger)
+	return s, nil
+}
+
+// migrate applies the missing migrations up to target in one transaction
+// holding migrateLockKey.
+func (s *Postgres) migrate(ctx context.Context, target int) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+		return fmt.Errorf("locking the schema for migration: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS acp_schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	version := 0
+	err = tx.QueryRow(ctx, `SELECT version FROM acp_schema_version`).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_, err = tx.Exec(ctx, `INSERT INTO acp_schema_version (version) VALUES (0)`)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if version > PostgresSchemaVersion {
+		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent (every replica), or point --store (store.url) elsewhere", version, PostgresSchemaVersion)
+	}
+	for v := version; v < target; v++ {
+		if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
+			return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE acp_schema_version SET version = $1`, v+1); err != nil {
+			return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// wrap names the database in a store error. ErrNotFound, ErrBadCursor and
+// ErrFenced pass unchanged: they are about the request, not the database.
+func (s *Postgres) wrap(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) || errors.Is(err, ErrFenced) {
+		return err
+	}
+	return fmt.Errorf("session store %s: %w", s.name, err)
+}
+
+// Name returns the database's URL (it holds no password).
+func (s *Postgres) Name() string { return s.name }
+
+// Close implements Store: it gives up every lease (closing the lease
+// connection releases them server-side; their Lost channels close) and
+// closes the pool. Later calls do nothing.
+func (s *Postgres) Close() error {
+	s.leases.close()
+	s.pool.Close()
+	return nil
+}
+
+// Create implements Store.
+func (s *Postgres) Create(ctx context.Context, r Record) error {
+	servers, err := json.Marshal(orEmpty(r.Servers))
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant)
+	return s.wrap(err)
+}
+
+// Get implements Store.
+func (s *Postgres) Get(ctx context.Context, id string) (Record, error) {
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM sessions WHERE id = $1`, id).Scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return r, s.wrap(err)
+}
+
+// update runs a one-row UPDATE of session id: ErrNotFound if no row.
+func (s *Postgres) update(ctx context.Context, id, sql string, args ...any) error {
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return s.wrap(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return nil
+}
+
+// SetServers implements Store.
+func (s *Postgres) SetServers(ctx context.Context, id string, servers []Server) error {
+	b, err := json.Marshal(orEmpty(servers))
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, id, `UPDATE sessions SET servers = $1 WHERE id = $2`, string(b), id)
+}
+
+// SetModel implements Store.
+func (s *Postgres) SetModel(ctx context.Context, id, model string) error {
+	return s.update(ctx, id, `UPDATE sessions SET model = $1 WHERE id = $2`, model, id)
+}
+
+// List implements Store.
+func (s *Postgres) List(ctx context.Context, opts ListOptions) (_ []Record, _ string, err error) {
+	defer func() { err = s.wrap(err) }()
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	q := `SELECT ` + recordColumns + ` FROM sessions WHERE tenant = $1`
+	args := []any{opts.Tenant}
+	if opts.Cwd != "" {
+		args = append(args, opts.Cwd)
+		q += fmt.Sprintf(` AND cwd = $%d`, len(args))
+	}
+	if opts.Cursor != "" {
+		at, id, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, at, id)
+		q += fmt.Sprintf(` AND (updated_at, id) < ($%d, $%d)`, len(args)-1, len(args))
+	}
+	args = append(args, limit+1)
+	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows.Scan)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(last.Updated.UnixMilli(), last.ID)
+	}
+	return out, next, nil
+}
+
+// AppendTurn implements Store.
+func (s *Postgres) AppendTurn(ctx context.Context, id string, turn Turn) error {
+	return s.appendTurn(ctx, id, turn, nil)
+}
+
+// AppendTurnFenced implements FencedStore: in the turn's statement (one
+// transaction), the session's session_leases row is read FOR SHARE (a
+// later Acquire's token bump waits for the commit) and the turn is written
+// only if its token is token; else ErrFenced (ErrNotFound for an unknown
+// session) and nothing is written.
+func (s *Postgres) AppendTurnFenced(ctx context.Context, id string, token int64, turn Turn) error {
+	return s.appendTurn(ctx, id, turn, &token)
+}
+
+// appendTurnSQL writes a turn in one statement, so one round trip and one
+// transaction: the session row's UPDATE bumps turn_count (a concurrent
+// append to the session waits for its row lock and then sees the new
+// count), and the turn is inserted with that count as its seq. No row: the
+// session does not exist. fencedTurnSQL adds the fence: the session's
+// session_leases row must hold the token, read FOR SHARE, so a later
+// Acquire's token bump waits for this commit and a bump before it leaves
+// no row.
+const (
+	appendTurnSQL = `WITH u AS (
+		UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1
+		WHERE id = $1 RETURNING id, turn_count)
+	INSERT INTO turns (session_id, seq, messages, stop_reason) SELECT id, turn_count, $4, $5 FROM u`
+	fencedTurnSQL = `WITH l AS (SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $6 FOR SHARE),
+	u AS (
+		UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1
+		WHERE id = $1 AND EXISTS (SELECT 1 FROM l) RETURNING id, turn_count)
+	INSERT INTO turns (session_id, seq, messages, stop_reason) SELECT id, turn_count, $4, $5 FROM u`
+)
+
+// appendTurn writes turn, fenced by *token if not nil.
+func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *int64) (err error) {
+	defer func() { err = s.wrap(err) }()
+	data, err := json.Marshal(turn.Messages)
+	if err != nil {
+		return fmt.Errorf("session %s: encoding the turn: %w", id, err)
+	}
+	title := ""
+	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
+		title = TitleFrom(turn.Messages[0].Content)
+	}
+	q, args := appendTurnSQL, []any{id, time.Now().UnixMilli(), title, string(data), string(turn.StopReason)}
+	if token != nil {
+		q, args = fencedTurnSQL, append(args, *token)
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if token != nil { // fenced, or no such session?
+		if _, err := s.Get(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("session %s, token %d: %w", id, *token, ErrFenced)
+	}
+	return fmt.Errorf("%w: %q", ErrNotFound, id)
+}
+
+// Turns implements Store.
+func (s *Postgres) Turns(ctx context.Context, id string) (_ []Turn, err error) {
+	defer func() { err = s.wrap(err) }()
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT messages, stop_reason FROM turns WHERE session_id = $1 ORDER BY seq`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var data, stop string
+		if err := rows.Scan(&data, &stop); err != nil {
+			return nil, err
+		}
+		var t Turn
+		if err := json.Unmarshal([]byte(data), &t.Messages); err != nil {
+			return nil, fmt.Errorf("session %s: a stored turn: %w", id, err)
+		}
+		t.StopReason = gateway.StopReason(stop)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,351 @@
+// Package storetest is the contract every [session.Store] keeps, as a test
+// suite: run it against a new store implementation from that store's
+// tests.
+//
+//	func TestMyStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) session.Store { return openMyStore(t) })
+//	}
+//
+// The suite checks records and transcripts round trip whole (content
+// blocks, tool calls, results), List's order, paging, cwd and tenant
+// filters, AppendTurn's order, updated times and titles, ErrNotFound for
+// unknown sessions, and appends from several goroutines at once.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// Run runs the contract as subtests of t. open returns a new, empty store
+// for one subtest (the store is the subtest's: open registers its Close
+// with t.Cleanup); subtests do not run in parallel.
+func Run(t *testing.T, open func(t *testing.T) session.Store) {
+	for _, c := range []struct {
+		name string
+		test func(*testing.T, session.Store)
+	}{
+		{"RoundTrip", roundTrip},
+		{"ListPagingOrderAndCwd", listPaging},
+		{"TenantsAreListedApart", tenants},
+		{"AppendTurnOrderAndTitle", appendOrderAndTitle},
+		{"SetServersAndModel", setServersAndModel},
+		{"NotFound", notFound},
+		{"CreateTwiceFails", createTwice},
+		{"ConcurrentAppends", concurrentAppends},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
+	}
+	t.Run("RecordHoldsNoSecrets", recordHoldsNoSecrets)
+}
+
+// Turn is a finished turn: a user prompt and an assistant answer.
+func Turn(prompt, answer string) session.Turn {
+	return session.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(prompt)}},
+		{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(answer)}},
+	}}
+}
+
+func create(t *testing.T, st session.Store, r session.Record) {
+	t.Helper()
+	if err := st.Create(t.Context(), r); err != nil {
+		t.Fatalf("Create(%s): %v", r.ID, err)
+	}
+}
+
+func roundTrip(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	create(t, st, session.Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Model: "anthropic:m", Servers: []session.Server{{Name: "fs", Transport: "stdio"}}})
+	tool := session.Turn{StopReason: gateway.StopCancelled, Messages: []gateway.Message{
+		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("Fix the build\nplease"), {Type: gateway.ContentImage, Data: []byte{1, 2}, MIMEType: "image/png"}}},
+		{Role: gateway.RoleAssistant, Thinking: "hm", ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "mcp__fs__read", Args: map[string]any{"path": "a"}}}},
+		{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "mcp__fs__read", ToolTitle: "fs/read", ToolKind: gateway.ToolKindRead,
+			Result: &gateway.Result{IsError: true, Content: []gateway.Content{gateway.TextContent("cancelled")}, Raw: map[string]any{"isError": true}}},
+	}}
+	if err := st.AppendTurn(ctx, "sess_a", tool); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendTurn(ctx, "sess_a", Turn("second", "ok")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(ctx, "sess_a")
+	if err != nil || got.ID != "sess_a" || got.Key != "acp:sess_a" || got.Cwd != "/w" || got.Model != "anthropic:m" || got.Title != "Fix the build" ||
+		!got.Created.Equal(now) || !got.Updated.After(now) || len(got.Servers) != 1 || got.Servers[0] != (session.Server{Name: "fs", Transport: "stdio"}) {
+		t.Errorf("record = %+v, %v", got, err)
+	}
+	turns, err := st.Turns(ctx, "sess_a")
+	if err != nil || len(turns) != 2 || turns[0].StopReason != gateway.StopCancelled || turns[1].StopReason != gateway.StopEndTurn {
+		t.Fatalf("turns = %+v, %v", turns, err)
+	}
+	m := turns[0].Messages
+	if len(m) != 3 || string(m[0].Content[1].Data) != "\x01\x02" || m[0].Content[1].MIMEType != "image/png" || m[1].ToolCalls[0].Args["path"] != "a" ||
+		m[2].ToolTitle != "fs/read" || m[2].ToolKind != gateway.ToolKindRead || !m[2].Result.IsError || m[2].Result.Content[0].Text != "cancelled" || m[1].Thinking != "hm" {
+		t.Errorf("messages = %+v", m)
+	}
+	// A returned record is a copy.
+	got.Servers[0].Name = "changed"
+	if again, _ := st.Get(ctx, "sess_a"); again.Servers[0].Name != "fs" {
+		t.Errorf("changing a returned record changed the store: %+v", again)
+	}
+}
+
+func listPaging(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	base := time.UnixMilli(1_700_000_000_000)
+	for i := range 120 {
+		cwd := "/a"
+		if i%3 == 0 {
+			cwd = "/b"
+		}
+		at := base.Add(time.Duration(i) * time.Second)
+		create(t, st, session.Record{ID: fmt.Sprintf("sess_%03d", i), Key: "k", Cwd: cwd, Created: at, Updated: at})
+	}
+	var all []session.Record
+	cursor, pages := "", 0
+	for {
+		page, next, err := st.List(ctx, session.ListOptions{Cursor: cursor, Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page...)
+		pages++
+		if next == "" || pages > 10 {
+			break
+		}
+		cursor = next
+	}
+	if len(all) != 120 || pages != 3 || all[0].ID != "sess_119" || all[119].ID != "sess_000" {
+		t.Fatalf("%d sessions in %d pages, first %s last %s", len(all), pages, all[0].ID, all[len(all)-1].ID)
+	}
+	for i := 1; i < len(all); i++ {
+		if !all[i].Updated.Before(all[i-1].Updated) {
+			t.Fatalf("not newest first at %d", i)
+		}
+	}
+	b, next, err := st.List(ctx, session.ListOptions{Cwd: "/b", Limit: 100})
+	if err != nil || len(b) != 40 || next != "" || b[0].ID != "sess_117" {
+		t.Errorf("cwd filter: %d sessions, next %q, %v", len(b), next, err)
+	}
+	def, next, err := st.List(ctx, session.ListOptions{})
+	if err != nil || len(def) != 50 || next == "" {
+		t.Errorf("default limit: %d sessions, next %q, %v; want 50 and a cursor", len(def), next, err)
+	}
+	// Sessions updated in the same millisecond page by id, none lost.
+	for i := range 5 {
+		create(t, st, session.Record{ID: fmt.Sprintf("same_%d", i), Key: "k", Cwd: "/same", Created: base, Updated: base})
+	}
+	var same []string
+	cursor = ""
+	for range 10 {
+		page, next, err := st.List(ctx, session.ListOptions{Cwd: "/same", Cursor: cursor, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			same = append(same, r.ID)
+		}
+		if cursor = next; next == "" {
+			break
+		}
+	}
+	if strings.Join(same, ",") != "same_4,same_3,same_2,same_1,same_0" {
+		t.Errorf("equal times paged as %v", same)
+	}
+	if _, _, err := st.List(ctx, session.ListOptions{Cursor: "!!"}); err == nil {
+		t.Error("a bad cursor was accepted")
+	}
+}
+
+func tenants(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	for _, r := range []session.Record{
+		{ID: "sess_local", Key: "acp:sess_local", Cwd: "/w", Created: now, Updated: now},
+		{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Tenant: "alice"},
+		{ID: "sess_b", Key: "acp:sess_b", Cwd: "/w", Created: now, Updated: now, Tenant: "bob"},
+	} {
+		create(t, st, r)
+	}
+	for tenant, want := range map[string]string{"": "sess_local", "alice": "sess_a", "bob": "sess_b"} {
+		for _, cwd := range []string{"", "/w"} {
+			recs, _, err := st.List(ctx, session.ListOptions{Tenant: tenant, Cwd: cwd})
+			if err != nil || len(recs) != 1 || recs[0].ID != want || recs[0].Tenant != tenant {
+				t.Errorf("List(tenant %q, cwd %q) = %+v, %v; want only %s", tenant, cwd, recs, err, want)
+			}
+		}
+	}
+	if rec, err := st.Get(ctx, "sess_a"); err != nil || rec.Tenant != "alice" {
+		t.Errorf("Get = %+v, %v; want tenant alice", rec, err)
+	}
+}
+
+func appendOrderAndTitle(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	create(t, st, session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now})
+	create(t, st, session.Record{ID: "titled", Key: "acp:titled", Cwd: "/w", Title: "kept", Created: now, Updated: now})
+	long := strings.Repeat("é", 100) + "\nsecond line"
+	prev := now
+	for i, p := range []string{long, "two", "three"} {
+		if err := st.AppendTurn(ctx, "s", Turn(p, fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Get(ctx, "s")
+		if err != nil || !r.Updated.After(prev) {
+			t.Fatalf("after turn %d: updated %v, not after %v (%v)", i, r.Updated, prev, err)
+		}
+		prev = r.Updated
+	}
+	r, _ := st.Get(ctx, "s")
+	if want := strings.Repeat("é", 79) + "…"; r.Title != want {
+		t.Errorf("title = %q, want the first prompt's first line cut to 80 characters %q", r.Title, want)
+	}
+	turns, err := st.Turns(ctx, "s")
+	if err != nil || len(turns) != 3 || turns[1].Messages[0].Content[0].Text != "two" || turns[2].Messages[1].Content[0].Text != "2" {
+		t.Errorf("turns = %+v, %v; want the three in order", turns, err)
+	}
+	if err := st.AppendTurn(ctx, "titled", Turn("new title?", "no")); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := st.Get(ctx, "titled"); r.Title != "kept" {
+		t.Errorf("a turn replaced the title: %q", r.Title)
+	}
+	if turns, err := st.Turns(ctx, "titled"); err != nil || len(turns) != 1 {
+		t.Errorf("turns of another session: %d, %v", len(turns), err)
+	}
+}
+
+func setServersAndModel(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	create(t, st, session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: time.Now(), Updated: time.Now(), Model: "a"})
+	if r, err := st.Get(ctx, "s"); err != nil || r.Model != "a" {
+		t.Errorf("after Create: model %q, %v", r.Model, err)
+	}
+	servers := []session.Server{{Name: "a", Transport: "http"}, {Name: "b", Transport: "sse"}}
+	if err := st.SetServers(ctx, "s", servers); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetModel(ctx, "s", "openai:x"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Get(ctx, "s")
+	if err != nil || !reflect.DeepEqual(r.Servers, servers) || r.Model != "openai:x" {
+		t.Errorf("record = %+v, %v", r, err)
+	}
+	if recs, _, err := st.List(ctx, session.ListOptions{}); err != nil || len(recs) != 1 || recs[0].Model != "openai:x" || !reflect.DeepEqual(recs[0].Servers, servers) {
+		t.Errorf("List after SetModel and SetServers: %+v, %v", recs, err)
+	}
+	if err := st.SetServers(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := st.Get(ctx, "s"); len(r.Servers) != 0 {
+		t.Errorf("servers after SetServers(nil) = %+v", r.Servers)
+	}
+}
+
+func notFound(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, session.ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
+			t.Errorf("%s of an unknown session: %v; want ErrNotFound naming it", what, err)
+		}
+	}
+	_, err := st.Get(ctx, "nope")
+	check("Get", err)
+	_, err = st.Turns(ctx, "nope")
+	check("Turns", err)
+	check("AppendTurn", st.AppendTurn(ctx, "nope", Turn("a", "b")))
+	check("SetServers", st.SetServers(ctx, "nope", nil))
+	check("SetModel", st.SetModel(ctx, "nope", "m"))
+	if fs, ok := st.(session.FencedStore); ok {
+		if err := fs.AppendTurnFenced(ctx, "nope", 1, Turn("a", "b")); err == nil {
+			t.Error("AppendTurnFenced of an unknown session succeeded")
+		}
+	}
+}
+
+func createTwice(t *testing.T, st session.Store) {
+	r := session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Title: "first", Created: time.Now(), Updated: time.Now()}
+	create(t, st, r)
+	r.Title = "second"
+	if err := st.Create(t.Context(), r); err == nil {
+		t.Error("creating a session twice succeeded")
+	}
+	if got, _ := st.Get(t.Context(), "s"); got.Title != "first" {
+		t.Errorf("the second Create changed the record: %+v", got)
+	}
+}
+
+// Several goroutines append to one session and to sessions of their own:
+// every turn is kept, each goroutine's turns in its order.
+func concurrentAppends(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	const writers, turns = 4, 20
+	create(t, st, session.Record{ID: "shared", Key: "acp:shared", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
+	for w := range writers {
+		create(t, st, session.Record{ID: fmt.Sprintf("own_%d", w), Key: "k", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*writers*turns)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range turns {
+				if err := st.AppendTurn(ctx, "shared", Turn(fmt.Sprintf("%d:%d", w, i), "x")); err != nil {
+					errs <- err
+				}
+				if err := st.AppendTurn(ctx, fmt.Sprintf("own_%d", w), Turn(fmt.Sprint(i), "x")); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent append: %v", err)
+	}
+	shared, err := st.Turns(ctx, "shared")
+	if err != nil || len(shared) != writers*turns {
+		t.Fatalf("shared session: %d turns, %v; want %d", len(shared), err, writers*turns)
+	}
+	next := make([]int, writers)
+	for _, tr := range shared {
+		var w, i int
+		fmt.Sscanf(tr.Messages[0].Content[0].Text, "%d:%d", &w, &i)
+		if i != next[w] {
+			t.Fatalf("writer %d's turn %d came where %d was due", w, i, next[w])
+		}
+		next[w]++
+	}
+	for w := range writers {
+		own, err := st.Turns(ctx, fmt.Sprintf("own_%d", w))
+		if err != nil || len(own) != turns || own[turns-1].Messages[0].Content[0].Text != fmt.Sprint(turns-1) {
+			t.Errorf("own_%d: %d turns, %v", w, len(own), err)
+		}
+	}
+}
+
+// A Record keeps no secret values: of MCP servers only names and
+// transports (the client sends env and headers again on session/load).
+func recordHoldsNoSecrets(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[session.Record](), reflect.TypeFor[session.Server]()} {
+		for f := range typ.Fields() {
+			name := strings.ToLower(f.Name)
+			if f.Type.Kind() == reflect.Map || strings.Contains(name, "env") || strings.Contains(name, "header") || strings.Contains(name, "secret") || strings.Contains(name, "token") {
+				t.Errorf("%s.%s (%s) could hold a secret: a store must not keep env or header values", typ.Name(), f.Name, f.Type)
+			}
+		}
+	}
+}
