@@ -475,7 +475,10 @@ func (p *Process) sweep() {
 					continue // exec.Cmd waits for it
 				}
 			}
-			if !seen && !(adopted && alone) {
+			// An adopted orphan of this server's tree started no earlier
+			// than the server: a child of this process started before it
+			// (by other code than Start) is no orphan of its.
+			if !seen && !(adopted && alone && info.start >= p.rootStart) {
 				continue
 			}
 			if info.zombie {

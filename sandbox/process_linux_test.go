@@ -113,6 +113,27 @@ func TestSweep_SparesOrphansOfOtherLiveChildren(t *testing.T) {
 	waitDead(t, keep)
 }
 
+// TestSweep_SparesChildrenStartedBeforeTheServer checks that ending the
+// last server does not kill a child of this process that other code
+// started before the server (not through Start): it cannot be an orphan of
+// the server's tree.
+func TestSweep_SparesChildrenStartedBeforeTheServer(t *testing.T) {
+	other := exec.Command("sleep", "300")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	// Start times count in clock ticks (10 ms): let the server start in a
+	// later one, as anything started by other code a moment before does.
+	time.Sleep(30 * time.Millisecond)
+	dir := t.TempDir()
+	p, closeStdin := startScript(t, dir, "read line; exit 0")
+	StopGroup(p, 5*time.Second, closeStdin)
+	if !testutil.Alive(other.Process.Pid) {
+		t.Fatal("ending the last server killed a child of this process started before it, not by Start")
+	}
+}
+
 // waitLeftGroup waits until pid runs in a process group other than pgid
 // (setsid has run).
 func waitLeftGroup(t *testing.T, pid, pgid int) {
