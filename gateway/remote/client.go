@@ -373,6 +373,15 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 	r.mu.Lock()
 	id := r.ids[req.SessionKey]
 	r.mu.Unlock()
+	if w, ok := r.hist().(interface {
+		Wait(context.Context, string) error
+	}); ok && id != "" {
+		// The last turn's commit is fenced by that turn's lease, which this
+		// turn's chat.send replaces: it goes first.
+		if err := w.Wait(ctx, req.SessionKey); err != nil {
+			return "", fmt.Errorf("waiting for the last turn of session %s to be stored: %w", id, err)
+		}
+	}
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
 		History: r.hist().Messages(ctx, req.SessionKey), SessionID: id}
 	var res ChatSendResult

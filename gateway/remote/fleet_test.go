@@ -432,3 +432,59 @@ func TestLease_PromptRightAfterCancelIsNotBusy(t *testing.T) {
 		}
 	}
 }
+
+// heldStore holds each AppendTurn until release is closed.
+type heldStore struct {
+	session.Store
+	release chan struct{}
+}
+
+func (h *heldStore) AppendTurn(ctx context.Context, id string, t session.Turn) error {
+	<-h.release
+	return h.Store.AppendTurn(ctx, id, t)
+}
+
+// A turn's commit is written behind its response, fenced by the turn's
+// lease; the next turn's chat.send takes a new lease, so it waits for that
+// commit first: back-to-back turns both reach the store.
+func TestLease_NextTurnWaitsForTheLastTurnsCommit(t *testing.T) {
+	leases := &session.LocalLeases{}
+	backing := session.NewMemory()
+	_, url := wsServer(t, &ServerOptions{Store: backing, Leases: leases})
+	c := dialStore(t, "", url)
+	ctx := t.Context()
+	held := &heldStore{Store: c.Store(), release: make(chan struct{})}
+	h := session.NewHistory(held, nil)
+	c.SetHistory(h)
+	if err := held.Create(ctx, testRecord("s1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Attach(ctx, "acp:s1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	send := func() error {
+		_, err := c.Send(ctx, gateway.SendRequest{SessionKey: "acp:s1", Message: []gateway.Content{gateway.TextContent("/help")}}, func(gateway.Event) {})
+		return err
+	}
+	if err := send(); err != nil { // its commit is held
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() { second <- send() }()
+	select {
+	case err := <-second:
+		t.Errorf("the next turn ran (%v) while the last one's commit was pending", err)
+		second <- err
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(held.release)
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if turns, err := backing.Turns(ctx, "s1"); err != nil || len(turns) != 2 {
+		t.Fatalf("stored turns = %d, %v; want both (the first one's commit was fenced out)", len(turns), err)
+	}
+}
