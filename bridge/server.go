@@ -221,6 +221,10 @@ func (s *server) refreshTools() {
 // early, or initial is false (Manager.Login), the Manager is told: the tools
 // are bridged again and Options.OnStateChanged hears of the new state.
 func (s *server) connect(ctx context.Context, initial bool) {
+	if s.lazy() {
+		s.connectIdle(ctx, initial) // lazy.go
+		return
+	}
 	dctx, cancel := context.WithCancel(s.life)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
@@ -525,6 +529,11 @@ func (s *server) watch(cs *mcp.ClientSession) {
 	if s.closing || s.cs != cs {
 		return
 	}
+	if s.lazy() { // idle again: the next call connects (lazy.go)
+		s.cs = nil
+		s.log.Warn("in-process MCP server connection ended; the next call connects again", "err", err)
+		return
+	}
 	s.state, s.cs = StateFailed, nil
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing):
@@ -621,8 +630,12 @@ func (s *server) idempotent(name string) bool {
 }
 
 // liveSession returns the live client session; a lost server is dialed
-// again first (reconnect), unless its backoff runs.
+// again first (reconnect), unless its backoff runs, and an idle lazy one is
+// connected (wake).
 func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
+	if s.lazy() {
+		return s.wake(ctx) // lazy.go
+	}
 	s.mu.Lock()
 	// Connecting with no session, once connected, is another call's redial:
 	// reconnect waits for it.
@@ -879,6 +892,7 @@ func (s *server) status(bridged int) ServerStatus {
 		st.RetryAt = s.retryAt
 	}
 	st.SignInURL = s.signInURL
+	st.Idle = s.lazy() && s.state == StateConnected && s.cs == nil
 	if s.info != nil {
 		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
 	}

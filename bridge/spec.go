@@ -73,6 +73,18 @@ type ServerSpec struct {
 	// (the first and any redial) is a new session of it (mcp.Server.Connect),
 	// closed with the Manager. The Server may serve other sessions too.
 	Server *mcp.Server
+	// ToolsKey, when non-empty, makes a TransportInProcess server lazy: the
+	// Manager takes its tools (and serverInfo) from Options.ToolLists under
+	// this key, listing them through a short-lived connection only when
+	// the key is new, and connects the server on the first call of one of
+	// its tools (concurrent first calls share one connect), so that a
+	// session that never calls one holds no connection. Every server given
+	// the same key must list the same tools, and they must not change (no
+	// tools/list_changed); its resources and prompts are not bridged. A
+	// failed first connect is the call's error; the next call tries again.
+	// Empty means the server is connected at once, as any other. Ignored
+	// for other transports.
+	ToolsKey string
 	// ServerID is the id of a TransportACP server, opaque, chosen by the
 	// client that hosts it (the entry's "id", or "serverId" in the
 	// proposal's 2026 schema).

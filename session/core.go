@@ -111,6 +111,13 @@ type InProcessServer struct {
 	// that bounds its own run, like run_command, needs a longer call
 	// timeout); zero fields inherit.
 	Timeouts bridge.Timeouts
+	// Lazy says that the server's tools do not depend on the InProcessEnv
+	// and never change (no tools/list_changed), and that it serves no
+	// resources or prompts: the Core then lists its tools once per process
+	// and each session connects it on the first call of one of its tools
+	// (bridge.ServerSpec.ToolsKey), so that an idle session holds no
+	// connection to it. False connects it at every open.
+	Lazy bool
 }
 
 // InProcessEnv is what an in-process server of one session is built with.
@@ -138,6 +145,9 @@ type Core struct {
 	store   Store
 	history *History
 	log     *slog.Logger
+	// toolLists holds the tool lists of the Lazy in-process servers, by
+	// name, for every session (bridge.Options.ToolLists).
+	toolLists bridge.ToolLists
 
 	// mu guards the fields below. It is never held together with a
 	// Session's locks, nor across I/O.
@@ -385,6 +395,9 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 			continue
 		}
 		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Server: srv, Timeouts: p.Timeouts}
+		if p.Lazy {
+			spec.ToolsKey = p.Name // names are unique among them
+		}
 		if err := spec.Validate(); err != nil {
 			return nil, fmt.Errorf("in-process server: %w", err)
 		}
@@ -455,6 +468,7 @@ func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 		tell(ctx, stateChangeText(st))
 	}
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
+	o.ToolLists = &c.toolLists
 	o.Logger = log
 	o.OnToolsChanged = func(tools []*gateway.Tool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
