@@ -124,6 +124,9 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 	s.abandon(cs) // ends the server session too (procCancel)
 	s.mu.Lock()
 	s.procCancel = nil
+	if s.lazy() {
+		s.built = nil // an idle session holds no server either
+	}
 	s.mu.Unlock()
 	return tools, info, err
 }
@@ -182,4 +185,15 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	s.cs = cs
 	s.watchers.Go(func() { s.watch(cs) })
 	return cs, nil
+}
+
+// builtServer returns the server spec.NewServer built for s, building it on
+// the first call; nil when there is no NewServer or it returned nil.
+func (s *server) builtServer() *mcp.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil && s.spec.NewServer != nil {
+		s.built = s.spec.NewServer()
+	}
+	return s.built
 }

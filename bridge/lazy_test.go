@@ -81,11 +81,14 @@ func TestLazyInProcess_IdleSessionsHoldNoConnection(t *testing.T) {
 
 	var lists bridge.ToolLists
 	var servers []*countingServer
+	var builds atomic.Int32
 	for i := range 3 {
 		srv := newCountingServer(builtin.New(builtin.Options{Root: dir}))
 		servers = append(servers, srv)
 		m := bridge.NewManager(&bridge.Options{Cwd: dir, ToolLists: &lists})
-		spec := bridge.ServerSpec{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: srv.srv, ToolsKey: "builtin"}
+		// The server is built on demand (NewServer): only to list, once.
+		spec := bridge.ServerSpec{Name: builtin.Name, Transport: bridge.TransportInProcess, ToolsKey: "builtin",
+			NewServer: func() *mcp.Server { builds.Add(1); return srv.srv }}
 		if err := m.Connect(ctx, []bridge.ServerSpec{spec}); err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +119,8 @@ func TestLazyInProcess_IdleSessionsHoldNoConnection(t *testing.T) {
 		listed += s.lists.Load()
 		dialed += s.dialed()
 	}
-	if listed != 1 || dialed != 1 {
-		t.Errorf("3 sessions of one key: %d tools/list over %d connections, want 1 over 1 (listed once per key)", listed, dialed)
+	if listed != 1 || dialed != 1 || builds.Load() != 1 {
+		t.Errorf("3 sessions of one key: %d tools/list over %d connections, %d servers built; want 1 over 1, 1 built (listed once per key)", listed, dialed, builds.Load())
 	}
 }
 

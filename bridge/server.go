@@ -112,6 +112,7 @@ type server struct {
 	detach       func() bool      // during the first connect: stops its request's end from cancelling it
 	watchers     sync.WaitGroup   // connection watchers and tool refreshes
 	toolsRefresh rerun            // tools/list_changed refreshes
+	built        *mcp.Server      // what spec.NewServer built, or nil until then (lazy.go)
 }
 
 // progressFan forwards progress notifications to one running call until the
@@ -418,15 +419,20 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	return st, cmd, procCancel, nil
 }
 
-// inProcessTransport connects a new session of spec.Server to one end of a
-// go-sdk in-memory transport pair and returns the other end. Ending the
-// server session is kill (and close, through procCancel).
+// inProcessTransport connects a new session of spec.Server (or of the
+// server spec.NewServer built, once) to one end of a go-sdk in-memory
+// transport pair and returns the other end. Ending the server session is
+// kill (and close, through procCancel).
 func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
-	if s.spec.Server == nil {
-		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server", ErrUnsupportedTransport)
+	srv := s.spec.Server
+	if srv == nil {
+		srv = s.builtServer()
+	}
+	if srv == nil {
+		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server (NewServer returned nil)", ErrUnsupportedTransport)
 	}
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.spec.Server.Connect(context.WithoutCancel(ctx), st, nil)
+	ss, err := srv.Connect(context.WithoutCancel(ctx), st, nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connecting the in-process server: %w", err)
 	}

@@ -116,7 +116,9 @@ type InProcessServer struct {
 	// resources or prompts: the Core then lists its tools once per process
 	// and each session connects it on the first call of one of its tools
 	// (bridge.ServerSpec.ToolsKey), so that an idle session holds no
-	// connection to it. False connects it at every open.
+	// connection to it. New is then called on first use (and to list the
+	// tools), not at open, and must not return nil. False builds and
+	// connects it at every open.
 	Lazy bool
 }
 
@@ -390,13 +392,12 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 	}
 	out := make([]bridge.ServerSpec, 0, len(c.opts.InProcess)+len(specs))
 	for _, p := range c.opts.InProcess {
-		srv := p.New(env)
-		if srv == nil {
-			continue
-		}
-		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Server: srv, Timeouts: p.Timeouts}
+		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Timeouts: p.Timeouts}
 		if p.Lazy {
 			spec.ToolsKey = p.Name // names are unique among them
+			spec.NewServer = func() *mcp.Server { return p.New(env) }
+		} else if spec.Server = p.New(env); spec.Server == nil {
+			continue
 		}
 		if err := spec.Validate(); err != nil {
 			return nil, fmt.Errorf("in-process server: %w", err)
