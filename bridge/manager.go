@@ -111,6 +111,12 @@ type Options struct {
 	// it. Nil means no sampling is advertised and a server that asks gets
 	// a clear error.
 	Sampler *Sampler
+	// ToolLists, if non-nil, holds the tool lists of lazy in-process
+	// servers (ServerSpec.ToolsKey) and is meant to be shared by every
+	// Manager of the process: a key is listed once. Nil means each Manager
+	// lists its lazy servers itself, through a connection closed right
+	// after.
+	ToolLists *ToolLists
 }
 
 // ServerStatus is a snapshot of one server of a session, for /servers and the
@@ -141,6 +147,10 @@ type ServerStatus struct {
 	// is StateSignIn, or a connected server signs in again), the URL where
 	// the user does; else empty.
 	SignInURL string
+	// Idle says that a lazy in-process server (ServerSpec.ToolsKey, State
+	// StateConnected) holds no connection now: the next call of one of its
+	// tools connects it.
+	Idle bool
 }
 
 // Manager owns the MCP connections of one ACP session. Connect it once; read

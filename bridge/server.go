@@ -112,6 +112,7 @@ type server struct {
 	detach       func() bool      // during the first connect: stops its request's end from cancelling it
 	watchers     sync.WaitGroup   // connection watchers and tool refreshes
 	toolsRefresh rerun            // tools/list_changed refreshes
+	built        *mcp.Server      // what spec.NewServer built, or nil until then (lazy.go)
 }
 
 // progressFan forwards progress notifications to one running call until the
@@ -221,6 +222,10 @@ func (s *server) refreshTools() {
 // early, or initial is false (Manager.Login), the Manager is told: the tools
 // are bridged again and Options.OnStateChanged hears of the new state.
 func (s *server) connect(ctx context.Context, initial bool) {
+	if s.lazy() {
+		s.connectIdle(ctx, initial) // lazy.go
+		return
+	}
 	dctx, cancel := context.WithCancel(s.life)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
@@ -414,15 +419,20 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	return st, cmd, procCancel, nil
 }
 
-// inProcessTransport connects a new session of spec.Server to one end of a
-// go-sdk in-memory transport pair and returns the other end. Ending the
-// server session is kill (and close, through procCancel).
+// inProcessTransport connects a new session of spec.Server (or of the
+// server spec.NewServer built, once) to one end of a go-sdk in-memory
+// transport pair and returns the other end. Ending the server session is
+// kill (and close, through procCancel).
 func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
-	if s.spec.Server == nil {
-		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server", ErrUnsupportedTransport)
+	srv := s.spec.Server
+	if srv == nil {
+		srv = s.builtServer()
+	}
+	if srv == nil {
+		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server (NewServer returned nil)", ErrUnsupportedTransport)
 	}
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.spec.Server.Connect(context.WithoutCancel(ctx), st, nil)
+	ss, err := srv.Connect(context.WithoutCancel(ctx), st, nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connecting the in-process server: %w", err)
 	}
@@ -525,6 +535,11 @@ func (s *server) watch(cs *mcp.ClientSession) {
 	if s.closing || s.cs != cs {
 		return
 	}
+	if s.lazy() { // idle again: the next call connects (lazy.go)
+		s.cs = nil
+		s.log.Warn("in-process MCP server connection ended; the next call connects again", "err", err)
+		return
+	}
 	s.state, s.cs = StateFailed, nil
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing):
@@ -621,8 +636,12 @@ func (s *server) idempotent(name string) bool {
 }
 
 // liveSession returns the live client session; a lost server is dialed
-// again first (reconnect), unless its backoff runs.
+// again first (reconnect), unless its backoff runs, and an idle lazy one is
+// connected (wake).
 func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
+	if s.lazy() {
+		return s.wake(ctx) // lazy.go
+	}
 	s.mu.Lock()
 	// Connecting with no session, once connected, is another call's redial:
 	// reconnect waits for it.
@@ -879,6 +898,7 @@ func (s *server) status(bridged int) ServerStatus {
 		st.RetryAt = s.retryAt
 	}
 	st.SignInURL = s.signInURL
+	st.Idle = s.lazy() && s.state == StateConnected && s.cs == nil
 	if s.info != nil {
 		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
 	}

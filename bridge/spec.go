@@ -73,6 +73,25 @@ type ServerSpec struct {
 	// (the first and any redial) is a new session of it (mcp.Server.Connect),
 	// closed with the Manager. The Server may serve other sessions too.
 	Server *mcp.Server
+	// NewServer, for a TransportInProcess spec without Server, builds the
+	// server when the Manager first connects it (a lazy one, ToolsKey: on
+	// the first call of one of its tools, and to list its tools when its
+	// key is new); the server it returns serves every later connection of
+	// the Manager. It must not return nil (the connect fails, naming the
+	// server). So an idle session does not even hold the server.
+	NewServer func() *mcp.Server
+	// ToolsKey, when non-empty, makes a TransportInProcess server lazy: the
+	// Manager takes its tools (and serverInfo) from Options.ToolLists under
+	// this key, listing them through a short-lived connection only when
+	// the key is new, and connects the server on the first call of one of
+	// its tools (concurrent first calls share one connect), so that a
+	// session that never calls one holds no connection. Every server given
+	// the same key must list the same tools, and they must not change (no
+	// tools/list_changed); its resources and prompts are not bridged. A
+	// failed first connect is the call's error; the next call tries again.
+	// Empty means the server is connected at once, as any other. Ignored
+	// for other transports.
+	ToolsKey string
 	// ServerID is the id of a TransportACP server, opaque, chosen by the
 	// client that hosts it (the entry's "id", or "serverId" in the
 	// proposal's 2026 schema).
@@ -167,7 +186,7 @@ func (s ServerSpec) Validate() error {
 	if err := ValidateServerName(s.Name); err != nil {
 		return &SpecError{Server: s.Name, Field: "name", Rule: err.Error()}
 	}
-	if s.Name == ReservedServerName && (s.Transport != TransportInProcess || s.Server == nil) {
+	if s.Name == ReservedServerName && (s.Transport != TransportInProcess || s.Server == nil && s.NewServer == nil) {
 		return &SpecError{Server: s.Name, Field: "name", Rule: fmt.Sprintf("%q is reserved for the agent's built-in tools (mcp__%s__*); choose another name", s.Name, s.Name)}
 	}
 	switch s.Transport {
@@ -193,8 +212,8 @@ func (s ServerSpec) Validate() error {
 			}
 		}
 	case TransportInProcess:
-		if s.Server == nil {
-			return &SpecError{Server: s.Name, Field: "type", Rule: `"inprocess" is only for servers of the agent's own process, given as a non-nil *mcp.Server from Go`}
+		if s.Server == nil && s.NewServer == nil {
+			return &SpecError{Server: s.Name, Field: "type", Rule: `"inprocess" is only for servers of the agent's own process, given as a non-nil *mcp.Server (or NewServer) from Go`}
 		}
 	case TransportACP:
 		if strings.TrimSpace(s.ServerID) == "" {

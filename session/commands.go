@@ -74,9 +74,16 @@ func ServersText(servers []bridge.ServerStatus, toolLimit int) string {
 	for _, s := range servers {
 		switch s.State {
 		case bridge.StateConnected:
-			fmt.Fprintf(&b, "- %s: connected (%s, %d tools", s.Name, s.Transport, s.Tools)
+			state := "connected"
+			if s.Idle {
+				state = "ready"
+			}
+			fmt.Fprintf(&b, "- %s: %s (%s, %d tools", s.Name, state, s.Transport, s.Tools)
 			if s.ServerName != "" {
 				fmt.Fprintf(&b, ", %s %s", s.ServerName, s.ServerVersion)
+			}
+			if s.Idle {
+				b.WriteString("; connects on first use")
 			}
 			b.WriteString(")\n")
 		case bridge.StateFailed:

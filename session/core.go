@@ -111,6 +111,15 @@ type InProcessServer struct {
 	// that bounds its own run, like run_command, needs a longer call
 	// timeout); zero fields inherit.
 	Timeouts bridge.Timeouts
+	// Lazy says that the server's tools do not depend on the InProcessEnv
+	// and never change (no tools/list_changed), and that it serves no
+	// resources or prompts: the Core then lists its tools once per process
+	// and each session connects it on the first call of one of its tools
+	// (bridge.ServerSpec.ToolsKey), so that an idle session holds no
+	// connection to it. New is then called on first use (and to list the
+	// tools), not at open, and must not return nil. False builds and
+	// connects it at every open.
+	Lazy bool
 }
 
 // InProcessEnv is what an in-process server of one session is built with.
@@ -138,6 +147,9 @@ type Core struct {
 	store   Store
 	history *History
 	log     *slog.Logger
+	// toolLists holds the tool lists of the Lazy in-process servers, by
+	// name, for every session (bridge.Options.ToolLists).
+	toolLists bridge.ToolLists
 
 	// mu guards the fields below. It is never held together with a
 	// Session's locks, nor across I/O.
@@ -380,11 +392,13 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 	}
 	out := make([]bridge.ServerSpec, 0, len(c.opts.InProcess)+len(specs))
 	for _, p := range c.opts.InProcess {
-		srv := p.New(env)
-		if srv == nil {
+		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Timeouts: p.Timeouts}
+		if p.Lazy {
+			spec.ToolsKey = p.Name // names are unique among them
+			spec.NewServer = func() *mcp.Server { return p.New(env) }
+		} else if spec.Server = p.New(env); spec.Server == nil {
 			continue
 		}
-		spec := bridge.ServerSpec{Name: p.Name, Transport: bridge.TransportInProcess, Server: srv, Timeouts: p.Timeouts}
 		if err := spec.Validate(); err != nil {
 			return nil, fmt.Errorf("in-process server: %w", err)
 		}
@@ -455,6 +469,7 @@ func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 		tell(ctx, stateChangeText(st))
 	}
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
+	o.ToolLists = &c.toolLists
 	o.Logger = log
 	o.OnToolsChanged = func(tools []*gateway.Tool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,0 +1,199 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A lazy in-process server (ServerSpec.ToolsKey) is StateConnected with no
+// client session while it idles: its tools come from Options.ToolLists, and
+// the first call of one of them connects it (wake). A session that never
+// calls one costs no connection: no go-sdk read loops, decoder buffers,
+// server-side session or per-session copy of the tool list.
+
+// ToolLists holds the tool lists of lazy in-process servers
+// (ServerSpec.ToolsKey) by key, for every Manager that shares it
+// (Options.ToolLists): a key is listed once, by the first Manager that needs
+// it, while the others wait for that list. A failed list is not kept: the
+// next Manager lists again. The zero value is ready to use; a ToolLists is
+// safe for concurrent use and must not be copied after first use.
+type ToolLists struct {
+	mu    sync.Mutex
+	lists map[string]*toolList // key → its list, or the listing in progress
+}
+
+// toolList is one key's list; its fields are set before done is closed and
+// never change after.
+type toolList struct {
+	done      chan struct{}
+	tools     []*mcp.Tool         // shared by every server of the key: read-only
+	info      *mcp.Implementation // the serverInfo of the listing connection
+	err       error
+	abandoned bool // err is the lister's context ending, not the server's failure
+}
+
+// listFunc lists one server's tools and serverInfo.
+type listFunc func(context.Context) ([]*mcp.Tool, *mcp.Implementation, error)
+
+// get returns the list of key, made by list when no list of key is held or
+// in progress. A waiter whose lister gave up (its session closed, its open
+// was cancelled) lists itself. A nil l lists every time.
+func (l *ToolLists) get(ctx context.Context, key string, list listFunc) ([]*mcp.Tool, *mcp.Implementation, error) {
+	if l == nil {
+		return list(ctx)
+	}
+	for {
+		l.mu.Lock()
+		if l.lists == nil {
+			l.lists = make(map[string]*toolList)
+		}
+		e, waiting := l.lists[key]
+		if !waiting {
+			e = &toolList{done: make(chan struct{})}
+			l.lists[key] = e
+		}
+		l.mu.Unlock()
+		if !waiting {
+			e.tools, e.info, e.err = list(ctx)
+			if e.err != nil {
+				e.abandoned = ctx.Err() != nil
+				l.mu.Lock()
+				delete(l.lists, key)
+				l.mu.Unlock()
+			}
+			close(e.done)
+			return e.tools, e.info, e.err
+		}
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return nil, nil, context.Cause(ctx)
+		}
+		if e.err == nil || !e.abandoned {
+			return e.tools, e.info, e.err
+		}
+	}
+}
+
+// lazy reports whether s connects on first use (ServerSpec.ToolsKey).
+func (s *server) lazy() bool {
+	return s.spec.Transport == TransportInProcess && s.spec.ToolsKey != ""
+}
+
+// connectIdle is connect for a lazy server: it takes the server's tools from
+// Options.ToolLists (listing them through a short-lived connection when the
+// key is new) and leaves the server StateConnected with no connection, or
+// StateFailed when listing failed. It settles the server.
+func (s *server) connectIdle(ctx context.Context, initial bool) {
+	lctx, cancel := context.WithCancel(s.life)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	tools, info, err := s.opts.ToolLists.get(lctx, s.spec.ToolsKey, s.listOnce)
+	tell := !initial
+	defer func() {
+		s.settle()
+		if tell && s.onStateChanged != nil {
+			s.onStateChanged(s)
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		tell = false
+	case err != nil:
+		s.state, s.err = StateFailed, err
+		s.log.Warn("MCP server failed", "err", err)
+	default:
+		s.state, s.tools, s.info, s.err = StateConnected, tools, info, nil
+		s.log.Debug("in-process MCP server ready; it connects on first use", "tools", len(tools))
+	}
+}
+
+// listOnce connects the server, lists its tools and closes the connection.
+func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation, error) {
+	cs, err := s.dial(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := s.listTools(ctx, cs)
+	info := cs.InitializeResult().ServerInfo
+	s.abandon(cs) // ends the server session too (procCancel)
+	s.mu.Lock()
+	s.procCancel = nil
+	if s.lazy() {
+		s.built = nil // an idle session holds no server either
+	}
+	s.mu.Unlock()
+	return tools, info, err
+}
+
+// wake returns the connection of a lazy server, connecting it when it has
+// none (the first call of one of its tools, or the first after its
+// connection ended). Concurrent callers share one connect. A failed connect
+// is returned, and leaves the server as it was: the next call tries again.
+func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	cs := s.cs
+	s.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	s.redial.Lock()
+	defer s.redial.Unlock()
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		return nil, ErrNotConnected
+	case s.cs != nil: // another call connected it
+		cs := s.cs
+		s.mu.Unlock()
+		return cs, nil
+	case s.state != StateConnected:
+		err := s.err
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
+	}
+	s.mu.Unlock()
+
+	s.log.Debug("connecting the in-process MCP server on first use")
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.life, cancel)() // closing the server ends the connect
+	cs, err := s.dial(dctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		if cs != nil {
+			s.mu.Unlock()
+			s.stopSession(cs)
+			s.mu.Lock()
+		}
+		return nil, ErrNotConnected
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		s.log.Warn("connecting the in-process MCP server on first use failed; the next call tries again", "err", err)
+		return nil, fmt.Errorf("connecting on first use failed (the next call tries again): %w", err)
+	}
+	s.cs = cs
+	s.watchers.Go(func() { s.watch(cs) })
+	return cs, nil
+}
+
+// builtServer returns the server spec.NewServer built for s, building it on
+// the first call; nil when there is no NewServer or it returned nil.
+func (s *server) builtServer() *mcp.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil && s.spec.NewServer != nil {
+		s.built = s.spec.NewServer()
+	}
+	return s.built
+}
