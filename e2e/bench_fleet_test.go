@@ -221,6 +221,11 @@ func BenchmarkFleet(b *testing.B) {
 	// at once instead, racing the previous turn's commit (written behind)
 	// with the next turn's lease, which fences that commit out.
 	backToBack := os.Getenv("ACP_BENCH_BACK_TO_BACK") == "1"
+	cpu0 := make([]time.Duration, replicas+1) // the replicas', then this process's
+	for i, g := range gws {
+		cpu0[i] = cpuTime(b, g.cmd.Process.Pid)
+	}
+	cpu0[replicas] = cpuTime(b, os.Getpid())
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; b.Loop(); i++ {
@@ -260,6 +265,11 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu := make([]time.Duration, replicas+1)
+	for i, g := range gws {
+		cpu[i] = cpuTime(b, g.cmd.Process.Pid) - cpu0[i]
+	}
+	cpu[replicas] = cpuTime(b, os.Getpid()) - cpu0[replicas]
 	if len(failures) > 0 {
 		b.Fatalf("%d of %d turns failed, such as: %s", len(failures), len(lat), strings.Join(failures[:min(5, len(failures))], "; "))
 	}
@@ -308,7 +318,9 @@ func BenchmarkFleet(b *testing.B) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds()/replicas, "turns/s/replica")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds()), "turn-p50-us")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds()), "turn-p99-us")
-	b.Logf("turns per replica: %v in %v", turns, elapsed.Round(time.Millisecond))
+	b.Logf("turns per replica: %v in %v; CPU used by the replicas %v, by the translators and bridges (this process) %v",
+		turns, elapsed.Round(time.Millisecond), cpu[:replicas], cpu[replicas])
+	b.ReportMetric(float64((cpu[0]+cpu[1]).Microseconds())/float64(len(lat)), "replica-cpu-us/turn")
 	var rss float64
 	for i := range gws {
 		rss += float64(rss1[i]-rss0[i]) / float64(perReplica)
