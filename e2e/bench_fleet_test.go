@@ -76,6 +76,24 @@ func benchSessions(b *testing.B, def int) int {
 	return n
 }
 
+// machineIdle is the idle time of all of the machine's CPUs so far, and
+// their total time, from /proc/stat, in clock ticks.
+func machineIdle(b *testing.B) (idle, total int64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		total += v
+		if i == 3 || i == 4 { // idle, iowait
+			idle += v
+		}
+	}
+	return idle, total
+}
+
 // percentile returns the p-th percentile (0..100) of sorted durations.
 func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
@@ -226,6 +244,7 @@ func BenchmarkFleet(b *testing.B) {
 		cpu0[i] = cpuTime(b, g.cmd.Process.Pid)
 	}
 	cpu0[replicas] = cpuTime(b, os.Getpid())
+	idle0, total0 := machineIdle(b)
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; b.Loop(); i++ {
@@ -270,6 +289,7 @@ func BenchmarkFleet(b *testing.B) {
 		cpu[i] = cpuTime(b, g.cmd.Process.Pid) - cpu0[i]
 	}
 	cpu[replicas] = cpuTime(b, os.Getpid()) - cpu0[replicas]
+	idle1, total1 := machineIdle(b)
 	if len(failures) > 0 {
 		b.Fatalf("%d of %d turns failed, such as: %s", len(failures), len(lat), strings.Join(failures[:min(5, len(failures))], "; "))
 	}
@@ -318,8 +338,8 @@ func BenchmarkFleet(b *testing.B) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds()/replicas, "turns/s/replica")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds()), "turn-p50-us")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds()), "turn-p99-us")
-	b.Logf("turns per replica: %v in %v; CPU used by the replicas %v, by the translators and bridges (this process) %v",
-		turns, elapsed.Round(time.Millisecond), cpu[:replicas], cpu[replicas])
+	b.Logf("turns per replica: %v in %v; CPU used by the replicas %v, by the translators and bridges (this process) %v; the machine's CPUs %.0f%% idle meanwhile",
+		turns, elapsed.Round(time.Millisecond), cpu[:replicas], cpu[replicas], 100*float64(idle1-idle0)/float64(max(1, total1-total0)))
 	b.ReportMetric(float64((cpu[0]+cpu[1]).Microseconds())/float64(len(lat)), "replica-cpu-us/turn")
 	var rss float64
 	for i := range gws {
