@@ -109,7 +109,11 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // of a turn. Then, for 50 sessions, 100 turns are written through replica 1
 // and the store side of session/load (sessions.get + sessions.turns, what
 // the translator's session/load reads) is timed through replica 2: load
-// p50/p99. Also the replicas' RSS per session. Any error fails it.
+// p50/p99. Also the replicas' RSS per session and CPU per turn (on a small
+// machine everything shares the CPUs: turns/s is then the machine's, and
+// replica-cpu-us/turn says what a replica would do on cores of its own).
+// Any error fails it. Run it with -count 1: the sandbox's sweep kills the
+// test binary's PostgreSQL when the last MCP server closes (see below).
 func BenchmarkFleet(b *testing.B) {
 	const (
 		replicas  = 2
