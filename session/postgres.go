@@ -307,24 +307,7 @@ func (s *Postgres) List(ctx context.Context, opts ListOptions) (_ []Record, _ st
 		return nil, "", err
 	}
 	defer rows.Close()
-	var out []Record
-	for rows.Next() {
-		r, err := scanRecord(rows.Scan)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = encodeCursor(last.Updated.UnixMilli(), last.ID)
-	}
-	return out, next, nil
+	return readPage(rows.Next, rows.Scan, rows.Err, limit)
 }
 
 // AppendTurn implements Store.

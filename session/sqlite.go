@@ -348,24 +348,31 @@ func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ stri
 		return nil, "", err
 	}
 	defer rows.Close()
+	return readPage(rows.Next, rows.Scan, rows.Err, limit)
+}
+
+// readPage reads the records of a List query that asked for limit+1 rows
+// (next, scan and rowsErr are its rows' methods) and returns at most limit
+// of them with the cursor of the next page ("" at the end).
+func readPage(next func() bool, scan func(...any) error, rowsErr func() error, limit int) ([]Record, string, error) {
 	var out []Record
-	for rows.Next() {
-		r, err := scanRecord(rows.Scan)
+	for next() {
+		r, err := scanRecord(scan)
 		if err != nil {
 			return nil, "", err
 		}
 		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
+	if err := rowsErr(); err != nil {
 		return nil, "", err
 	}
-	next := ""
+	cursor := ""
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(last.Updated.UnixMilli(), last.ID)
+		cursor = encodeCursor(last.Updated.UnixMilli(), last.ID)
 	}
-	return out, next, nil
+	return out, cursor, nil
 }
 
 // ErrBadCursor: a List cursor this store did not issue.
