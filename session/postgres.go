@@ -386,18 +386,5 @@ func (s *Postgres) Turns(ctx context.Context, id string) (_ []Turn, err error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Turn
-	for rows.Next() {
-		var data, stop string
-		if err := rows.Scan(&data, &stop); err != nil {
-			return nil, err
-		}
-		var t Turn
-		if err := json.Unmarshal([]byte(data), &t.Messages); err != nil {
-			return nil, fmt.Errorf("session %s: a stored turn: %w", id, err)
-		}
-		t.StopReason = gateway.StopReason(stop)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return readTurns(id, rows.Next, rows.Scan, rows.Err)
 }

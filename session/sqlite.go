@@ -351,6 +351,26 @@ func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ stri
 	return readPage(rows.Next, rows.Scan, rows.Err, limit)
 }
 
+// readTurns reads the turns of session id from a Turns query's rows
+// (messages JSON, stop reason; next, scan and rowsErr are the rows'
+// methods), oldest first.
+func readTurns(id string, next func() bool, scan func(...any) error, rowsErr func() error) ([]Turn, error) {
+	var out []Turn
+	for next() {
+		var data, stop string
+		if err := scan(&data, &stop); err != nil {
+			return nil, err
+		}
+		var t Turn
+		if err := json.Unmarshal([]byte(data), &t.Messages); err != nil {
+			return nil, fmt.Errorf("session %s: a stored turn: %w", id, err)
+		}
+		t.StopReason = gateway.StopReason(stop)
+		out = append(out, t)
+	}
+	return out, rowsErr()
+}
+
 // readPage reads the records of a List query that asked for limit+1 rows
 // (next, scan and rowsErr are its rows' methods) and returns at most limit
 // of them with the cursor of the next page ("" at the end).
@@ -436,18 +456,5 @@ func (s *SQLite) Turns(ctx context.Context, id string) (_ []Turn, err error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Turn
-	for rows.Next() {
-		var data, stop string
-		if err := rows.Scan(&data, &stop); err != nil {
-			return nil, err
-		}
-		var t Turn
-		if err := json.Unmarshal([]byte(data), &t.Messages); err != nil {
-			return nil, fmt.Errorf("session %s: a stored turn: %w", id, err)
-		}
-		t.StopReason = gateway.StopReason(stop)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return readTurns(id, rows.Next, rows.Scan, rows.Err)
 }
