@@ -304,7 +304,7 @@ func BenchmarkFleet(b *testing.B) {
 		check.Go(func() error {
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
-			msgs, _ := json.Marshal(s.t.h.Messages(cctx, s.key))
+			msgs, _ := json.Marshal(s.t.h.View(cctx, s.key).Messages)
 			if want := fmt.Sprintf("Echo: turn %d of %s", iterations-1, s.id); !strings.Contains(string(msgs), want) {
 				return fmt.Errorf("session %s: the last turn's conversation lacks %q: %s", s.id, want, msgs)
 			}

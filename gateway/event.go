@@ -20,13 +20,20 @@ type EventKind int
 
 // The events of a turn, in the order a translator sees them: deltas as the
 // model streams, and for each tool call one ToolStart, any ToolUpdates, and
-// one ToolEnd.
+// one ToolEnd; a compaction before the request it shrinks; last, once, the
+// turn's usage.
 const (
 	EventTextDelta EventKind = iota
 	EventThoughtDelta
 	EventToolStart
 	EventToolUpdate
 	EventToolEnd
+	// EventUsage ends a turn that asked a model: Event.Usage says what it
+	// used and how full the context is.
+	EventUsage
+	// EventCompaction reports a compaction of the session's history for
+	// the model: Event.Compaction.
+	EventCompaction
 )
 
 // String returns the name of k.
@@ -42,6 +49,10 @@ func (k EventKind) String() string {
 		return "tool_update"
 	case EventToolEnd:
 		return "tool_end"
+	case EventUsage:
+		return "usage"
+	case EventCompaction:
+		return "compaction"
 	}
 	return "event(" + strconv.Itoa(int(k)) + ")"
 }
@@ -93,6 +104,9 @@ type Event struct {
 	Text string
 	// Call is set for the tool events.
 	Call *ToolCallEvent
+	// Usage is set for EventUsage, Compaction for EventCompaction.
+	Usage      *UsageReport
+	Compaction *CompactionReport
 }
 
 // ToolCallEvent describes a tool call at one step.

@@ -43,9 +43,10 @@ type SendRequest struct {
 	// ask about.
 	Ask AskFunc
 	// CallerHistory says the caller keeps the conversation (a translator
-	// talking to a remote gateway): History is the conversation so far, and
-	// the turn's messages go to OnTurn instead of the gateway's History.
+	// talking to a remote gateway): History is what the model sees of it so
+	// far, and the finished turn goes to OnTurn instead of the gateway's
+	// History.
 	CallerHistory bool
-	History       []Message
-	OnTurn        func(stop StopReason, msgs []Message)
+	History       View
+	OnTurn        func(Turn)
 }

@@ -49,8 +49,17 @@ type Request struct {
 	System string
 	// Messages is the whole conversation so far, oldest first.
 	Messages []Message
-	// Tools are the tools the model may call this turn.
+	// Tools are the tools the model may call this turn, in an order that
+	// does not change between requests of a session (the prompt cache's
+	// prefix).
 	Tools []*Tool
+	// CacheKey identifies the session for the provider's prompt cache
+	// routing (OpenAI prompt_cache_key), or "". It is stable for a session
+	// and reveals nothing of it.
+	CacheKey string
+	// MaxTokens caps this request's output; 0 means the provider's own
+	// setting.
+	MaxTokens int64
 }
 
 // Response is a provider's answer for one model turn.
@@ -60,6 +69,9 @@ type Response struct {
 	// StopReason is why the model stopped; empty means StopEndTurn, or "call
 	// the tools" when Message has ToolCalls.
 	StopReason StopReason
+	// Usage is the request's usage as the provider reported it (Requests 1;
+	// the runner prices it). Zero when the provider reports none.
+	Usage Usage
 }
 
 // Provider is a model: given the conversation and the tools, it produces the
@@ -81,4 +93,11 @@ type Model struct {
 	// Label is the name shown to the user.
 	Label    string
 	Provider Provider
+	// ContextWindow is the model's context window in tokens; 0 means
+	// unknown, and the runner then never compacts before a request (only
+	// when the provider answers that the prompt is too long).
+	ContextWindow int64
+	// Pricing is the model's price, or nil when unknown (no cost is
+	// reported).
+	Pricing *Pricing
 }

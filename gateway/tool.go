@@ -31,6 +31,14 @@ type Tool struct {
 	// search, execute, …). Empty means read for a readOnlyHint tool, else
 	// other.
 	Kind ToolKind
+	// Core marks a tool the model is always offered, never deferred behind
+	// tool search (the agent's built-in tools).
+	Core bool
+	// MaxResultChars, when positive, is the tool's own budget for one
+	// result that reaches the model, in characters (MCP
+	// _meta["anthropic/maxResultSizeChars"]); 0 means the runner's token
+	// budget.
+	MaxResultChars int
 	// Execute runs the tool. args is never nil (an empty call has {}).
 	// onUpdate, if non-nil, receives progress and partial content while the
 	// call runs and must not be called after Execute returns. A failure the

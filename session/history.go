@@ -67,20 +67,21 @@ func (h *History) Attach(ctx context.Context, key, id string) ([]Turn, error) {
 	return turns, nil
 }
 
-// Messages implements gateway.History.
-func (h *History) Messages(_ context.Context, key string) []gateway.Message {
+// View implements gateway.History.
+func (h *History) View(_ context.Context, key string) gateway.View {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l := h.live[key]; l != nil {
-		return slices.Clip(l.msgs)
+		return gateway.View{Messages: slices.Clip(l.msgs)}
 	}
-	return nil
+	return gateway.View{}
 }
 
 // Append implements gateway.History: the turn joins the cache at once and
 // is committed to the store behind it, after the session's earlier turns.
 // A store failure is logged; the conversation goes on in memory.
-func (h *History) Append(ctx context.Context, key string, stop gateway.StopReason, msgs ...gateway.Message) {
+func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) {
+	msgs, stop := turn.Messages, turn.StopReason
 	h.mu.Lock()
 	l := h.live[key]
 	if l == nil {

@@ -48,6 +48,13 @@ type Turn struct {
 	Messages []gateway.Message
 	// StopReason is why the turn ended.
 	StopReason gateway.StopReason
+	// Usage is the tokens of the turn's model requests (zero for a turn
+	// that asked no model, or stored before usage was kept).
+	Usage gateway.Usage
+	// Compaction, when set, is the compaction the turn made: from it on,
+	// the model sees its summary and the messages from Compaction.From on
+	// (see gateway.View). The transcript keeps every message for replay.
+	Compaction *gateway.Compaction
 }
 
 // ListOptions select sessions for List.

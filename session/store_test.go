@@ -132,21 +132,21 @@ func TestHistory_AttachAppendForget(t *testing.T) {
 	st.AppendTurn(ctx, "s", turn("one", "1"))
 	h := NewHistory(st, nil)
 	turns, err := h.Attach(ctx, "acp:s", "s")
-	if err != nil || len(turns) != 1 || len(h.Messages(ctx, "acp:s")) != 2 {
-		t.Fatalf("attach: %d turns, %d messages, %v", len(turns), len(h.Messages(ctx, "acp:s")), err)
+	if err != nil || len(turns) != 1 || len(h.View(ctx, "acp:s").Messages) != 2 {
+		t.Fatalf("attach: %d turns, %d messages, %v", len(turns), len(h.View(ctx, "acp:s").Messages), err)
 	}
-	h.Append(ctx, "acp:s", gateway.StopEndTurn, turn("two", "2").Messages...)
-	if len(h.Messages(ctx, "acp:s")) != 4 {
-		t.Errorf("append: %d messages cached at once, want 4", len(h.Messages(ctx, "acp:s")))
+	h.Append(ctx, "acp:s", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn("two", "2").Messages})
+	if len(h.View(ctx, "acp:s").Messages) != 4 {
+		t.Errorf("append: %d messages cached at once, want 4", len(h.View(ctx, "acp:s").Messages))
 	}
 	if err := h.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.Turns(ctx, "s"); len(got) != 2 || len(h.Messages(ctx, "acp:s")) != 4 {
-		t.Errorf("append: %d stored turns, %d messages", len(got), len(h.Messages(ctx, "acp:s")))
+	if got, _ := st.Turns(ctx, "s"); len(got) != 2 || len(h.View(ctx, "acp:s").Messages) != 4 {
+		t.Errorf("append: %d stored turns, %d messages", len(got), len(h.View(ctx, "acp:s").Messages))
 	}
 	h.Forget(ctx, "acp:s")
-	if h.Messages(ctx, "acp:s") != nil {
+	if h.View(ctx, "acp:s").Messages != nil {
 		t.Error("Forget kept the cache")
 	}
 	if got, _ := st.Turns(ctx, "s"); len(got) != 2 {
@@ -178,9 +178,9 @@ func TestHistory_WritesBehindInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		h.Append(ctx, "acp:s", gateway.StopEndTurn, turn(fmt.Sprint("prompt ", i), fmt.Sprint(i)).Messages...)
+		h.Append(ctx, "acp:s", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn(fmt.Sprint("prompt ", i), fmt.Sprint(i)).Messages})
 	}
-	if n := len(h.Messages(ctx, "acp:s")); n != 10 {
+	if n := len(h.View(ctx, "acp:s").Messages); n != 10 {
 		t.Fatalf("%d messages cached while the store is held, want 10", n)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -219,7 +219,7 @@ func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
 		if _, err := h.Attach(ctx, "acp:"+id, id); err != nil {
 			t.Fatal(err)
 		}
-		h.Append(ctx, "acp:"+id, gateway.StopEndTurn, turn("p", "a").Messages...)
+		h.Append(ctx, "acp:"+id, gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn("p", "a").Messages})
 	}
 	forgot, closed := make(chan struct{}), make(chan struct{})
 	go func() { h.Forget(ctx, "acp:a"); close(forgot) }()

@@ -383,7 +383,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		}
 	}
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
-		History: r.hist().Messages(ctx, req.SessionKey), SessionID: id}
+		History: r.hist().View(ctx, req.SessionKey).Messages, SessionID: id}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
@@ -404,7 +404,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		r.fences[id] = res.LeaseToken
 		r.mu.Unlock()
 	}
-	r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, res.StopReason, res.Messages...)
+	r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, gateway.Turn{StopReason: res.StopReason, Messages: res.Messages})
 	return res.StopReason, nil
 }
 

@@ -78,7 +78,7 @@ func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
 		t.Errorf("events %v, end %+v", kinds, end)
 	}
 	// The translator keeps the history.
-	if h := r.opts.History.Messages(context.Background(), "acp:s1"); len(h) != 3 || h[2].Result == nil {
+	if h := r.opts.History.View(context.Background(), "acp:s1").Messages; len(h) != 3 || h[2].Result == nil {
 		t.Errorf("history = %+v", h)
 	}
 	if ms := r.Models(); len(ms) != 1 || ms[0].ID != runner.DirectModelID {

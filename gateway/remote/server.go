@@ -450,13 +450,13 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		defer func() { close(turnDone); watch.Wait() }()
 	}
 
-	var history []gateway.Message
+	var history gateway.View
 	if len(p.History) > 0 {
-		history = p.History
+		history.Messages = p.History
 	}
 	var turn []gateway.Message
 	req := gateway.SendRequest{SessionKey: c.scoped(p.SessionKey), RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
-		CallerHistory: true, History: history, OnTurn: func(_ gateway.StopReason, msgs []gateway.Message) { turn = msgs },
+		CallerHistory: true, History: history, OnTurn: func(t gateway.Turn) { turn = t.Messages },
 		Ask: func(ctx context.Context, pr gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 			var res PermissionResult
 			if err := c.p.call(ctx, "permission.request", PermissionParams{SessionKey: p.SessionKey, RunID: p.RunID, Call: pr.Call}, &res); err != nil {

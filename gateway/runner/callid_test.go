@@ -17,10 +17,7 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 	reg.Set("k", []*gateway.Tool{echoTool("echo")})
 	hist := &gateway.MemoryHistory{}
 	// An earlier agent process left a call "c1" in the history.
-	hist.Append(context.Background(), "k", gateway.StopEndTurn,
-		gateway.Message{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("before")}},
-		gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "echo"}}},
-		gateway.Message{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "echo", Result: &gateway.Result{}})
+	hist.Append(context.Background(), "k", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("before")}}, {Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "echo"}}}, {Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "echo", Result: &gateway.Result{}}}})
 	requests := 0
 	model := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
 		requests++
@@ -36,7 +33,7 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	for _, m := range hist.Messages(context.Background(), "k") {
+	for _, m := range hist.View(context.Background(), "k").Messages {
 		for _, c := range m.ToolCalls {
 			seen[c.ID]++
 		}
@@ -88,9 +85,7 @@ func TestRunner_CallIDCheckDoesNotRescanHistory(t *testing.T) {
 		hist := &gateway.MemoryHistory{}
 		for i := range messages / 2 {
 			id := fmt.Sprintf("old_%d", i)
-			hist.Append(context.Background(), "k", gateway.StopEndTurn,
-				gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "echo"}}},
-				gateway.Message{Role: gateway.RoleTool, ToolCallID: id, ToolName: "echo", Result: &gateway.Result{}})
+			hist.Append(context.Background(), "k", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "echo"}}}, {Role: gateway.RoleTool, ToolCallID: id, ToolName: "echo", Result: &gateway.Result{}}}})
 		}
 		r := New(reg, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: NewDirect()}}})
 		req := gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(`/call echo {"message":"hi"}`)}}
@@ -146,10 +141,7 @@ func TestRunner_CallIDIndexFollowsTheHistory(t *testing.T) {
 	// The history is forgotten and another one, longer, holds "b" early on.
 	hist.Forget(context.Background(), "k")
 	for _, id := range []string{"b", "x", "y"} {
-		hist.Append(context.Background(), "k", gateway.StopEndTurn,
-			gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "echo"}}},
-			gateway.Message{Role: gateway.RoleTool, ToolCallID: id, ToolName: "echo", Result: &gateway.Result{}},
-			gateway.Message{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("ok")}})
+		hist.Append(context.Background(), "k", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "echo"}}}, {Role: gateway.RoleTool, ToolCallID: id, ToolName: "echo", Result: &gateway.Result{}}, {Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("ok")}}}})
 	}
 	reuse = "b"
 	if got := turn(gateway.SendRequest{}); got == "b" {
@@ -158,7 +150,7 @@ func TestRunner_CallIDIndexFollowsTheHistory(t *testing.T) {
 	reuse = "c"
 	caller := []gateway.Message{{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c", Name: "echo"}}},
 		{Role: gateway.RoleTool, ToolCallID: "c", ToolName: "echo", Result: &gateway.Result{}}}
-	if got := turn(gateway.SendRequest{CallerHistory: true, History: caller}); got == "c" {
+	if got := turn(gateway.SendRequest{CallerHistory: true, History: gateway.View{Messages: caller}}); got == "c" {
 		t.Errorf("a call reused ID %q of the caller's history", got)
 	}
 }

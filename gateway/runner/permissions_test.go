@@ -231,7 +231,7 @@ func TestRunner_CancelWhileAskingPermission(t *testing.T) {
 	if err != nil || stop != gateway.StopCancelled || runs.Load() != 0 {
 		t.Errorf("Run = %s, %v, %d runs; want cancelled, nothing run", stop, err, runs.Load())
 	}
-	h := r.opts.History.Messages(context.Background(), "k")
+	h := r.opts.History.View(context.Background(), "k").Messages
 	if last := h[len(h)-1]; last.Role != gateway.RoleTool || last.Result == nil || !last.Result.IsError {
 		t.Errorf("history ends with %+v; the call needs a result", last)
 	}

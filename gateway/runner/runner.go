@@ -144,20 +144,21 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		if err != nil {
 			s = gateway.StopEndTurn // the turn failed: what there is of it is kept
 		}
+		t := gateway.Turn{Messages: turn, StopReason: s}
 		if req.CallerHistory {
 			if req.OnTurn != nil {
-				req.OnTurn(s, turn)
+				req.OnTurn(t)
 			}
 			return
 		}
 		// The turn is kept even when ctx was cancelled.
-		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, s, turn...)
+		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, t)
 	}()
 	past := func() []gateway.Message {
 		if req.CallerHistory {
-			return req.History
+			return req.History.Messages
 		}
-		return r.opts.History.Messages(ctx, req.SessionKey)
+		return r.opts.History.View(ctx, req.SessionKey).Messages
 	}
 	// A provider that reads only this turn (Direct) gets no history: copying
 	// the whole history into each request cost O(session length) per /call.

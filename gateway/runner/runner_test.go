@@ -61,7 +61,7 @@ func TestRunner_DirectCallReportsEveryStep(t *testing.T) {
 		t.Errorf("end = %+v", end)
 	}
 	// The turn is in the history with the call answered.
-	h := r.opts.History.Messages(context.Background(), "k")
+	h := r.opts.History.View(context.Background(), "k").Messages
 	if len(h) != 3 || h[1].ToolCalls[0].Name != "mcp__srv__echo" || h[2].Role != gateway.RoleTool || h[2].Result == nil {
 		t.Errorf("history = %+v", h)
 	}
@@ -126,7 +126,7 @@ func TestRunner_CancelledMidTool(t *testing.T) {
 	if last.Kind != gateway.EventToolEnd || last.Call.Status != gateway.ToolFailed || last.Call.Result.Content[0].Text != "cancelled" {
 		t.Errorf("last event = %+v", last.Call)
 	}
-	h := r.opts.History.Messages(context.Background(), "k")
+	h := r.opts.History.View(context.Background(), "k").Messages
 	if len(h) != 3 || h[2].Result == nil || !h[2].Result.IsError {
 		t.Errorf("history after cancel = %+v; every call needs a result", h)
 	}
@@ -216,11 +216,11 @@ type ctxHistory struct {
 	doneOnAdd []bool
 }
 
-func (h *ctxHistory) Append(ctx context.Context, key string, stop gateway.StopReason, msgs ...gateway.Message) {
+func (h *ctxHistory) Append(ctx context.Context, key string, turn gateway.Turn) {
 	h.mu.Lock()
 	h.doneOnAdd = append(h.doneOnAdd, ctx.Err() != nil)
 	h.mu.Unlock()
-	h.MemoryHistory.Append(ctx, key, stop, msgs...)
+	h.MemoryHistory.Append(ctx, key, turn)
 }
 
 // A cancelled turn is stored with a context that is not cancelled, so a
@@ -242,7 +242,7 @@ func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
 	if len(hist.doneOnAdd) != 1 || hist.doneOnAdd[0] {
 		t.Errorf("Append calls (true: ctx already done) = %v; want one with a live ctx", hist.doneOnAdd)
 	}
-	if h := hist.Messages(context.Background(), "k"); len(h) != 3 {
+	if h := hist.View(context.Background(), "k").Messages; len(h) != 3 {
 		t.Errorf("history after cancel = %+v", h)
 	}
 }
@@ -316,7 +316,7 @@ func TestRunner_TurnOnlyProviderGetsNoHistory(t *testing.T) {
 	if fmt.Sprint(p.lens) != "[1 1 1]" {
 		t.Errorf("request lengths %v, want [1 1 1]: the turn alone", p.lens)
 	}
-	if h := r.opts.History.Messages(t.Context(), "k"); len(h) != 6 {
+	if h := r.opts.History.View(t.Context(), "k").Messages; len(h) != 6 {
 		t.Errorf("history has %d messages, want the 3 turns' 6", len(h))
 	}
 }

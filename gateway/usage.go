@@ -1,0 +1,102 @@
+package gateway
+
+// Usage counts the tokens of one or more model requests as the provider
+// reported them, normalized to one meaning for every provider: InputTokens
+// are the prompt tokens billed at the full input price (Anthropic's
+// input_tokens; OpenAI's prompt_tokens less its cached_tokens), and the
+// prompt's other tokens are CacheReadTokens (read from the provider's
+// prompt cache) and CacheWriteTokens (written to it; Anthropic only).
+// ThoughtTokens are the part of OutputTokens spent reasoning, where the
+// provider says. The zero Usage is none; [Usage.Add] sums.
+type Usage struct {
+	InputTokens      int64 `json:"inputTokens,omitempty"`
+	CacheReadTokens  int64 `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens,omitempty"`
+	OutputTokens     int64 `json:"outputTokens,omitempty"`
+	ThoughtTokens    int64 `json:"thoughtTokens,omitempty"`
+	// Requests is the number of model requests counted.
+	Requests int `json:"requests,omitempty"`
+	// Cost is the price of the priced requests in USD (see [Pricing]);
+	// Unpriced counts the requests of a model whose prices are not known,
+	// so the cost is known only when Unpriced is 0 (see [Usage.CostKnown]).
+	Cost     float64 `json:"cost,omitempty"`
+	Unpriced int     `json:"unpriced,omitempty"`
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		ThoughtTokens:    u.ThoughtTokens + o.ThoughtTokens,
+		Requests:         u.Requests + o.Requests,
+		Cost:             u.Cost + o.Cost,
+		Unpriced:         u.Unpriced + o.Unpriced,
+	}
+}
+
+// PromptTokens are all the prompt tokens, cached or not.
+func (u Usage) PromptTokens() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens }
+
+// TotalTokens are the prompt and output tokens.
+func (u Usage) TotalTokens() int64 { return u.PromptTokens() + u.OutputTokens }
+
+// CostKnown reports whether Cost covers every request counted.
+func (u Usage) CostKnown() bool { return u.Requests > 0 && u.Unpriced == 0 }
+
+// BilledInputTokens are the prompt tokens weighted by their price relative
+// to uncached input, by Anthropic's documented multipliers: uncached ×1,
+// cache write ×1.25, cache read ×0.1. It is the measure of what a request's
+// prompt costs, whatever the model's price.
+func (u Usage) BilledInputTokens() float64 {
+	return float64(u.InputTokens) + 1.25*float64(u.CacheWriteTokens) + 0.1*float64(u.CacheReadTokens)
+}
+
+// Pricing is a model's price in USD per million tokens. A zero CacheRead
+// or CacheWrite means the same as Input.
+type Pricing struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead,omitempty"`
+	CacheWrite float64 `json:"cacheWrite,omitempty"`
+}
+
+// Cost returns the price of u's tokens in USD.
+func (p Pricing) Cost(u Usage) float64 {
+	read, write := p.CacheRead, p.CacheWrite
+	if read == 0 {
+		read = p.Input
+	}
+	if write == 0 {
+		write = p.Input
+	}
+	return (float64(u.InputTokens)*p.Input + float64(u.CacheReadTokens)*read +
+		float64(u.CacheWriteTokens)*write + float64(u.OutputTokens)*p.Output) / 1e6
+}
+
+// UsageReport is what an [EventUsage] tells at the end of a turn that asked
+// a model: the turn's tokens, the session's, and how full the context is.
+type UsageReport struct {
+	// Turn is the usage of the turn's model requests; Session the
+	// session's so far, this turn included.
+	Turn, Session Usage
+	// Used is the tokens in the model's context after the turn (the last
+	// request's prompt and output), and Size the model's context window in
+	// tokens (0 when unknown).
+	Used, Size int64
+}
+
+// CompactionReport is what an [EventCompaction] tells: the history before
+// From was replaced for the model by Summary, shrinking the request from
+// Before to After tokens (estimated). Err, when set, says why the
+// compaction failed; the turn goes on without it.
+type CompactionReport struct {
+	Summary       string
+	Before, After int64
+	// Reason is what set it off: "threshold", "too_long" (the provider
+	// refused the request) or "command" (/compact).
+	Reason string
+	Err    string
+}
