@@ -23,7 +23,48 @@ type Error struct {
 	// Host is the API host a request could not reach (Status 0), such as
 	// "api.anthropic.com"; "" otherwise.
 	Host string
-	Err  error
+	// TooLong says the provider refused the request for being over the
+	// model's context window; such an Error matches ErrPromptTooLong.
+	TooLong bool
+	Err     error
+}
+
+// ErrPromptTooLong matches (errors.Is) a provider's refusal of a request
+// over the model's context window: Anthropic's 400 "prompt is too long: N
+// tokens > M maximum", OpenAI's 400 code context_length_exceeded, and the
+// like from OpenAI-compatible servers. The runner compacts and retries
+// once.
+var ErrPromptTooLong = errors.New("the prompt is longer than the model's context window")
+
+// Is reports whether target is ErrPromptTooLong and e is such a refusal.
+func (e *Error) Is(target error) bool { return target == ErrPromptTooLong && e.TooLong }
+
+// tooLongMessages are what the APIs say of a prompt over the window, lower
+// case: Anthropic's, OpenAI's, and those of vLLM, llama.cpp and Ollama.
+var tooLongMessages = []string{
+	"prompt is too long",
+	"maximum context length",
+	"context_length_exceeded",
+	"context length exceeded",
+	"exceeds the context window",
+	"exceed_context_size",
+	"input is too long",
+	"too many tokens",
+}
+
+// isTooLong reports whether an API error of status with msg refuses a
+// prompt for its length.
+func isTooLong(status int, msg string) bool {
+	if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	msg = strings.ToLower(msg)
+	for _, m := range tooLongMessages {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // LoginCommand is the command that stores an API key in the credentials
@@ -61,7 +102,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // message, and keyEnv the environment variable of the API key, named in the
 // hint of a 401 or 403.
 func NewError(provider string, status int, msg, keyEnv string, err error) *Error {
-	pe := &Error{Provider: provider, Status: status, Message: msg, Err: err}
+	pe := &Error{Provider: provider, Status: status, Message: msg, Err: err, TooLong: isTooLong(status, msg)}
 	switch {
 	case status == http.StatusUnauthorized:
 		pe.Hint = "set " + keyEnv + " to a valid API key, or run \"" + LoginCommand + "\""

@@ -24,6 +24,9 @@ type Command struct {
 	// The others go to the gateway, whose direct provider answers them
 	// whatever the model.
 	FrontEnd bool
+	// Runner marks a command the runner answers itself from the session's
+	// conversation (/usage, /compact).
+	Runner bool
 }
 
 // commands is the table behind Commands, in display order.
@@ -35,6 +38,8 @@ var commands = [...]Command{
 	{Name: "logout", Hint: "<server>", Description: "Sign out of an MCP server: its tokens are deleted and revoked, and it disconnects", FrontEnd: true},
 	{Name: "resources", Description: "List the resources and resource templates of the session's MCP servers", FrontEnd: true},
 	{Name: "read", Hint: "<uri>", Description: "Show a resource of an MCP server: its text, binary data summarized", FrontEnd: true},
+	{Name: "usage", Description: "Show the session's token use, cost and how full the model's context is", Runner: true},
+	{Name: "compact", Description: "Summarize the conversation for the model, to free its context window", Runner: true},
 	{Name: "help", Description: "Show the commands and how to configure a model"},
 }
 
@@ -59,11 +64,11 @@ func ParseCommand(text string) (cmd Command, rest string, ok bool) {
 }
 
 // IsDirectCommand reports whether text starts with a command the direct
-// provider answers (every command of [Commands] but the front end's); such a
-// prompt runs without the model.
+// provider answers (every command of [Commands] but the front end's and the
+// runner's); such a prompt runs without the model.
 func IsDirectCommand(text string) bool {
 	c, _, ok := ParseCommand(text)
-	return ok && !c.FrontEnd
+	return ok && !c.FrontEnd && !c.Runner
 }
 
 // commandsHelp is the command list of DirectHelp.

@@ -13,8 +13,8 @@ func TestCommands_TableDrivesHelpAndDispatch(t *testing.T) {
 		if !strings.Contains(help, "/"+c.Name) || !strings.Contains(help, c.Description) {
 			t.Errorf("/help lacks /%s or its description:\n%s", c.Name, help)
 		}
-		if got := IsDirectCommand("/" + c.Name + " x"); got == c.FrontEnd {
-			t.Errorf("IsDirectCommand(/%s) = %v with FrontEnd %v", c.Name, got, c.FrontEnd)
+		if got := IsDirectCommand("/" + c.Name + " x"); got == (c.FrontEnd || c.Runner) {
+			t.Errorf("IsDirectCommand(/%s) = %v with FrontEnd %v, Runner %v", c.Name, got, c.FrontEnd, c.Runner)
 		}
 	}
 	for _, tt := range []struct {

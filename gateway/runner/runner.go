@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -44,6 +45,23 @@ type Options struct {
 	// ParallelTools bounds concurrent tool calls of one model response; zero
 	// or negative means DefaultParallelTools.
 	ParallelTools int
+	// ResultBudget is the budget of one tool result that reaches the
+	// model, in tokens (a tool's own MaxResultChars wins); a larger result
+	// is cut, and read_tool_result pages through the rest. Zero or
+	// negative means DefaultResultBudget.
+	ResultBudget int
+	// CompactAt is the share of the model's context window a request may
+	// reach before the history is compacted; zero or out of (0, 1) means
+	// DefaultCompactAt. KeepRecent is the share kept verbatim (the newest
+	// messages); zero or out of [0, CompactAt) means DefaultKeepRecent.
+	CompactAt, KeepRecent float64
+	// ToolSearch says when tools are deferred behind search_tools; ""
+	// means ToolSearchAuto. DeferTools and DeferShare are its thresholds
+	// (more tools than DeferTools, or definitions over DeferShare of the
+	// context window); zero means DefaultDeferTools and DefaultDeferShare.
+	ToolSearch ToolSearch
+	DeferTools int
+	DeferShare float64
 	// Logger receives the runner's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -57,6 +75,7 @@ type Runner struct {
 	opts     Options
 	grants   grants // "allow always" answers, by session
 	callIDs  callIDIndex
+	calib    calibration // token estimates per session
 }
 
 // New returns a Runner over registry. opts may be nil.
@@ -80,6 +99,24 @@ func New(registry *gateway.Registry, opts *Options) *Runner {
 	}
 	if r.opts.Logger == nil {
 		r.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.opts.ResultBudget <= 0 {
+		r.opts.ResultBudget = DefaultResultBudget
+	}
+	if r.opts.CompactAt <= 0 || r.opts.CompactAt >= 1 {
+		r.opts.CompactAt = DefaultCompactAt
+	}
+	if r.opts.KeepRecent <= 0 || r.opts.KeepRecent >= r.opts.CompactAt {
+		r.opts.KeepRecent = min(DefaultKeepRecent, r.opts.CompactAt/2)
+	}
+	if r.opts.ToolSearch == "" {
+		r.opts.ToolSearch = ToolSearchAuto
+	}
+	if r.opts.DeferTools <= 0 {
+		r.opts.DeferTools = DefaultDeferTools
+	}
+	if r.opts.DeferShare <= 0 {
+		r.opts.DeferShare = DefaultDeferShare
 	}
 	return r
 }
@@ -109,6 +146,7 @@ func (r *Runner) Forget(ctx context.Context, sessionKey string) {
 	r.opts.History.Forget(ctx, sessionKey)
 	r.grants.forget(sessionKey)
 	r.callIDs.forget(sessionKey)
+	r.calib.forget(sessionKey)
 }
 
 // turnOnlyProvider is a provider that reads only the running turn's
@@ -116,11 +154,38 @@ func (r *Runner) Forget(ctx context.Context, sessionKey string) {
 // history.
 type turnOnlyProvider interface{ turnOnly() }
 
+// turnState is one running turn: what the model sees, what the turn has
+// added and used.
+type turnState struct {
+	req   gateway.SendRequest
+	model gateway.Model
+	// view is what the model sees of the turns before this one; a
+	// compaction during the turn replaces it.
+	view gateway.View
+	// turn are the turn's messages so far, the user message first.
+	turn       []gateway.Message
+	usage      gateway.Usage
+	compaction *gateway.Compaction // the last compaction of the turn, or nil
+	// last is the usage of the turn's latest model request: its prompt and
+	// output are what the context holds after the turn.
+	last gateway.Usage
+	// emit reports the turn's events, one at a time.
+	emit func(gateway.Event)
+}
+
+// messages are all the messages the model sees, verbatim: the view's and
+// the turn's so far.
+func (t *turnState) messages() []gateway.Message { return slices.Concat(t.view.Messages, t.turn) }
+
 // Run runs one prompt turn: the user message, then model requests and the
 // tool calls they ask for, until the model ends the turn. Every step reaches
 // emit in order, one event at a time. The turn's messages are added to the
 // session's history when it ends, whatever the reason, with every tool call
-// answered, so the next turn can follow.
+// answered, so the next turn can follow. A turn that asked a model ends
+// with an EventUsage. Before a request would pass Options.CompactAt of the
+// model's context window, or when the provider refuses a prompt as too
+// long (then the request is retried once), the history is compacted (see
+// [SummaryMessage]) and an EventCompaction reports it.
 //
 // When ctx is cancelled, Run returns StopCancelled and a nil error. A failing
 // tool never ends the turn: its failure goes back to the model as an error
@@ -130,54 +195,72 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 	if err != nil {
 		return "", err
 	}
-	if IsDirectCommand(gateway.PromptText(req.Message)) {
+	cmd, _, isCmd := ParseCommand(gateway.PromptText(req.Message))
+	if isCmd && !cmd.FrontEnd && !cmd.Runner {
 		// Slash commands work whatever the model: the direct provider runs
 		// them, and the model sees them in the history afterwards.
 		model, _ = r.model(DirectModelID)
 	}
 	var emitMu sync.Mutex
-	emitOne := func(e gateway.Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) }
-
-	turn := []gateway.Message{{Role: gateway.RoleUser, Content: req.Message}}
+	t := &turnState{
+		req: req, model: model,
+		turn: []gateway.Message{{Role: gateway.RoleUser, Content: req.Message}},
+		emit: func(e gateway.Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) },
+	}
+	if req.CallerHistory {
+		t.view = req.History
+	} else {
+		t.view = r.opts.History.View(ctx, req.SessionKey)
+	}
 	defer func() {
 		s := stop
 		if err != nil {
 			s = gateway.StopEndTurn // the turn failed: what there is of it is kept
 		}
-		t := gateway.Turn{Messages: turn, StopReason: s}
+		if t.usage.Requests > 0 {
+			t.emit(gateway.Event{Kind: gateway.EventUsage, Usage: &gateway.UsageReport{
+				Turn: t.usage, Session: t.view.Usage.Add(t.usage),
+				Used: t.last.PromptTokens() + t.last.OutputTokens, Size: model.ContextWindow,
+			}})
+		}
+		done := gateway.Turn{Messages: t.turn, StopReason: s, Usage: t.usage, Compaction: t.compaction}
 		if req.CallerHistory {
 			if req.OnTurn != nil {
-				req.OnTurn(t)
+				req.OnTurn(done)
 			}
 			return
 		}
 		// The turn is kept even when ctx was cancelled.
-		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, t)
+		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, done)
 	}()
-	past := func() []gateway.Message {
-		if req.CallerHistory {
-			return req.History.Messages
-		}
-		return r.opts.History.View(ctx, req.SessionKey).Messages
+	if isCmd && cmd.Runner {
+		return r.runCommand(ctx, t, cmd)
 	}
 	// A provider that reads only this turn (Direct) gets no history: copying
 	// the whole history into each request cost O(session length) per /call.
 	_, turnOnly := model.Provider.(turnOnlyProvider)
 
 	for range r.opts.MaxTurnRequests {
-		all := slices.Concat(r.opts.Tools, r.registry.Tools(req.SessionKey))
-		offered := slices.DeleteFunc(slices.Clone(all), func(t *gateway.Tool) bool { return r.opts.Permissions.Decide(t) == DecisionDeny })
-		msgs := turn
-		if !turnOnly {
-			msgs = slices.Concat(past(), turn)
+		preq, tools := r.request(t, turnOnly)
+		if !turnOnly && r.overThreshold(t, preq) {
+			if r.compact(ctx, t, preq, "threshold") == nil {
+				preq, tools = r.request(t, turnOnly)
+			}
 		}
-		preq := &gateway.Request{System: req.System, Messages: msgs, Tools: offered}
-		resp, err := model.Provider.Complete(ctx, preq, emitOne)
+		resp, err := r.complete(ctx, t, preq)
+		if err != nil && !turnOnly && errors.Is(err, provider.ErrPromptTooLong) && ctx.Err() == nil {
+			// Over the window after all (the estimate was short, or the
+			// window unknown): compact and try once more.
+			if cerr := r.compact(ctx, t, preq, "too_long"); cerr == nil {
+				preq, tools = r.request(t, turnOnly)
+				resp, err = r.complete(ctx, t, preq)
+			}
+		}
 		if ctx.Err() != nil {
 			if resp != nil && len(resp.Message.Content) > 0 {
 				resp.Message.Role = gateway.RoleAssistant
 				resp.Message.ToolCalls = nil // not run: the turn was cancelled
-				turn = append(turn, resp.Message)
+				t.turn = append(t.turn, resp.Message)
 			}
 			return gateway.StopCancelled, nil
 		}
@@ -190,10 +273,10 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		}
 		resp.Message.Role = gateway.RoleAssistant
 		if len(resp.Message.ToolCalls) > 0 {
-			r.callIDs.unique(req.SessionKey, resp.Message.ToolCalls, past(), turn, r.opts.Logger)
+			r.callIDs.unique(req.SessionKey, resp.Message.ToolCalls, t.view.Messages, t.turn, r.opts.Logger)
 		}
 		if len(resp.Message.Content) > 0 || len(resp.Message.ToolCalls) > 0 {
-			turn = append(turn, resp.Message)
+			t.turn = append(t.turn, resp.Message)
 		}
 		if len(resp.Message.ToolCalls) == 0 {
 			if resp.StopReason == "" {
@@ -201,12 +284,175 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			}
 			return resp.StopReason, nil
 		}
-		turn = append(turn, r.runCalls(ctx, req, all, resp.Message.ToolCalls, emitOne)...)
+		t.turn = append(t.turn, r.runCalls(ctx, req, tools, resp.Message.ToolCalls, t.emit)...)
 		if ctx.Err() != nil {
 			return gateway.StopCancelled, nil
 		}
 	}
 	return gateway.StopMaxTurnRequests, nil
+}
+
+// complete sends preq to the turn's model and counts what it used.
+func (r *Runner) complete(ctx context.Context, t *turnState, preq *gateway.Request) (*gateway.Response, error) {
+	resp, err := t.model.Provider.Complete(ctx, preq, t.emit)
+	if resp != nil && resp.Usage.Requests > 0 {
+		u := r.priced(t.model, resp.Usage)
+		t.usage = t.usage.Add(u)
+		t.last = u
+		r.calib.observe(t.req.SessionKey, requestTokens(preq), u.PromptTokens())
+	}
+	return resp, err
+}
+
+// priced returns u with its cost at model's prices, or counted unpriced.
+func (r *Runner) priced(model gateway.Model, u gateway.Usage) gateway.Usage {
+	if u.Requests == 0 {
+		return u
+	}
+	if model.Pricing != nil {
+		u.Cost = model.Pricing.Cost(u)
+	} else {
+		u.Unpriced = u.Requests
+	}
+	return u
+}
+
+// request builds the turn's next model request and returns it with the
+// tools a call may name (the session's tools and the runner's own).
+// The messages are what the model sees (the compaction's summary, then
+// every message verbatim but tool results cut to their budget); the tools
+// are the allowed ones, or, when they are deferred, the core ones,
+// search_tools and those loaded, with read_tool_result last once a result
+// was cut.
+func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gateway.Tool) {
+	all := slices.Concat(r.opts.Tools, r.registry.Tools(t.req.SessionKey))
+	allowed := slices.DeleteFunc(slices.Clone(all), func(tl *gateway.Tool) bool { return r.opts.Permissions.Decide(tl) == DecisionDeny })
+	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey)}
+	if turnOnly {
+		preq.Messages, preq.Tools = t.turn, allowed
+		return preq, all
+	}
+	msgs := t.messages()
+	preq.Messages = r.modelMessages(msgs, allowed)
+	if t.view.Compaction != nil {
+		preq.Messages = slices.Insert(preq.Messages, 0, SummaryMessage(t.view.Compaction))
+	}
+	var offered []*gateway.Tool
+	tools := all // a call may name any: a denied one is refused by name
+	if r.deferring(allowed, t.model.ContextWindow) {
+		var deferred []*gateway.Tool
+		for _, tl := range allowed {
+			if tl.Core {
+				offered = append(offered, tl)
+			} else {
+				deferred = append(deferred, tl)
+			}
+		}
+		search := searchTool(func() []*gateway.Tool { return deferred })
+		offered = append(offered, search)
+		tools = append(tools, search)
+		for _, name := range loadedTools(t.view.Compaction, msgs) {
+			if i := slices.IndexFunc(deferred, func(tl *gateway.Tool) bool { return tl.Name == name }); i >= 0 {
+				offered = append(offered, deferred[i])
+			}
+		}
+	} else {
+		offered = slices.Clone(allowed)
+	}
+	if r.anyCut(msgs, allowed) {
+		read := readResultTool(t.messages, r.opts.ResultBudget*bytesPerToken*9/10)
+		offered = append(offered, read)
+		tools = append(tools, read)
+	}
+	preq.Tools = offered
+	return preq, tools
+}
+
+// cacheKey is the prompt cache key of a session: a hash of its key, so the
+// provider learns nothing of it.
+func cacheKey(sessionKey string) string {
+	sum := sha256.Sum256([]byte(sessionKey))
+	return "acp-agent-" + hex.EncodeToString(sum[:12])
+}
+
+// modelMessages returns msgs as the model sees them: tool results cut to
+// their budget (tools are the session's, for their own budgets).
+func (r *Runner) modelMessages(msgs []gateway.Message, tools []*gateway.Tool) []gateway.Message {
+	out := make([]gateway.Message, len(msgs))
+	for i, m := range msgs {
+		if m.Role == gateway.RoleTool && m.Result != nil {
+			if res, cut := budgeted(m.Result, r.resultLimit(findTool(tools, m.ToolName)), m.ToolCallID); cut {
+				m.Result = res
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// anyCut reports whether a tool result of msgs is over its budget.
+func (r *Runner) anyCut(msgs []gateway.Message, tools []*gateway.Tool) bool {
+	for _, m := range msgs {
+		if m.Role == gateway.RoleTool && m.Result != nil && contentTokens(m.Result.Content) > r.resultLimit(findTool(tools, m.ToolName)) {
+			return true
+		}
+	}
+	return false
+}
+
+// findTool returns the tool of tools named name, or nil.
+func findTool(tools []*gateway.Tool, name string) *gateway.Tool {
+	if i := slices.IndexFunc(tools, func(t *gateway.Tool) bool { return t.Name == name }); i >= 0 {
+		return tools[i]
+	}
+	return nil
+}
+
+// overThreshold reports whether preq would pass Options.CompactAt of the
+// model's context window (by the session's calibrated estimate).
+func (r *Runner) overThreshold(t *turnState, preq *gateway.Request) bool {
+	window := t.model.ContextWindow
+	if window <= 0 {
+		return false
+	}
+	return float64(r.calib.scale(t.req.SessionKey, requestTokens(preq))) > r.opts.CompactAt*float64(window)
+}
+
+// compact compacts the turn's view of the conversation for preq: the older
+// messages become a summary, the newest (Options.KeepRecent of the window)
+// and the running turn stay. It reports the compaction, or its failure, as
+// an EventCompaction (errNothingToCompact is not reported).
+func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Request, reason string) error {
+	msgs := t.messages()
+	keep := int64(r.opts.KeepRecent * float64(t.model.ContextWindow))
+	if t.model.ContextWindow <= 0 {
+		keep = messagesTokens(msgs) / 4
+	}
+	if reason == "command" {
+		keep = 0
+	}
+	k := cutPoint(msgs, len(t.view.Messages), keep)
+	if k == 0 {
+		return errNothingToCompact
+	}
+	before := r.calib.scale(t.req.SessionKey, requestTokens(preq))
+	summary, usage, err := r.summarize(ctx, t.model, preq, t.view.Compaction, msgs[:k])
+	t.usage = t.usage.Add(usage)
+	if err != nil {
+		r.opts.Logger.Warn("compaction failed", "session", t.req.SessionKey, "reason", reason, "err", err)
+		if ctx.Err() == nil {
+			t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: &gateway.CompactionReport{Reason: reason, Before: before, Err: err.Error()}})
+		}
+		return err
+	}
+	c := &gateway.Compaction{Summary: summary, From: t.view.Base + k, Loaded: loadedTools(t.view.Compaction, msgs[:k])}
+	t.view = gateway.View{Compaction: c, Messages: slices.Clone(t.view.Messages[k:]), Base: c.From, Usage: t.view.Usage}
+	t.compaction = c
+	after, _ := r.request(t, false)
+	rep := &gateway.CompactionReport{Summary: summary, Reason: reason, Before: before, After: r.calib.scale(t.req.SessionKey, requestTokens(after))}
+	r.opts.Logger.Info("history compacted", "session", t.req.SessionKey, "reason", reason, "before", rep.Before, "after", rep.After)
+	t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: rep})
+	return nil
 }
 
 // NewToolCallID returns a fresh random tool call ID: "call_" and 16 hex
@@ -291,7 +537,7 @@ func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingC
 	switch {
 	case p.tool == nil:
 		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
-	case r.opts.Permissions.Decide(p.tool) == DecisionDeny:
+	case !ownTool(p.tool) && r.opts.Permissions.Decide(p.tool) == DecisionDeny:
 		p.res = ptr(gateway.ErrorResult(deniedText(call.Name)))
 	}
 	return p
@@ -309,7 +555,7 @@ func (r *Runner) announce(p *pendingCall, emit func(gateway.Event)) {
 
 // asks reports whether running tool would ask the user first.
 func (r *Runner) asks(req gateway.SendRequest, tool *gateway.Tool) bool {
-	return r.opts.Permissions.Decide(tool) == DecisionAsk && !r.grants.allowed(req.SessionKey, tool.Name) && req.Ask != nil
+	return !ownTool(tool) && r.opts.Permissions.Decide(tool) == DecisionAsk && !r.grants.allowed(req.SessionKey, tool.Name) && req.Ask != nil
 }
 
 // permit applies the permissions policy to p, asking the user when the
@@ -375,3 +621,10 @@ func finish(p *pendingCall, emit func(gateway.Event)) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ownTool reports whether t is one of the runner's own tools (search_tools,
+// read_tool_result): read-only views of the conversation, outside the
+// permissions policy.
+func ownTool(t *gateway.Tool) bool {
+	return t.Core && (t.Name == SearchToolName || t.Name == ReadResultToolName) && t.Group == ""
+}

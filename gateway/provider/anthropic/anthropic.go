@@ -76,9 +76,13 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		Messages:  a.messages(req.Messages),
 		Tools:     a.tools(req.Tools),
 	}
+	if req.MaxTokens > 0 && req.MaxTokens < params.MaxTokens {
+		params.MaxTokens = req.MaxTokens
+	}
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
+	setBreakpoints(&params)
 	if a.opts.ThinkingBudget > 0 {
 		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(a.opts.ThinkingBudget)
 	}
@@ -104,6 +108,13 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		}
 	}
 	resp := a.response(&msg)
+	resp.Usage = gateway.Usage{
+		InputTokens:      msg.Usage.InputTokens,
+		CacheReadTokens:  msg.Usage.CacheReadInputTokens,
+		CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
+		OutputTokens:     msg.Usage.OutputTokens,
+		Requests:         1,
+	}
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return resp, ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/url"
 
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
@@ -69,8 +70,20 @@ func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		Messages:  o.messages(req.System, req.Messages),
 		MaxTokens: openai.Int(o.opts.MaxTokens),
 	}
+	if req.MaxTokens > 0 && req.MaxTokens < o.opts.MaxTokens {
+		params.MaxTokens = openai.Int(req.MaxTokens)
+	}
 	if len(req.Tools) > 0 {
 		params.Tools = o.tools(req.Tools)
+	}
+	// The usage comes in a last chunk of its own
+	// (https://platform.openai.com/docs/api-reference/chat/create#chat-create-stream_options).
+	params.StreamOptions.IncludeUsage = openai.Bool(true)
+	if req.CacheKey != "" && o.isOpenAI() {
+		// Routes the session's requests to the same prompt cache
+		// (https://platform.openai.com/docs/guides/prompt-caching); other
+		// OpenAI-compatible servers may refuse an unknown field.
+		params.PromptCacheKey = openai.String(req.CacheKey)
 	}
 	key := o.opts.Key()
 	if key == "" && o.opts.BaseURL == "" {
@@ -96,6 +109,16 @@ func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		}
 	}
 	resp := o.response(&acc, thinking)
+	if u := acc.Usage; u.PromptTokens > 0 || u.CompletionTokens > 0 {
+		cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
+		resp.Usage = gateway.Usage{
+			InputTokens:     u.PromptTokens - cached,
+			CacheReadTokens: cached,
+			OutputTokens:    u.CompletionTokens,
+			ThoughtTokens:   u.CompletionTokensDetails.ReasoningTokens,
+			Requests:        1,
+		}
+	}
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return resp, ctx.Err()
@@ -219,6 +242,17 @@ func (o *Provider) tools(tools []*gateway.Tool) []openai.ChatCompletionToolUnion
 	return out
 }
 
+// isOpenAI reports whether the provider talks to OpenAI's own API (no base
+// URL, or one on api.openai.com), which takes OpenAI-only fields such as
+// prompt_cache_key.
+func (o *Provider) isOpenAI() bool {
+	if o.opts.BaseURL == "" {
+		return true
+	}
+	u, err := url.Parse(o.opts.BaseURL)
+	return err == nil && u.Hostname() == DefaultHost
+}
+
 // describe turns an SDK error into a [provider.Error].
 func (o *Provider) describe(err error) error {
 	var apiErr *openai.Error
@@ -227,7 +261,11 @@ func (o *Provider) describe(err error) error {
 		if msg == "" {
 			msg = provider.APIErrorMessage(apiErr.RawJSON())
 		}
-		return provider.NewError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
+		pe := provider.NewError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
+		if apiErr.Code == "context_length_exceeded" {
+			pe.TooLong = true
+		}
+		return pe
 	}
 	return provider.NewRequestError("openai", o.opts.BaseURL, DefaultHost, o.opts.APIKeyEnv, err)
 }

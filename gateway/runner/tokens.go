@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"image"
+	_ "image/gif"  // image.DecodeConfig of GIF results
+	_ "image/jpeg" // and JPEG
+	_ "image/png"  // and PNG
+	"sync"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// Token estimates. The runner must know how large a request is before it
+// sends it (to compact in time) without a tokenizer for every model, so it
+// estimates: one token per [bytesPerToken] bytes of text, JSON and schema,
+// a few tokens of framing per message, and an image by the pixels rule
+// Anthropic documents (width×height/750, at most [maxImageTokens]). The
+// estimate is then scaled per session by what the provider reported for
+// the last request (see [calibration]), so the threshold tracks the
+// model's real tokenizer.
+const (
+	bytesPerToken   = 4
+	messageOverhead = 4
+	// maxImageTokens is what an image costs at most: Anthropic scales
+	// images down to about 1.15 megapixels (~1,600 tokens).
+	maxImageTokens = 1600
+	// unknownImageTokens is the cost of an image whose size cannot be read.
+	unknownImageTokens = 1000
+)
+
+// textTokens estimates the tokens of s.
+func textTokens(s string) int64 { return int64((len(s) + bytesPerToken - 1) / bytesPerToken) }
+
+// imageTokens estimates what an image costs a model.
+func imageTokens(data []byte) int64 {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		return unknownImageTokens
+	}
+	return min(int64(cfg.Width)*int64(cfg.Height)/750+1, maxImageTokens)
+}
+
+// contentTokens estimates the tokens of content blocks.
+func contentTokens(content []gateway.Content) int64 {
+	var n int64
+	for _, c := range content {
+		switch c.Type {
+		case gateway.ContentImage:
+			n += imageTokens(c.Data)
+		case gateway.ContentResource:
+			if c.Resource != nil {
+				n += textTokens(c.Resource.Text) + textTokens(c.Resource.URI) + 8
+			}
+		default:
+			n += textTokens(c.Text) + textTokens(c.URI) + 8
+		}
+	}
+	return n
+}
+
+// messageTokens estimates the tokens of one message as a provider sees it
+// (a tool result within its budget: see [budgeted]).
+func messageTokens(m gateway.Message) int64 {
+	n := int64(messageOverhead) + contentTokens(m.Content) + textTokens(m.Thinking)
+	for _, c := range m.ToolCalls {
+		args, _ := json.Marshal(c.Args)
+		n += textTokens(c.Name) + textTokens(c.ID) + textTokens(string(args)) + messageOverhead
+	}
+	if m.Result != nil {
+		n += contentTokens(m.Result.Content) + textTokens(m.ToolCallID)
+	}
+	return n
+}
+
+// messagesTokens estimates the tokens of msgs.
+func messagesTokens(msgs []gateway.Message) int64 {
+	var n int64
+	for _, m := range msgs {
+		n += messageTokens(m)
+	}
+	return n
+}
+
+// toolTokens estimates the tokens of one tool definition.
+func toolTokens(t *gateway.Tool) int64 {
+	return textTokens(t.Name) + textTokens(t.Description) + textTokens(string(t.InputSchema)) + 2*messageOverhead
+}
+
+// toolsTokens estimates the tokens of tool definitions.
+func toolsTokens(tools []*gateway.Tool) int64 {
+	var n int64
+	for _, t := range tools {
+		n += toolTokens(t)
+	}
+	return n
+}
+
+// requestTokens estimates the prompt tokens of req.
+func requestTokens(req *gateway.Request) int64 {
+	return textTokens(req.System) + toolsTokens(req.Tools) + messagesTokens(req.Messages)
+}
+
+// calibration keeps, per session, the ratio of the prompt tokens a
+// provider reported to the runner's estimate of the same request, so that
+// later estimates follow the model's tokenizer. It is safe for concurrent
+// use.
+type calibration struct {
+	mu    sync.Mutex
+	ratio map[string]float64 // session key → reported/estimated, within [minRatio, maxRatio]
+}
+
+const minRatio, maxRatio = 0.5, 4.0
+
+// scale returns est scaled by the session's ratio (1 before any report).
+func (c *calibration) scale(key string, est int64) int64 {
+	c.mu.Lock()
+	r, ok := c.ratio[key]
+	c.mu.Unlock()
+	if !ok {
+		return est
+	}
+	return int64(float64(est) * r)
+}
+
+// observe records that a request estimated at est had reported prompt
+// tokens.
+func (c *calibration) observe(key string, est, reported int64) {
+	if est <= 0 || reported <= 0 {
+		return
+	}
+	r := min(max(float64(reported)/float64(est), minRatio), maxRatio)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ratio == nil {
+		c.ratio = make(map[string]float64)
+	}
+	c.ratio[key] = r
+}
+
+func (c *calibration) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.ratio, key)
+}
