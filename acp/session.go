@@ -39,6 +39,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	send := func(u acpsdk.SessionUpdate) { a.notify(notifyCtx, s.ID(), u) }
 
 	var stop gateway.StopReason
+	var usage *gateway.UsageReport // the turn's, if it asked a model
 	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
 		stop, err = s.Turn(ctx, func(context.Context) (gateway.StopReason, error) {
 			send(acpsdk.UpdateAgentMessageText(answer())) // after any running turn
@@ -48,6 +49,9 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		stop, err = s.Prompt(ctx, session.PromptRequest{
 			Content: content, System: systemPrompt(s.Cwd()), Ask: a.askFunc(s.ID()),
 			Emit: func(ev gateway.Event) {
+				if ev.Kind == gateway.EventUsage {
+					usage = ev.Usage
+				}
 				for _, u := range sessionUpdates(ev) {
 					send(u)
 				}
@@ -63,7 +67,11 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %v\n", err)))
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
-	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}, nil
+	resp := acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}
+	if usage != nil {
+		resp.Usage = turnUsage(usage.Turn)
+	}
+	return resp, nil
 }
 
 // systemPrompt tells the model who it is and where it works.

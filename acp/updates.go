@@ -26,6 +26,16 @@ func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 			return nil
 		}
 		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentThoughtText(ev.Text)}
+	case gateway.EventUsage:
+		if ev.Usage == nil {
+			return nil
+		}
+		return []acpsdk.SessionUpdate{usageUpdate(ev.Usage)}
+	case gateway.EventCompaction:
+		if ev.Compaction == nil {
+			return nil
+		}
+		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessageText(compactionText(ev.Compaction))}
 	}
 	c := ev.Call
 	if c == nil {
@@ -157,4 +167,48 @@ func progressText(u *gateway.ToolUpdate) string {
 		s += ": " + u.Message
 	}
 	return s
+}
+
+// usageUpdate is the usage_update session/update of a turn's usage
+// (UsageUpdate in the ACP v1 schema; acp-go-sdk's unstable
+// SessionUsageUpdate): the tokens in the model's context, its window, and
+// the session's cost so far when the model's prices are known.
+func usageUpdate(r *gateway.UsageReport) acpsdk.SessionUpdate {
+	u := &acpsdk.SessionUsageUpdate{SessionUpdate: "usage_update", Used: int(r.Used), Size: int(r.Size)}
+	if r.Session.CostKnown() {
+		u.Cost = &acpsdk.Cost{Amount: r.Session.Cost, Currency: "USD"}
+	}
+	return acpsdk.SessionUpdate{UsageUpdate: u}
+}
+
+// turnUsage is the usage of a session/prompt response (unstable Usage in
+// the schema): the turn's tokens. InputTokens are the uncached ones, so
+// that the four counts add up to TotalTokens.
+func turnUsage(u gateway.Usage) *acpsdk.Usage {
+	out := &acpsdk.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens), TotalTokens: int(u.TotalTokens())}
+	if u.CacheReadTokens > 0 {
+		out.CachedReadTokens = new(int(u.CacheReadTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		out.CachedWriteTokens = new(int(u.CacheWriteTokens))
+	}
+	if u.ThoughtTokens > 0 {
+		out.ThoughtTokens = new(int(u.ThoughtTokens))
+	}
+	return out
+}
+
+// compactionText tells the user of a compaction, as an agent message.
+func compactionText(c *gateway.CompactionReport) string {
+	if c.Err != "" {
+		return fmt.Sprintf("\n[The conversation could not be compacted to fit the model's context (%s); it goes on as it was.]\n", c.Err)
+	}
+	why := "it neared the model's context window"
+	switch c.Reason {
+	case "too_long":
+		why = "the model refused it as too long"
+	case "command":
+		why = "you asked (/compact)"
+	}
+	return fmt.Sprintf("\n[Compacted the conversation because %s: the model now sees a summary of the earlier messages and the recent ones verbatim (about %d → %d tokens). The full transcript is kept.]\n", why, c.Before, c.After)
 }

@@ -63,14 +63,14 @@ func TestCapResult_Structured(t *testing.T) {
 func TestManager_OversizedResultIsCapped(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", 300<<10)}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", sandbox.DefaultMaxResultText+44<<10)}}}, nil
 	})
 	m := memManager(t, nil, map[string]*mcp.Server{"big": srv}, ServerSpec{Name: "big", Transport: TransportStdio})
 	res, err := toolByName(t, m, "mcp__big__big").Execute(t.Context(), "c", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Content) != 2 || len(res.Content[0].Text) != 256<<10 || !strings.Contains(res.Content[1].Text, "44 KiB of text cut, over the limit of 256 KiB") {
+	if len(res.Content) != 2 || len(res.Content[0].Text) != sandbox.DefaultMaxResultText || !strings.Contains(res.Content[1].Text, "44 KiB of text cut, over the limit of "+sandbox.Size(sandbox.DefaultMaxResultText)) {
 		t.Errorf("content: %d blocks, first %d bytes, note %q", len(res.Content), len(res.Content[0].Text), res.Content[len(res.Content)-1].Text)
 	}
 	if raw := res.Raw.(*mcp.CallToolResult); len(raw.Content) != 2 {

@@ -34,6 +34,11 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		InputSchema: schema,
 		Annotations: ann,
 		Kind:        kind,
+		// The agent's own in-process servers (its built-in tools) are
+		// always offered; other servers' tools may be deferred behind tool
+		// search.
+		Core:           s.spec.Transport == TransportInProcess,
+		MaxResultChars: maxResultChars(t),
 		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			ctx = withCall(ctx, callInfo{id: callID, title: label, kind: kind})
 			res, err := s.call(ctx, toolName, args, onUpdate)
@@ -43,6 +48,31 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			return res, nil
 		},
 	}
+}
+
+// MetaMaxResultChars is the key of an MCP tool's _meta under which a server
+// gives the tool's own budget for one result that reaches the model, in
+// characters (Claude Code's convention).
+const MetaMaxResultChars = "anthropic/maxResultSizeChars"
+
+// maxResultChars reads t's _meta[MetaMaxResultChars]: a positive number, or
+// 0 for none.
+func maxResultChars(t *mcp.Tool) int {
+	switch v := t.Meta[MetaMaxResultChars].(type) {
+	case float64:
+		if v >= 1 && v <= 1<<30 {
+			return int(v)
+		}
+	case json.Number:
+		if n, err := v.Int64(); err == nil && n >= 1 && n <= 1<<30 {
+			return int(n)
+		}
+	case int:
+		if v >= 1 {
+			return v
+		}
+	}
+	return 0
 }
 
 // leanTools makes tools cheap to hold for as long as the session lives:

@@ -8,8 +8,15 @@ import (
 // Defaults of Limits.
 const (
 	DefaultServersPerSession = 10
-	DefaultToolsPerSession   = 100
-	DefaultMaxResultText     = 256 << 10 // bytes of text per tool result
+	// DefaultToolsPerSession: tools past the model's budget are deferred
+	// behind tool search, so a session can hold many; without tool search
+	// (config context.toolSearch "off") every definition goes with every
+	// request, and DefaultToolsPerSessionNoSearch applies.
+	DefaultToolsPerSession         = 1000
+	DefaultToolsPerSessionNoSearch = 100
+	// DefaultMaxResultText is the text of one tool result the session
+	// keeps; the model sees a token budget of it and pages the rest.
+	DefaultMaxResultText = 4 << 20
 	DefaultMaxMedia          = 5 << 20   // bytes of one image, audio or blob block
 )
 

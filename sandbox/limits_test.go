@@ -38,7 +38,7 @@ func TestSize(t *testing.T) {
 
 func TestLimitsWithDefaults(t *testing.T) {
 	l := Limits{ToolsPerSession: 5}.WithDefaults()
-	if l.ServersPerSession != 10 || l.ToolsPerSession != 5 || l.MaxResultText != 256<<10 || l.MaxMedia != 5<<20 {
+	if l.ServersPerSession != 10 || l.ToolsPerSession != 5 || l.MaxResultText != 4<<20 || l.MaxMedia != 5<<20 {
 		t.Errorf("limits = %+v", l)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
@@ -53,6 +55,86 @@ type Config struct {
 	Tools ToolsConfig `json:"tools"`
 	// OAuth configures signing in to remote MCP servers.
 	OAuth OAuthConfig `json:"oauth"`
+	// Context configures how the model's context window is spent:
+	// compaction, the budget of a tool result, tool search.
+	Context ContextConfig `json:"context"`
+}
+
+// ContextConfig is config "context". Zero fields mean the defaults.
+type ContextConfig struct {
+	// CompactAt is the share of the model's context window (0 to 1) a
+	// request may reach before older turns are compacted into a summary;
+	// default 0.8.
+	CompactAt float64 `json:"compactAt"`
+	// KeepRecent is the share of the window kept verbatim at a compaction
+	// (the newest messages), under CompactAt; default 0.2.
+	KeepRecent float64 `json:"keepRecent"`
+	// ResultTokens is the budget of one tool result that reaches the model,
+	// in tokens; the rest stays pageable (read_tool_result). Default 25000.
+	ResultTokens int `json:"resultTokens"`
+	// ToolSearch is "auto" (the default: tools are deferred behind
+	// search_tools past DeferTools tools or DeferShare of the window), "on"
+	// or "off".
+	ToolSearch string `json:"toolSearch"`
+	// DeferTools and DeferShare are the thresholds of "auto"; default 50
+	// tools and 0.1 of the window.
+	DeferTools int     `json:"deferTools"`
+	DeferShare float64 `json:"deferShare"`
+}
+
+// runnerOptions are the options of the agent loop from the config: models,
+// permissions, and how the context is managed. history may be nil.
+func (c *Config) runnerOptions(models []gateway.Model, history gateway.History, log *slog.Logger) *runner.Options {
+	return &runner.Options{
+		Models: models, Permissions: c.Permissions.gateway(), History: history, Logger: log,
+		ResultBudget: c.Context.ResultTokens, CompactAt: c.Context.CompactAt, KeepRecent: c.Context.KeepRecent,
+		ToolSearch: runner.ToolSearch(c.Context.ToolSearch), DeferTools: c.Context.DeferTools, DeferShare: c.Context.DeferShare,
+	}
+}
+
+// toolsPerSession is the bridged tools' limit: limits.toolsPerSession, or
+// by default sandbox.DefaultToolsPerSession (1,000, as tools beyond the
+// tool search thresholds are deferred) and 100 with context.toolSearch
+// "off", when every tool's definition is sent with every request.
+func (c *Config) toolsPerSession() int {
+	if n := c.Limits.ToolsPerSession; n > 0 {
+		return n
+	}
+	if runner.ToolSearch(c.Context.ToolSearch) == runner.ToolSearchOff {
+		return sandbox.DefaultToolsPerSessionNoSearch
+	}
+	return sandbox.DefaultToolsPerSession
+}
+
+// checkContextConfig checks config "context" and the model's numbers.
+func (c *configChecker) checkContextConfig(cfg *Config) error {
+	x := cfg.Context
+	switch {
+	case x.CompactAt < 0 || x.CompactAt >= 1:
+		return c.errAt("context.compactAt", "%g must be a share of the context window, more than 0 and less than 1, such as 0.8", x.CompactAt)
+	case x.KeepRecent < 0 || x.KeepRecent >= max(x.CompactAt, runner.DefaultCompactAt):
+		return c.errAt("context.keepRecent", "%g must be a share of the context window below context.compactAt, such as 0.2", x.KeepRecent)
+	case x.ResultTokens < 0:
+		return c.errAt("context.resultTokens", "%d must be a number of tokens, more than 0, such as 25000", x.ResultTokens)
+	case x.DeferTools < 0:
+		return c.errAt("context.deferTools", "%d must be a number of tools, more than 0, such as 50", x.DeferTools)
+	case x.DeferShare < 0 || x.DeferShare >= 1:
+		return c.errAt("context.deferShare", "%g must be a share of the context window, more than 0 and less than 1, such as 0.1", x.DeferShare)
+	}
+	switch runner.ToolSearch(x.ToolSearch) {
+	case "", runner.ToolSearchAuto, runner.ToolSearchOn, runner.ToolSearchOff:
+	default:
+		return c.errAt("context.toolSearch", "%q must be \"auto\", \"on\" or \"off\"", x.ToolSearch)
+	}
+	if m := cfg.Model; m != nil {
+		if m.ContextWindow < 0 {
+			return c.errAt("model.contextWindow", "%d must be the model's context window in tokens, such as 200000", m.ContextWindow)
+		}
+		if p := m.Pricing; p != nil && (p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0) {
+			return c.errAt("model.pricing", "prices must be USD per million tokens, 0 or more, such as {\"input\": 3, \"output\": 15, \"cacheRead\": 0.3, \"cacheWrite\": 3.75}")
+		}
+	}
+	return nil
 }
 
 // OAuthConfig is config "oauth": signing in to http and sse MCP servers
@@ -146,9 +228,9 @@ func (t Timeouts) bridge() bridge.Timeouts {
 // Limits are the per-session quotas; zero means the default.
 type Limits struct {
 	ServersPerSession int `json:"serversPerSession"` // default 10, default servers included
-	ToolsPerSession   int `json:"toolsPerSession"`   // default 100
+	ToolsPerSession   int `json:"toolsPerSession"`   // default 1000 (100 with context.toolSearch "off")
 	CallsPerMinute    int `json:"callsPerMinute"`    // per server, default 100; negative: no limit
-	MaxResultBytes    int `json:"maxResultBytes"`    // text per tool result, default 262144
+	MaxResultBytes    int `json:"maxResultBytes"`    // text of one tool result kept for the session, default 4194304
 	MaxMediaBytes     int `json:"maxMediaBytes"`     // one image/audio/blob block, default 5242880
 }
 
@@ -278,6 +360,9 @@ func parseConfig(data []byte, cfg *Config) error {
 		}
 	}
 	if err := c.checkStoreConfig(cfg.Store); err != nil {
+		return err
+	}
+	if err := c.checkContextConfig(cfg); err != nil {
 		return err
 	}
 	if m := cfg.Limits.MaxMediaBytes; m > acp.MaxPromptMediaBytes {
@@ -502,7 +587,7 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 			},
 			Limits: sandbox.Limits{
 				ServersPerSession: c.Limits.ServersPerSession,
-				ToolsPerSession:   c.Limits.ToolsPerSession,
+				ToolsPerSession:   c.toolsPerSession(),
 				MaxResultText:     c.Limits.MaxResultBytes,
 				MaxMedia:          c.Limits.MaxMediaBytes,
 			},

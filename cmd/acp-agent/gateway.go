@@ -131,7 +131,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	local := runner.NewLocal(&runner.Options{Models: ms, Permissions: env.cfg.Permissions.gateway(), Logger: log})
+	local := runner.NewLocal(env.cfg.runnerOptions(ms, nil, log))
 	var allowed []string
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {

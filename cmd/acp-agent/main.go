@@ -171,7 +171,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		opts.Gateway = runner.NewLocal(&runner.Options{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
+		opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
 		opts.SignIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log

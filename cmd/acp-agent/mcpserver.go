@@ -176,7 +176,7 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	opts.Store = store
 	opts.History = session.NewHistory(store, log)
 	defer opts.History.Close() // before the store closes: commits written behind
-	opts.Gateway = runner.NewLocal(&runner.Options{Models: ms, Permissions: cfg.Permissions.gateway(), History: opts.History, Logger: log})
+	opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	core := session.NewCore(opts)
 	cwd, err := os.Getwd()

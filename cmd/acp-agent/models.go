@@ -31,6 +31,12 @@ type ModelConfig struct {
 	// ThinkingBudget turns on Anthropic extended thinking with this many
 	// tokens (at least 1024); 0 leaves it off.
 	ThinkingBudget int64 `json:"thinkingBudget"`
+	// ContextWindow is the model's context window in tokens; 0 means the
+	// known window of the model name (provider.KnownModel), or unknown.
+	ContextWindow int64 `json:"contextWindow"`
+	// Pricing is the model's price in USD per million tokens; nil means
+	// the known price of the model name, or none (no cost is reported).
+	Pricing *gateway.Pricing `json:"pricing"`
 }
 
 // modelProvider is one model provider acp-agent can use. providers lists
@@ -183,7 +189,16 @@ func buildModel(mc ModelConfig, getenv func(string) string, creds *credentials, 
 			label = mc.Name + " (" + opts.BaseURL + ")"
 		}
 	}
-	return gateway.Model{ID: mc.Provider + ":" + mc.Name, Label: label, Provider: p.new(opts)}, nil
+	m := gateway.Model{ID: mc.Provider + ":" + mc.Name, Label: label, Provider: p.new(opts), ContextWindow: mc.ContextWindow, Pricing: mc.Pricing}
+	if spec, ok := provider.KnownModel(mc.Name); ok {
+		if m.ContextWindow == 0 {
+			m.ContextWindow = spec.ContextWindow
+		}
+		if m.Pricing == nil {
+			m.Pricing = spec.Pricing
+		}
+	}
+	return m, nil
 }
 
 // missingKey returns what to do when mc, the configured model, has no API
