@@ -17,7 +17,7 @@ const (
 	// DefaultMaxResultText is the text of one tool result the session
 	// keeps; the model sees a token budget of it and pages the rest.
 	DefaultMaxResultText = 4 << 20
-	DefaultMaxMedia          = 5 << 20   // bytes of one image, audio or blob block
+	DefaultMaxMedia      = 5 << 20 // bytes of one image, audio or blob block
 )
 
 // Limits are the per-session quotas (config "limits"). Zero fields mean the
