@@ -369,7 +369,7 @@ func TestRunner_ToolSearchDefersAndLoads(t *testing.T) {
 	}
 	// ToolSearchOff offers everything.
 	off := New(reg, &Options{ToolSearch: ToolSearchOff, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 200_000}}})
-	if _, err := off.Run(t.Context(), gateway.SendRequest{SessionKey: "o", Message: text("x")}, func(gateway.Event) {}); err != nil {
+	if _, err := off.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("x")}, func(gateway.Event) {}); err != nil {
 		t.Fatal(err)
 	}
 	all := rec.requests()
