@@ -9,9 +9,13 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// History is the gateway.History of live sessions, backed by a Store: the
-// conversation of each attached session is cached in memory, and each
-// finished turn is committed to the store in one transaction.
+// History is the gateway.History of live sessions, backed by a Store: what
+// the model sees of each attached session (its gateway.View: the latest
+// compaction, the messages after it, the usage so far) is cached in memory,
+// and each finished turn is committed to the store whole (messages, stop
+// reason, usage, compaction) in one transaction. The store keeps every
+// message for replay; the view is rebuilt from the stored turns at Attach,
+// so a reloaded session continues where its last compaction left it.
 //
 // The commit is written behind: Append returns once the turn is in the
 // cache, so a turn's response does not wait for the disk, and the commit
@@ -32,8 +36,10 @@ type History struct {
 }
 
 type liveHistory struct {
-	id   string
-	msgs []gateway.Message
+	id string
+	// view is what the model sees: gateway.ViewAfter of every turn. Its
+	// Messages are appended to in place; View hands out clipped copies.
+	view gateway.View
 }
 
 var _ gateway.History = (*History)(nil)
@@ -48,7 +54,10 @@ func NewHistory(store Store, log *slog.Logger) *History {
 
 // Attach binds the gateway session key to the stored session id and loads
 // its committed turns (after this process's pending commits of id), so the
-// model continues the conversation. It returns the turns, for replay.
+// model continues the conversation: the view is the stored turns folded
+// with gateway.ViewAfter (the latest compaction, the messages after it, the
+// usage of every turn). It returns the turns whole, every message included,
+// for replay.
 func (h *History) Attach(ctx context.Context, key, id string) ([]Turn, error) {
 	if err := h.wait(ctx, id); err != nil {
 		return nil, err
@@ -57,31 +66,35 @@ func (h *History) Attach(ctx context.Context, key, id string) ([]Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var msgs []gateway.Message
+	var v gateway.View
 	for _, t := range turns {
-		msgs = append(msgs, t.Messages...)
+		v = gateway.ViewAfter(v, gateway.Turn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction})
 	}
 	h.mu.Lock()
-	h.live[key] = &liveHistory{id: id, msgs: msgs}
+	h.live[key] = &liveHistory{id: id, view: v}
 	h.mu.Unlock()
 	return turns, nil
 }
 
-// View implements gateway.History.
+// View implements gateway.History: the view of the session attached under
+// key (the zero View for a key not attached). Its Messages are clipped, so
+// later appends never show through it.
 func (h *History) View(_ context.Context, key string) gateway.View {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l := h.live[key]; l != nil {
-		return gateway.View{Messages: slices.Clip(l.msgs)}
+		v := l.view
+		v.Messages = slices.Clip(v.Messages)
+		return v
 	}
 	return gateway.View{}
 }
 
-// Append implements gateway.History: the turn joins the cache at once and
-// is committed to the store behind it, after the session's earlier turns.
-// A store failure is logged; the conversation goes on in memory.
+// Append implements gateway.History: the turn joins the cached view at once
+// (gateway.ViewAfter: its messages, usage and compaction) and is committed
+// to the store whole behind it, after the session's earlier turns. A store
+// failure is logged; the conversation goes on in memory.
 func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) {
-	msgs, stop := turn.Messages, turn.StopReason
 	h.mu.Lock()
 	l := h.live[key]
 	if l == nil {
@@ -89,7 +102,7 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) {
 		h.log.Warn("turn of an unattached session not stored", "sessionKey", key)
 		return
 	}
-	l.msgs = append(l.msgs, msgs...)
+	l.view = gateway.ViewAfter(l.view, turn)
 	id, prev, done := l.id, h.pending[l.id], make(chan struct{})
 	h.pending[id] = done
 	h.writes.Add(1)
@@ -100,7 +113,7 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) {
 		if prev != nil {
 			<-prev
 		}
-		if err := h.store.AppendTurn(ctx, id, Turn{Messages: msgs, StopReason: stop}); err != nil {
+		if err := h.store.AppendTurn(ctx, id, Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}); err != nil {
 			h.log.Error("storing the turn failed; it stays in memory only", "session", id, "err", err)
 		}
 		h.mu.Lock()

@@ -138,7 +138,8 @@ func (m *Memory) AppendTurn(_ context.Context, id string, turn Turn) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	s.turns = append(s.turns, Turn{Messages: slices.Clone(turn.Messages), StopReason: turn.StopReason})
+	s.turns = append(s.turns, Turn{Messages: slices.Clone(turn.Messages), StopReason: turn.StopReason, Usage: turn.Usage, Compaction: cloneCompaction(turn.Compaction)})
+	s.rec.Usage = s.rec.Usage.Add(turn.Usage)
 	now := time.Now().Truncate(time.Millisecond)
 	if !now.After(s.rec.Updated) {
 		now = s.rec.Updated.Add(time.Millisecond)
@@ -158,7 +159,22 @@ func (m *Memory) Turns(_ context.Context, id string) ([]Turn, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return slices.Clone(s.turns), nil
+	out := slices.Clone(s.turns)
+	for i := range out {
+		out[i].Compaction = cloneCompaction(out[i].Compaction)
+	}
+	return out, nil
+}
+
+// cloneCompaction returns a copy of c (nil for nil), so that neither the
+// caller of AppendTurn nor that of Turns can change a stored turn.
+func cloneCompaction(c *gateway.Compaction) *gateway.Compaction {
+	if c == nil {
+		return nil
+	}
+	cc := *c
+	cc.Loaded = slices.Clone(c.Loaded)
+	return &cc
 }
 
 // Close implements Store.

@@ -20,7 +20,8 @@ import (
 // version is the one row of acp_schema_version. Append only: a released
 // migration never changes. Version 1 is SQLite's schema version 4 (times
 // in Unix milliseconds, messages and servers as JSON text) plus a turn
-// count (the seq of the last turn) and the lease table.
+// count (the seq of the last turn) and the lease table; version 2 adds
+// what SQLite's version 5 adds.
 var pgMigrations = [...]string{
 	// 1: sessions, their turns, and the fencing tokens of their leases.
 	`CREATE TABLE sessions (
@@ -50,6 +51,20 @@ var pgMigrations = [...]string{
 		owner       TEXT NOT NULL,
 		acquired_at TIMESTAMPTZ NOT NULL
 	);`,
+	// 2: each turn's usage and compaction (JSON text of gateway.Usage and
+	// gateway.Compaction; NULL for none, as in every older turn), and each
+	// session's usage total (the sum of its turns', one column per
+	// gateway.Usage field, so that AppendTurn adds to it in its statement).
+	`ALTER TABLE turns ADD COLUMN usage TEXT, ADD COLUMN compaction TEXT;
+	ALTER TABLE sessions
+		ADD COLUMN usage_input BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN usage_cache_read BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN usage_cache_write BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN usage_output BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN usage_thought BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN usage_requests BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN usage_cost DOUBLE PRECISION NOT NULL DEFAULT 0,
+		ADD COLUMN usage_unpriced BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // PostgresSchemaVersion is the PostgreSQL schema version this build writes
@@ -239,8 +254,9 @@ func (s *Postgres) Create(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant)
+	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+usageColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, usageArgs(r.Usage)...)...)
 	return s.wrap(err)
 }
 
@@ -325,37 +341,43 @@ func (s *Postgres) AppendTurnFenced(ctx context.Context, id string, token int64,
 }
 
 // appendTurnSQL writes a turn in one statement, so one round trip and one
-// transaction: the session row's UPDATE bumps turn_count (a concurrent
-// append to the session waits for its row lock and then sees the new
-// count), and the turn is inserted with that count as its seq. No row: the
-// session does not exist. fencedTurnSQL adds the fence: the session's
-// session_leases row must hold the token, read FOR SHARE, so a later
-// Acquire's token bump waits for this commit and a bump before it leaves
-// no row.
+// transaction: the session row's UPDATE bumps turn_count and adds the
+// turn's usage to the session's total (a concurrent append to the session
+// waits for its row lock and then sees the new count and total), and the
+// turn is inserted with that count as its seq. No row: the session does
+// not exist. fencedTurnSQL adds the fence: the session's session_leases row
+// must hold the token ($16), read FOR SHARE, so a later Acquire's token
+// bump waits for this commit and a bump before it leaves no row. The
+// arguments: $1 the id, $2 the time, $3 the title, $4 to $7 the turn's row
+// (messages, stop reason, usage, compaction), $8 to $15 usageArgs.
 const (
-	appendTurnSQL = `WITH u AS (
-		UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1
+	pgTouchTurn = `UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1,
+		usage_input = usage_input + $8, usage_cache_read = usage_cache_read + $9, usage_cache_write = usage_cache_write + $10,
+		usage_output = usage_output + $11, usage_thought = usage_thought + $12, usage_requests = usage_requests + $13,
+		usage_cost = usage_cost + $14, usage_unpriced = usage_unpriced + $15`
+	pgInsertTurn  = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction) SELECT id, turn_count, $4, $5, $6, $7 FROM u`
+	appendTurnSQL = `WITH u AS (` + pgTouchTurn + `
 		WHERE id = $1 RETURNING id, turn_count)
-	INSERT INTO turns (session_id, seq, messages, stop_reason) SELECT id, turn_count, $4, $5 FROM u`
-	fencedTurnSQL = `WITH l AS (SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $6 FOR SHARE),
-	u AS (
-		UPDATE sessions SET updated_at = greatest(updated_at + 1, $2), title = CASE WHEN title = '' THEN $3 ELSE title END, turn_count = turn_count + 1
+	` + pgInsertTurn
+	fencedTurnSQL = `WITH l AS (SELECT 1 FROM session_leases WHERE session_id = $1 AND token = $16 FOR SHARE),
+	u AS (` + pgTouchTurn + `
 		WHERE id = $1 AND EXISTS (SELECT 1 FROM l) RETURNING id, turn_count)
-	INSERT INTO turns (session_id, seq, messages, stop_reason) SELECT id, turn_count, $4, $5 FROM u`
+	` + pgInsertTurn
 )
 
 // appendTurn writes turn, fenced by *token if not nil.
 func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *int64) (err error) {
 	defer func() { err = s.wrap(err) }()
-	data, err := json.Marshal(turn.Messages)
+	row, err := encodeTurn(id, turn)
 	if err != nil {
-		return fmt.Errorf("session %s: encoding the turn: %w", id, err)
+		return err
 	}
 	title := ""
 	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
 		title = TitleFrom(turn.Messages[0].Content)
 	}
-	q, args := appendTurnSQL, []any{id, time.Now().UnixMilli(), title, string(data), string(turn.StopReason)}
+	q := appendTurnSQL
+	args := append([]any{id, time.Now().UnixMilli(), title, row.messages, string(turn.StopReason), row.usage, row.compaction}, usageArgs(turn.Usage)...)
 	if token != nil {
 		q, args = fencedTurnSQL, append(args, *token)
 	}
@@ -381,7 +403,7 @@ func (s *Postgres) Turns(ctx context.Context, id string) (_ []Turn, err error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT messages, stop_reason FROM turns WHERE session_id = $1 ORDER BY seq`, id)
+	rows, err := s.pool.Query(ctx, `SELECT `+turnColumns+` FROM turns WHERE session_id = $1 ORDER BY seq`, id)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
 )
 
@@ -66,6 +68,46 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 	b.pool.QueryRow(t.Context(), `SELECT count(*) FROM acp_schema_version`).Scan(&rows)
 	if rows != 1 {
 		t.Errorf("acp_schema_version has %d rows, want 1", rows)
+	}
+}
+
+// A database of schema version 1 (before usage and compaction were kept)
+// opens at the current version: its turns read zero usage and no
+// compaction, its sessions zero usage, and new turns keep both.
+func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
+	url := pgtest.Start(t)
+	old, err := openPostgres(t.Context(), url, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, turn_count) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2, 1)`)
+	pgExec(t, url, `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES ('sess_old', 1, '[{"role":"user","content":[{"type":"text","text":"hi"}]}]', 'cancelled')`)
+	st := openPG(t, url)
+	var v int
+	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != PostgresSchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, PostgresSchemaVersion)
+	}
+	turns, err := st.Turns(t.Context(), "sess_old")
+	if err != nil || len(turns) != 1 || turns[0].StopReason != gateway.StopCancelled || turns[0].Messages[0].Content[0].Text != "hi" ||
+		turns[0].Usage != (gateway.Usage{}) || turns[0].Compaction != nil {
+		t.Fatalf("turns %+v, %v", turns, err)
+	}
+	if rec, err := st.Get(t.Context(), "sess_old"); err != nil || rec.Usage != (gateway.Usage{}) || rec.Title != "old one" {
+		t.Errorf("the old session: %+v, %v; want zero usage", rec, err)
+	}
+	tr := turn("new", "turn")
+	tr.Usage = gateway.Usage{InputTokens: 10, OutputTokens: 2, Requests: 1, Cost: 0.125}
+	tr.Compaction = &gateway.Compaction{Summary: "said hi", From: 1}
+	if err := st.AppendTurn(t.Context(), "sess_old", tr); err != nil {
+		t.Fatalf("writing after the upgrade: %v", err)
+	}
+	turns, err = st.Turns(t.Context(), "sess_old")
+	if err != nil || len(turns) != 2 || turns[1].Usage != tr.Usage || !reflect.DeepEqual(turns[1].Compaction, tr.Compaction) {
+		t.Errorf("turns after the upgrade: %+v, %v", turns, err)
+	}
+	if rec, _ := st.Get(t.Context(), "sess_old"); rec.Usage != tr.Usage {
+		t.Errorf("usage after the upgrade: %+v, want the new turn's %+v", rec.Usage, tr.Usage)
 	}
 }
 
@@ -263,7 +305,9 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AppendTurnFenced(ctx, "s", la.Token, turn("one", "x")); err != nil {
+	one := turn("one", "x")
+	one.Usage, one.Compaction = gateway.Usage{InputTokens: 5, Requests: 1, Cost: 0.5}, &gateway.Compaction{Summary: "s", From: 0}
+	if err := a.AppendTurnFenced(ctx, "s", la.Token, one); err != nil {
 		t.Fatalf("fenced write under the lease: %v", err)
 	}
 	// a's connection breaks; b takes the lease; a's late write is refused.
@@ -273,7 +317,9 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AppendTurnFenced(ctx, "s", la.Token, turn("stale", "x")); !errors.Is(err, ErrFenced) {
+	stale := turn("stale", "x")
+	stale.Usage = gateway.Usage{InputTokens: 1000, Requests: 1}
+	if err := a.AppendTurnFenced(ctx, "s", la.Token, stale); !errors.Is(err, ErrFenced) {
 		t.Errorf("stale token: %v; want ErrFenced", err)
 	}
 	if err := b.AppendTurnFenced(ctx, "s", lb.Token, turn("two", "x")); err != nil {
@@ -282,6 +328,14 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 	turns, err := b.Turns(ctx, "s")
 	if err != nil || len(turns) != 2 || turns[0].Messages[0].Content[0].Text != "one" || turns[1].Messages[0].Content[0].Text != "two" {
 		t.Errorf("turns = %+v, %v; want one and two, not the stale write", turns, err)
+	}
+	// The fenced statement keeps the turn's usage and compaction and adds
+	// the usage to the session's; the stale write counted nothing.
+	if len(turns) == 2 && (turns[0].Usage != one.Usage || !reflect.DeepEqual(turns[0].Compaction, one.Compaction)) {
+		t.Errorf("fenced turn: usage %+v, compaction %+v", turns[0].Usage, turns[0].Compaction)
+	}
+	if rec, err := b.Get(ctx, "s"); err != nil || rec.Usage != one.Usage {
+		t.Errorf("usage %+v, %v; want only the written turns', %+v", rec.Usage, err, one.Usage)
 	}
 }
 

@@ -52,6 +52,20 @@ var migrations = [...]string{
 	DROP INDEX sessions_cwd_updated;
 	CREATE INDEX sessions_tenant_updated ON sessions (tenant, updated_at DESC, id DESC);
 	CREATE INDEX sessions_tenant_cwd_updated ON sessions (tenant, cwd, updated_at DESC, id DESC);`,
+	// 5: each turn's usage and compaction (JSON text of gateway.Usage and
+	// gateway.Compaction; NULL for none, as in every older turn), and each
+	// session's usage total (the sum of its turns', one column per
+	// gateway.Usage field, so that AppendTurn adds to it in place).
+	`ALTER TABLE turns ADD COLUMN usage TEXT;
+	ALTER TABLE turns ADD COLUMN compaction TEXT;
+	ALTER TABLE sessions ADD COLUMN usage_input INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_cache_read INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_cache_write INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_output INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_thought INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_requests INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_cost REAL NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN usage_unpriced INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this build writes (the database's
@@ -71,10 +85,16 @@ type SQLite struct {
 	touchTurn, insertTurn *sql.Stmt
 }
 
-// The statements of AppendTurn, the per-turn write.
+// The statements of AppendTurn, the per-turn write: touchTurnSQL adds the
+// turn's usage to the session's total in place (its arguments: the time,
+// the title, usageArgs, the id).
 const (
-	touchTurnSQL  = `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`
-	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?)`
+	touchTurnSQL = `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
+		usage_input = usage_input + ?, usage_cache_read = usage_cache_read + ?, usage_cache_write = usage_cache_write + ?,
+		usage_output = usage_output + ?, usage_thought = usage_thought + ?, usage_requests = usage_requests + ?,
+		usage_cost = usage_cost + ?, usage_unpriced = usage_unpriced + ?
+		WHERE id = ?`
+	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?)`
 )
 
 var _ Store = (*SQLite)(nil)
@@ -251,8 +271,8 @@ func (s *SQLite) Create(ctx context.Context, r Record) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+usageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, usageArgs(r.Usage)...)...)
 	return err
 }
 
@@ -274,13 +294,15 @@ func (s *SQLite) Get(ctx context.Context, id string) (Record, error) {
 }
 
 // recordColumns are the columns scanRecord reads, in order.
-const recordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant`
+const recordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, ` + usageColumns
 
 func scanRecord(scan func(...any) error) (Record, error) {
 	var r Record
 	var created, updated int64
 	var servers string
-	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Tenant); err != nil {
+	u := &r.Usage
+	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Tenant,
+		&u.InputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.OutputTokens, &u.ThoughtTokens, &u.Requests, &u.Cost, &u.Unpriced); err != nil {
 		return Record{}, err
 	}
 	r.Created, r.Updated = time.UnixMilli(created), time.UnixMilli(updated)
@@ -351,26 +373,6 @@ func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ stri
 	return readPage(rows.Next, rows.Scan, rows.Err, limit)
 }
 
-// readTurns reads the turns of session id from a Turns query's rows
-// (messages JSON, stop reason; next, scan and rowsErr are the rows'
-// methods), oldest first.
-func readTurns(id string, next func() bool, scan func(...any) error, rowsErr func() error) ([]Turn, error) {
-	var out []Turn
-	for next() {
-		var data, stop string
-		if err := scan(&data, &stop); err != nil {
-			return nil, err
-		}
-		var t Turn
-		if err := json.Unmarshal([]byte(data), &t.Messages); err != nil {
-			return nil, fmt.Errorf("session %s: a stored turn: %w", id, err)
-		}
-		t.StopReason = gateway.StopReason(stop)
-		out = append(out, t)
-	}
-	return out, rowsErr()
-}
-
 // readPage reads the records of a List query that asked for limit+1 rows
 // (next, scan and rowsErr are its rows' methods) and returns at most limit
 // of them with the cursor of the next page ("" at the end).
@@ -418,9 +420,9 @@ func decodeCursor(c string) (int64, string, error) {
 // AppendTurn implements Store.
 func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err error) {
 	defer func() { err = s.wrap(err) }()
-	data, err := json.Marshal(turn.Messages)
+	row, err := encodeTurn(id, turn)
 	if err != nil {
-		return fmt.Errorf("session %s: encoding the turn: %w", id, err)
+		return err
 	}
 	title := ""
 	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
@@ -432,14 +434,15 @@ func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err erro
 	}
 	defer tx.Rollback()
 	now := time.Now().UnixMilli()
-	res, err := execIn(ctx, tx, s.touchTurn, touchTurnSQL, now, title, id)
+	args := append(append([]any{now, title}, usageArgs(turn.Usage)...), id)
+	res, err := execIn(ctx, tx, s.touchTurn, touchTurnSQL, args...)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	if _, err := execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, string(data), string(turn.StopReason)); err != nil {
+	if _, err := execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, row.messages, string(turn.StopReason), row.usage, row.compaction); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -451,7 +454,7 @@ func (s *SQLite) Turns(ctx context.Context, id string) (_ []Turn, err error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT messages, stop_reason FROM turns WHERE session_id = ? ORDER BY seq`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,11 @@ type Record struct {
 	// Tenant owns the session on a shared gateway (the tenant of the
 	// token that created it); "" is the single owner of a local store.
 	Tenant string
+	// Usage is the session's total: the sum of its committed turns'
+	// Usage, added by AppendTurn in the turn's transaction. Create stores
+	// it as given (zero for a new session). Zero for a session whose turns
+	// were all stored before usage was kept.
+	Usage gateway.Usage
 }
 
 // Server names one MCP server of a session and its transport.
@@ -86,10 +91,13 @@ type Store interface {
 	// and the cursor of the next page ("" at the end).
 	List(ctx context.Context, opts ListOptions) ([]Record, string, error)
 	// AppendTurn commits one finished turn of the session, in one
-	// transaction: its messages, its stop reason, the updated time, and the
+	// transaction: its messages, its stop reason, its usage and compaction,
+	// the session's usage total (Record.Usage), the updated time, and the
 	// title when the session has none yet.
 	AppendTurn(ctx context.Context, id string, turn Turn) error
-	// Turns returns every committed turn of the session, oldest first.
+	// Turns returns every committed turn of the session, oldest first,
+	// whole: messages, stop reason, usage and compaction (zero and nil for
+	// a turn stored before they were kept).
 	Turns(ctx context.Context, id string) ([]Turn, error)
 	// Close releases the store.
 	Close() error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,42 @@ func TestSQLite_MigratesSchemaVersion1(t *testing.T) {
 	}
 	if err := st.AppendTurn(t.Context(), "sess_old", turn("new", "turn")); err != nil {
 		t.Errorf("writing after the upgrade: %v", err)
+	}
+}
+
+// A store of schema version 4 (before usage and compaction were kept)
+// opens at the current version: its turns read zero usage and no
+// compaction, its sessions zero usage, and new turns keep both.
+func TestSQLite_MigratesSchemaVersion4(t *testing.T) {
+	path := oldStore(t, 4,
+		`INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES ('sess_old', 1, '[{"role":"user","content":[{"type":"text","text":"hi"}]}]', 'cancelled')`)
+	st, err := OpenSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var v int
+	st.db.QueryRow("PRAGMA user_version").Scan(&v)
+	turns, err := st.Turns(t.Context(), "sess_old")
+	if v != SchemaVersion || err != nil || len(turns) != 1 || turns[0].StopReason != gateway.StopCancelled || turns[0].Messages[0].Content[0].Text != "hi" ||
+		turns[0].Usage != (gateway.Usage{}) || turns[0].Compaction != nil {
+		t.Fatalf("version %d, turns %+v, %v", v, turns, err)
+	}
+	if rec, err := st.Get(t.Context(), "sess_old"); err != nil || rec.Usage != (gateway.Usage{}) || rec.Title != "old one" {
+		t.Errorf("the old session: %+v, %v; want zero usage", rec, err)
+	}
+	tr := turn("new", "turn")
+	tr.Usage = gateway.Usage{InputTokens: 10, OutputTokens: 2, Requests: 1, Cost: 0.125}
+	tr.Compaction = &gateway.Compaction{Summary: "said hi", From: 1}
+	if err := st.AppendTurn(t.Context(), "sess_old", tr); err != nil {
+		t.Fatalf("writing after the upgrade: %v", err)
+	}
+	turns, err = st.Turns(t.Context(), "sess_old")
+	if err != nil || len(turns) != 2 || turns[1].Usage != tr.Usage || !reflect.DeepEqual(turns[1].Compaction, tr.Compaction) {
+		t.Errorf("turns after the upgrade: %+v, %v", turns, err)
+	}
+	if rec, _ := st.Get(t.Context(), "sess_old"); rec.Usage != tr.Usage {
+		t.Errorf("usage after the upgrade: %+v, want the new turn's %+v", rec.Usage, tr.Usage)
 	}
 }
 

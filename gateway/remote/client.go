@@ -382,8 +382,9 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 			return "", fmt.Errorf("waiting for the last turn of session %s to be stored: %w", id, err)
 		}
 	}
+	view := r.hist().View(ctx, req.SessionKey)
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
-		History: r.hist().View(ctx, req.SessionKey).Messages, SessionID: id}
+		History: view.Messages, HistoryBase: view.Base, Compaction: view.Compaction, Usage: view.Usage, SessionID: id}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
@@ -404,7 +405,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		r.fences[id] = res.LeaseToken
 		r.mu.Unlock()
 	}
-	r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, gateway.Turn{StopReason: res.StopReason, Messages: res.Messages})
+	r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, gateway.Turn{StopReason: res.StopReason, Messages: res.Messages, Usage: res.Usage, Compaction: res.Compaction})
 	return res.StopReason, nil
 }
 
@@ -473,12 +474,9 @@ func (r *Client) onEvent(event string, payload json.RawMessage) {
 	if run == nil {
 		return
 	}
-	for kind, name := range eventKindNames {
-		if name == ce.Kind {
-			run.mu.Lock()
-			run.emit(gateway.Event{Kind: kind, Text: ce.Text, Call: ce.Call})
-			run.mu.Unlock()
-			return
-		}
+	if e, ok := ce.event(); ok {
+		run.mu.Lock()
+		run.emit(e)
+		run.mu.Unlock()
 	}
 }

@@ -21,7 +21,10 @@
 // A [Client], made by [Dial], implements [gateway.Gateway] over one
 // connection that it keeps up: it reconnects and registers each session's
 // tools again. The conversation history stays with the client
-// ([ClientOptions].History). Given several URLs (a fleet's replicas) it
+// ([ClientOptions].History): each chat.send carries the session's
+// [gateway.View] (the latest compaction, the messages after it, the usage so
+// far), and the finished turn comes back whole (messages, stop reason,
+// usage, compaction) to join it. Given several URLs (a fleet's replicas) it
 // connects to the first that answers and fails over to the next.
 // [Client.Store] is the session store the gateway keeps for the client's
 // tenant.

@@ -123,6 +123,20 @@ func TestGolden_ClientFrames(t *testing.T) {
 	if err != nil || stop != gateway.StopEndTurn {
 		t.Fatalf("Send = %s, %v", stop, err)
 	}
+	// A later turn (a model's, not the transcript's) compacted the history
+	// from its own first message on: the next chat.send carries the view.
+	c.opts.History.Append(t.Context(), "acp:s1", gateway.Turn{StopReason: gateway.StopEndTurn,
+		Messages: []gateway.Message{
+			{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("What did the tool say?")}},
+			{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(`It said "Echo: hi".`)}},
+		},
+		Usage:      gateway.Usage{InputTokens: 1200, CacheReadTokens: 3400, OutputTokens: 80, Requests: 2, Cost: 0.0048},
+		Compaction: &gateway.Compaction{Summary: `The user had local/echo echo "hi"; it answered "Echo: hi".`, From: 3},
+	})
+	stop, err = c.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s1", RunID: "r2", Message: []gateway.Content{gateway.TextContent("/tools")}}, func(gateway.Event) {})
+	if err != nil || stop != gateway.StopEndTurn {
+		t.Fatalf("the second Send = %s, %v", stop, err)
+	}
 	if err := c.ClearExtraTools(t.Context(), ""); err == nil || !strings.Contains(err.Error(), "sessionKey is empty (bad_request, code -32602)") {
 		t.Errorf("ClearExtraTools: %v", err)
 	}
@@ -205,4 +219,45 @@ func readTranscript(t *testing.T, name string) []string {
 		t.Fatal(err)
 	}
 	return lines
+}
+
+// TestGolden_DocumentedTurnAndEvents: the examples of a chat.send result
+// with usage and a compaction, and of the compaction and usage events, in
+// docs/gateway-protocol.md are what the protocol's types write (the
+// transcript's direct model reports neither).
+func TestGolden_DocumentedTurnAndEvents(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/gateway-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := `The user had local/echo echo "hi"; it answered "Echo: hi".`
+	for name, v := range map[string]any{
+		"chat.send result": ChatSendResult{StopReason: gateway.StopEndTurn,
+			Messages: []gateway.Message{
+				{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("What did the tool say?")}},
+				{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(`It said "Echo: hi".`)}},
+			},
+			Usage:      gateway.Usage{InputTokens: 1200, CacheReadTokens: 3400, OutputTokens: 80, Requests: 2, Cost: 0.0048},
+			Compaction: &gateway.Compaction{Summary: summary, From: 3}},
+		"compaction event": chatEvent("acp:s1", "r3", gateway.Event{Kind: gateway.EventCompaction,
+			Compaction: &gateway.CompactionReport{Summary: summary, Before: 151200, After: 2300, Reason: "threshold"}}).withSeq(10),
+		"usage event": chatEvent("acp:s1", "r3", gateway.Event{Kind: gateway.EventUsage, Usage: &gateway.UsageReport{
+			Turn:    gateway.Usage{InputTokens: 300, CacheReadTokens: 3400, OutputTokens: 40, Requests: 1, Cost: 0.0025},
+			Session: gateway.Usage{InputTokens: 1500, CacheReadTokens: 6800, OutputTokens: 120, Requests: 3, Cost: 0.0073},
+			Used:    3740, Size: 200000}}).withSeq(12),
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), string(b)) {
+			t.Errorf("the %s is not in docs/gateway-protocol.md as the code writes it:\n%s", name, b)
+		}
+	}
+}
+
+// withSeq returns e numbered n, as the peer numbers it when it sends it.
+func (e *ChatEvent) withSeq(n uint64) *ChatEvent {
+	e.setSeq(n)
+	return e
 }

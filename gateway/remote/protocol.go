@@ -64,15 +64,26 @@ type HelloLimits struct {
 }
 
 // ChatSendParams is "chat.send": one prompt turn. The response comes when
-// the turn ends: ChatSendResult.
+// the turn ends: ChatSendResult. History, HistoryBase, Compaction and Usage
+// are the session's gateway.View, which the translator keeps; all are
+// absent for a new session.
 type ChatSendParams struct {
 	SessionKey string            `json:"sessionKey"`
 	RunID      string            `json:"runId"`
 	Message    []gateway.Content `json:"message"`
 	Model      string            `json:"model,omitempty"`
 	System     string            `json:"system,omitempty"`
-	// History is the conversation so far: the translator keeps it.
+	// History is what the model sees of the conversation so far, verbatim:
+	// the messages from HistoryBase on (gateway.View.Messages).
 	History []gateway.Message `json:"history,omitempty"`
+	// HistoryBase is the index of History[0] in the whole conversation:
+	// Compaction.From, or 0 without a compaction.
+	HistoryBase int `json:"historyBase,omitempty"`
+	// Compaction is the session's latest compaction, or nil: its summary
+	// stands for the messages before HistoryBase.
+	Compaction *gateway.Compaction `json:"compaction,omitempty"`
+	// Usage is the session's usage so far.
+	Usage gateway.Usage `json:"usage,omitzero"`
 	// SessionID is the stored session the turn belongs to, when the
 	// gateway keeps the translator's sessions (sessions extension): the
 	// turn runs under that session's lease, and only the session's tenant
@@ -80,11 +91,37 @@ type ChatSendParams struct {
 	SessionID string `json:"sessionId,omitempty"`
 }
 
-// ChatSendResult ends a turn: its stop reason and its messages, which the
-// translator adds to the session's history.
+// view returns the gateway.View the params carry, or a bad_request error
+// when it is not one: a negative historyBase, or one that is not the
+// compaction's from (0 without a compaction).
+func (p ChatSendParams) view() (gateway.View, error) {
+	v := gateway.View{Messages: p.History, Base: p.HistoryBase, Compaction: p.Compaction, Usage: p.Usage}
+	if len(v.Messages) == 0 {
+		v.Messages = nil
+	}
+	switch {
+	case p.HistoryBase < 0:
+		return gateway.View{}, badRequest("chat.send: historyBase %d is negative", p.HistoryBase)
+	case p.Compaction == nil && p.HistoryBase != 0:
+		return gateway.View{}, badRequest("chat.send: historyBase %d without a compaction: the messages before it would be lost", p.HistoryBase)
+	case p.Compaction != nil && p.Compaction.From != p.HistoryBase:
+		return gateway.View{}, badRequest("chat.send: historyBase %d is not the compaction's from (%d)", p.HistoryBase, p.Compaction.From)
+	}
+	return v, nil
+}
+
+// ChatSendResult ends a turn: the gateway.Turn the translator adds to the
+// session's history (and store): its stop reason, its messages, its usage
+// and the compaction it made, if any.
 type ChatSendResult struct {
 	StopReason gateway.StopReason `json:"stopReason"`
 	Messages   []gateway.Message  `json:"messages"`
+	// Usage is the tokens of the turn's model requests; absent when none
+	// were counted (the direct model).
+	Usage gateway.Usage `json:"usage,omitzero"`
+	// Compaction is the compaction the turn made, or nil: from this turn on
+	// the model sees its summary and the messages from its from on.
+	Compaction *gateway.Compaction `json:"compaction,omitempty"`
 	// LeaseToken is the fencing token of the lease the turn ran under,
 	// when chat.send named a sessionId: the translator passes it with the
 	// turn's sessions.appendTurn, which fails (conflict) once a later turn
@@ -147,22 +184,86 @@ type PermissionResult struct {
 	Outcome string `json:"outcome"`
 }
 
-// ChatEvent is the params of the "chat" notifications of a turn: a delta or a
-// tool step ("text", "thought", "tool_start", "tool_update", "tool_end").
-// The turn's end is the "chat.final", "chat.error" or "chat.aborted" event.
+// ChatEvent is the params of the "chat" notifications of a turn: a delta, a
+// tool step, a compaction or the turn's usage ("text", "thought",
+// "tool_start", "tool_update", "tool_end", "compaction", "usage"; see
+// eventKindNames). The turn's end is the "chat.final", "chat.error" or
+// "chat.aborted" event.
 type ChatEvent struct {
 	SessionKey string                 `json:"sessionKey"`
 	RunID      string                 `json:"runId"`
 	Kind       string                 `json:"kind"`
 	Text       string                 `json:"text,omitempty"`
 	Call       *gateway.ToolCallEvent `json:"call,omitempty"`
-	StopReason gateway.StopReason     `json:"stopReason,omitempty"`
-	Error      string                 `json:"error,omitempty"`
+	// Usage is set for "usage", Compaction for "compaction".
+	Usage      *WireUsageReport      `json:"usage,omitempty"`
+	Compaction *WireCompactionReport `json:"compaction,omitempty"`
+	StopReason gateway.StopReason    `json:"stopReason,omitempty"`
+	Error      string                `json:"error,omitempty"`
 	// Seq numbers the sender's notifications, from 1.
 	Seq uint64 `json:"seq"`
 }
 
 func (e *ChatEvent) setSeq(n uint64) { e.Seq = n }
+
+// chatEvent returns the "chat" notification of e, which has one of
+// eventKindNames' kinds.
+func chatEvent(sessionKey, runID string, e gateway.Event) *ChatEvent {
+	ce := &ChatEvent{SessionKey: sessionKey, RunID: runID, Kind: eventKindNames[e.Kind], Text: e.Text, Call: e.Call}
+	if u := e.Usage; u != nil {
+		ce.Usage = &WireUsageReport{Turn: u.Turn, Session: u.Session, Used: u.Used, Size: u.Size}
+	}
+	if c := e.Compaction; c != nil {
+		ce.Compaction = &WireCompactionReport{Summary: c.Summary, Before: c.Before, After: c.After, Reason: c.Reason, Error: c.Err}
+	}
+	return ce
+}
+
+// event returns the gateway.Event of a "chat" notification, and false for
+// a kind this version does not know (a newer gateway's: the translator
+// skips it).
+func (e *ChatEvent) event() (gateway.Event, bool) {
+	for kind, name := range eventKindNames {
+		if name != e.Kind {
+			continue
+		}
+		ev := gateway.Event{Kind: kind, Text: e.Text, Call: e.Call}
+		if u := e.Usage; u != nil {
+			ev.Usage = &gateway.UsageReport{Turn: u.Turn, Session: u.Session, Used: u.Used, Size: u.Size}
+		}
+		if c := e.Compaction; c != nil {
+			ev.Compaction = &gateway.CompactionReport{Summary: c.Summary, Before: c.Before, After: c.After, Reason: c.Reason, Err: c.Error}
+		}
+		return ev, true
+	}
+	return gateway.Event{}, false
+}
+
+// WireUsageReport is a gateway.UsageReport on the wire: the "usage" event
+// that ends a turn that asked a model.
+type WireUsageReport struct {
+	// Turn is the usage of the turn's model requests; Session the
+	// session's so far, this turn included.
+	Turn    gateway.Usage `json:"turn"`
+	Session gateway.Usage `json:"session"`
+	// Used is the tokens in the model's context after the turn, Size the
+	// model's context window in tokens (absent when unknown).
+	Used int64 `json:"used,omitempty"`
+	Size int64 `json:"size,omitempty"`
+}
+
+// WireCompactionReport is a gateway.CompactionReport on the wire: the
+// "compaction" event. Error, when set, says why the compaction failed (the
+// turn goes on without it).
+type WireCompactionReport struct {
+	Summary string `json:"summary,omitempty"`
+	// Before and After are the request's estimated tokens before and after.
+	Before int64 `json:"before,omitempty"`
+	After  int64 `json:"after,omitempty"`
+	// Reason is "threshold", "too_long" or "command".
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
 
 // ToolsUpdateParams is the "tools.update" notification, translator →
 // gateway: progress of a tool call in flight.
@@ -175,9 +276,11 @@ type ToolsUpdateParams struct {
 
 func (u *ToolsUpdateParams) setSeq(n uint64) { u.Seq = n }
 
+// eventKindNames are the "chat" notifications' kinds, by event kind.
 var eventKindNames = map[gateway.EventKind]string{
 	gateway.EventTextDelta: "text", gateway.EventThoughtDelta: "thought",
 	gateway.EventToolStart: "tool_start", gateway.EventToolUpdate: "tool_update", gateway.EventToolEnd: "tool_end",
+	gateway.EventUsage: "usage", gateway.EventCompaction: "compaction",
 }
 
 var permissionOutcomes = map[gateway.PermissionOutcome]string{
@@ -198,20 +301,36 @@ type WireRecord struct {
 	Updated time.Time        `json:"updated"`
 	Servers []session.Server `json:"servers,omitempty"`
 	Model   string           `json:"model,omitempty"`
+	// Usage is the session's usage total (session.Record.Usage); absent
+	// when zero.
+	Usage gateway.Usage `json:"usage,omitzero"`
 }
 
 func wireRecord(r session.Record) WireRecord {
-	return WireRecord{ID: r.ID, Key: r.Key, Cwd: r.Cwd, Title: r.Title, Created: r.Created, Updated: r.Updated, Servers: r.Servers, Model: r.Model}
+	return WireRecord{ID: r.ID, Key: r.Key, Cwd: r.Cwd, Title: r.Title, Created: r.Created, Updated: r.Updated, Servers: r.Servers, Model: r.Model, Usage: r.Usage}
 }
 
 func (w WireRecord) record(tenant string) session.Record {
-	return session.Record{ID: w.ID, Key: w.Key, Cwd: w.Cwd, Title: w.Title, Created: w.Created, Updated: w.Updated, Servers: w.Servers, Model: w.Model, Tenant: tenant}
+	return session.Record{ID: w.ID, Key: w.Key, Cwd: w.Cwd, Title: w.Title, Created: w.Created, Updated: w.Updated, Servers: w.Servers, Model: w.Model, Tenant: tenant, Usage: w.Usage}
 }
 
-// WireTurn is a committed turn on the wire (sessions extension).
+// WireTurn is a committed turn on the wire (sessions extension): a
+// [session.Turn].
 type WireTurn struct {
 	Messages   []gateway.Message  `json:"messages"`
 	StopReason gateway.StopReason `json:"stopReason"`
+	// Usage is the turn's usage; absent when zero.
+	Usage gateway.Usage `json:"usage,omitzero"`
+	// Compaction is the compaction the turn made, or nil.
+	Compaction *gateway.Compaction `json:"compaction,omitempty"`
+}
+
+func wireTurn(t session.Turn) WireTurn {
+	return WireTurn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction}
+}
+
+func (w WireTurn) turn() session.Turn {
+	return session.Turn{Messages: w.Messages, StopReason: w.StopReason, Usage: w.Usage, Compaction: w.Compaction}
 }
 
 // SessionIDParams is "sessions.get" (result: WireRecord) and

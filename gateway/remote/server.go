@@ -410,9 +410,15 @@ func (s *Server) tenantOf(token string) (tenant string, ok bool) {
 	return tenant, ok
 }
 
-// chatSend runs one turn for the translator, streaming its events.
+// chatSend runs one turn for the translator, streaming its events, on the
+// view of the session it sends; the finished turn goes back whole in the
+// result.
 func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error) {
 	if err := c.own(p.SessionKey); err != nil {
+		return nil, err
+	}
+	history, err := p.view()
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -450,13 +456,9 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		defer func() { close(turnDone); watch.Wait() }()
 	}
 
-	var history gateway.View
-	if len(p.History) > 0 {
-		history.Messages = p.History
-	}
-	var turn []gateway.Message
+	var turn gateway.Turn
 	req := gateway.SendRequest{SessionKey: c.scoped(p.SessionKey), RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
-		CallerHistory: true, History: history, OnTurn: func(t gateway.Turn) { turn = t.Messages },
+		CallerHistory: true, History: history, OnTurn: func(t gateway.Turn) { turn = t },
 		Ask: func(ctx context.Context, pr gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 			var res PermissionResult
 			if err := c.p.call(ctx, "permission.request", PermissionParams{SessionKey: p.SessionKey, RunID: p.RunID, Call: pr.Call}, &res); err != nil {
@@ -471,7 +473,7 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		},
 	}
 	emit := func(e gateway.Event) {
-		_ = c.p.event("chat", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: eventKindNames[e.Kind], Text: e.Text, Call: e.Call})
+		_ = c.p.event("chat", chatEvent(p.SessionKey, p.RunID, e))
 	}
 	stop, err := c.s.local.Send(ctx, req, emit)
 	cause := context.Cause(ctx)
@@ -488,7 +490,7 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 	default:
 		_ = c.p.event("chat.final", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
 	}
-	res := ChatSendResult{StopReason: stop, Messages: turn}
+	res := ChatSendResult{StopReason: stop, Messages: turn.Messages, Usage: turn.Usage, Compaction: turn.Compaction}
 	if p.SessionID != "" {
 		res.LeaseToken = lease.Token
 	}

@@ -232,7 +232,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		}
 		res := SessionTurnsResult{Turns: make([]WireTurn, len(turns))}
 		for i, t := range turns {
-			res.Turns[i] = WireTurn{Messages: t.Messages, StopReason: t.StopReason}
+			res.Turns[i] = wireTurn(t)
 		}
 		return res, nil
 	case "sessions.appendTurn":
@@ -255,7 +255,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 // the store's transaction for a session.FencedStore, else against this
 // process's LocalLeases (a store only this gateway writes).
 func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) error {
-	turn := session.Turn{Messages: p.Turn.Messages, StopReason: p.Turn.StopReason}
+	turn := p.Turn.turn()
 	if p.LeaseToken != 0 {
 		if fs, ok := c.s.opts.Store.(session.FencedStore); ok {
 			return fs.AppendTurnFenced(ctx, p.ID, p.LeaseToken, turn)

@@ -100,8 +100,7 @@ func (s remoteStore) AppendTurn(ctx context.Context, id string, turn session.Tur
 	s.c.mu.Lock()
 	token := s.c.fences[id]
 	s.c.mu.Unlock()
-	return s.call(ctx, "sessions.appendTurn", SessionAppendTurnParams{ID: id, LeaseToken: token,
-		Turn: WireTurn{Messages: turn.Messages, StopReason: turn.StopReason}}, nil)
+	return s.call(ctx, "sessions.appendTurn", SessionAppendTurnParams{ID: id, LeaseToken: token, Turn: wireTurn(turn)}, nil)
 }
 
 func (s remoteStore) Turns(ctx context.Context, id string) ([]session.Turn, error) {
@@ -111,7 +110,7 @@ func (s remoteStore) Turns(ctx context.Context, id string) ([]session.Turn, erro
 	}
 	out := make([]session.Turn, len(res.Turns))
 	for i, t := range res.Turns {
-		out[i] = session.Turn{Messages: t.Messages, StopReason: t.StopReason}
+		out[i] = t.turn()
 	}
 	return out, nil
 }

@@ -7,9 +7,10 @@
 //	}
 //
 // The suite checks records and transcripts round trip whole (content
-// blocks, tool calls, results), List's order, paging, cwd and tenant
-// filters, AppendTurn's order, updated times and titles, ErrNotFound for
-// unknown sessions, and appends from several goroutines at once.
+// blocks, tool calls, results, each turn's usage and compaction), List's
+// order, paging, cwd and tenant filters, AppendTurn's order, updated times,
+// titles and usage totals, ErrNotFound for unknown sessions, and appends
+// from several goroutines at once.
 package storetest
 
 import (
@@ -38,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) session.Store) {
 		{"ListPagingOrderAndCwd", listPaging},
 		{"TenantsAreListedApart", tenants},
 		{"AppendTurnOrderAndTitle", appendOrderAndTitle},
+		{"UsageAndCompaction", usageAndCompaction},
 		{"SetServersAndModel", setServersAndModel},
 		{"NotFound", notFound},
 		{"CreateTwiceFails", createTwice},
@@ -97,6 +99,75 @@ func roundTrip(t *testing.T, st session.Store) {
 	got.Servers[0].Name = "changed"
 	if again, _ := st.Get(ctx, "sess_a"); again.Servers[0].Name != "fs" {
 		t.Errorf("changing a returned record changed the store: %+v", again)
+	}
+}
+
+// Each turn keeps its usage and compaction; a turn without them reads zero
+// usage and no compaction; the record's usage is the sum of its turns'.
+func usageAndCompaction(t *testing.T, st session.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	create(t, st, session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now})
+	create(t, st, session.Record{ID: "other", Key: "acp:other", Cwd: "/w", Created: now, Updated: now})
+	if r, err := st.Get(ctx, "s"); err != nil || r.Usage != (gateway.Usage{}) {
+		t.Fatalf("a new session's usage = %+v, %v; want zero", r.Usage, err)
+	}
+	// Costs are sums of binary fractions: exact in every engine's float.
+	u1 := gateway.Usage{InputTokens: 1200, CacheReadTokens: 3400, CacheWriteTokens: 500, OutputTokens: 80, ThoughtTokens: 30, Requests: 2, Cost: 0.25}
+	u2 := gateway.Usage{InputTokens: 7, OutputTokens: 9, Requests: 1, Unpriced: 1}
+	compaction := &gateway.Compaction{Summary: "We fixed the build.\nNext: tests.", From: 2, Loaded: []string{"mcp__fs__read", "mcp__fs__write"}}
+	plain := Turn("before usage was kept", "ok")
+	used := Turn("compact please", "done")
+	used.Usage, used.Compaction = u1, compaction
+	last := Turn("and now?", "tests")
+	last.Usage = u2
+	for _, tr := range []session.Turn{plain, used, last} {
+		if err := st.AppendTurn(ctx, "s", tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.AppendTurn(ctx, "other", used); err != nil {
+		t.Fatal(err)
+	}
+	turns, err := st.Turns(ctx, "s")
+	if err != nil || len(turns) != 3 {
+		t.Fatalf("turns = %+v, %v", turns, err)
+	}
+	if turns[0].Usage != (gateway.Usage{}) || turns[0].Compaction != nil {
+		t.Errorf("a turn without usage or compaction reads %+v, %+v; want zero and nil", turns[0].Usage, turns[0].Compaction)
+	}
+	if turns[1].Usage != u1 || !reflect.DeepEqual(turns[1].Compaction, compaction) || turns[1].Messages[0].Content[0].Text != "compact please" {
+		t.Errorf("turn with usage and compaction reads %+v, %+v", turns[1].Usage, turns[1].Compaction)
+	}
+	if turns[2].Usage != u2 || turns[2].Compaction != nil {
+		t.Errorf("turn with usage only reads %+v, %+v", turns[2].Usage, turns[2].Compaction)
+	}
+	want := u1.Add(u2)
+	if r, err := st.Get(ctx, "s"); err != nil || r.Usage != want {
+		t.Errorf("Get: usage %+v, %v; want the turns' sum %+v", r.Usage, err, want)
+	}
+	recs, _, err := st.List(ctx, session.ListOptions{})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("List = %+v, %v", recs, err)
+	}
+	for _, r := range recs {
+		if w := map[string]gateway.Usage{"s": want, "other": u1}[r.ID]; r.Usage != w {
+			t.Errorf("List: %s's usage %+v, want %+v", r.ID, r.Usage, w)
+		}
+	}
+	// What Turns returns is the caller's: changing it changes no stored turn.
+	turns[1].Compaction.Summary, turns[1].Compaction.Loaded[0] = "changed", "changed"
+	compaction.Summary = "changed too"
+	if again, _ := st.Turns(ctx, "s"); again[1].Compaction.Summary != "We fixed the build.\nNext: tests." || again[1].Compaction.Loaded[0] != "mcp__fs__read" {
+		t.Errorf("changing a turn's compaction after AppendTurn or Turns changed the store: %+v", again[1].Compaction)
+	}
+	// A session created with a usage keeps it, and its turns add to it.
+	create(t, st, session.Record{ID: "carried", Key: "acp:carried", Cwd: "/w", Created: now, Updated: now, Usage: u2})
+	if err := st.AppendTurn(ctx, "carried", used); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Get(ctx, "carried"); err != nil || r.Usage != u2.Add(u1) {
+		t.Errorf("created with a usage, then a turn: %+v, %v; want %+v", r.Usage, err, u2.Add(u1))
 	}
 }
 
@@ -289,7 +360,8 @@ func createTwice(t *testing.T, st session.Store) {
 }
 
 // Several goroutines append to one session and to sessions of their own:
-// every turn is kept, each goroutine's turns in its order.
+// every turn is kept, each goroutine's turns in its order, and every turn's
+// usage is in the session's total.
 func concurrentAppends(t *testing.T, st session.Store) {
 	ctx := context.Background()
 	const writers, turns = 4, 20
@@ -297,12 +369,15 @@ func concurrentAppends(t *testing.T, st session.Store) {
 	for w := range writers {
 		create(t, st, session.Record{ID: fmt.Sprintf("own_%d", w), Key: "k", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
 	}
+	one := gateway.Usage{InputTokens: 3, OutputTokens: 1, Requests: 1, Cost: 0.5}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*writers*turns)
 	for w := range writers {
 		wg.Go(func() {
 			for i := range turns {
-				if err := st.AppendTurn(ctx, "shared", Turn(fmt.Sprintf("%d:%d", w, i), "x")); err != nil {
+				tr := Turn(fmt.Sprintf("%d:%d", w, i), "x")
+				tr.Usage = one
+				if err := st.AppendTurn(ctx, "shared", tr); err != nil {
 					errs <- err
 				}
 				if err := st.AppendTurn(ctx, fmt.Sprintf("own_%d", w), Turn(fmt.Sprint(i), "x")); err != nil {
@@ -319,6 +394,11 @@ func concurrentAppends(t *testing.T, st session.Store) {
 	shared, err := st.Turns(ctx, "shared")
 	if err != nil || len(shared) != writers*turns {
 		t.Fatalf("shared session: %d turns, %v; want %d", len(shared), err, writers*turns)
+	}
+	n := int64(writers * turns)
+	want := gateway.Usage{InputTokens: 3 * n, OutputTokens: n, Requests: int(n), Cost: 0.5 * float64(n)}
+	if r, err := st.Get(ctx, "shared"); err != nil || r.Usage != want {
+		t.Errorf("shared session's usage %+v, %v; want every turn's, %+v", r.Usage, err, want)
 	}
 	next := make([]int, writers)
 	for _, tr := range shared {

@@ -1,0 +1,111 @@
+package session
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+)
+
+// usedTurn is turn(prompt, answer) with usage u and compaction c.
+func usedTurn(prompt, answer string, u gateway.Usage, c *gateway.Compaction) Turn {
+	t := turn(prompt, answer)
+	t.Usage, t.Compaction = u, c
+	return t
+}
+
+func gatewayTurn(t Turn) gateway.Turn {
+	return gateway.Turn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction}
+}
+
+// A session compacted in an earlier turn continues compacted once attached
+// again: the view holds the latest compaction, the messages from its From
+// on and the usage of every turn, while Attach still returns every turn
+// for replay.
+func TestHistory_AttachRestoresTheView(t *testing.T) {
+	ctx := t.Context()
+	st := NewMemory()
+	st.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	u1 := gateway.Usage{InputTokens: 100, OutputTokens: 10, Requests: 1, Cost: 0.25}
+	u2 := gateway.Usage{InputTokens: 200, CacheReadTokens: 50, OutputTokens: 20, Requests: 2, Cost: 0.5}
+	u3 := gateway.Usage{InputTokens: 7, Requests: 1, Unpriced: 1}
+	first := &gateway.Compaction{Summary: "one happened", From: 2}
+	for _, tr := range []Turn{
+		usedTurn("one", "1", u1, nil),
+		usedTurn("two", "2", u2, first), // from its own prompt on
+		usedTurn("three", "3", u3, nil),
+	} {
+		if err := st.AppendTurn(ctx, "s", tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := NewHistory(st, nil)
+	turns, err := h.Attach(ctx, "acp:s", "s")
+	if err != nil || len(turns) != 3 || len(turns[0].Messages) != 2 || turns[1].Compaction == nil || turns[2].Usage != u3 {
+		t.Fatalf("Attach = %+v, %v; want the three turns whole", turns, err)
+	}
+	v := h.View(ctx, "acp:s")
+	if v.Compaction == nil || v.Compaction.Summary != "one happened" || v.Base != 2 || len(v.Messages) != 4 ||
+		gateway.PromptText(v.Messages[0].Content) != "two" || v.Usage != u1.Add(u2).Add(u3) {
+		t.Fatalf("view after Attach = %+v; want the compaction, base 2, the 4 messages from \"two\" on and every turn's usage", v)
+	}
+
+	// A turn that compacts again: the view moves on at once, and the store
+	// keeps the whole turn.
+	u4 := gateway.Usage{InputTokens: 40, OutputTokens: 4, Requests: 2, Cost: 0.125}
+	second := &gateway.Compaction{Summary: "one to three happened", From: 6, Loaded: []string{"mcp__fs__read"}}
+	four := usedTurn("four", "4", u4, second)
+	h.Append(ctx, "acp:s", gatewayTurn(four))
+	v = h.View(ctx, "acp:s")
+	if v.Compaction != second || v.Base != 6 || len(v.Messages) != 2 || gateway.PromptText(v.Messages[0].Content) != "four" || v.Usage != u1.Add(u2).Add(u3).Add(u4) {
+		t.Errorf("view after the second compaction = %+v", v)
+	}
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.Turns(ctx, "s")
+	if err != nil || len(stored) != 4 || stored[3].Usage != u4 || !reflect.DeepEqual(stored[3].Compaction, second) {
+		t.Fatalf("stored turns = %+v, %v; want the fourth with its usage and compaction", stored, err)
+	}
+	if rec, _ := st.Get(ctx, "s"); rec.Usage != v.Usage {
+		t.Errorf("the record's usage %+v, the view's %+v: want the same total", rec.Usage, v.Usage)
+	}
+
+	// Another History over the store (a restarted agent) sees the same.
+	again := NewHistory(st, nil)
+	if _, err := again.Attach(ctx, "acp:s2", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.View(ctx, "acp:s2"); !reflect.DeepEqual(got, v) {
+		t.Errorf("view after a restart =\n%+v\nwant\n%+v", got, v)
+	}
+}
+
+// A View is a snapshot: a later Append does not show through it, and a
+// caller appending to its Messages does not change the History's.
+func TestHistory_ViewIsClipped(t *testing.T) {
+	ctx := t.Context()
+	st := NewMemory()
+	st.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	h := NewHistory(st, nil)
+	if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
+		t.Fatal(err)
+	}
+	h.Append(ctx, "acp:s", gatewayTurn(turn("one", "1")))
+	before := h.View(ctx, "acp:s")
+	if cap(before.Messages) != len(before.Messages) {
+		t.Errorf("View's messages have room to grow: len %d, cap %d", len(before.Messages), cap(before.Messages))
+	}
+	mine := append(before.Messages, gateway.Message{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("mine")}})
+	h.Append(ctx, "acp:s", gatewayTurn(usedTurn("two", "2", gateway.Usage{OutputTokens: 1, Requests: 1}, nil)))
+	after := h.View(ctx, "acp:s")
+	if len(before.Messages) != 2 || before.Usage != (gateway.Usage{}) || gateway.PromptText(mine[2].Content) != "mine" {
+		t.Errorf("the earlier view changed: %+v", before)
+	}
+	if len(after.Messages) != 4 || gateway.PromptText(after.Messages[2].Content) != "two" || after.Usage.Requests != 1 {
+		t.Errorf("view after the second turn = %+v", after)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
