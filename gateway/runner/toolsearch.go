@@ -51,8 +51,8 @@ const (
 	DefaultDeferShare = 0.10
 	// defaultSearchResults and maxSearchResults bound what one search
 	// returns.
-	defaultSearchResults = 5
-	maxSearchResults     = 20
+	defaultSearchResults = 3
+	maxSearchResults     = 10
 )
 
 // deferring reports whether the tools of a request are deferred: all are
@@ -139,9 +139,9 @@ func searchTool(deferred func() []*gateway.Tool) *gateway.Tool {
 		Name:  SearchToolName,
 		Label: "Search tools",
 		Description: "Find tools to use. This session has more tools than are shown; search them by what you want to do " +
-			"(words from a tool's name, description or parameters). The tools found can be called from your next step on. " +
-			"limit is how many to return (default 5, at most 20).",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in a few words"},"limit":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools to return"}},"required":["query"]}`),
+			"(words from a tool's name, description or parameters). The tools found are added to your tools, with their parameters, from your next step on. " +
+			"limit is how many to return (default 3, at most 10).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in a few words"},"limit":{"type":"integer","minimum":1,"maximum":10,"description":"How many tools to return"}},"required":["query"]}`),
 		Annotations: gateway.Annotations{ReadOnlyHint: true, OpenWorldHint: new(false), DestructiveHint: new(false)},
 		Kind:        gateway.ToolKindSearch,
 		Core:        true,
@@ -159,20 +159,32 @@ func searchTool(deferred func() []*gateway.Tool) *gateway.Tool {
 					Structured: map[string]any{"tools": []string{}},
 				}, nil
 			}
+			// The found tools' definitions (their parameters) join the
+			// request's tools; the result names them, so the conversation
+			// does not carry each schema twice.
 			var b strings.Builder
 			names := make([]string, len(found))
-			fmt.Fprintf(&b, "%d tools found; you can call them from your next step on:\n", len(found))
+			fmt.Fprintf(&b, "%d tools found and added to your tools; call them from your next step on:\n", len(found))
 			for i, t := range found {
 				names[i] = t.Name
-				schema := t.InputSchema
-				if len(schema) == 0 {
-					schema = json.RawMessage(`{"type":"object"}`)
-				}
-				fmt.Fprintf(&b, "\n## %s\n%s\nInput schema: %s\n", t.Name, strings.TrimSpace(t.Description), schema)
+				fmt.Fprintf(&b, "- %s: %s\n", t.Name, summaryLine(t.Description))
 			}
 			return gateway.Result{Content: []gateway.Content{gateway.TextContent(b.String())}, Structured: map[string]any{"tools": names}}, nil
 		},
 	}
+}
+
+// summaryLine is the first sentence of a tool's description, at most 160
+// bytes.
+func summaryLine(desc string) string {
+	desc = strings.TrimSpace(desc)
+	if i := strings.IndexAny(desc, "\n"); i >= 0 {
+		desc = desc[:i]
+	}
+	if i := strings.Index(desc, ". "); i >= 0 {
+		desc = desc[:i+1]
+	}
+	return firstLine(desc)
 }
 
 // BM25 parameters (Robertson and Zaragoza's usual values).
