@@ -15,6 +15,71 @@
 //	// ... drive the code under test, then inspect s.Requests().
 //
 // The servers listen on 127.0.0.1 only and are closed by t.Cleanup.
+// [NewAnthropicWith] and [NewOpenAIWith] also take [Options]: a context
+// window, a Respond function that answers whatever the script does not, and
+// the prompt cache's minimum, lifetime and clock. Like the real APIs, the
+// servers refuse a prompt over the window, cache prompt prefixes and report
+// token usage, so that caching, compaction and budgets are testable offline.
+//
+// # Tokens
+//
+// Tokens are estimated from bytes: one token per 4 bytes, rounded up, of the
+// JSON text (compacted as by [json.Compact]) of each piece of the prompt.
+//
+//   - Anthropic: the prompt is the sequence of blocks tools[0], tools[1]...,
+//     then the system blocks (a "system" string is one block), then each
+//     message's content blocks in order (a string content is one block). Its
+//     input tokens are the sum of its blocks' tokens, and nothing else.
+//   - OpenAI: the prompt is one text, the JSON of "tools" followed by the JSON
+//     of each message in order; prompt_tokens is that text's tokens.
+//
+// A body that is not a JSON object counts as one piece. Output tokens are
+// estimated the same way from the turn's thinking, text, tool names and
+// arguments (at least 1).
+//
+// # Context window
+//
+// With [Options.ContextWindow] set, a prompt of more input tokens is refused,
+// before any turn is taken, with the real APIs' error: HTTP 400
+// invalid_request_error "prompt is too long: N tokens > M maximum"
+// (Anthropic), or HTTP 400 invalid_request_error, param "messages", code
+// "context_length_exceeded", "This model's maximum context length is M tokens.
+// However, your messages resulted in N tokens. Please reduce the length of
+// the messages." (OpenAI).
+//
+// # Prompt caching
+//
+// Anthropic, after
+// https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching: a
+// block with a "cache_control" member is a breakpoint; more than 4 make an
+// HTTP 400 ("A maximum of 4 blocks with cache_control may be provided. Found
+// N."). A cache entry is keyed by the model and the exact bytes of every block
+// up to and including a breakpoint, cache_control members left out (moving a
+// breakpoint keeps the prefix's key). A request reads the longest prefix found
+// in the cache, looked up at each breakpoint and at the 20 block boundaries
+// before it; it writes the tokens from there to its last breakpoint; the rest
+// is plain input. Every breakpoint's prefix of at least
+// [Options.MinCacheTokens] becomes an entry; a shorter one is not cached and
+// its tokens are plain input. An entry lives [Options.CacheTTL] (or its
+// breakpoint's "ttl", such as "1h"), renewed each time it is read. Usage
+// reports input_tokens (uncached input), cache_creation_input_tokens and
+// cache_read_input_tokens.
+//
+// OpenAI, after https://platform.openai.com/docs/guides/prompt-caching:
+// caching is automatic. cached_tokens is the longest byte prefix the prompt
+// shares with an earlier live prompt of the same model, in tokens (rounded
+// down), counted in steps of 128 from MinCacheTokens (0 under it). Two
+// requests that both carry a prompt_cache_key share the cache only if the keys
+// are equal. The 256 most recent prompts of at least MinCacheTokens per model
+// and key are remembered, each for CacheTTL after its last use. Usage reports
+// prompt_tokens (cached included) and prompt_tokens_details.cached_tokens.
+//
+// A request answered with an error (a refusal, a scripted Turn.Status, an
+// unknown path) caches nothing and accounts a zero [Usage]. Each request's
+// accounting is [Recorded.Usage]; [Server.Usage] sums them and [Usage.Billed]
+// prices the input with the caches' multipliers. Not modelled: cache
+// invalidation by a change of tool_choice, images or thinking parameters,
+// the 1-hour cache's write price, and OpenAI's per-machine routing.
 //
 // Wire references:
 // https://docs.anthropic.com/en/api/messages-streaming,
@@ -22,17 +87,14 @@
 package fakemodel
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
 
 // A Turn is one scripted model response. The zero Turn is an empty answer
@@ -98,11 +160,62 @@ type Recorded struct {
 	Body []byte
 	// JSON is Body decoded as a JSON object, or nil if it is not one.
 	JSON map[string]any
+	// Status is the HTTP status of the server's answer: 200 for a message or
+	// a stream (even one that Delay or Hang cut short), the error's status
+	// otherwise. It is 0 until the answer is decided (while Respond runs).
+	Status int
+	// Usage is the request's token accounting: the input, as the prompt cache
+	// split it, and the output of the turn. It is zero for a request answered
+	// with an error (a prompt over the context window, a scripted Status...)
+	// and until the answer is decided.
+	Usage Usage
 }
 
-// Server is a fake model API on 127.0.0.1, made by [NewAnthropic] or
-// [NewOpenAI]. Its methods are safe for concurrent use. Concurrent requests
-// take turns in the order the server receives them.
+// Options configures a Server. The zero value, like a nil *Options, gives no
+// context window, no Respond function and the real APIs' cache defaults.
+type Options struct {
+	// ContextWindow is the largest prompt, in estimated input tokens, that the
+	// server accepts; a larger one is refused with the API's HTTP 400 (see
+	// the package doc) and takes no turn. Zero or negative means no limit.
+	ContextWindow int
+	// Respond, if non-nil, answers every request that finds no scripted turn
+	// left, so a test can script a model that reacts to the request; running
+	// out of script is then no test error. It gets the request's record
+	// (Status and Usage not filled in yet). It is called without the server's
+	// lock held, possibly concurrently, and may call the Server's methods.
+	Respond func(r Recorded) Turn
+	// MinCacheTokens is the shortest prefix, in tokens, that a cache keeps.
+	// If zero or negative, 1024 (Claude Sonnet and Opus; OpenAI).
+	MinCacheTokens int
+	// CacheTTL is how long a cache entry lives after its last use (Anthropic:
+	// a breakpoint's own "ttl" wins). If zero or negative, 5 minutes.
+	CacheTTL time.Duration
+	// Now is the clock of cache lifetimes. If nil, time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns a copy of o (which may be nil) with defaults filled in.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MinCacheTokens <= 0 {
+		r.MinCacheTokens = 1024
+	}
+	if r.CacheTTL <= 0 {
+		r.CacheTTL = 5 * time.Minute
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r
+}
+
+// Server is a fake model API on 127.0.0.1, made by [NewAnthropic],
+// [NewOpenAI], [NewAnthropicWith] or [NewOpenAIWith]. Its methods are safe
+// for concurrent use. Concurrent requests take turns in the order the server
+// receives them.
 type Server struct {
 	// URL is the base URL, "http://127.0.0.1:PORT", with no trailing slash.
 	// The Anthropic API is served at URL+"/v1/messages"; the OpenAI API at
@@ -112,44 +225,67 @@ type Server struct {
 
 	t    testing.TB
 	api  api
+	opts Options // with defaults; read-only (Respond lives in respond)
 	srv  *httptest.Server
 	quit chan struct{} // closed at cleanup, before srv.Close; ends every pause
 
 	mu       sync.Mutex
-	turns    []Turn     // scripted turns not served yet, in order
-	served   int        // number of turns taken so far (the next one is served+1)
-	requests []Recorded // every request received, in arrival order
+	turns    []Turn              // scripted turns not served yet, in order
+	respond  func(Recorded) Turn // answers when turns is empty; nil: a test error
+	served   int                 // number of turns taken so far (the next one is served+1)
+	requests []Recorded          // every request received, in arrival order
 }
 
-// api is what differs between the two fake APIs.
+// api is what differs between the two fake APIs. Its methods are safe for
+// concurrent use.
 type api interface {
 	// path is the one endpoint served, such as "/v1/messages".
 	path() string
+	// parse reads the prompt of a request body. A non-nil error is a request
+	// the API refuses as invalid, before the context window is checked.
+	parse(model string, body []byte) (prompt, *apiError)
+	// tooLong is the error for a prompt of n tokens over a window of limit.
+	tooLong(n, limit int) *apiError
+	// account looks p up in the API's prompt cache at now, updates the cache
+	// and returns the input side of the request's usage.
+	account(p prompt, now time.Time) Usage
 	// stream returns the events of a streamed answer.
 	stream(turn Turn, req *request) []event
 	// message returns the body of a non-streaming answer.
 	message(turn Turn, req *request) any
-	// errorBody returns the JSON error body for status.
-	errorBody(status int, message, requestID string) any
+	// errorBody returns the JSON error body for e.
+	errorBody(e *apiError, requestID string) any
+}
+
+// prompt is a parsed request as the context window and the cache see it.
+type prompt interface {
+	// tokens is the prompt's estimated input tokens.
+	tokens() int
+}
+
+// apiError is an error answer.
+type apiError struct {
+	status  int
+	message string
+	param   string // OpenAI's "param"; empty sends null
+	code    string // OpenAI's "code"; empty uses the status's
 }
 
 // request is what the APIs need to know about one request.
 type request struct {
-	n           int    // the turn number, from 1
-	model       string // the request's "model", or "fake-model"
-	inputTokens int    // a rough estimate from the body size
-	usage       bool   // OpenAI stream_options.include_usage
+	n            int    // the turn number, from 1
+	model        string // the request's "model", or "fake-model"
+	usage        Usage  // the request's accounting, output included
+	includeUsage bool   // OpenAI stream_options.include_usage
 }
 
-// event is one Server-Sent Event. An empty name sends only a data line.
-type event struct {
-	name string
-	data any // marshalled to JSON, or sent verbatim if a string
-}
-
-func newServer(t testing.TB, a api, turns []Turn) *Server {
+func newServer(t testing.TB, a api, opts Options, turns []Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, api: a, quit: make(chan struct{}), turns: append([]Turn(nil), turns...)}
+	s := &Server{
+		t: t, api: a, opts: opts, quit: make(chan struct{}),
+		turns: append([]Turn(nil), turns...), respond: opts.Respond,
+	}
+	s.opts.Respond = nil
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -166,6 +302,15 @@ func (s *Server) Push(turns ...Turn) {
 	s.turns = append(s.turns, turns...)
 }
 
+// SetRespond replaces [Options.Respond]: f answers every request that finds
+// no scripted turn left from now on. A nil f makes running out of script a
+// test error again.
+func (s *Server) SetRespond(f func(r Recorded) Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = f
+}
+
 // Requests returns every request received so far, in order, including those
 // that got an error. The result is a copy; its elements share Body, Header
 // and JSON with the server's record, which is never modified.
@@ -175,28 +320,47 @@ func (s *Server) Requests() []Recorded {
 	return append([]Recorded(nil), s.requests...)
 }
 
-// record stores the request and takes the next turn if it is for the served
-// endpoint (ok). n is the turn's number, or 0 if no turn is left; seq is the
-// request's number. Both count from 1.
-func (s *Server) record(r *http.Request, body []byte) (turn Turn, n, seq int, ok bool) {
-	rec := Recorded{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	if err := json.Unmarshal(body, &rec.JSON); err != nil {
-		rec.JSON = nil
+// Usage returns the sum of every request's [Recorded.Usage] so far.
+func (s *Server) Usage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var u Usage
+	for _, r := range s.requests {
+		u = u.add(r.Usage)
 	}
+	return u
+}
+
+// take records rec and, if serve, takes the next turn: a scripted one, or a
+// turn number and the Respond function to ask for the turn. n is the turn's
+// number, or 0 if there is none; seq is the request's number. Both count
+// from 1.
+func (s *Server) take(rec Recorded, serve bool) (turn Turn, respond func(Recorded) Turn, n, seq int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, rec)
 	seq = len(s.requests)
-	if r.Method != http.MethodPost || r.URL.Path != s.api.path() {
-		return Turn{}, 0, seq, false
+	switch {
+	case !serve:
+		return Turn{}, nil, 0, seq
+	case len(s.turns) > 0:
+		turn = s.turns[0]
+		s.turns = s.turns[1:]
+	case s.respond != nil:
+		respond = s.respond
+	default:
+		return Turn{}, nil, 0, seq
 	}
-	if len(s.turns) == 0 {
-		return Turn{}, 0, seq, true
-	}
-	turn = s.turns[0]
-	s.turns = s.turns[1:]
 	s.served++
-	return turn, s.served, seq, true
+	return turn, respond, s.served, seq
+}
+
+// settle records the answer to request seq.
+func (s *Server) settle(seq, status int, u Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[seq-1].Status = status
+	s.requests[seq-1].Usage = u
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -204,23 +368,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away
 	}
-	turn, n, seq, ok := s.record(r, body)
-	reqID := fmt.Sprintf("req_fake_%d", seq)
-	w.Header().Set("request-id", reqID)   // Anthropic
-	w.Header().Set("x-request-id", reqID) // OpenAI
-	switch {
-	case !ok:
-		msg := fmt.Sprintf("fakemodel: no route for %s %s (this fake serves POST %s)", r.Method, r.URL.Path, s.api.path())
-		writeJSON(w, http.StatusNotFound, s.api.errorBody(http.StatusNotFound, msg, reqID))
-		return
-	case n == 0:
-		msg := fmt.Sprintf("fakemodel: no scripted turn left for request %d (%s %s)", seq, r.Method, r.URL.Path)
-		s.t.Errorf("%s", msg)
-		w.Header().Set("x-should-retry", "false")
-		writeJSON(w, http.StatusInternalServerError, s.api.errorBody(http.StatusInternalServerError, msg, reqID))
-		return
+	rec := Recorded{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	if err := json.Unmarshal(body, &rec.JSON); err != nil {
+		rec.JSON = nil
 	}
-
 	var fields struct {
 		Model         string `json:"model"`
 		Stream        bool   `json:"stream"`
@@ -229,14 +380,53 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"stream_options"`
 	}
 	_ = json.Unmarshal(body, &fields) // a bad body still gets the scripted turn
-	req := &request{
-		n:           n,
-		model:       fields.Model,
-		inputTokens: tokens(string(body)),
-		usage:       fields.StreamOptions.IncludeUsage,
+	model := fields.Model
+	if model == "" {
+		model = "fake-model"
 	}
-	if req.model == "" {
-		req.model = "fake-model"
+
+	onPath := r.Method == http.MethodPost && r.URL.Path == s.api.path()
+	var p prompt
+	var refusal *apiError
+	if onPath {
+		p, refusal = s.api.parse(model, body)
+		if window := s.opts.ContextWindow; refusal == nil && window > 0 && p.tokens() > window {
+			refusal = s.api.tooLong(p.tokens(), window)
+		}
+	}
+	turn, respond, n, seq := s.take(rec, onPath && refusal == nil)
+	reqID := fmt.Sprintf("req_fake_%d", seq)
+	w.Header().Set("request-id", reqID)   // Anthropic
+	w.Header().Set("x-request-id", reqID) // OpenAI
+	switch {
+	case !onPath:
+		msg := fmt.Sprintf("fakemodel: no route for %s %s (this fake serves POST %s)", r.Method, r.URL.Path, s.api.path())
+		s.settle(seq, http.StatusNotFound, Usage{})
+		writeJSON(w, http.StatusNotFound, s.api.errorBody(&apiError{status: http.StatusNotFound, message: msg}, reqID))
+		return
+	case refusal != nil:
+		s.settle(seq, refusal.status, Usage{})
+		writeJSON(w, refusal.status, s.api.errorBody(refusal, reqID))
+		return
+	case n == 0:
+		msg := fmt.Sprintf("fakemodel: no scripted turn left for request %d (%s %s)", seq, r.Method, r.URL.Path)
+		s.t.Errorf("%s", msg)
+		s.settle(seq, http.StatusInternalServerError, Usage{})
+		w.Header().Set("x-should-retry", "false")
+		writeJSON(w, http.StatusInternalServerError, s.api.errorBody(&apiError{status: http.StatusInternalServerError, message: msg}, reqID))
+		return
+	}
+	if respond != nil {
+		turn = respond(rec)
+	}
+
+	req := &request{n: n, model: model, includeUsage: fields.StreamOptions.IncludeUsage}
+	if turn.Status != 0 {
+		s.settle(seq, turn.Status, Usage{})
+	} else {
+		req.usage = s.api.account(p, s.opts.Now())
+		req.usage.OutputTokens = outputTokens(resolve(turn, n, ""))
+		s.settle(seq, http.StatusOK, req.usage)
 	}
 
 	if turn.Status != 0 || !fields.Stream {
@@ -304,99 +494,5 @@ func (s *Server) writeError(w http.ResponseWriter, turn Turn, reqID string) {
 		w.Header().Set("retry-after", "0")
 		w.Header().Set("retry-after-ms", "0")
 	}
-	writeJSON(w, turn.Status, s.api.errorBody(turn.Status, msg, reqID))
-}
-
-// retryable reports whether the SDKs retry a response with this status.
-func retryable(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(marshal(v), '\n'))
-}
-
-// encode renders the event in the text/event-stream format.
-func (ev event) encode() []byte {
-	var b bytes.Buffer
-	if ev.name != "" {
-		b.WriteString("event: " + ev.name + "\n")
-	}
-	b.WriteString("data: ")
-	if s, ok := ev.data.(string); ok {
-		b.WriteString(s)
-	} else {
-		b.Write(marshal(ev.data))
-	}
-	b.WriteString("\n\n")
-	return b.Bytes()
-}
-
-// marshal encodes v as the APIs do: compact, with <, > and & left as they are.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("fakemodel: " + err.Error()) // only our own values are encoded
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-// resolve fills in a turn's defaults: the stop reason, tool call ids (with
-// prefix) and empty arguments.
-func resolve(turn Turn, n int, prefix string) Turn {
-	if turn.StopReason == "" {
-		turn.StopReason = "end_turn"
-		if len(turn.ToolCalls) > 0 {
-			turn.StopReason = "tool_use"
-		}
-	}
-	calls := make([]ToolCall, len(turn.ToolCalls))
-	for i, c := range turn.ToolCalls {
-		if c.ID == "" {
-			c.ID = prefix + strconv.Itoa(n) + "_" + strconv.Itoa(i)
-		}
-		if c.Args == "" {
-			c.Args = "{}"
-		}
-		calls[i] = c
-	}
-	turn.ToolCalls = calls
-	return turn
-}
-
-// outputTokens estimates the tokens a turn produces.
-func outputTokens(turn Turn) int {
-	n := tokens(turn.Thinking) + tokens(turn.Text)
-	for _, c := range turn.ToolCalls {
-		n += tokens(c.Name) + tokens(c.Args)
-	}
-	return max(n, 1)
-}
-
-// tokens is a rough token count: one per 4 bytes.
-func tokens(s string) int { return (len(s) + 3) / 4 }
-
-// chunks splits s into pieces of at least size bytes (the last may be
-// shorter), never inside a UTF-8 character.
-func chunks(s string, size int) []string {
-	var out []string
-	for len(s) > 0 {
-		i := min(size, len(s))
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
-		}
-		out = append(out, s[:i])
-		s = s[i:]
-	}
-	return out
-}
-
-// pieces splits s into about n pieces, never inside a UTF-8 character.
-func pieces(s string, n int) []string {
-	return chunks(s, max(1, (len(s)+n-1)/n))
+	writeJSON(w, turn.Status, s.api.errorBody(&apiError{status: turn.Status, message: msg}, reqID))
 }

@@ -1,6 +1,8 @@
 package fakemodel
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -8,7 +10,8 @@ import (
 )
 
 // NewOpenAI starts a fake OpenAI Chat Completions API serving POST
-// /v1/chat/completions with turns, and closes it with t.Cleanup.
+// /v1/chat/completions with turns, and closes it with t.Cleanup. It is
+// NewOpenAIWith(t, nil, turns...).
 //
 // A request with "stream": true gets data-only Server-Sent Events of
 // https://platform.openai.com/docs/api-reference/chat-streaming: chunks
@@ -20,19 +23,83 @@ import (
 // function.name and empty arguments; the next ones with index and
 // function.arguments only), then an empty delta with the finish_reason. With
 // stream_options.include_usage every chunk has "usage":null and a last chunk
-// has "choices":[] and the usage. The stream ends with "data: [DONE]". Any
-// other request gets the same turn as one chat.completion object. Errors use
-// the body {"error":{"message":...,"type":...,"param":null,"code":...}}.
+// has "choices":[] and the usage (prompt_tokens, completion_tokens,
+// total_tokens, prompt_tokens_details.cached_tokens,
+// completion_tokens_details.reasoning_tokens); without it, the stream
+// carries no usage, as the real API's. The stream ends with "data: [DONE]".
+// Any other request gets the same turn as one chat.completion object, always
+// with the usage. Errors use the body
+// {"error":{"message":...,"type":...,"param":...,"code":...}}.
 //
 // Use it with option.WithBaseURL(s.URL + "/v1").
 func NewOpenAI(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	return newServer(t, openaiAPI{}, turns)
+	return NewOpenAIWith(t, nil, turns...)
 }
 
-type openaiAPI struct{}
+// NewOpenAIWith is [NewOpenAI] with options; a nil opts gives the defaults.
+// The server enforces opts.ContextWindow and caches prompts by OpenAI's rules
+// (see the package doc). opts is copied.
+func NewOpenAIWith(t testing.TB, opts *Options, turns ...Turn) *Server {
+	t.Helper()
+	o := opts.withDefaults()
+	return newServer(t, &openaiAPI{cache: newPrefixCache(o)}, o, turns)
+}
 
-func (openaiAPI) path() string { return "/v1/chat/completions" }
+// openaiAPI is the OpenAI Chat Completions API.
+type openaiAPI struct {
+	cache *prefixCache
+}
+
+func (*openaiAPI) path() string { return "/v1/chat/completions" }
+
+// openaiPrompt is the prompt of an OpenAI request as one text.
+type openaiPrompt struct {
+	model string
+	key   string // prompt_cache_key, or ""
+	text  string // the JSON of tools, then of each message, compacted
+	total int    // input tokens: the text's, or the body's if it is not JSON
+}
+
+func (p *openaiPrompt) tokens() int { return p.total }
+
+func (*openaiAPI) parse(model string, body []byte) (prompt, *apiError) {
+	var req struct {
+		Tools          json.RawMessage   `json:"tools"`
+		Messages       []json.RawMessage `json:"messages"`
+		PromptCacheKey string            `json:"prompt_cache_key"`
+	}
+	p := &openaiPrompt{model: model}
+	if err := json.Unmarshal(body, &req); err != nil {
+		p.total = tokens(string(body))
+		return p, nil
+	}
+	p.key = req.PromptCacheKey
+	var b bytes.Buffer
+	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" {
+		_ = json.Compact(&b, t)
+	}
+	for _, m := range req.Messages {
+		_ = json.Compact(&b, m)
+	}
+	p.text = b.String()
+	p.total = tokens(p.text)
+	return p, nil
+}
+
+func (*openaiAPI) tooLong(n, limit int) *apiError {
+	return &apiError{
+		status: http.StatusBadRequest,
+		message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. "+
+			"Please reduce the length of the messages.", limit, n),
+		param: "messages",
+		code:  "context_length_exceeded",
+	}
+}
+
+func (a *openaiAPI) account(p prompt, now time.Time) Usage {
+	return a.cache.account(p.(*openaiPrompt), now)
+}
 
 // finishReason maps an Anthropic stop_reason to an OpenAI finish_reason.
 func finishReason(stopReason string) string {
@@ -49,7 +116,7 @@ func finishReason(stopReason string) string {
 	return stopReason
 }
 
-func (openaiAPI) stream(turn Turn, req *request) []event {
+func (*openaiAPI) stream(turn Turn, req *request) []event {
 	turn = resolve(turn, req.n, "call_fake_")
 	created := time.Now().Unix()
 	chunk := func(delta map[string]any, finish any) event {
@@ -63,7 +130,7 @@ func (openaiAPI) stream(turn Turn, req *request) []event {
 				"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish,
 			}},
 		}
-		if req.usage {
+		if req.includeUsage {
 			c["usage"] = nil
 		}
 		return event{data: c}
@@ -87,7 +154,7 @@ func (openaiAPI) stream(turn Turn, req *request) []event {
 		}
 	}
 	evs = append(evs, chunk(map[string]any{}, finishReason(turn.StopReason)))
-	if req.usage {
+	if req.includeUsage {
 		evs = append(evs, event{data: map[string]any{
 			"id":                 fmt.Sprintf("chatcmpl-fake-%d", req.n),
 			"object":             "chat.completion.chunk",
@@ -101,7 +168,7 @@ func (openaiAPI) stream(turn Turn, req *request) []event {
 	return append(evs, event{data: "[DONE]"})
 }
 
-func (openaiAPI) message(turn Turn, req *request) any {
+func (*openaiAPI) message(turn Turn, req *request) any {
 	turn = resolve(turn, req.n, "call_fake_")
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 	if turn.Text != "" {
@@ -133,12 +200,15 @@ func (openaiAPI) message(turn Turn, req *request) any {
 	}
 }
 
+// openaiUsage is the usage object of a completion.
 func openaiUsage(turn Turn, req *request) map[string]any {
-	out := outputTokens(turn)
+	u := req.usage
+	prompt := u.InputTokens + u.CacheReadTokens
 	return map[string]any{
-		"prompt_tokens":             req.inputTokens,
-		"completion_tokens":         out,
-		"total_tokens":              req.inputTokens + out,
+		"prompt_tokens":             prompt,
+		"completion_tokens":         u.OutputTokens,
+		"total_tokens":              prompt + u.OutputTokens,
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CacheReadTokens, "audio_tokens": 0},
 		"completion_tokens_details": map[string]any{"reasoning_tokens": tokens(turn.Thinking)},
 	}
 }
@@ -158,9 +228,16 @@ func openaiError(status int) (typ string, code any) {
 	return "invalid_request_error", nil
 }
 
-func (openaiAPI) errorBody(status int, message, _ string) any {
-	typ, code := openaiError(status)
+func (*openaiAPI) errorBody(e *apiError, _ string) any {
+	typ, code := openaiError(e.status)
+	if e.code != "" {
+		code = e.code
+	}
+	var param any
+	if e.param != "" {
+		param = e.param
+	}
 	return map[string]any{"error": map[string]any{
-		"message": message, "type": typ, "param": nil, "code": code,
+		"message": e.message, "type": typ, "param": param, "code": code,
 	}}
 }
