@@ -113,6 +113,7 @@ bench: e2e-deps pg-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkIdleSession$$' -benchtime 50x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkSessions1000$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkFleet$$' -benchtime 3x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkEconomy' -benchtime 1x -count 1 ./gateway/runner | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary ($$(nproc) cores, $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 	@awk '{ sub(/-[0-9]+$$/, "", $$1) } \
 		$$1 ~ /^BenchmarkCall\// { split($$1, k, "/"); ns[k[2] " " k[3] " " k[4]] = $$3; if (!((k[2] " " k[3]) in seen)) { seen[k[2] " " k[3]] = 1; order[++n] = k[2] " " k[3] } } \
@@ -130,7 +131,7 @@ bench: e2e-deps pg-deps
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \
 		      if (rb && rd) printf "built-in read_file: the in-process MCP hop adds %.0f us (%.0f us bridged vs %.0f us direct)\n", (rb-rd)/1000, rb/1000, rd/1000 }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name) } \
-		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Fleet)/ { \
+		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Fleet|Economy)/ { \
 		  line = name ":"; for (i = 5; i < NF; i += 2) line = line " " $$(i+1) " " $$i; print line }' $(BIN)/bench.txt
 
 $(BIN)/mcp-fixture: FORCE

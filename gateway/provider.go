@@ -101,3 +101,14 @@ type Model struct {
 	// reported).
 	Pricing *Pricing
 }
+
+// WindowReporter is a Provider that can ask its endpoint for the context
+// window of its model (Anthropic's Models API max_input_tokens; an
+// OpenAI-compatible server's model list, where vLLM, OpenRouter and LM
+// Studio give it). The runner asks once per model, when the model's
+// ContextWindow is not known.
+type WindowReporter interface {
+	// ReportedWindow returns the model's context window in tokens, or 0
+	// when the endpoint does not say. It returns promptly once ctx is done.
+	ReportedWindow(ctx context.Context) (int64, error)
+}

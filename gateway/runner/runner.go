@@ -76,6 +76,7 @@ type Runner struct {
 	grants   grants // "allow always" answers, by session
 	callIDs  callIDIndex
 	calib    calibration // token estimates per session
+	windows  windows     // context windows the providers reported
 }
 
 // New returns a Runner over registry. opts may be nil.
@@ -201,6 +202,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		// them, and the model sees them in the history afterwards.
 		model, _ = r.model(DirectModelID)
 	}
+	model.ContextWindow = r.windows.of(ctx, model, r.opts.Logger)
 	var emitMu sync.Mutex
 	t := &turnState{
 		req: req, model: model,

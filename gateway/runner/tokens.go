@@ -2,12 +2,15 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image"
 	_ "image/gif"  // image.DecodeConfig of GIF results
 	_ "image/jpeg" // and JPEG
 	_ "image/png"  // and PNG
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
@@ -143,4 +146,61 @@ func (c *calibration) forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.ratio, key)
+}
+
+// windows caches the context windows that providers report
+// (gateway.WindowReporter), by model ID: each is asked once per process,
+// and an answer of "unknown" or a failure is kept too. Safe for concurrent
+// use.
+type windows struct {
+	mu sync.Mutex
+	m  map[string]*windowAnswer
+}
+
+// windowAnswer is one model's reported window; done is closed once n is set.
+type windowAnswer struct {
+	done chan struct{}
+	n    int64
+}
+
+// reportTimeout bounds asking a provider for its model's window.
+const reportTimeout = 10 * time.Second
+
+// of returns model's context window: its own, else the one its provider
+// reports (asked once; concurrent callers wait for the one question), else
+// 0.
+func (w *windows) of(ctx context.Context, model gateway.Model, log *slog.Logger) int64 {
+	rep, ok := model.Provider.(gateway.WindowReporter)
+	if model.ContextWindow > 0 || !ok {
+		return model.ContextWindow
+	}
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = make(map[string]*windowAnswer)
+	}
+	a := w.m[model.ID]
+	first := a == nil
+	if first {
+		a = &windowAnswer{done: make(chan struct{})}
+		w.m[model.ID] = a
+	}
+	w.mu.Unlock()
+	if first {
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+		n, err := rep.ReportedWindow(qctx)
+		cancel()
+		if err != nil {
+			log.Info("the provider did not report the model's context window; set model.contextWindow for compaction before it is full", "model", model.ID, "err", err)
+		} else if n > 0 {
+			log.Info("context window reported by the provider", "model", model.ID, "tokens", n)
+		}
+		a.n = max(n, 0)
+		close(a.done)
+	}
+	select {
+	case <-a.done:
+		return a.n
+	case <-ctx.Done():
+		return 0
+	}
 }

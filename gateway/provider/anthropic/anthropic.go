@@ -257,6 +257,16 @@ func (a *Provider) tools(tools []*gateway.Tool) []anthropic.ToolUnionParam {
 	return out
 }
 
+// ReportedWindow implements [gateway.WindowReporter]: the model's
+// max_input_tokens from the Models API, or 0.
+func (a *Provider) ReportedWindow(ctx context.Context) (int64, error) {
+	info, err := a.client.Beta.Models.Get(ctx, a.opts.Model, anthropic.BetaModelGetParams{}, option.WithAPIKey(a.opts.Key()), option.WithMaxRetries(0))
+	if err != nil {
+		return 0, a.describe(err)
+	}
+	return info.MaxInputTokens, nil
+}
+
 // describe turns an SDK error into a [provider.Error].
 func (a *Provider) describe(err error) error {
 	var apiErr *anthropic.Error

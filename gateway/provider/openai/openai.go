@@ -242,6 +242,40 @@ func (o *Provider) tools(tools []*gateway.Tool) []openai.ChatCompletionToolUnion
 	return out
 }
 
+// windowFields are the fields in which OpenAI-compatible servers give a
+// model's context window in their model list: vLLM's max_model_len,
+// OpenRouter's context_length, Groq's context_window, LM Studio's
+// max_context_length.
+var windowFields = []string{"max_model_len", "context_length", "context_window", "max_context_length"}
+
+// ReportedWindow implements [gateway.WindowReporter]: the context window
+// the endpoint's model list gives for the model, or 0. OpenAI's own API
+// gives none.
+func (o *Provider) ReportedWindow(ctx context.Context) (int64, error) {
+	if o.isOpenAI() {
+		return 0, nil
+	}
+	key := o.opts.Key()
+	page, err := o.client.Models.List(ctx, oaioption.WithAPIKey(key), oaioption.WithMaxRetries(0))
+	if err != nil {
+		return 0, o.describe(err)
+	}
+	for _, m := range page.Data {
+		if m.ID != o.opts.Model {
+			continue
+		}
+		for _, f := range windowFields {
+			if v, ok := m.JSON.ExtraFields[f]; ok {
+				var n int64
+				if json.Unmarshal([]byte(v.Raw()), &n) == nil && n > 0 {
+					return n, nil
+				}
+			}
+		}
+	}
+	return 0, nil
+}
+
 // isOpenAI reports whether the provider talks to OpenAI's own API (no base
 // URL, or one on api.openai.com), which takes OpenAI-only fields such as
 // prompt_cache_key.

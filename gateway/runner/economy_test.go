@@ -1,0 +1,276 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
+)
+
+// The economy of a long session, measured with the fake providers, which
+// count and cache tokens by the real APIs' rules (testfixtures/fakemodel):
+// a 30-turn session over 300 tools of 3 servers, each turn calling a
+// different tool, run as the agent runs it (tool search, cache
+// breakpoints) and naively (every tool every request, nothing cached).
+
+// economySystem is the system prompt of the sessions: the ACP front end's.
+const economySystem = "You are acp-agent, a coding assistant working inside the user's editor through the Agent Client Protocol. " +
+	"The session's working directory is /work/project. Use the tools you are given (MCP servers the editor connected) when they help; " +
+	"say briefly what you are doing. If a tool call fails or the user declines it, explain and adapt instead of retrying the same call."
+
+// econTools are n GitHub-like tools of three servers (about 200 tokens of
+// definition each) and eight built-in (Core) tools.
+func econTools(n int, calls *atomic.Int32) []*gateway.Tool {
+	verbs := []string{"create", "list", "get", "update", "delete", "search", "merge", "close", "reopen", "assign"}
+	topics := []string{"issue", "pull request", "branch", "commit", "release", "workflow run", "label", "milestone", "comment", "review"}
+	servers := []string{"github", "gitlab", "jira"}
+	run := func(name string) func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+		return func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+			calls.Add(1)
+			return gateway.Result{Content: []gateway.Content{gateway.TextContent(`{"ok":true,"tool":"` + name + `","items":[{"id":1,"title":"Fix the flaky test","state":"open"},{"id":2,"title":"Bump the SDK","state":"closed"}]}`)}}, nil
+		}
+	}
+	var out []*gateway.Tool
+	for _, b := range []string{"read_file", "write_file", "edit_file", "list_directory", "search_files", "run_command", "fetch_url", "update_plan"} {
+		name := "mcp__acp__" + b
+		out = append(out, &gateway.Tool{Name: name, Group: "acp", Core: true,
+			Description: "Built-in tool " + b + ": works on the session's files through the editor; paths are relative to the working directory.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"A path in the working directory"},"content":{"type":"string","description":"Text to write, when the tool writes"}},"required":["path"]}`),
+			Execute:     run(name)})
+	}
+	for i := range n {
+		srv, verb, topic := servers[i%3], verbs[(i/3)%len(verbs)], topics[(i/30)%len(topics)]
+		name := fmt.Sprintf("mcp__%s__%s_%s_%d", srv, verb, strings.ReplaceAll(topic, " ", "_"), i)
+		desc := fmt.Sprintf("%s a %s on %s (operation %d). Use it when the user wants to %s %ss of a repository or project; "+
+			"it returns JSON with the %s's fields. Requires the owner and repository; paginated with page and perPage.", verb, topic, srv, i, verb, topic, topic)
+		schema := fmt.Sprintf(`{"type":"object","properties":{"owner":{"type":"string","description":"Repository owner (user or organization)"},`+
+			`"repo":{"type":"string","description":"Repository name"},"%s_number":{"type":"integer","description":"The %s number"},`+
+			`"page":{"type":"integer","minimum":1,"description":"Page number for pagination"},"perPage":{"type":"integer","minimum":1,"maximum":100,"description":"Results per page"},`+
+			`"state":{"type":"string","enum":["open","closed","all"],"description":"Filter by state"}},"required":["owner","repo"]}`, strings.ReplaceAll(topic, " ", "_"), topic)
+		out = append(out, &gateway.Tool{Name: name, Group: srv, Description: desc, InputSchema: json.RawMessage(schema), Execute: run(name)})
+	}
+	return out
+}
+
+// scriptedModel is the fake model of the economy sessions: each user
+// message names the tool the turn needs ("Turn N: use TOOL: DESCRIPTION");
+// the model calls it if it is offered, else searches for it with its
+// description, then calls it, then answers. A summarization request gets a
+// summary.
+func scriptedModel(r fakemodel.Recorded) fakemodel.Turn {
+	tools, msgs := parseRequest(r.JSON)
+	last := msgs[len(msgs)-1]
+	if last.role == "user" && strings.Contains(last.text, "replaced by the summary you write now") {
+		return fakemodel.Turn{Text: "Summary: the user asked for one tool per turn; each was found and called."}
+	}
+	var target, desc string
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.role == "user" && strings.HasPrefix(m.text, "Turn ") {
+			_, rest, _ := strings.Cut(m.text, " use ")
+			target, desc, _ = strings.Cut(rest, ": ")
+			break
+		}
+	}
+	call := func(name, args string) fakemodel.Turn {
+		return fakemodel.Turn{ToolCalls: []fakemodel.ToolCall{{Name: name, Args: args}}}
+	}
+	switch {
+	case last.role == "user" && slices.Contains(tools, target):
+		return call(target, `{"owner":"acme","repo":"widgets"}`)
+	case last.role == "user" && slices.Contains(tools, runner.SearchToolName):
+		q, _ := json.Marshal(map[string]string{"query": desc})
+		return call(runner.SearchToolName, string(q))
+	case last.role == "tool" && len(msgs) > 1 && slices.Contains(msgs[len(msgs)-2].calls, runner.SearchToolName):
+		if !slices.Contains(tools, target) {
+			return fakemodel.Turn{Text: "NOT FOUND " + target}
+		}
+		return call(target, `{"owner":"acme","repo":"widgets"}`)
+	}
+	return fakemodel.Turn{Text: "Done: " + target + " returned two items."}
+}
+
+// reqMessage is a request's message as the scripted model reads it.
+type reqMessage struct {
+	role  string // user, assistant or tool (a user message of tool results, for Anthropic)
+	text  string
+	calls []string // the tools an assistant message called
+}
+
+// parseRequest reads the offered tools and the messages of an Anthropic or
+// OpenAI request body.
+func parseRequest(body map[string]any) (tools []string, msgs []reqMessage) {
+	for _, t := range body["tools"].([]any) {
+		tm := t.(map[string]any)
+		if f, ok := tm["function"].(map[string]any); ok {
+			tm = f
+		}
+		tools = append(tools, tm["name"].(string))
+	}
+	for _, m := range body["messages"].([]any) {
+		mm := m.(map[string]any)
+		msg := reqMessage{role: mm["role"].(string)}
+		switch c := mm["content"].(type) {
+		case string:
+			msg.text = c
+		case []any:
+			for _, b := range c {
+				bm := b.(map[string]any)
+				switch bm["type"] {
+				case "text":
+					msg.text += bm["text"].(string)
+				case "tool_use":
+					msg.calls = append(msg.calls, bm["name"].(string))
+				case "tool_result":
+					msg.role = "tool"
+				}
+			}
+		}
+		for _, tc := range asSlice(mm["tool_calls"]) {
+			msg.calls = append(msg.calls, tc.(map[string]any)["function"].(map[string]any)["name"].(string))
+		}
+		if msg.role == "system" {
+			continue
+		}
+		msgs = append(msgs, msg)
+	}
+	return tools, msgs
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+// economy is what one session cost.
+type economy struct {
+	requests   int
+	usage      fakemodel.Usage // summed over the requests
+	firstTools int             // tokens of the first request's tool definitions
+	reached    int             // turns whose tool ran
+	failed     int             // turns that failed
+}
+
+// billed is the billed-equivalent input tokens: uncached ×1, cache write
+// ×1.25, cache read ×0.1.
+func (e economy) billed() float64 { return e.usage.Billed() }
+
+// prompt is every prompt token, as if nothing were cached.
+func (e economy) prompt() int {
+	return e.usage.InputTokens + e.usage.CacheReadTokens + e.usage.CacheWriteTokens
+}
+
+// runEconomy runs the 30-turn session on api ("anthropic" or "openai") with
+// tool search set to search.
+func runEconomy(tb testing.TB, api string, search runner.ToolSearch, turns int) economy {
+	var calls atomic.Int32
+	tools := econTools(300, &calls)
+	var srv *fakemodel.Server
+	var prov gateway.Provider
+	model := gateway.Model{ID: api}
+	switch api {
+	case "anthropic":
+		srv = fakemodel.NewAnthropicWith(tb, &fakemodel.Options{ContextWindow: 200_000, Respond: scriptedModel})
+		prov = anthropic.New(provider.Options{Model: "claude-sonnet-4-5", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})
+		model.ContextWindow = 200_000
+	default:
+		srv = fakemodel.NewOpenAIWith(tb, &fakemodel.Options{ContextWindow: 1_047_576, Respond: scriptedModel})
+		prov = openai.New(provider.Options{Model: "gpt-4.1", APIKey: "test", BaseURL: srv.URL + "/v1", MaxRetries: -1})
+		model.ContextWindow = 1_047_576
+	}
+	model.Provider = prov
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{model}, ToolSearch: search, Permissions: runner.Permissions{Mode: runner.PermissionAllow}})
+	_ = gw.SetExtraTools(context.Background(), "econ", tools)
+	order := rand.New(rand.NewPCG(23, 30)).Perm(300)
+	var e economy
+	for i := range turns {
+		target := tools[8+order[i]]
+		before := calls.Load()
+		msg := fmt.Sprintf("Turn %d: use %s: %s", i+1, target.Name, target.Description)
+		_, err := gw.Send(context.Background(), gateway.SendRequest{SessionKey: "econ", System: economySystem,
+			Message: []gateway.Content{gateway.TextContent(msg)}}, func(gateway.Event) {})
+		switch {
+		case err != nil:
+			e.failed++
+			tb.Logf("turn %d failed: %v", i+1, err)
+		case calls.Load() > before:
+			e.reached++
+		}
+	}
+	reqs := srv.Requests()
+	if testing.Verbose() && search == runner.ToolSearchAuto {
+		for i, r := range reqs {
+			tb.Logf("req %d: in %d read %d write %d tools %d msgs %d", i, r.Usage.InputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, len(asSlice(r.JSON["tools"])), len(asSlice(r.JSON["messages"])))
+		}
+	}
+	e.requests = len(reqs)
+	for _, r := range reqs {
+		e.usage.InputTokens += r.Usage.InputTokens
+		e.usage.CacheReadTokens += r.Usage.CacheReadTokens
+		e.usage.CacheWriteTokens += r.Usage.CacheWriteTokens
+		e.usage.OutputTokens += r.Usage.OutputTokens
+	}
+	if len(reqs) > 0 {
+		b, _ := json.Marshal(reqs[0].JSON["tools"])
+		e.firstTools = (len(b) + 3) / 4
+	}
+	return e
+}
+
+// TestEconomy_ToolSearchAndCaching checks the yes/no of the 30-turn session
+// on both providers: every scripted tool is reached, the billed input is at
+// most 15 % of the naive session's, and the first request's tool
+// definitions at most 10 % of all 300 schemas.
+func TestEconomy_ToolSearchAndCaching(t *testing.T) {
+	for _, api := range []string{"anthropic", "openai"} {
+		t.Run(api, func(t *testing.T) {
+			agent := runEconomy(t, api, runner.ToolSearchAuto, 30)
+			naive := runEconomy(t, api, runner.ToolSearchOff, 30)
+			if agent.reached != 30 || agent.failed != 0 || naive.reached != 30 {
+				t.Errorf("tools reached: %d of 30 (%d failed turns); naive %d", agent.reached, agent.failed, naive.reached)
+			}
+			ratio := agent.billed() / float64(naive.prompt())
+			t.Logf("%s: billed-equivalent input %.0f tokens vs naive %d (%.1f%%); first-request tool definitions %d vs %d tokens (%.1f%%); %d vs %d requests",
+				api, agent.billed(), naive.prompt(), 100*ratio, agent.firstTools, naive.firstTools, 100*float64(agent.firstTools)/float64(naive.firstTools), agent.requests, naive.requests)
+			if ratio > 0.15 {
+				t.Errorf("billed-equivalent input is %.1f%% of the naive session's, want at most 15%%", 100*ratio)
+			}
+			if agent.firstTools*10 > naive.firstTools {
+				t.Errorf("first-request tool definitions are %d tokens, over 10%% of all (%d)", agent.firstTools, naive.firstTools)
+			}
+		})
+	}
+}
+
+// BenchmarkEconomy30Turns reports the 30-turn session's tokens per
+// provider, as the agent sends it and naively: billed-input (uncached ×1,
+// cache write ×1.25, cache read ×0.1), naive-input (every prompt token at
+// full price, tool search off), billed-% (the first of the second), and the
+// first request's tool-definition tokens against all 300 schemas.
+func BenchmarkEconomy30Turns(b *testing.B) {
+	for _, api := range []string{"anthropic", "openai"} {
+		b.Run(api, func(b *testing.B) {
+			var agent, naive economy
+			for b.Loop() {
+				agent = runEconomy(b, api, runner.ToolSearchAuto, 30)
+				naive = runEconomy(b, api, runner.ToolSearchOff, 30)
+			}
+			b.ReportMetric(agent.billed(), "billed-input")
+			b.ReportMetric(float64(naive.prompt()), "naive-input")
+			b.ReportMetric(100*agent.billed()/float64(naive.prompt()), "billed-%")
+			b.ReportMetric(float64(agent.usage.CacheReadTokens), "cache-read")
+			b.ReportMetric(float64(agent.usage.CacheWriteTokens), "cache-write")
+			b.ReportMetric(float64(agent.usage.InputTokens), "uncached")
+			b.ReportMetric(float64(agent.firstTools), "first-tool-defs")
+			b.ReportMetric(float64(naive.firstTools), "all-tool-defs")
+			b.ReportMetric(float64(agent.reached), "tools-reached")
+		})
+	}
+}
