@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -272,5 +274,52 @@ func BenchmarkEconomy30Turns(b *testing.B) {
 			b.ReportMetric(float64(naive.firstTools), "all-tool-defs")
 			b.ReportMetric(float64(agent.reached), "tools-reached")
 		})
+	}
+}
+
+// A model whose window is not known learns it from its provider (once):
+// Anthropic's Models API here, and the runner compacts before the window.
+func TestReportedWindow_CompactsBeforeIt(t *testing.T) {
+	var calls atomic.Int32
+	srv := fakemodel.NewAnthropicWith(t, &fakemodel.Options{ContextWindow: 30_000, Respond: scriptedModel})
+	model := gateway.Model{ID: "anthropic:claude-unlisted", Provider: anthropic.New(provider.Options{Model: "claude-unlisted", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})}
+	tools := econTools(10, &calls)
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{model}, Permissions: runner.Permissions{Mode: runner.PermissionAllow}})
+	_ = gw.SetExtraTools(t.Context(), "w", tools)
+	for i := range 40 {
+		target := tools[8+i%10]
+		msg := fmt.Sprintf("Turn %d: use %s: %s %s", i+1, target.Name, target.Description, strings.Repeat("padding ", 400))
+		if _, err := gw.Send(t.Context(), gateway.SendRequest{SessionKey: "w", Message: []gateway.Content{gateway.TextContent(msg)}}, func(gateway.Event) {}); err != nil {
+			t.Fatalf("turn %d: %v", i+1, err)
+		}
+	}
+	if n := srv.ModelInfoRequests(); n != 1 {
+		t.Errorf("the model's window was asked %d times, want once", n)
+	}
+	summaries := 0
+	for _, r := range srv.Requests() {
+		if r.Status != 200 {
+			t.Errorf("a request got HTTP %d: the window was passed", r.Status)
+		}
+		if _, msgs := parseRequest(r.JSON); strings.Contains(msgs[len(msgs)-1].text, "replaced by the summary you write now") {
+			summaries++
+		}
+	}
+	if summaries == 0 {
+		t.Error("40 long turns in a 30,000-token window and no compaction")
+	}
+}
+
+// An OpenAI-compatible server's model list gives the window (vLLM's
+// max_model_len).
+func TestReportedWindow_OpenAICompatible(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"other","object":"model","created":0,"owned_by":"x","max_model_len":1},{"id":"qwen2.5","object":"model","created":0,"owned_by":"vllm","max_model_len":32768}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	p := openai.New(provider.Options{Model: "qwen2.5", APIKey: "x", BaseURL: srv.URL + "/v1", MaxRetries: -1})
+	if n, err := p.ReportedWindow(t.Context()); err != nil || n != 32768 {
+		t.Errorf("ReportedWindow = %d, %v; want 32768", n, err)
 	}
 }

@@ -331,3 +331,10 @@ func (*anthropicAPI) errorBody(e *apiError, requestID string) any {
 		"request_id": requestID,
 	}
 }
+
+// modelInfo is a Models API model object
+// (https://docs.anthropic.com/en/api/models): max_input_tokens is the
+// server's window, 0 when it has none.
+func (*anthropicAPI) modelInfo(id string, window int) any {
+	return map[string]any{"type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z", "max_input_tokens": window, "max_tokens": 64000}
+}

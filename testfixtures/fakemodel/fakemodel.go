@@ -92,7 +92,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -229,6 +231,10 @@ type Server struct {
 	srv  *httptest.Server
 	quit chan struct{} // closed at cleanup, before srv.Close; ends every pause
 
+	// modelInfo counts the model-information requests (GET /v1/models and
+	// /v1/models/{id}), which are answered but not recorded in requests.
+	modelInfo atomic.Int64
+
 	mu       sync.Mutex
 	turns    []Turn              // scripted turns not served yet, in order
 	respond  func(Recorded) Turn // answers when turns is empty; nil: a test error
@@ -255,6 +261,10 @@ type api interface {
 	message(turn Turn, req *request) any
 	// errorBody returns the JSON error body for e.
 	errorBody(e *apiError, requestID string) any
+	// modelInfo returns the body of a model-information request for id
+	// (the path after /v1/models/, or "/v1/models" for the list) on a
+	// server whose context window is window (0: none).
+	modelInfo(id string, window int) any
 }
 
 // prompt is a parsed request as the context window and the cache see it.
@@ -310,6 +320,12 @@ func (s *Server) SetRespond(f func(r Recorded) Turn) {
 	defer s.mu.Unlock()
 	s.respond = f
 }
+
+// ModelInfoRequests returns how many model-information requests the server
+// answered: GET /v1/models/{id} (Anthropic's Models API, with
+// max_input_tokens the server's ContextWindow) and GET /v1/models (an
+// OpenAI model list, which names no model). They are not in Requests.
+func (s *Server) ModelInfoRequests() int { return int(s.modelInfo.Load()) }
 
 // Requests returns every request received so far, in order, including those
 // that got an error. The result is a copy; its elements share Body, Header
@@ -367,6 +383,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return // the client went away
+	}
+	if r.Method == http.MethodGet && (r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/")) {
+		s.modelInfo.Add(1)
+		writeJSON(w, http.StatusOK, s.api.modelInfo(strings.TrimPrefix(r.URL.Path, "/v1/models/"), s.opts.ContextWindow))
+		return
 	}
 	rec := Recorded{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	if err := json.Unmarshal(body, &rec.JSON); err != nil {

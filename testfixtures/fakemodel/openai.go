@@ -241,3 +241,12 @@ func (*openaiAPI) errorBody(e *apiError, _ string) any {
 		"message": e.message, "type": typ, "param": param, "code": code,
 	}}
 }
+
+// modelInfo is an empty model list, or for one model an object without a
+// window: OpenAI's API gives none.
+func (*openaiAPI) modelInfo(id string, _ int) any {
+	if id == "/v1/models" {
+		return map[string]any{"object": "list", "data": []any{}}
+	}
+	return map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "fakemodel"}
+}
