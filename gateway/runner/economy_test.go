@@ -112,7 +112,7 @@ type reqMessage struct {
 // parseRequest reads the offered tools and the messages of an Anthropic or
 // OpenAI request body.
 func parseRequest(body map[string]any) (tools []string, msgs []reqMessage) {
-	for _, t := range body["tools"].([]any) {
+	for _, t := range asSlice(body["tools"]) {
 		tm := t.(map[string]any)
 		if f, ok := tm["function"].(map[string]any); ok {
 			tm = f
@@ -321,5 +321,118 @@ func TestReportedWindow_OpenAICompatible(t *testing.T) {
 	p := openai.New(provider.Options{Model: "qwen2.5", APIKey: "x", BaseURL: srv.URL + "/v1", MaxRetries: -1})
 	if n, err := p.ReportedWindow(t.Context()); err != nil || n != 32768 {
 		t.Errorf("ReportedWindow = %d, %v; want 32768", n, err)
+	}
+}
+
+// longSession is what a long session of big tool results did.
+type longSession struct {
+	turns, failed int
+	compactions   int // summarization requests
+	maxPrompt     int // the largest prompt sent, in tokens
+	lostNewest    int // requests (not summaries) whose last user text was not the turn's message
+	usage         fakemodel.Usage
+}
+
+// runLongSession runs turns turns on api, each calling a tool that returns
+// size bytes of text, in a window of 200,000 tokens.
+func runLongSession(tb testing.TB, api string, turns, size int) longSession {
+	var calls atomic.Int32
+	var srv *fakemodel.Server
+	var prov gateway.Provider
+	const window = 200_000
+	switch api {
+	case "anthropic":
+		srv = fakemodel.NewAnthropicWith(tb, &fakemodel.Options{ContextWindow: window, Respond: scriptedModel})
+		prov = anthropic.New(provider.Options{Model: "claude-sonnet-4-5", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})
+	default:
+		srv = fakemodel.NewOpenAIWith(tb, &fakemodel.Options{ContextWindow: window, Respond: scriptedModel})
+		prov = openai.New(provider.Options{Model: "gpt-4.1", APIKey: "test", BaseURL: srv.URL + "/v1", MaxRetries: -1})
+	}
+	tool := &gateway.Tool{Name: "mcp__logs__tail", Group: "logs", Description: "Tail the build log.",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Execute: func(_ context.Context, id string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+			calls.Add(1)
+			line := "2026-11-26T08:00:00Z build step " + id + " ok: compiled package and ran its tests\n"
+			return gateway.Result{Content: []gateway.Content{gateway.TextContent(strings.Repeat(line, size/len(line)+1)[:size])}}, nil
+		}}
+	model := gateway.Model{ID: api, Provider: prov, ContextWindow: window}
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{model}, Permissions: runner.Permissions{Mode: runner.PermissionAllow}})
+	_ = gw.SetExtraTools(context.Background(), "long", []*gateway.Tool{tool})
+	var s longSession
+	for i := range turns {
+		msg := fmt.Sprintf("Turn %d: use %s: %s", i+1, tool.Name, tool.Description)
+		seen := len(srv.Requests())
+		stop, err := gw.Send(context.Background(), gateway.SendRequest{SessionKey: "long", System: economySystem,
+			Message: []gateway.Content{gateway.TextContent(msg)}}, func(gateway.Event) {})
+		s.turns++
+		if err != nil || stop != gateway.StopEndTurn {
+			s.failed++
+			tb.Logf("turn %d: %s %v", i+1, stop, err)
+		}
+		for _, r := range srv.Requests()[seen:] {
+			_, msgs := parseRequest(r.JSON)
+			last := ""
+			for _, m := range msgs {
+				if m.role == "user" {
+					last = m.text
+				}
+			}
+			if strings.Contains(last, "replaced by the summary you write now") {
+				s.compactions++
+				continue
+			}
+			if last != msg {
+				s.lostNewest++
+			}
+		}
+	}
+	for _, r := range srv.Requests() {
+		u := r.Usage
+		s.usage.InputTokens += u.InputTokens
+		s.usage.CacheReadTokens += u.CacheReadTokens
+		s.usage.CacheWriteTokens += u.CacheWriteTokens
+		s.usage.OutputTokens += u.OutputTokens
+		if r.Status != http.StatusOK {
+			s.failed++
+		}
+		s.maxPrompt = max(s.maxPrompt, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
+	}
+	return s
+}
+
+// TestEconomy_LongSessionNeverFails: 40 turns of 80 KB results in a
+// 200,000-token window (about 4 times what it holds; make bench runs 200
+// turns of 20 KB): no turn fails, no request passes the window, the newest
+// user message is in every request.
+func TestEconomy_LongSessionNeverFails(t *testing.T) {
+	for _, api := range []string{"anthropic", "openai"} {
+		t.Run(api, func(t *testing.T) {
+			s := runLongSession(t, api, 40, 80_000)
+			t.Logf("%s: %d turns, %d failed, %d compactions, largest prompt %d tokens, billed-equivalent input %.0f (%.0f a turn)",
+				api, s.turns, s.failed, s.compactions, s.maxPrompt, s.usage.Billed(), s.usage.Billed()/float64(s.turns))
+			if s.failed != 0 || s.lostNewest != 0 || s.compactions == 0 || s.maxPrompt > 200_000 {
+				t.Errorf("failed turns %d, requests without the newest message %d, compactions %d, largest prompt %d", s.failed, s.lostNewest, s.compactions, s.maxPrompt)
+			}
+		})
+	}
+}
+
+// BenchmarkEconomy200Turns reports the 200-turn session of 20 KB results:
+// failed turns, compactions, the largest prompt against the window, and
+// the billed-equivalent input per turn.
+func BenchmarkEconomy200Turns(b *testing.B) {
+	for _, api := range []string{"anthropic", "openai"} {
+		b.Run(api, func(b *testing.B) {
+			var s longSession
+			for b.Loop() {
+				s = runLongSession(b, api, 200, 20_000)
+			}
+			b.ReportMetric(float64(s.failed), "failed-turns")
+			b.ReportMetric(float64(s.compactions), "compactions")
+			b.ReportMetric(float64(s.maxPrompt), "max-prompt")
+			b.ReportMetric(200_000, "window")
+			b.ReportMetric(s.usage.Billed()/float64(s.turns), "billed-input/turn")
+			b.ReportMetric(float64(s.lostNewest), "newest-missing")
+		})
 	}
 }
