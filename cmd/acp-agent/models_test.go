@@ -110,3 +110,48 @@ func TestProviders_OneTableDrivesEveryUse(t *testing.T) {
 		t.Errorf("config with provider gemini: %v; want the table's providers", err)
 	}
 }
+
+// The known models come with their window and prices; the config's
+// contextWindow and pricing win; an unknown model has neither.
+func TestModels_WindowAndPricing(t *testing.T) {
+	ms, err := models(&ModelConfig{Provider: "openai", Name: "qwen2.5", BaseURL: "http://127.0.0.1:8000/v1", ContextWindow: 32768,
+		Pricing: &gateway.Pricing{Input: 0.1, Output: 0.2}}, env(map[string]string{"ANTHROPIC_API_KEY": "a"}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.ContextWindow != 32768 || m.Pricing == nil || m.Pricing.Output != 0.2 {
+		t.Errorf("configured: window %d, pricing %+v", m.ContextWindow, m.Pricing)
+	}
+	if m := ms[1]; m.ID != "anthropic:claude-sonnet-4-5" || m.ContextWindow != 200_000 || m.Pricing == nil || m.Pricing.Input != 3 || m.Pricing.CacheRead != 0.3 {
+		t.Errorf("known: %s window %d, pricing %+v", m.ID, m.ContextWindow, m.Pricing)
+	}
+	ms, _ = models(&ModelConfig{Provider: "openai", Name: "llama3.1", BaseURL: "http://127.0.0.1:11434/v1"}, env(nil), nil, nil)
+	if m := ms[0]; m.ContextWindow != 0 || m.Pricing != nil {
+		t.Errorf("unknown: window %d, pricing %+v", m.ContextWindow, m.Pricing)
+	}
+	if spec, ok := provider.KnownModel("claude-sonnet-4-5-20250929"); !ok || spec.ContextWindow != 200_000 {
+		t.Error("a dated model name is not matched to its model")
+	}
+	if _, ok := provider.KnownModel("gpt-4.10"); ok {
+		t.Error("a prefix that is not a word boundary matched")
+	}
+}
+
+// Tool search sets the default tool limit: 1,000 with it, 100 without.
+func TestConfig_ToolsPerSessionFollowsToolSearch(t *testing.T) {
+	for _, tt := range []struct {
+		json string
+		want int
+	}{{`{}`, 1000}, {`{"context": {"toolSearch": "off"}}`, 100}, {`{"context": {"toolSearch": "off"}, "limits": {"toolsPerSession": 30}}`, 30}} {
+		var c Config
+		if err := parseConfig([]byte(tt.json), &c); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.toolsPerSession(); got != tt.want {
+			t.Errorf("%s: %d tools per session, want %d", tt.json, got, tt.want)
+		}
+		if o := c.runnerOptions(nil, nil, nil); o.ToolSearch != runner.ToolSearch(c.Context.ToolSearch) {
+			t.Errorf("%s: runner tool search %q", tt.json, o.ToolSearch)
+		}
+	}
+}
