@@ -12,7 +12,9 @@ import (
 // agent's in-process servers' are always offered (Core). A tool's
 // _meta["anthropic/maxResultSizeChars"] becomes its own result budget.
 func TestBridgedTool_CoreAndResultBudget(t *testing.T) {
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: mcp.Meta{MetaMaxResultChars: 500000}}, noop)
 	srv.AddTool(&mcp.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: mcp.Meta{MetaMaxResultChars: "lots"}}, noop)
