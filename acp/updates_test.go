@@ -54,3 +54,39 @@ func marshal(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestSessionUpdatesUsage: a turn's usage is a usage_update with the
+// context's size and, when every request was priced, the session's cost;
+// the prompt response carries the turn's counts; a compaction is told.
+func TestSessionUpdatesUsage(t *testing.T) {
+	rep := &gateway.UsageReport{
+		Turn:    gateway.Usage{InputTokens: 100, CacheReadTokens: 5000, CacheWriteTokens: 300, OutputTokens: 40, Requests: 2, Cost: 0.01},
+		Session: gateway.Usage{InputTokens: 900, OutputTokens: 80, Requests: 5, Cost: 0.25},
+		Used:    5440, Size: 200_000,
+	}
+	us := sessionUpdates(gateway.Event{Kind: gateway.EventUsage, Usage: rep})
+	if len(us) != 1 {
+		t.Fatalf("%d updates", len(us))
+	}
+	if got, want := marshal(t, us[0]), `{"cost":{"amount":0.25,"currency":"USD"},"sessionUpdate":"usage_update","size":200000,"used":5440}`; got != want {
+		t.Errorf("usage_update = %s, want %s", got, want)
+	}
+	rep.Session.Unpriced = 1
+	if got := marshal(t, sessionUpdates(gateway.Event{Kind: gateway.EventUsage, Usage: rep})[0]); strings.Contains(got, "cost") {
+		t.Errorf("a session with an unpriced request reports a cost: %s", got)
+	}
+	b, _ := json.Marshal(turnUsage(rep.Turn))
+	if got, want := string(b), `{"cachedReadTokens":5000,"cachedWriteTokens":300,"inputTokens":100,"outputTokens":40,"totalTokens":5440}`; got != want {
+		t.Errorf("prompt usage = %s, want %s", got, want)
+	}
+	for _, c := range []*gateway.CompactionReport{{Reason: "threshold", Before: 170000, After: 30000}, {Reason: "too_long", Err: "the model wrote no summary"}} {
+		u := sessionUpdates(gateway.Event{Kind: gateway.EventCompaction, Compaction: c})
+		if len(u) != 1 || u[0].AgentMessageChunk == nil {
+			t.Fatalf("compaction %+v: %d updates", c, len(u))
+		}
+		text := u[0].AgentMessageChunk.Content.Text.Text
+		if c.Err == "" && !strings.Contains(text, "170000 → 30000") || c.Err != "" && !strings.Contains(text, c.Err) {
+			t.Errorf("compaction told as %q", text)
+		}
+	}
+}
