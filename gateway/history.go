@@ -36,6 +36,10 @@ type Compaction struct {
 	// Loaded are the deferred tools that tool search had loaded before the
 	// compaction: they stay loaded after it.
 	Loaded []string `json:"loaded,omitempty"`
+	// Head are messages from before From that the model still sees
+	// verbatim, right after the summary: the running turn's user message,
+	// when a turn outgrew the window and the compaction fell inside it.
+	Head []Message `json:"head,omitempty"`
 }
 
 // View is what the model sees of a session's conversation at the start of a

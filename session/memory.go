@@ -174,6 +174,7 @@ func cloneCompaction(c *gateway.Compaction) *gateway.Compaction {
 	}
 	cc := *c
 	cc.Loaded = slices.Clone(c.Loaded)
+	cc.Head = slices.Clone(c.Head)
 	return &cc
 }
 

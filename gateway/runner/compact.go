@@ -57,16 +57,16 @@ func SummaryMessage(c *gateway.Compaction) gateway.Message {
 var errNothingToCompact = errors.New("nothing to compact: the conversation is only the running turn")
 
 // cutPoint returns where a compaction of msgs cuts: the first message kept
-// verbatim. The cut is at most limit (the running turn's first message,
-// which stays) and at a user message, or else an assistant message, never a
-// tool result; it keeps the newest messages up to keep tokens. 0 means
-// nothing can be cut.
-func cutPoint(msgs []gateway.Message, limit int, keep int64) int {
+// verbatim. The cut keeps the newest messages up to keep tokens, at least
+// the last message, and falls on a user message where one is within that,
+// else on an assistant message, never on a tool result (a call stays with
+// its result). 0 means nothing can be cut.
+func cutPoint(msgs []gateway.Message, keep int64) int {
 	best := 0
 	var tokens int64
 	for i := len(msgs) - 1; i > 0; i-- {
 		tokens += messageTokens(msgs[i])
-		if i > limit || msgs[i].Role == gateway.RoleTool {
+		if msgs[i].Role == gateway.RoleTool {
 			continue
 		}
 		if tokens > keep && best > 0 {

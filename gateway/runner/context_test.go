@@ -456,3 +456,61 @@ func errorsIs(err, target error) bool {
 	}
 	return false
 }
+
+// A turn that outgrows the window is compacted inside: its earlier calls
+// become the summary, its user message stays in view (the compaction's
+// Head), and the turn goes on to its end; the next turn sees the same.
+func TestRunner_CompactsInsideALongTurn(t *testing.T) {
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{{Name: "dump", Execute: func(_ context.Context, id string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		return gateway.Result{Content: text(id + strings.Repeat("y", 8000))}, nil
+	}}})
+	rec := &recorder{}
+	rec.answer = func(n int, req *gateway.Request) (*gateway.Response, error) {
+		calls := 0
+		for _, r := range rec.requests() {
+			if !isSummaryRequest(r) {
+				calls++
+			}
+		}
+		if calls <= 12 {
+			return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: fmt.Sprintf("d%d", n), Name: "dump", Args: map[string]any{}}}}}, nil
+		}
+		return say("all dumped", gateway.Usage{})
+	}
+	hist := &gateway.MemoryHistory{}
+	r := New(reg, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 20_000}}})
+	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("dump twelve times")}, func(gateway.Event) {})
+	if err != nil || stop != gateway.StopEndTurn {
+		t.Fatalf("Run = %v, %v", stop, err)
+	}
+	summaries := 0
+	for _, req := range rec.requests() {
+		if isSummaryRequest(req) {
+			summaries++
+			continue
+		}
+		if est := requestTokens(req); est > 16_000 {
+			t.Errorf("a request of ~%d tokens in a 20,000 window", est)
+		}
+		if !slices.ContainsFunc(req.Messages, func(m gateway.Message) bool { return gateway.PromptText(m.Content) == "dump twelve times" }) {
+			t.Error("a request lost the turn's user message")
+		}
+	}
+	v := hist.View(t.Context(), "k")
+	if summaries == 0 || v.Compaction == nil || len(v.Compaction.Head) != 1 || gateway.PromptText(v.Compaction.Head[0].Content) != "dump twelve times" {
+		t.Fatalf("%d summaries; compaction %+v", summaries, v.Compaction)
+	}
+	if v.Messages[0].Role == gateway.RoleTool {
+		t.Error("the view starts with a tool result")
+	}
+	rec.answer = func(int, *gateway.Request) (*gateway.Response, error) { return say("ok", gateway.Usage{}) }
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("next")}, func(gateway.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	all := rec.requests()
+	next := all[len(all)-1]
+	if gateway.PromptText(next.Messages[1].Content) != "dump twelve times" || gateway.PromptText(next.Messages[len(next.Messages)-1].Content) != "next" {
+		t.Error("the next turn does not see the summary, the earlier turn's message, then its own")
+	}
+}

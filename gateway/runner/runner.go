@@ -163,8 +163,11 @@ type turnState struct {
 	// view is what the model sees of the turns before this one; a
 	// compaction during the turn replaces it.
 	view gateway.View
-	// turn are the turn's messages so far, the user message first.
+	// turn are the turn's messages so far, the user message first; the
+	// first hidden of them were compacted during the turn (the user message
+	// is then in the compaction's Head).
 	turn       []gateway.Message
+	hidden     int
 	usage      gateway.Usage
 	compaction *gateway.Compaction // the last compaction of the turn, or nil
 	// last is the usage of the turn's latest model request: its prompt and
@@ -176,7 +179,9 @@ type turnState struct {
 
 // messages are all the messages the model sees, verbatim: the view's and
 // the turn's so far.
-func (t *turnState) messages() []gateway.Message { return slices.Concat(t.view.Messages, t.turn) }
+func (t *turnState) messages() []gateway.Message {
+	return slices.Concat(t.view.Messages, t.turn[t.hidden:])
+}
 
 // Run runs one prompt turn: the user message, then model requests and the
 // tool calls they ask for, until the model ends the turn. Every step reaches
@@ -336,8 +341,8 @@ func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gate
 	}
 	msgs := t.messages()
 	preq.Messages = r.modelMessages(msgs, allowed)
-	if t.view.Compaction != nil {
-		preq.Messages = slices.Insert(preq.Messages, 0, SummaryMessage(t.view.Compaction))
+	if c := t.view.Compaction; c != nil {
+		preq.Messages = slices.Concat([]gateway.Message{SummaryMessage(c)}, c.Head, preq.Messages)
 	}
 	var offered []*gateway.Tool
 	tools := all // a call may name any: a denied one is refused by name
@@ -421,9 +426,11 @@ func (r *Runner) overThreshold(t *turnState, preq *gateway.Request) bool {
 }
 
 // compact compacts the turn's view of the conversation for preq: the older
-// messages become a summary, the newest (Options.KeepRecent of the window)
-// and the running turn stay. It reports the compaction, or its failure, as
-// an EventCompaction (errNothingToCompact is not reported).
+// messages become a summary, and the newest (Options.KeepRecent of the
+// window) stay, the running turn's as a rule. A turn larger than that is cut
+// too, after its user message, which the model keeps seeing (the
+// compaction's Head). It reports the compaction, or its failure, as an
+// EventCompaction (errNothingToCompact is not reported).
 func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Request, reason string) error {
 	msgs := t.messages()
 	keep := int64(r.opts.KeepRecent * float64(t.model.ContextWindow))
@@ -433,9 +440,13 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 	if reason == "command" {
 		keep = 0
 	}
-	k := cutPoint(msgs, len(t.view.Messages), keep)
+	k := cutPoint(msgs, keep)
 	if k == 0 {
 		return errNothingToCompact
+	}
+	var head []gateway.Message
+	if k > len(t.view.Messages) || t.hidden > 0 {
+		head = t.turn[:1] // the turn's user message stays in view
 	}
 	before := r.calib.scale(t.req.SessionKey, requestTokens(preq))
 	summary, usage, err := r.summarize(ctx, t.model, preq, t.view.Compaction, msgs[:k])
@@ -447,8 +458,14 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 		}
 		return err
 	}
-	c := &gateway.Compaction{Summary: summary, From: t.view.Base + k, Loaded: loadedTools(t.view.Compaction, msgs[:k])}
-	t.view = gateway.View{Compaction: c, Messages: slices.Clone(t.view.Messages[k:]), Base: c.From, Usage: t.view.Usage}
+	c := &gateway.Compaction{Summary: summary, From: t.view.Base + k, Loaded: loadedTools(t.view.Compaction, msgs[:k]), Head: head}
+	if n := len(t.view.Messages); k > n {
+		t.hidden += k - n
+		t.view.Messages = nil
+	} else {
+		t.view.Messages = slices.Clone(t.view.Messages[k:])
+	}
+	t.view = gateway.View{Compaction: c, Messages: t.view.Messages, Base: c.From, Usage: t.view.Usage}
 	t.compaction = c
 	after, _ := r.request(t, false)
 	rep := &gateway.CompactionReport{Summary: summary, Reason: reason, Before: before, After: r.calib.scale(t.req.SessionKey, requestTokens(after))}

@@ -115,7 +115,8 @@ func usageAndCompaction(t *testing.T, st session.Store) {
 	// Costs are sums of binary fractions: exact in every engine's float.
 	u1 := gateway.Usage{InputTokens: 1200, CacheReadTokens: 3400, CacheWriteTokens: 500, OutputTokens: 80, ThoughtTokens: 30, Requests: 2, Cost: 0.25}
 	u2 := gateway.Usage{InputTokens: 7, OutputTokens: 9, Requests: 1, Unpriced: 1}
-	compaction := &gateway.Compaction{Summary: "We fixed the build.\nNext: tests.", From: 2, Loaded: []string{"mcp__fs__read", "mcp__fs__write"}}
+	compaction := &gateway.Compaction{Summary: "We fixed the build.\nNext: tests.", From: 2, Loaded: []string{"mcp__fs__read", "mcp__fs__write"},
+		Head: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("compact please")}}}}
 	plain := Turn("before usage was kept", "ok")
 	used := Turn("compact please", "done")
 	used.Usage, used.Compaction = u1, compaction
