@@ -93,22 +93,7 @@ func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 		turns[0].Usage != (gateway.Usage{}) || turns[0].Compaction != nil {
 		t.Fatalf("turns %+v, %v", turns, err)
 	}
-	if rec, err := st.Get(t.Context(), "sess_old"); err != nil || rec.Usage != (gateway.Usage{}) || rec.Title != "old one" {
-		t.Errorf("the old session: %+v, %v; want zero usage", rec, err)
-	}
-	tr := turn("new", "turn")
-	tr.Usage = gateway.Usage{InputTokens: 10, OutputTokens: 2, Requests: 1, Cost: 0.125}
-	tr.Compaction = &gateway.Compaction{Summary: "said hi", From: 1}
-	if err := st.AppendTurn(t.Context(), "sess_old", tr); err != nil {
-		t.Fatalf("writing after the upgrade: %v", err)
-	}
-	turns, err = st.Turns(t.Context(), "sess_old")
-	if err != nil || len(turns) != 2 || turns[1].Usage != tr.Usage || !reflect.DeepEqual(turns[1].Compaction, tr.Compaction) {
-		t.Errorf("turns after the upgrade: %+v, %v", turns, err)
-	}
-	if rec, _ := st.Get(t.Context(), "sess_old"); rec.Usage != tr.Usage {
-		t.Errorf("usage after the upgrade: %+v, want the new turn's %+v", rec.Usage, tr.Usage)
-	}
+	checkUsageAfterUpgrade(t, st)
 }
 
 func TestPostgres_RefusesNewerSchema(t *testing.T) {
