@@ -89,17 +89,7 @@ func budgeted(res *gateway.Result, limit int64, callID string) (*gateway.Result,
 			out.Content = append(out.Content, gateway.TextContent(head))
 			offset += len(head)
 			left = 0
-		case gateway.ContentImage:
-			n := imageTokens(c.Data) * bytesPerToken
-			if n > left {
-				omitted++
-				left = 0
-				continue
-			}
-			out.Content = append(out.Content, c)
-			left -= n
-			offset += len(fmt.Sprintf("[%s %s]", c.Type, c.MIMEType))
-		default:
+		default: // media at their token cost, whole or not at all
 			n := contentTokens([]gateway.Content{c}) * bytesPerToken
 			if n > left {
 				omitted++
