@@ -65,10 +65,10 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		// The provider failed: say so in the conversation and end the turn;
 		// the session stays usable.
 		send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %v\n", err)))
-		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+		stop = gateway.StopEndTurn
 	}
 	resp := acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}
-	if usage != nil {
+	if usage != nil { // a failed turn's requests count too
 		resp.Usage = turnUsage(usage.Turn)
 	}
 	return resp, nil

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -25,8 +27,30 @@ type Error struct {
 	Host string
 	// TooLong says the provider refused the request for being over the
 	// model's context window; such an Error matches ErrPromptTooLong.
+	// Limit is the window the refusal named, in tokens, or 0.
 	TooLong bool
+	Limit   int64
 	Err     error
+}
+
+// limitPatterns find the window in a "too long" message: Anthropic's
+// "prompt is too long: N tokens > M maximum", OpenAI's and vLLM's
+// "maximum context length is M tokens".
+var limitPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`tokens > (\d+) maximum`),
+	regexp.MustCompile(`maximum context length is (\d+) tokens`),
+}
+
+// tooLongLimit returns the window msg names, or 0.
+func tooLongLimit(msg string) int64 {
+	for _, re := range limitPatterns {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			if n, err := strconv.ParseInt(m[1], 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // ErrPromptTooLong matches (errors.Is) a provider's refusal of a request
@@ -103,6 +127,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // hint of a 401 or 403.
 func NewError(provider string, status int, msg, keyEnv string, err error) *Error {
 	pe := &Error{Provider: provider, Status: status, Message: msg, Err: err, TooLong: isTooLong(status, msg)}
+	if pe.TooLong {
+		pe.Limit = tooLongLimit(msg)
+	}
 	switch {
 	case status == http.StatusUnauthorized:
 		pe.Hint = "set " + keyEnv + " to a valid API key, or run \"" + LoginCommand + "\""

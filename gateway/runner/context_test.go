@@ -514,3 +514,49 @@ func TestRunner_CompactsInsideALongTurn(t *testing.T) {
 		t.Error("the next turn does not see the summary, the earlier turn's message, then its own")
 	}
 }
+
+// A refusal that names a window smaller than the configured one teaches it:
+// the compaction keeps a share of the real window, and the next turns
+// compact before it instead of being refused again.
+func TestRunner_TooLongTeachesTheWindow(t *testing.T) {
+	hist := &gateway.MemoryHistory{}
+	bigHistory(t, hist, 20, 4000) // ~20,000 tokens
+	refused := 0
+	rec := &recorder{}
+	rec.answer = func(_ int, req *gateway.Request) (*gateway.Response, error) {
+		if n := requestTokens(req); n > 12_000 {
+			refused++
+			return nil, provider.NewError("anthropic", 400, fmt.Sprintf("prompt is too long: %d tokens > 12000 maximum", n), "K", nil)
+		}
+		return say("ok", gateway.Usage{})
+	}
+	// Configured far too large: 200,000.
+	r := New(&gateway.Registry{}, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 200_000}}})
+	for i := range 10 {
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text(fmt.Sprintf("turn %d %s", i, strings.Repeat("z", 4000)))}, func(gateway.Event) {}); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d refusals in 10 turns; want 1: the refusal's window should be used from then on", refused)
+	}
+	if pe := provider.NewError("openai", 400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "K", nil); !pe.TooLong || pe.Limit != 128000 {
+		t.Errorf("OpenAI's message: TooLong %v, Limit %d", pe.TooLong, pe.Limit)
+	}
+}
+
+// After /compact, the usage_update says how full the compacted context is.
+func TestRunner_CompactReportsTheNewContext(t *testing.T) {
+	hist := &gateway.MemoryHistory{}
+	bigHistory(t, hist, 5, 4000)
+	rec := &recorder{answer: func(int, *gateway.Request) (*gateway.Response, error) { return say("ok", gateway.Usage{}) }}
+	r := New(&gateway.Registry{}, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 100_000}}})
+	evs, emit := collect()
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("/compact")}, emit); err != nil {
+		t.Fatal(err)
+	}
+	e := (*evs)[len(*evs)-1]
+	if e.Kind != gateway.EventUsage || e.Usage.Used <= 0 || e.Usage.Used > 2000 || e.Usage.Turn.Requests != 1 {
+		t.Errorf("last event %s, usage %+v: want the compacted context's size", e.Kind, e.Usage)
+	}
+}

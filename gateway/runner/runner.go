@@ -171,10 +171,23 @@ type turnState struct {
 	usage      gateway.Usage
 	compaction *gateway.Compaction // the last compaction of the turn, or nil
 	// last is the usage of the turn's latest model request: its prompt and
-	// output are what the context holds after the turn.
-	last gateway.Usage
+	// output are what the context holds after the turn. A compaction after
+	// it clears it and sets estimate, the compacted context's estimated
+	// size, instead.
+	last     gateway.Usage
+	estimate int64
 	// emit reports the turn's events, one at a time.
 	emit func(gateway.Event)
+}
+
+// used is how many tokens the model's context holds after the turn: the
+// last request's prompt and output as the provider counted them, or the
+// estimate of a context compacted since.
+func (t *turnState) used() int64 {
+	if n := t.last.PromptTokens() + t.last.OutputTokens; n > 0 {
+		return n
+	}
+	return t.estimate
 }
 
 // messages are all the messages the model sees, verbatim: the view's and
@@ -208,6 +221,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		model, _ = r.model(DirectModelID)
 	}
 	model.ContextWindow = r.windows.of(ctx, model, r.opts.Logger)
+	// t.model below, not model: a refusal may teach the turn the window.
 	var emitMu sync.Mutex
 	t := &turnState{
 		req: req, model: model,
@@ -227,7 +241,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		if t.usage.Requests > 0 {
 			t.emit(gateway.Event{Kind: gateway.EventUsage, Usage: &gateway.UsageReport{
 				Turn: t.usage, Session: t.view.Usage.Add(t.usage),
-				Used: t.last.PromptTokens() + t.last.OutputTokens, Size: model.ContextWindow,
+				Used: t.used(), Size: t.model.ContextWindow,
 			}})
 		}
 		done := gateway.Turn{Messages: t.turn, StopReason: s, Usage: t.usage, Compaction: t.compaction}
@@ -257,7 +271,12 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		resp, err := r.complete(ctx, t, preq)
 		if err != nil && !turnOnly && errors.Is(err, provider.ErrPromptTooLong) && ctx.Err() == nil {
 			// Over the window after all (the estimate was short, or the
-			// window unknown): compact and try once more.
+			// window unknown or set too large): learn the window the
+			// provider named, compact and try once more.
+			var pe *provider.Error
+			if errors.As(err, &pe) && pe.Limit > 0 && (t.model.ContextWindow == 0 || pe.Limit < t.model.ContextWindow) {
+				t.model.ContextWindow = r.windows.learn(t.model.ID, pe.Limit, r.opts.Logger)
+			}
 			if cerr := r.compact(ctx, t, preq, "too_long"); cerr == nil {
 				preq, tools = r.request(t, turnOnly)
 				resp, err = r.complete(ctx, t, preq)
@@ -469,6 +488,7 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 	t.compaction = c
 	after, _ := r.request(t, false)
 	rep := &gateway.CompactionReport{Summary: summary, Reason: reason, Before: before, After: r.calib.scale(t.req.SessionKey, requestTokens(after))}
+	t.last, t.estimate = gateway.Usage{}, rep.After
 	r.opts.Logger.Info("history compacted", "session", t.req.SessionKey, "reason", reason, "before", rep.Before, "after", rep.After)
 	t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: rep})
 	return nil

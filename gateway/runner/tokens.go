@@ -153,8 +153,25 @@ func (c *calibration) forget(key string) {
 // and an answer of "unknown" or a failure is kept too. Safe for concurrent
 // use.
 type windows struct {
-	mu sync.Mutex
-	m  map[string]*windowAnswer
+	mu      sync.Mutex
+	m       map[string]*windowAnswer
+	learned map[string]int64 // model ID → the window a "too long" refusal named
+}
+
+// learn records that model id's provider refused a prompt over a window of
+// limit tokens, which later turns use when it is below the model's own;
+// it returns limit.
+func (w *windows) learn(id string, limit int64, log *slog.Logger) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.learned == nil {
+		w.learned = make(map[string]int64)
+	}
+	if old := w.learned[id]; old == 0 || limit < old {
+		w.learned[id] = limit
+		log.Warn("the provider refused a prompt over a smaller context window than configured: using its window", "model", id, "tokens", limit)
+	}
+	return limit
 }
 
 // windowAnswer is one model's reported window; done is closed once n is set.
@@ -166,10 +183,16 @@ type windowAnswer struct {
 // reportTimeout bounds asking a provider for its model's window.
 const reportTimeout = 10 * time.Second
 
-// of returns model's context window: its own, else the one its provider
-// reports (asked once; concurrent callers wait for the one question), else
-// 0.
+// of returns model's context window: the one a refusal taught (learn) when
+// smaller, else its own, else the one its provider reports (asked once;
+// concurrent callers wait for the one question), else 0.
 func (w *windows) of(ctx context.Context, model gateway.Model, log *slog.Logger) int64 {
+	w.mu.Lock()
+	learned := w.learned[model.ID]
+	w.mu.Unlock()
+	if learned > 0 && (model.ContextWindow == 0 || learned < model.ContextWindow) {
+		return learned
+	}
 	rep, ok := model.Provider.(gateway.WindowReporter)
 	if model.ContextWindow > 0 || !ok {
 		return model.ContextWindow
