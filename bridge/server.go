@@ -351,14 +351,20 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		return cs, nil
 	}
-	kill()
+	// Whether the child was still running is read before kill: closing the
+	// connection reads what is left of its stdout first (stdoutWatch.drain),
+	// long enough for a killed child to be seen exiting on its own.
 	killed := false // the child was still running: its end is ours, not a cause
-	if st, ok := transport.(*stdioTransport); ok && st.proc != nil {
+	st, stdio := transport.(*stdioTransport)
+	if stdio && st.proc != nil {
 		select {
 		case <-st.proc.Done():
 		default:
 			killed = true
 		}
+	}
+	kill()
+	if stdio && st.proc != nil {
 		st.proc.Kill() // the group and every descendant; then cmd.ProcessState is set
 	}
 	return nil, sandbox.RedactError(s.describeDialError(err, dl.timedOut(), cmd, killed))

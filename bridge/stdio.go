@@ -88,7 +88,9 @@ type childPipes struct {
 func (p *childPipes) Read(b []byte) (int, error) { return p.watch.Read(b) }
 
 func (p *childPipes) Close() error {
-	return errors.Join(p.stdin.Close(), p.stdout.Close())
+	err := p.stdin.Close()
+	p.watch.drain(p.stdout)
+	return errors.Join(err, p.stdout.Close())
 }
 
 // writer is stdin for IOTransport, whose Close closes the Reader (both
@@ -156,6 +158,40 @@ func (w *stdoutWatch) nonJSON() error {
 		}
 	}
 	return nil
+}
+
+// drainWait bounds how long closing a connection whose initialize failed
+// reads what the child left on stdout.
+const drainWait = 200 * time.Millisecond
+
+// drain reads what is left in f, the child's stdout, into the head, until
+// it ends or drainWait passes, when initialize has not succeeded (the head
+// is kept): a child that printed a banner and exited may be noticed (a
+// write to its stdin failing) before the banner was read, and the banner is
+// the cause to report. After a successful initialize it does nothing.
+func (w *stdoutWatch) drain(f *os.File) {
+	w.mu.Lock()
+	keep := !w.done && w.r != nil
+	w.mu.Unlock()
+	if !keep || f.SetReadDeadline(time.Now().Add(drainWait)) != nil {
+		return
+	}
+	buf := make([]byte, 512)
+	for {
+		if _, err := w.Read(buf); err != nil {
+			return
+		}
+		if w.full() {
+			return
+		}
+	}
+}
+
+// full reports whether the head holds stdoutHeadBytes.
+func (w *stdoutWatch) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.head) >= stdoutHeadBytes
 }
 
 // forgetHead drops the start of stdout once initialize has succeeded: it
