@@ -51,6 +51,22 @@ var ctxBackends = []ctxBackend{
 
 // startCtxAgent runs the agent with config cfg (model, store...), written to
 // a file; the fake model's API key is in FAKE_MODEL_KEY.
+// restartAndLoad stops agent a, starts a new one with cfg (on the same
+// store) and loads session sid in it with server.
+func restartAndLoad(t *testing.T, a *agent, cfg map[string]any, sid, cwd string, server acpsdk.McpServer) *agent {
+	t.Helper()
+	if err := a.Stop(20 * time.Second); err != nil {
+		t.Fatalf("first agent: %v", err)
+	}
+	b := startCtxAgent(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if _, err := b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{server}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	return b
+}
+
 func startCtxAgent(t *testing.T, cfg map[string]any) *agent {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.json")
@@ -315,17 +331,8 @@ func longSession(t *testing.T, be ctxBackend, turns, calls, size int) {
 	}
 	model.mu.Unlock()
 	_, before := readModelRequest(reqs[len(reqs)-1].JSON) // what the model saw last before the restart
-	if err := a.Stop(20 * time.Second); err != nil {
-		t.Fatalf("first agent: %v", err)
-	}
-
 	// A new process on the same store loads the session and continues it.
-	b := startCtxAgent(t, cfg)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	if _, err := b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{server}}); err != nil {
-		t.Fatalf("session/load: %v", err)
-	}
+	b := restartAndLoad(t, a, cfg, sid, cwd, server)
 	from := len(fake.Requests())
 	prompt := "After the restart: show me the environment once more"
 	model.setPerTurn(1)

@@ -102,16 +102,7 @@ func TestContext_UsageAfterEveryModelTurn(t *testing.T) {
 					t.Errorf("after /compact the model sees %+v; want the summary, /compact and its answer, and the prompt", msgs)
 				}
 			}
-			if err := a.Stop(20 * time.Second); err != nil {
-				t.Fatalf("first agent: %v", err)
-			}
-
-			b := startCtxAgent(t, cfg)
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			if _, err := b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{server}}); err != nil {
-				t.Fatalf("session/load: %v", err)
-			}
+			b := restartAndLoad(t, a, cfg, sid, cwd, server)
 			res, out := b.promptFull(sid, "/usage")
 			u.noModel("/usage after the restart", res, out, "Session usage, 5 model requests:", fmt.Sprintf("- cost: $%.4f ", u.spent),
 				"earlier messages are compacted into a summary")
