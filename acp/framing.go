@@ -352,6 +352,10 @@ func (f *framing) frame(line []byte) []byte {
 		}
 		moveMCPServers(msg)
 	}
+	if why := checkParams(method, msg["params"]); why != "" {
+		f.reply(id, codeInvalidParams, why, nil)
+		return nil
+	}
 	out, err := wireMessage{ID: id, Method: method, Params: msg["params"]}.line()
 	if err != nil { // not reached: every value was read as JSON
 		f.reply(id, codeInvalidRequest, "Invalid Request: "+err.Error(), nil)

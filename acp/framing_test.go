@@ -160,6 +160,13 @@ func TestFraming_HostileLines(t *testing.T) {
 		{name: "session/new with McpServers", line: `{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/","mcpServers":[],"McpServers":[{"name":"x","command":"y"}]}}`, id: "4", code: -32600, message: `params."McpServers"`},
 		{name: "session/load with _Meta", line: `{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"cwd":"/","sessionId":"s","_Meta":{"acp-agent/rawMcpServers":[]}}}`, id: "4", code: -32600, message: `params."_Meta"`},
 		{name: "session/resume with two _meta", line: `{"jsonrpc":"2.0","id":4,"method":"session/resume","params":{"_meta":{},"_meta":{}}}`, id: "4", code: -32600, message: `params."_meta"`},
+		// A session method without its sessionId, and a prompt block of a
+		// type ACP does not have, are invalid params naming the field.
+		{name: "prompt without sessionId", line: `{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"prompt":[]}}`, id: "5", code: -32602, message: `session/prompt: params.sessionId is required`},
+		{name: "close with empty sessionId", line: `{"jsonrpc":"2.0","id":5,"method":"session/close","params":{"sessionId":""}}`, id: "5", code: -32602, message: `params.sessionId must be a non-empty string, not ""`},
+		{name: "load with numeric sessionId", line: `{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":7,"cwd":"/","mcpServers":[]}}`, id: "5", code: -32602, message: `params.sessionId must be a non-empty string, not 7`},
+		{name: "prompt block of unknown type", line: `{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"},{"type":"video","uri":"x"}]}}`, id: "6", code: -32602, message: `params.prompt[1] has type "video"`},
+		{name: "prompt block without type", line: `{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"text":"hi"}]}}`, id: "6", code: -32602, message: `params.prompt[0] has no type`},
 		{name: "huge response", line: hugeResponse, forward: fmt.Sprintf(
 			`{"jsonrpc":"2.0","id":12,"error":{"code":-32600,"message":"the client's response of %d bytes is over the limit of %d bytes per JSON-RPC message"}}`, len(hugeResponse), MaxFrameBytes)},
 	}
