@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -40,11 +42,11 @@ func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 		b, err := readLocal(tgt.real, tgt.name)
 		return string(b), err
 	}
-	// The disk tells what the editor cannot be asked for: a directory, or a
-	// file too large to fetch whole.
+	// The disk tells what the editor cannot be asked for: a directory or
+	// another file that is not regular, or a file too large to fetch whole.
 	if fi, err := os.Stat(tgt.real); err == nil {
-		if fi.IsDir() {
-			return "", fmt.Errorf("path %q is a directory: use list_directory", tgt.name)
+		if err := regularFile(fi, tgt.name); err != nil {
+			return "", err
 		}
 		if fi.Size() > MaxFileBytes {
 			return "", fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", tgt.name, fi.Size(), MaxFileBytes)
@@ -69,23 +71,31 @@ func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 	return s, nil
 }
 
-// readLocal reads the text file at real, refusing directories, files over
-// MaxFileBytes and binary files; name is the path as the model gave it.
+// readLocal reads the text file at real, refusing directories, what is not
+// a regular file (a FIFO or a device would block the read, or never end),
+// files over MaxFileBytes and binary files; name is the path as the model
+// gave it. The file is opened without blocking and checked on the open
+// descriptor, so a file swapped after the check is never read.
 func readLocal(real, name string) ([]byte, error) {
-	fi, err := os.Stat(real)
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("path %q: %w", name, errNoFile)
 		}
 		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("path %q is a directory: use list_directory", name)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
+	}
+	if err := regularFile(fi, name); err != nil {
+		return nil, err
 	}
 	if fi.Size() > MaxFileBytes {
 		return nil, fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", name, fi.Size(), MaxFileBytes)
 	}
-	b, err := os.ReadFile(real)
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
 	}
@@ -122,14 +132,68 @@ func (t *tools) writeText(ctx context.Context, tgt target, content string) error
 	return nil
 }
 
+// regularFile refuses what the tools must not read or write as a file: a
+// directory, or anything but a regular file (a FIFO, a socket, a device).
+func regularFile(fi fs.FileInfo, name string) error {
+	switch {
+	case fi.IsDir():
+		return fmt.Errorf("path %q is a directory: use list_directory", name)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("path %q is not a regular file (%s): only regular files are read and written", name, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "of type " + m.Type().String()
+}
+
 // writeKeepingMode writes b to the file at real, keeping its permissions if
-// it exists (0644 otherwise).
+// it exists (0644 otherwise). It writes a temporary file beside it and
+// renames it over the file, so the write is whole or not at all, and a
+// file hard-linked from elsewhere is replaced here, not written through. An
+// existing file that is not regular is refused.
 func writeKeepingMode(real string, b []byte) error {
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(real); err == nil {
+	if fi, err := os.Lstat(real); err == nil {
+		switch {
+		case fi.IsDir():
+			return errors.New("it is a directory")
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("it is not a regular file (%s): only regular files are written", fileKind(fi.Mode()))
+		}
 		mode = fi.Mode().Perm()
 	}
-	return os.WriteFile(real, b, mode)
+	tmp, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".tmp*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(b)
+	if werr == nil {
+		werr = tmp.Chmod(mode)
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(name, real)
+	}
+	if werr != nil {
+		_ = os.Remove(name)
+	}
+	return werr
 }
 
 // withShow puts sh in the _meta of res (bridge.MetaShow), for the client to

@@ -398,23 +398,31 @@ func matchGlob(pattern, rel string) bool {
 	return matchSegs(strings.Split(pattern, "/"), strings.Split(rel, "/"))
 }
 
+// matchSegs reports whether the path segments segs match the pattern
+// segments pat ("**" matching any number of segments). It is a dynamic
+// program over (pattern, path) positions, so a pattern of many "**" is
+// matched in O(len(pat) × len(segs)) steps, never by backtracking.
 func matchSegs(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if matchSegs(pat[1:], segs[i:]) {
-					return true
-				}
+	// ok[j] says pat[i:] matches segs[j:], for the i of the loop, from the
+	// end of the pattern backwards.
+	ok := make([]bool, len(segs)+1)
+	ok[len(segs)] = true // the empty pattern matches only the empty rest
+	for i := len(pat) - 1; i >= 0; i-- {
+		next := ok
+		ok = make([]bool, len(segs)+1)
+		if pat[i] == "**" {
+			// ** matches segs[j:k] for any k ≥ j: ok[j] = next[j] || ok[j+1].
+			for j := len(segs); j >= 0; j-- {
+				ok[j] = next[j] || (j < len(segs) && ok[j+1])
 			}
-			return false
+			continue
 		}
-		if len(segs) == 0 {
-			return false
+		for j := range segs {
+			if next[j+1] {
+				m, _ := path.Match(pat[i], segs[j])
+				ok[j] = m
+			}
 		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
 	}
-	return len(segs) == 0
+	return ok[0]
 }
