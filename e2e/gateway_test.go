@@ -77,8 +77,8 @@ var gatewayModes = []struct {
 		return startAgentWith(t, env, args...)
 	}},
 	{"websocket", func(t testing.TB, env []string, args ...string) *agent {
-		g := startGateway(t, "", append(env, "ACP_AGENT_GATEWAY_TOKEN=gw-token"), args...)
-		return startAgentWith(t, []string{"ACP_AGENT_GATEWAY_TOKEN=gw-token"}, "--gateway", g.url())
+		g := startGateway(t, "", append(env, "ACP_AGENT_GATEWAY_TOKEN="+gatewayTestToken), args...)
+		return startAgentWith(t, []string{"ACP_AGENT_GATEWAY_TOKEN=" + gatewayTestToken}, "--gateway", g.url())
 	}},
 }
 
@@ -275,3 +275,7 @@ func TestGateway_SIGTERMEndsTurnsWithAnError(t *testing.T) {
 		t.Error("the gateway did not exit after SIGTERM")
 	}
 }
+
+// gatewayTestToken is the gateway token of the e2e tests: a listener's
+// token must be at least 32 characters of 8 different ones.
+const gatewayTestToken = "gw-token-0123456789abcdef0123456789abcdef"

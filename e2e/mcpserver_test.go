@@ -105,7 +105,7 @@ func startMCPServerClient(t testing.TB, mode string, o mcpClientOptions, env []s
 		}
 	})
 	if mode == "http" {
-		p.token = "e2e-token-" + strings.ReplaceAll(t.Name(), "/", "-")
+		p.token = "e2e-token-0123456789abcdef0123456789-" + strings.ReplaceAll(t.Name(), "/", "-")
 		tokenFile := filepath.Join(t.TempDir(), "token")
 		if err := os.WriteFile(tokenFile, []byte(p.token), 0o600); err != nil {
 			t.Fatal(err)

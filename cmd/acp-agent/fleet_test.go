@@ -74,8 +74,8 @@ func TestRunGateway_TokensFileChecked(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a world-readable tokens file: %v", err)
 	}
-	tight := writeTokens(t, "alice 0123456789abcdef0123\n", 0o600)
-	t.Setenv(tokenEnv, "0123456789abcdef0123")
+	tight := writeTokens(t, "alice "+strongToken+"\n", 0o600)
+	t.Setenv(tokenEnv, strongToken)
 	err = runGateway([]string{"--listen", "127.0.0.1:0", "--tokens-file", tight}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "gives the default tenant's token") {
 		t.Fatalf("the default token given to a tenant too: %v", err)

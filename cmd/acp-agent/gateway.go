@@ -41,6 +41,47 @@ func readToken(file, envName string) (string, error) {
 	return os.Getenv(envName), nil
 }
 
+// minTokenChars and minTokenDistinct bound a listener's token: at least 32
+// characters (32 random bytes in hex, as "openssl rand -hex 32" makes, give
+// 64), and at least 8 different characters, so that a padded or repeated
+// string is refused.
+const minTokenChars, minTokenDistinct = 32, 8
+
+// listenerToken reads the token a listener (the gateway, mcp-server
+// --listen) requires of its clients, from file (--token-file) or the
+// environment variable envName, and refuses one that others can guess or
+// read: shorter than minTokenChars, fewer than minTokenDistinct different
+// characters, or in a file that group or others can read or write. ""
+// means none.
+func listenerToken(file, envName string) (string, error) {
+	if file != "" {
+		fi, err := os.Stat(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			return "", fmt.Errorf("--token-file %s is readable or writable by group or others (mode %04o): it holds a secret; chmod 600 it", file, perm)
+		}
+	}
+	token, err := readToken(file, envName)
+	if token == "" || err != nil {
+		return token, err
+	}
+	from := "--token-file " + file
+	if file == "" {
+		from = envName
+	}
+	distinct := map[rune]bool{}
+	for _, r := range token {
+		distinct[r] = true
+	}
+	if len(token) < minTokenChars || len(distinct) < minTokenDistinct {
+		return "", fmt.Errorf("%s: the token has %d characters (%d different): a listener's token needs at least %d, of at least %d different characters; make one with: openssl rand -hex 32",
+			from, len(token), len(distinct), minTokenChars, minTokenDistinct)
+	}
+	return token, nil
+}
+
 // checkListen refuses an address without an explicit host (":7777" binds
 // every interface) and, without a token, any address that is not loopback;
 // envName is the variable that can hold the token, named in the error.
@@ -98,7 +139,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("gateway: unexpected argument %q: it takes flags only (see acp-agent gateway --help)", fs.Arg(0))
 	}
-	token, err := gatewayToken(*tokenFile)
+	token, err := listenerToken(*tokenFile, tokenEnv)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		}
 		return f, false, nil
 	}
-	if f.token, err = readToken(*f.tokenFile, mcpTokenEnv); err != nil {
+	if f.token, err = listenerToken(*f.tokenFile, mcpTokenEnv); err != nil {
 		return nil, false, err
 	}
 	if err := checkListen(*f.listen, f.token, mcpTokenEnv); err != nil {

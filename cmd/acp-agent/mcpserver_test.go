@@ -19,7 +19,14 @@ import (
 func TestMCPServerFlags_Errors(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(strongToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	weakFile, looseFile := filepath.Join(dir, "weak"), filepath.Join(dir, "loose")
+	if err := os.WriteFile(weakFile, []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(looseFile, []byte(strongToken), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	emptyFile := filepath.Join(dir, "empty")
@@ -44,7 +51,9 @@ func TestMCPServerFlags_Errors(t *testing.T) {
 		{"non-loopback without a token", []string{"--listen", "0.0.0.0:7777"}, `--listen "0.0.0.0:7777" is not a loopback address: set a token (--token-file or ACP_AGENT_MCP_TOKEN) first`},
 		{"private address without a token", []string{"--listen", "192.168.1.5:7777"}, "is not a loopback address"},
 		{"empty token file", []string{"--listen", "0.0.0.0:7777", "--token-file", emptyFile}, "--token-file " + emptyFile + " is empty"},
-		{"missing token file", []string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(dir, "nope")}, "--token-file: open"},
+		{"missing token file", []string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(dir, "nope")}, "no such file"},
+		{"weak token", []string{"--listen", "0.0.0.0:7777", "--token-file", weakFile}, "--token-file " + weakFile + ": the token has 1 characters (1 different): a listener's token needs at least 32"},
+		{"token file others can read", []string{"--listen", "127.0.0.1:0", "--token-file", looseFile}, "is readable or writable by group or others (mode 0644)"},
 		{"token file without listen", []string{"--token-file", tokenFile}, "--token-file applies only with --listen"},
 		{"origins without listen", []string{"--allowed-origins", "https://a.example"}, "--allowed-origins applies only with --listen"},
 		{"unknown flag", []string{"--gateway", "ws://x"}, "mcp-server: flag provided but not defined: -gateway (see acp-agent mcp-server --help)"},
@@ -73,13 +82,20 @@ func TestMCPServerFlags_Errors(t *testing.T) {
 	}
 }
 
+// strongToken is a token a listener accepts (openssl rand -hex 32).
+const strongToken = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
 func TestMCPServerFlags_TokenFromEnvironment(t *testing.T) {
-	t.Setenv(mcpTokenEnv, "from-env")
+	t.Setenv(mcpTokenEnv, "s3cret")
+	if _, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777"}, io.Discard); err == nil || !strings.Contains(err.Error(), mcpTokenEnv+": the token has 6 characters") {
+		t.Errorf("a weak token from the environment: %v", err)
+	}
+	t.Setenv(mcpTokenEnv, strongToken)
 	f, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777", "--allowed-origins", "https://a.example, https://b.example"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.token != "from-env" || len(f.allowedOrigins) != 2 || f.allowedOrigins[1] != "https://b.example" {
+	if f.token != strongToken || len(f.allowedOrigins) != 2 || f.allowedOrigins[1] != "https://b.example" {
 		t.Errorf("token %q, origins %q", f.token, f.allowedOrigins)
 	}
 }
