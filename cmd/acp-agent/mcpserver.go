@@ -203,7 +203,7 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 // client closes in or ctx is done; either is a normal end.
 func serveMCPStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, log *slog.Logger) error {
 	log.Info("serving MCP on stdio")
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	err := srv.Run(ctx, mcpserver.NewStdioTransport(in, out, 0, log))
 	switch {
 	case ctx.Err() != nil:
 		log.Info("stopping", "cause", context.Cause(ctx))
@@ -234,10 +234,6 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "  %s%s%s\n    \t%s\n", dash, f.Name, typ, usage)
 	})
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPHTTP serves srv over Streamable HTTP at f.listen until ctx is
 // done, then runs end (which ends every conversation) and stops the HTTP
