@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -35,6 +36,14 @@ func sysProcAttr() *syscall.SysProcAttr {
 // that StopGroup and Kill can still find and end it. An error means the
 // agent is no subreaper; a watchdog that cannot start is skipped.
 //
+// Setup also makes the agent non-dumpable (prctl(PR_SET_DUMPABLE, 0)), so
+// that a process of the same user, such as a command of run_command or a
+// stdio server, cannot read the agent's memory or /proc/<agent>/environ,
+// where the model API keys it was started with are. Root, or a process with
+// CAP_SYS_PTRACE, still can; the agent's own children are exec'd dumpable as
+// usual. It also means no core dump and no debugger attaching to the agent
+// as the same user.
+//
 // A subreaper also starts the reaper, a goroutine that lives as long as the
 // process: on each SIGCHLD it reaps the adopted orphans that have exited, so
 // that they do not linger as zombies until a teardown. It never reaps a child
@@ -45,6 +54,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 // child with Start.
 func Setup() error {
 	startWatchdog() // before the prctl: the watchdog must not be adopted
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("hiding the agent's memory and environment from its children: %w", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
@@ -354,5 +356,20 @@ func TestReadProcFile(t *testing.T) {
 	}
 	if _, err := readProcFile("/proc/self/no-such-file", nil); err == nil {
 		t.Error("reading a missing file did not fail")
+	}
+}
+
+// After Setup the agent is not dumpable: a process of the same user (a
+// command of run_command, a stdio server) cannot read /proc/<agent>/environ,
+// where the API keys are. Root reads it all the same (CAP_SYS_PTRACE), so
+// the read itself is checked only when the tests do not run as root.
+func TestSetup_HidesTheAgentFromItsChildren(t *testing.T) {
+	v, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	if err != nil || v != 0 {
+		t.Fatalf("PR_GET_DUMPABLE = %d, %v; want 0 after Setup", v, err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", "cat /proc/$PPID/environ").CombinedOutput()
+	if os.Geteuid() != 0 && err == nil {
+		t.Errorf("a child of the same user read the agent's environment (%d bytes)", len(out))
 	}
 }
