@@ -46,14 +46,6 @@ func (u Usage) TotalTokens() int64 { return u.PromptTokens() + u.OutputTokens }
 // CostKnown reports whether Cost covers every request counted.
 func (u Usage) CostKnown() bool { return u.Requests > 0 && u.Unpriced == 0 }
 
-// BilledInputTokens are the prompt tokens weighted by their price relative
-// to uncached input, by Anthropic's documented multipliers: uncached ×1,
-// cache write ×1.25, cache read ×0.1. It is the measure of what a request's
-// prompt costs, whatever the model's price.
-func (u Usage) BilledInputTokens() float64 {
-	return float64(u.InputTokens) + 1.25*float64(u.CacheWriteTokens) + 0.1*float64(u.CacheReadTokens)
-}
-
 // Pricing is a model's price in USD per million tokens. A zero CacheRead
 // or CacheWrite means the same as Input.
 type Pricing struct {

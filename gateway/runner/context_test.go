@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -203,7 +204,7 @@ func TestRunner_TooLongCompactsAndRetries(t *testing.T) {
 	// provider's error, once.
 	rec2 := &recorder{answer: func(int, *gateway.Request) (*gateway.Response, error) { return nil, tooLong }}
 	r2 := New(&gateway.Registry{}, &Options{Models: []gateway.Model{{ID: "m", Provider: rec2.provider()}}})
-	if _, err := r2.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("alone")}, func(gateway.Event) {}); !errorsIs(err, provider.ErrPromptTooLong) {
+	if _, err := r2.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("alone")}, func(gateway.Event) {}); !errors.Is(err, provider.ErrPromptTooLong) {
 		t.Errorf("err = %v, want the too-long error", err)
 	}
 	if n := len(rec2.requests()); n != 1 {
@@ -437,126 +438,5 @@ func TestRunner_UsageAndCompactCommands(t *testing.T) {
 	}
 	if got := (*evs)[0].Text; !strings.Contains(got, "needs a model") {
 		t.Errorf("/compact in direct mode = %q", got)
-	}
-}
-
-func errorsIs(err, target error) bool {
-	for err != nil {
-		if e, ok := err.(interface{ Is(error) bool }); ok && e.Is(target) {
-			return true
-		}
-		if err == target {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
-}
-
-// A turn that outgrows the window is compacted inside: its earlier calls
-// become the summary, its user message stays in view (the compaction's
-// Head), and the turn goes on to its end; the next turn sees the same.
-func TestRunner_CompactsInsideALongTurn(t *testing.T) {
-	reg := &gateway.Registry{}
-	reg.Set("k", []*gateway.Tool{{Name: "dump", Execute: func(_ context.Context, id string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
-		return gateway.Result{Content: text(id + strings.Repeat("y", 8000))}, nil
-	}}})
-	rec := &recorder{}
-	rec.answer = func(n int, req *gateway.Request) (*gateway.Response, error) {
-		calls := 0
-		for _, r := range rec.requests() {
-			if !isSummaryRequest(r) {
-				calls++
-			}
-		}
-		if calls <= 12 {
-			return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: fmt.Sprintf("d%d", n), Name: "dump", Args: map[string]any{}}}}}, nil
-		}
-		return say("all dumped", gateway.Usage{})
-	}
-	hist := &gateway.MemoryHistory{}
-	r := New(reg, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 20_000}}})
-	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("dump twelve times")}, func(gateway.Event) {})
-	if err != nil || stop != gateway.StopEndTurn {
-		t.Fatalf("Run = %v, %v", stop, err)
-	}
-	summaries := 0
-	for _, req := range rec.requests() {
-		if isSummaryRequest(req) {
-			summaries++
-			continue
-		}
-		if est := requestTokens(req); est > 16_000 {
-			t.Errorf("a request of ~%d tokens in a 20,000 window", est)
-		}
-		if !slices.ContainsFunc(req.Messages, func(m gateway.Message) bool { return gateway.PromptText(m.Content) == "dump twelve times" }) {
-			t.Error("a request lost the turn's user message")
-		}
-	}
-	v := hist.View(t.Context(), "k")
-	if summaries == 0 || v.Compaction == nil || len(v.Compaction.Head) != 1 || gateway.PromptText(v.Compaction.Head[0].Content) != "dump twelve times" {
-		t.Fatalf("%d summaries; compaction %+v", summaries, v.Compaction)
-	}
-	if v.Messages[0].Role == gateway.RoleTool {
-		t.Error("the view starts with a tool result")
-	}
-	rec.answer = func(int, *gateway.Request) (*gateway.Response, error) { return say("ok", gateway.Usage{}) }
-	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("next")}, func(gateway.Event) {}); err != nil {
-		t.Fatal(err)
-	}
-	all := rec.requests()
-	next := all[len(all)-1]
-	if gateway.PromptText(next.Messages[1].Content) != "dump twelve times" || gateway.PromptText(next.Messages[len(next.Messages)-1].Content) != "next" {
-		t.Error("the next turn does not see the summary, the earlier turn's message, then its own")
-	}
-}
-
-// A refusal that names a window smaller than the configured one teaches it:
-// the compaction keeps a share of the real window, and the next turns
-// compact before it instead of being refused again.
-func TestRunner_TooLongTeachesTheWindow(t *testing.T) {
-	hist := &gateway.MemoryHistory{}
-	bigHistory(t, hist, 20, 4000) // ~20,000 tokens
-	refused := 0
-	rec := &recorder{}
-	rec.answer = func(_ int, req *gateway.Request) (*gateway.Response, error) {
-		if n := requestTokens(req); n > 12_000 {
-			refused++
-			return nil, provider.NewError("anthropic", 400, fmt.Sprintf("prompt is too long: %d tokens > 12000 maximum", n), "K", nil)
-		}
-		return say("ok", gateway.Usage{})
-	}
-	// Configured far too large: 200,000.
-	r := New(&gateway.Registry{}, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 200_000}}})
-	for i := range 10 {
-		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text(fmt.Sprintf("turn %d %s", i, strings.Repeat("z", 4000)))}, func(gateway.Event) {}); err != nil {
-			t.Fatalf("turn %d: %v", i, err)
-		}
-	}
-	if refused != 1 {
-		t.Errorf("%d refusals in 10 turns; want 1: the refusal's window should be used from then on", refused)
-	}
-	if pe := provider.NewError("openai", 400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "K", nil); !pe.TooLong || pe.Limit != 128000 {
-		t.Errorf("OpenAI's message: TooLong %v, Limit %d", pe.TooLong, pe.Limit)
-	}
-}
-
-// After /compact, the usage_update says how full the compacted context is.
-func TestRunner_CompactReportsTheNewContext(t *testing.T) {
-	hist := &gateway.MemoryHistory{}
-	bigHistory(t, hist, 5, 4000)
-	rec := &recorder{answer: func(int, *gateway.Request) (*gateway.Response, error) { return say("ok", gateway.Usage{}) }}
-	r := New(&gateway.Registry{}, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 100_000}}})
-	evs, emit := collect()
-	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("/compact")}, emit); err != nil {
-		t.Fatal(err)
-	}
-	e := (*evs)[len(*evs)-1]
-	if e.Kind != gateway.EventUsage || e.Usage.Used <= 0 || e.Usage.Used > 2000 || e.Usage.Turn.Requests != 1 {
-		t.Errorf("last event %s, usage %+v: want the compacted context's size", e.Kind, e.Usage)
 	}
 }

@@ -296,9 +296,7 @@ func (o *Provider) describe(err error) error {
 			msg = provider.APIErrorMessage(apiErr.RawJSON())
 		}
 		pe := provider.NewError("openai", apiErr.StatusCode, msg, o.opts.APIKeyEnv, err)
-		if apiErr.Code == "context_length_exceeded" && !pe.TooLong {
-			pe.TooLong = true
-		}
+		pe.TooLong = pe.TooLong || apiErr.Code == "context_length_exceeded"
 		return pe
 	}
 	return provider.NewRequestError("openai", o.opts.BaseURL, DefaultHost, o.opts.APIKeyEnv, err)
