@@ -15,6 +15,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
@@ -291,11 +292,11 @@ func (f *framing) frame(line []byte) []byte {
 		f.reply(nil, codeInvalidRequest, "Invalid Request: a JSON-RPC message must be a JSON object", nil)
 		return nil
 	case err != nil:
-		f.reply(readableID(trimmed), codeParseError, "Parse error: the line is not valid JSON ("+err.Error()+"); send one JSON-RPC message per line", nil)
+		f.reply(jsonrpcid.Readable(trimmed), codeParseError, "Parse error: the line is not valid JSON ("+err.Error()+"); send one JSON-RPC message per line", nil)
 		return nil
 	}
 	idRaw, hasID := msg["id"]
-	id := validID(idRaw)
+	id := jsonrpcid.Valid(idRaw)
 	methodRaw, hasMethod := msg["method"]
 	if bad != "" {
 		return f.ambiguous(msg, id, bad)
@@ -471,7 +472,7 @@ func (f *framing) ambiguous(msg map[string]json.RawMessage, id json.RawMessage, 
 // that id, so the request does not wait forever. A response with no valid
 // id matches no request and is dropped.
 func (f *framing) response(msg map[string]json.RawMessage, idRaw json.RawMessage) []byte {
-	id := validID(idRaw)
+	id := jsonrpcid.Valid(idRaw)
 	if id == nil {
 		f.log.Warn("response dropped: id must be a string or a number", "id", truncate(idRaw), "error", truncate(msg["error"]))
 		return nil
@@ -617,10 +618,10 @@ func (f *framing) cancelHandled(sessionID string) {
 func (f *framing) oversize(size int, sk *skeleton) []byte {
 	var msg map[string]json.RawMessage
 	if json.Unmarshal(sk.out, &msg) != nil || msg == nil {
-		f.replyTooLarge(readableID(sk.out), "", size)
+		f.replyTooLarge(jsonrpcid.Readable(sk.out), "", size)
 		return nil
 	}
-	id := validID(msg["id"])
+	id := jsonrpcid.Valid(msg["id"])
 	var method string
 	_ = json.Unmarshal(msg["method"], &method)
 	_, hasID := msg["id"]
@@ -690,51 +691,6 @@ func (f *framing) reply(id json.RawMessage, code int, message string, data any) 
 	case f.replies <- line:
 	case <-f.stop:
 	}
-}
-
-// validID returns raw if it is a valid request id (a string or a number),
-// else nil.
-func validID(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil
-	}
-	switch c := raw[0]; {
-	case c == '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return raw
-		}
-	case c == '-' || c >= '0' && c <= '9':
-		var n json.Number
-		if json.Unmarshal(raw, &n) == nil {
-			return raw
-		}
-	}
-	return nil
-}
-
-// readableID returns the top-level id of a JSON object that may be invalid
-// or cut short, if it can be read before the first fault, else nil.
-func readableID(b []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil
-		}
-		if tok == "id" {
-			return validID(value)
-		}
-	}
-	return nil
 }
 
 // truncate renders raw JSON for an error message, at most 64 bytes.

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
 )
 
 var fuzzSeeds = []string{
@@ -111,7 +113,7 @@ func checkForwarded(t *testing.T, fr *framing, line []byte) {
 	switch {
 	case sdk.Method != method:
 		t.Fatalf("the SDK reads method %q in %q, framing %q", sdk.Method, line, method)
-	case hasID != (sdk.ID != nil) || hasID && string(*sdk.ID) != string(id) || hasID && validID(id) == nil:
+	case hasID != (sdk.ID != nil) || hasID && string(*sdk.ID) != string(id) || hasID && jsonrpcid.Valid(id) == nil:
 		t.Fatalf("the SDK reads id %v in %q, framing %s", sdk.ID, line, id)
 	case method == "" && (sdk.Result == nil) == (sdk.Error == nil):
 		t.Fatalf("response %q has not exactly one of result and error", line)
@@ -156,7 +158,7 @@ func FuzzSkeleton(f *testing.F) {
 		}
 		for _, k := range []string{"id", "method"} {
 			w, g := want[k], got[k]
-			if len(w) <= skeletonStrMax && validID(w) != nil && string(validID(w)) != string(validID(g)) {
+			if len(w) <= skeletonStrMax && jsonrpcid.Valid(w) != nil && string(jsonrpcid.Valid(w)) != string(jsonrpcid.Valid(g)) {
 				t.Fatalf("%s: skeleton has %s, want %s", k, g, w)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
 )
 
 // JSON-RPC 2.0 error codes of malformed input
@@ -123,7 +125,7 @@ func (f *lineFilter) readLine() ([]byte, error) {
 			}
 		}
 		if n > f.max {
-			f.reply(readableID(line), codeInvalidRequest, fmt.Sprintf("Invalid Request: the line of %d bytes is over the limit of %d bytes per JSON-RPC message; it was skipped", n, f.max))
+			f.reply(jsonrpcid.Readable(line), codeInvalidRequest, fmt.Sprintf("Invalid Request: the line of %d bytes is over the limit of %d bytes per JSON-RPC message; it was skipped", n, f.max))
 			return nil, err
 		}
 		line = bytes.TrimSpace(line)
@@ -138,7 +140,7 @@ func (f *lineFilter) readLine() ([]byte, error) {
 // can take; otherwise it answers it and reports false.
 func (f *lineFilter) check(line []byte) bool {
 	if !json.Valid(line) {
-		f.reply(readableID(line), codeParseError, "Parse error: the line is not valid JSON (or nests deeper than a JSON decoder reads); send one JSON-RPC message per line")
+		f.reply(jsonrpcid.Readable(line), codeParseError, "Parse error: the line is not valid JSON (or nests deeper than a JSON decoder reads); send one JSON-RPC message per line")
 		return false
 	}
 	switch line[0] {
@@ -156,7 +158,7 @@ func (f *lineFilter) check(line []byte) bool {
 		return false
 	}
 	idRaw, hasID := msg["id"]
-	id := validID(idRaw)
+	id := jsonrpcid.Valid(idRaw)
 	var version string
 	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
 		f.reply(id, codeInvalidRequest, `Invalid Request: jsonrpc must be "2.0"`)
@@ -196,48 +198,6 @@ func (f *lineFilter) reply(id json.RawMessage, code int, message string) {
 	if _, err := f.out.Write(append(b, '\n')); err != nil {
 		f.log.Warn("writing an error reply failed", "err", err)
 	}
-}
-
-// validID returns raw when it is a JSON string or number (a usable id),
-// else nil.
-func validID(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	switch v.(type) {
-	case string, float64:
-		return raw
-	}
-	return nil
-}
-
-// readableID finds the id of a line that cannot be read whole (over the
-// limit, or not valid JSON further on): a top-level "id" member that is a
-// string or a number, read before the first fault.
-func readableID(head []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-		if k == "id" {
-			return validID(v)
-		}
-	}
-	return nil
 }
 
 // short is raw for a message, cut at 40 bytes.
