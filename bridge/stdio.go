@@ -236,19 +236,24 @@ type cancellingConn struct {
 }
 
 func (c *cancellingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok {
+	req, _ := msg.(*jsonrpc.Request)
+	if req != nil && req.IsCall() && req.Method != "initialize" { // initialize is never cancelled
 		c.mu.Lock()
-		switch {
-		case req.IsCall() && req.Method != "initialize": // initialize is never cancelled
-			c.pending[req.ID] = true
-		case req.Method == "notifications/cancelled":
-			if id, ok := cancelledID(req.Params); ok {
-				delete(c.pending, id)
-			}
-		}
+		c.pending[req.ID] = true
 		c.mu.Unlock()
 	}
-	return c.Connection.Write(ctx, msg)
+	err := c.Connection.Write(ctx, msg)
+	if req != nil && req.Method == "notifications/cancelled" && err == nil {
+		// Only once it is written: a Close that runs while go-sdk's own
+		// cancellation is still being written sends one too (a duplicate
+		// the server ignores), rather than none.
+		if id, ok := cancelledID(req.Params); ok {
+			c.mu.Lock()
+			delete(c.pending, id)
+			c.mu.Unlock()
+		}
+	}
+	return err
 }
 
 func (c *cancellingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
