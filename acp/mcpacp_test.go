@@ -21,7 +21,13 @@ import (
 // hostedServer is an MCP server the test client hosts on the ACP
 // connection: echo, and progress, which reports progress (a notification of
 // the server's, carried back in mcp/message) before it answers.
-func hostedServer() *mcp.Server {
+func hostedServer() *mcp.Server { return hostedServerShowing(nil) }
+
+// hostedServerShowing is hostedServer whose progress tool, once it has sent
+// its progress, waits for shown (when not nil) to return before it answers:
+// go-sdk delivers a notification asynchronously, so a result sent at once
+// may reach the agent first, and progress after its call's end is dropped.
+func hostedServerShowing(shown func(context.Context)) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hosted", Version: "0.1"}, nil)
 	type echoIn struct {
 		Message string `json:"message"`
@@ -34,6 +40,9 @@ func hostedServer() *mcp.Server {
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "half way there"}); err != nil {
 				return nil, err
+			}
+			if shown != nil {
+				shown(ctx)
 			}
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
@@ -72,7 +81,21 @@ func startHostingAgent(t *testing.T, servers map[string]*mcp.Server) (*harness, 
 }
 
 func TestMCPOverACP_HostedServerThroughSession(t *testing.T) {
-	h, host, init := startHostingAgent(t, map[string]*mcp.Server{"srv-1": hostedServer()})
+	var h *harness
+	shown := make(chan struct{}) // closed once the harness is set
+	progressShown := func(ctx context.Context) {
+		select {
+		case <-shown:
+		case <-ctx.Done():
+			return
+		}
+		_, _, _ = h.client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool {
+			raw, _ := json.Marshal(n)
+			return strings.Contains(string(raw), "half way there")
+		})
+	}
+	h, host, init := startHostingAgent(t, map[string]*mcp.Server{"srv-1": hostedServerShowing(progressShown)})
+	close(shown)
 	if !init.AgentCapabilities.McpCapabilities.Acp {
 		t.Errorf("initialize: mcpCapabilities.acp = false, want true")
 	}
