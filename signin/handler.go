@@ -183,12 +183,13 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	// handler last read the store: a stored token other than the one the
 	// server refused is tried first.
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	since := time.Now() // a grant saved from here on is one this sign-in may end for
 	if h.adopt(ctx, sent) {
 		_ = resp.Body.Close()
 		h.log.Info("using the sign-in of another session")
 		return nil
 	}
-	err := h.signIn(ctx, req, resp)
+	err := h.signIn(ctx, req, resp, func() bool { return h.savedSince(ctx, since, sent) })
 	if errors.Is(err, errElsewhere) && h.adopt(ctx, sent) {
 		h.log.Info("signed in to the MCP server in another session")
 		return nil
@@ -224,13 +225,16 @@ func (h *Handler) adopt(ctx context.Context, refused string) bool {
 	return true
 }
 
-// savedSince reports whether a grant of the server was saved after t.
-func (h *Handler) savedSince(ctx context.Context, t time.Time) bool {
+// savedSince reports whether a grant of the server other than the refused
+// one was saved at or after t.
+func (h *Handler) savedSince(ctx context.Context, t time.Time, refused string) bool {
 	rec, err := h.cfg.Store.Latest(ctx, h.cfg.ServerURL)
-	return err == nil && rec != nil && rec.Token != nil && rec.Saved.After(t)
+	return err == nil && rec != nil && rec.Token != nil && rec.Token.AccessToken != refused && !rec.Saved.Before(t)
 }
 
-func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Response) error {
+// signIn runs the authorization code flow for the refused request; it ends
+// with errElsewhere once elsewhere reports another Handler's grant.
+func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Response, elsewhere func() bool) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = resp.Body.Close()
@@ -245,7 +249,7 @@ func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Resp
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: redirect,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return h.fetch(ctx, ln, args)
+			return h.fetch(ctx, ln, args, elsewhere)
 		},
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs:  []string{redirect},
@@ -340,8 +344,9 @@ type callback struct {
 // fetch is the AuthorizationCodeFetcher: it serves the loopback redirect on
 // ln, shows the user the authorization URL, and waits for the redirect (its
 // state must be the one of args.URL; others are answered 400 and ignored),
-// the user declining, Config.Timeout, or ctx.
-func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+// the user declining, Config.Timeout, ctx, or elsewhere reporting a grant
+// saved by another Handler meanwhile.
+func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.AuthorizationArgs, elsewhere func() bool) (*auth.AuthorizationResult, error) {
 	au, err := url.Parse(args.URL)
 	if err != nil {
 		return nil, fmt.Errorf("the authorization URL: %w", err)
@@ -384,7 +389,6 @@ func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.Authori
 	defer timer.Stop()
 	// Another session or agent process may sign in to the same server
 	// meanwhile: then this sign-in ends and uses that grant.
-	started := time.Now()
 	poll := time.NewTicker(storePoll)
 	defer poll.Stop()
 	for {
@@ -396,7 +400,7 @@ func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.Authori
 				return nil, fmt.Errorf("%w: %v", ErrDeclined, err)
 			}
 		case <-poll.C:
-			if h.savedSince(ctx, started) {
+			if elsewhere() {
 				return nil, errElsewhere
 			}
 		case <-timer.C:
