@@ -41,7 +41,9 @@ var errSignedOut = errors.New("signed out (/logout); /login signs in again")
 
 // oauthHandler returns the sign-in handler of an http or sse server, made
 // on first use and kept for the server's life; nil when sign-in is off or
-// the entry sends its own Authorization header.
+// the entry sends its own Authorization header. Its OAuth requests follow
+// the URL policy of the server's sign-in (sandbox.URLPolicy.SignIn): they
+// go no closer to the agent than the server itself is.
 func (s *server) oauthHandler() *signin.Handler {
 	o := s.opts.OAuth
 	if o == nil || o.Store == nil || (s.spec.Transport != TransportHTTP && s.spec.Transport != TransportSSE) {
@@ -65,7 +67,7 @@ func (s *server) oauthHandler() *signin.Handler {
 		Server:              s.spec.Name,
 		ServerURL:           tokenKey(u),
 		Store:               o.Store,
-		HTTPClient:          s.opts.URLs.AnyHTTPClient(),
+		URLs:                s.opts.URLs.SignIn(u),
 		Client:              s.spec.OAuth,
 		ClientIDMetadataURL: o.ClientIDMetadataURL,
 		ClientName:          s.opts.ClientInfo.Name,

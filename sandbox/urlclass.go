@@ -50,6 +50,12 @@ func matchAny(patterns []string, host string, ip netip.Addr, isIP bool) bool {
 	return false
 }
 
+// isLoopbackName reports whether a canonical host name is one of the
+// loopback names: localhost and its subdomains (RFC 6761 section 6.3).
+func isLoopbackName(host string) bool {
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
 // hostNameRule returns the rule refusing a canonical host that is not an
 // IP literal, or "".
 func hostNameRule(host string) string {

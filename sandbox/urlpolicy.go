@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -76,6 +78,10 @@ const maxRedirects = 10
 //
 // Hosts are matched case-insensitively, IPv6 literals without brackets, and
 // one trailing dot is ignored.
+//
+// The URLs a server's OAuth sign-in leads the agent to (its metadata,
+// endpoints and their redirects) follow these rules and SignIn's: no
+// closer to the agent than the server itself.
 type URLPolicy struct {
 	// AllowPrivateNetworks lets servers be reached on private addresses
 	// (config sandbox.allowPrivateNetworks).
@@ -97,6 +103,10 @@ type URLPolicy struct {
 	// Dialer dials a checked IP address ("ip:port"); nil means
 	// (&net.Dialer{Timeout: 30 * time.Second}).DialContext.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RootCAs are the certificate authorities https servers are verified
+	// against; nil means the system's. Tests set it to trust a server of
+	// their own; a private CA is another use.
+	RootCAs *x509.CertPool
 }
 
 func (p *URLPolicy) orDefault() *URLPolicy {
@@ -159,7 +169,7 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 		if rule := hostNameRule(host); rule != "" {
 			return refuse("%s", rule)
 		}
-		loopback = host == "localhost" || strings.HasSuffix(host, ".localhost")
+		loopback = isLoopbackName(host)
 	}
 	if u.Scheme == "http" && !loopback && !allowed {
 		return refuse("plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts")
@@ -181,7 +191,7 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 	ip, isIP := parseIP(o.host)
 	loopbackOnly := o.scheme == "http" && !matchAny(p.AllowHosts, o.host, ip, isIP)
 	return &http.Client{
-		Transport: &originTransport{base: p.transport(loopbackOnly), origin: o},
+		Transport: &originTransport{base: p.transport(dialLimit{loopbackOnly: loopbackOnly}), origin: o},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL) != o {
 				return &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
@@ -194,71 +204,26 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 	}
 }
 
-// AnyHTTPClient returns a client for requests to any URL the policy
-// accepts: the OAuth endpoints an MCP server leads to (metadata,
-// authorization server, client registration, token and revocation
-// endpoints). Every request URL and every redirect target must pass
-// CheckURL, else the request fails with its *PolicyError, and dials follow
-// the rules of HTTPClient's (a plain http URL whose host is not in
-// AllowHosts dials loopback only). At most 10 redirects are followed. The
-// client has no overall timeout: use the request context.
-func (p *URLPolicy) AnyHTTPClient() *http.Client {
-	p = p.orDefault()
-	return &http.Client{
-		Transport: &checkedTransport{policy: p, plain: p.transport(true), tls: p.transport(false)},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if _, err := p.CheckURL(req.URL.String()); err != nil {
-				return err
-			}
-			if len(via) > maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			return nil
-		},
-	}
-}
-
 // transport returns a transport with the settings of http.DefaultTransport
-// but no proxy, dialing through the policy (loopbackOnly: every dialed
-// address must be loopback, unless the host is in AllowHosts).
-func (p *URLPolicy) transport(loopbackOnly bool) *http.Transport {
+// but no proxy, dialing through the policy narrowed by lim, and verifying
+// https servers against RootCAs.
+func (p *URLPolicy) transport(lim dialLimit) *http.Transport {
+	var tlsConfig *tls.Config
+	if p.RootCAs != nil {
+		tlsConfig = &tls.Config{RootCAs: p.RootCAs}
+	}
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return p.dial(ctx, network, addr, loopbackOnly)
+			return p.dial(ctx, network, addr, lim)
 		},
+		TLSClientConfig:       tlsConfig,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: 1 * time.Second,
 	}
-}
-
-// checkedTransport sends a request only to a URL the policy accepts, over
-// a transport whose dialer enforces the policy for the URL's scheme.
-type checkedTransport struct {
-	policy     *URLPolicy
-	plain, tls *http.Transport
-}
-
-func (t *checkedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if _, err := t.policy.CheckURL(req.URL.String()); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
-	if strings.EqualFold(req.URL.Scheme, "http") {
-		return t.plain.RoundTrip(req)
-	}
-	return t.tls.RoundTrip(req)
-}
-
-// CloseIdleConnections closes the idle connections of both transports.
-func (t *checkedTransport) CloseIdleConnections() {
-	t.plain.CloseIdleConnections()
-	t.tls.CloseIdleConnections()
 }
 
 // DialContext dials addr ("host:port") for network "tcp", "tcp4" or
@@ -271,10 +236,25 @@ func (t *checkedTransport) CloseIdleConnections() {
 // rebinding). A refusal is a *PolicyError naming addr, the address and the
 // rule; lookup and dial failures are returned as they are.
 func (p *URLPolicy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	return p.orDefault().dial(ctx, network, addr, false)
+	return p.orDefault().dial(ctx, network, addr, dialLimit{})
 }
 
-func (p *URLPolicy) dial(ctx context.Context, network, addr string, loopbackOnly bool) (net.Conn, error) {
+// dialLimit narrows the addresses a dial may connect to, beyond the
+// policy's own rules. The zero value adds nothing.
+type dialLimit struct {
+	// loopbackOnly requires every address to be loopback (plain http),
+	// unless the host is in AllowHosts and strict is false.
+	loopbackOnly bool
+	// strict keeps loopbackOnly for a host in AllowHosts too.
+	strict bool
+	// addr, if non-nil, returns the rule refusing address a of class c
+	// (neither addrRefused), or "". Its rule is checked before the
+	// policy's private-network rule, and the address is skipped as a
+	// private one is.
+	addr func(ctx context.Context, a netip.Addr, c addrClass) string
+}
+
+func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimit) (net.Conn, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
@@ -296,7 +276,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, loopbackOnly
 		return nil, refuse("host %s is in sandbox.denyHosts", host)
 	}
 	allowed := matchAny(p.AllowHosts, host, ip, isIP)
-	loopbackOnly = loopbackOnly && !allowed
+	loopbackOnly := lim.loopbackOnly && (lim.strict || !allowed)
 	addrs, prefix := []netip.Addr{ip}, ""
 	if !isIP {
 		if rule := hostNameRule(host); rule != "" {
@@ -313,11 +293,18 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, loopbackOnly
 		if !isIP && matchAny(p.DenyHosts, a.String(), a, true) {
 			return nil, refuse("%s%s, which is in sandbox.denyHosts", prefix, a)
 		}
-		c, rule := classify(a)
+		c, classRule := classify(a)
 		if c == addrRefused {
-			return nil, refuse("%s%s", prefix, rule)
+			return nil, refuse("%s%s", prefix, classRule)
 		}
-		if rule = p.addrRule(c, rule, allowed); rule == "" && loopbackOnly && c != addrLoopback {
+		var rule string
+		if lim.addr != nil {
+			rule = lim.addr(ctx, a, c)
+		}
+		if rule == "" {
+			rule = p.addrRule(c, classRule, allowed)
+		}
+		if rule == "" && loopbackOnly && c != addrLoopback {
 			rule = fmt.Sprintf("%s, and plain http goes only to loopback", a)
 		}
 		if rule != "" {

@@ -19,6 +19,21 @@
 // across goroutines, sessions of one process, and processes that share the
 // token file (flock(2)). The refresh request itself is golang.org/x/oauth2's.
 //
+// # Where a sign-in may go
+//
+// A remote MCP server names its authorization server, and that server its
+// endpoints: the agent's requests go where the server says. With
+// Config.URLs (sandbox.SignInPolicy) every request and redirect of a
+// [Handler] — metadata discovery, client registration, token exchange,
+// refresh and revocation — passes the URL policy as a server URL does, and
+// goes no closer to the agent than the server itself: loopback only for a
+// server on loopback, a private network only for a server on one, plain
+// http only between loopback hosts. The endpoints an authorization server
+// advertises are checked as its metadata arrives, before a client is
+// registered or the user asked, and the sign-in link before it is shown.
+// A refusal is an [*EndpointError] naming the server, the kind of URL, the
+// URL and the rule. The OAuth flow itself is go-sdk's.
+//
 // # Revocation
 //
 // [Revoke] revokes a record's tokens at its authorization server (RFC 7009)

@@ -16,6 +16,37 @@ var ErrDeleteRecord = errors.New("signin: delete the record")
 // not a token file it can read.
 var ErrCorrupt = errors.New("signin: corrupt token file")
 
+// EndpointError is a URL of the sign-in of an MCP server that the URL
+// policy refused (sandbox.SignInPolicy): a request or redirect the flow
+// would have sent, an endpoint its metadata advertised, or the sign-in
+// link. It reads like `token endpoint http://127.0.0.1:5555/token of MCP
+// server "remote" is refused: a server not on loopback may not send the
+// agent to loopback`. errors.Is(err, sandbox.ErrRefused) holds.
+type EndpointError struct {
+	// Server is the MCP server's name (Config.Server).
+	Server string
+	// Kind says what the URL is, such as "token endpoint" or
+	// "authorization server metadata redirect"; "" when unknown.
+	Kind string
+	// URL is the refused URL without userinfo, query or fragment.
+	URL string
+	// Rule is the rule broken (the *sandbox.PolicyError's Rule).
+	Rule string
+	// Err is the refusal, a *sandbox.PolicyError.
+	Err error
+}
+
+func (e *EndpointError) Error() string {
+	kind := e.Kind
+	if kind == "" {
+		kind = "URL"
+	}
+	return fmt.Sprintf("%s %s of MCP server %q is refused: %s", kind, e.URL, e.Server, e.Rule)
+}
+
+// Unwrap returns Err, so that errors.Is(err, sandbox.ErrRefused) holds.
+func (e *EndpointError) Unwrap() error { return e.Err }
+
 // signedOut returns the error a token source reports when it has no usable
 // grant: an invalid_grant [oauth2.RetrieveError], which go-sdk's Streamable
 // HTTP transport answers by sending the request without an Authorization

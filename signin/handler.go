@@ -12,11 +12,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
 // DefaultTimeout is how long a sign-in waits for the user when
@@ -61,9 +64,18 @@ type Config struct {
 	ServerURL string
 	// Store keeps the tokens; it must not be nil.
 	Store Store
-	// HTTPClient makes every OAuth request (metadata discovery, client
-	// registration, token exchange and refresh); it carries the sandbox URL
-	// policy. Nil means http.DefaultClient.
+	// URLs is the URL policy of the server's sign-in
+	// (sandbox.URLPolicy.SignIn of ServerURL). With it, every OAuth request
+	// and redirect (metadata discovery, client registration, token
+	// exchange, refresh and revocation) goes only where the policy lets the
+	// server lead the agent, the endpoints the authorization server
+	// advertises are checked as its metadata arrives, and the sign-in link
+	// is checked before the user sees it; a refusal ends the sign-in with
+	// an *EndpointError. Nil means no policy (tests): go-sdk's own checks
+	// only.
+	URLs *sandbox.SignInPolicy
+	// HTTPClient makes every OAuth request. Nil means URLs.HTTPClient(),
+	// or http.DefaultClient without URLs.
 	HTTPClient *http.Client
 	// Client is the pre-registered client, if any; ClientIDMetadataURL is
 	// the Client ID Metadata Document URL (an https URL with a path), if
@@ -98,7 +110,11 @@ type Config struct {
 // code flow (auth.AuthorizationCodeHandler: metadata discovery, PKCE,
 // resource indicators, scope selection and step-up, iss checks) through a
 // loopback redirect listener that lives only for the sign-in. New tokens
-// are saved in Config.Store and refreshed through NewTokenSource.
+// are saved in Config.Store and refreshed through NewTokenSource. With
+// Config.URLs, the URL policy of the server's sign-in, every OAuth request
+// goes only where that policy allows: a server not on loopback cannot lead
+// the agent to loopback (nor to a private network unless it is on one),
+// whatever its metadata, endpoints or redirects say.
 //
 // One sign-in runs at a time per Handler; a request that needs one while
 // another runs waits for it and reuses its token. Its methods are safe for
@@ -106,6 +122,9 @@ type Config struct {
 type Handler struct {
 	cfg Config
 	log *slog.Logger
+	// client makes the OAuth requests outside a sign-in (refresh,
+	// revocation): Config.HTTPClient, guarded when Config.URLs is set.
+	client *http.Client
 
 	authorize sync.Mutex // one sign-in at a time
 
@@ -121,7 +140,11 @@ var _ auth.OAuthHandler = (*Handler)(nil)
 // New returns the Handler of one server. It never fails: an invalid
 // pre-registered client is reported by the first sign-in.
 func New(cfg Config) *Handler {
-	if cfg.HTTPClient == nil {
+	switch {
+	case cfg.HTTPClient != nil:
+	case cfg.URLs != nil:
+		cfg.HTTPClient = cfg.URLs.HTTPClient()
+	default:
 		cfg.HTTPClient = http.DefaultClient
 	}
 	if cfg.Timeout <= 0 {
@@ -134,7 +157,20 @@ func New(cfg Config) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, log: log}
+	h := &Handler{cfg: cfg, log: log}
+	h.client = h.guarded(nil)
+	return h
+}
+
+// guarded returns Config.HTTPClient as is without Config.URLs (so that
+// go-sdk keeps its own checks of a plain client), else guarded: refusals
+// become *EndpointError values, passed to record if non-nil.
+func (h *Handler) guarded(record func(*EndpointError)) *http.Client {
+	if h.cfg.URLs == nil {
+		return h.cfg.HTTPClient
+	}
+	g := &guard{server: h.cfg.Server, urls: h.cfg.URLs, record: record}
+	return g.client(h.cfg.HTTPClient)
 }
 
 // TokenSource implements auth.OAuthHandler: the grant signed in by this
@@ -158,14 +194,15 @@ func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	if h.cfg.Client.ID != "" && rec.ClientID == h.cfg.Client.ID {
 		rec.ClientSecret = h.cfg.Client.Secret // never stored
 	}
-	h.ts, h.scopes = NewTokenSource(h.cfg.Store, h.cfg.HTTPClient, rec), rec.Scopes
+	h.ts, h.scopes = NewTokenSource(h.cfg.Store, h.client, rec), rec.Scopes
 	return h.ts, nil
 }
 
 // Authorize implements auth.OAuthHandler: it runs one sign-in for the
 // request the server refused (resp, whose body it closes), unless another
 // sign-in finished while this one waited its turn. Errors name the server
-// and never hold a token.
+// and never hold a token; a URL the URL policy refused ends the sign-in
+// with an *EndpointError.
 func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	h.mu.Lock()
 	gen := h.gen
@@ -194,6 +231,10 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		h.log.Info("signed in to the MCP server in another session")
 		return nil
 	}
+	var refused *EndpointError
+	if errors.As(err, &refused) {
+		return err // it names the server
+	}
 	if err != nil {
 		return fmt.Errorf("signing in to MCP server %q: %w", h.cfg.Server, err)
 	}
@@ -219,7 +260,7 @@ func (h *Handler) adopt(ctx context.Context, refused string) bool {
 		rec.ClientSecret = h.cfg.Client.Secret
 	}
 	h.mu.Lock()
-	h.ts, h.scopes, h.loaded = NewTokenSource(h.cfg.Store, h.cfg.HTTPClient, rec), rec.Scopes, true
+	h.ts, h.scopes, h.loaded = NewTokenSource(h.cfg.Store, h.client, rec), rec.Scopes, true
 	h.gen++
 	h.mu.Unlock()
 	return true
@@ -233,8 +274,40 @@ func (h *Handler) savedSince(ctx context.Context, t time.Time, refused string) b
 }
 
 // signIn runs the authorization code flow for the refused request; it ends
-// with errElsewhere once elsewhere reports another Handler's grant.
+// with errElsewhere once elsewhere reports another Handler's grant. When
+// the URL policy refused a URL the flow needed, it returns that
+// *EndpointError: go-sdk gives up at the first refusal of any URL but a
+// protected resource metadata one (it then tries the next), but does not
+// always keep the error's type.
 func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Response, elsewhere func() bool) error {
+	var fatal atomic.Pointer[EndpointError]
+	client := h.guarded(func(e *EndpointError) {
+		if strings.HasPrefix(e.Kind, kindResourceMetadata) { // its redirects too
+			h.log.Info("the URL policy refused a protected resource metadata URL; trying the next", "err", e)
+			return
+		}
+		fatal.CompareAndSwap(nil, e)
+	})
+	if err := h.authorizationCode(ctx, client, req, resp, elsewhere); err != nil {
+		var refused *EndpointError
+		if !errors.As(err, &refused) {
+			refused = fatal.Load()
+		}
+		if refused != nil {
+			return refused
+		}
+		return err
+	}
+	h.mu.Lock()
+	h.gen++
+	h.loaded = true
+	h.mu.Unlock()
+	h.log.Info("signed in to the MCP server")
+	return nil
+}
+
+// authorizationCode runs go-sdk's authorization code flow with client.
+func (h *Handler) authorizationCode(ctx context.Context, client *http.Client, req *http.Request, resp *http.Response, elsewhere func() bool) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = resp.Body.Close()
@@ -272,7 +345,7 @@ func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Resp
 			return out
 		},
 		RequestRefreshToken: true,
-		Client:              h.cfg.HTTPClient,
+		Client:              client,
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			return h.save(ctx, oc, tok), nil
 		},
@@ -292,15 +365,7 @@ func (h *Handler) signIn(ctx context.Context, req *http.Request, resp *http.Resp
 		_ = resp.Body.Close()
 		return err
 	}
-	if err := flow.Authorize(ctx, req, resp); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.gen++
-	h.loaded = true
-	h.mu.Unlock()
-	h.log.Info("signed in to the MCP server")
-	return nil
+	return flow.Authorize(ctx, req, resp)
 }
 
 // save stores the grant of a finished sign-in and makes it the one in use.
@@ -324,7 +389,7 @@ func (h *Handler) save(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token
 	}
 	use := *rec
 	use.ClientSecret = oc.ClientSecret
-	ts := NewTokenSource(h.cfg.Store, h.cfg.HTTPClient, &use)
+	ts := NewTokenSource(h.cfg.Store, h.client, &use)
 	h.mu.Lock()
 	h.ts, h.scopes = ts, rec.Scopes
 	h.mu.Unlock()
@@ -350,6 +415,12 @@ func (h *Handler) fetch(ctx context.Context, ln net.Listener, args *auth.Authori
 	au, err := url.Parse(args.URL)
 	if err != nil {
 		return nil, fmt.Errorf("the authorization URL: %w", err)
+	}
+	if h.cfg.URLs != nil {
+		if err := h.cfg.URLs.CheckLink(args.URL); err != nil {
+			g := &guard{server: h.cfg.Server}
+			return nil, g.refused(kindAuthorization, args.URL, err)
+		}
 	}
 	state := au.Query().Get("state")
 	got := make(chan callback, 1)
@@ -468,7 +539,7 @@ func (h *Handler) Logout(ctx context.Context) error {
 		if h.cfg.Client.ID != "" && rec.ClientID == h.cfg.Client.ID {
 			rec.ClientSecret = h.cfg.Client.Secret
 		}
-		if err := Revoke(ctx, h.cfg.HTTPClient, rec); err != nil {
+		if err := Revoke(ctx, h.client, rec); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -130,7 +130,7 @@ func revokeOne(ctx context.Context, client *http.Client, endpoint string, rec *R
 			form.Set("client_secret", rec.ClientSecret)
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(withKind(ctx, kindRevocation), http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package oauthtest
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -83,7 +84,7 @@ func (s *Server) supportedScopes() []string {
 func (s *Server) resourceMetadata(resource string) *oauthex.ProtectedResourceMetadata {
 	return &oauthex.ProtectedResourceMetadata{
 		Resource:               resource,
-		AuthorizationServers:   []string{s.base},
+		AuthorizationServers:   []string{cmp.Or(s.opts.AuthorizationServer, s.base)},
 		ScopesSupported:        s.opts.Scopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "oauthtest",
@@ -98,8 +99,8 @@ func (s *Server) handleASMetadata(w http.ResponseWriter, r *http.Request) {
 	}
 	meta := &oauthex.AuthServerMeta{
 		Issuer:                                     s.base,
-		AuthorizationEndpoint:                      s.base + "/authorize",
-		TokenEndpoint:                              s.base + "/token",
+		AuthorizationEndpoint:                      cmp.Or(s.opts.AuthorizationEndpoint, s.base+"/authorize"),
+		TokenEndpoint:                              cmp.Or(s.opts.TokenEndpoint, s.base+"/token"),
 		RevocationEndpoint:                         s.base + "/revoke",
 		ScopesSupported:                            s.supportedScopes(),
 		ResponseTypesSupported:                     []string{"code"},
@@ -110,7 +111,7 @@ func (s *Server) handleASMetadata(w http.ResponseWriter, r *http.Request) {
 		AuthorizationResponseIssParameterSupported: true,
 	}
 	if !s.opts.NoDCR {
-		meta.RegistrationEndpoint = s.base + "/register"
+		meta.RegistrationEndpoint = cmp.Or(s.opts.RegistrationEndpoint, s.base+"/register")
 	}
 	writeJSON(w, http.StatusOK, meta)
 }

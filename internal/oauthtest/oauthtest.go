@@ -21,6 +21,17 @@
 // a resource other than the MCP endpoint, an unknown scope or a client
 // authenticated the wrong way each get the OAuth error the RFCs name.
 //
+// # Servers that are not on loopback, and servers that mislead
+//
+// With Options.TLS it serves https (Server.CertPool trusts it), and with
+// Options.Host its URLs name another host, such as mcp.example.com: a
+// client whose resolver and dialer map that name to the loopback listener
+// (Server.Addr) sees a remote server. Options.ResourceMetadataURL,
+// AuthorizationServer, AuthorizationEndpoint, RegistrationEndpoint,
+// TokenEndpoint and RedirectMetadata make it advertise, or redirect its
+// metadata to, URLs elsewhere, such as a listener on the client's own
+// loopback, for tests of a client that must refuse to follow.
+//
 // # What tests read back
 //
 // [Server.Counts] counts registrations, authorizations, code and refresh
@@ -33,12 +44,16 @@
 package oauthtest
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +111,39 @@ type Options struct {
 	// nil means time.Now. Tests move it forward to expire tokens without
 	// sleeping.
 	Now func() time.Time
+
+	// TLS serves https, with a certificate made at Start for 127.0.0.1,
+	// ::1, localhost and Host; [Server.CertPool] trusts it.
+	TLS bool
+
+	// Host is the host the server's URLs name (its MCP endpoint, issuer
+	// and endpoints), such as "mcp.example.com": a test whose resolver
+	// maps that name to the server's loopback listener sees a server that
+	// is not on loopback. It still listens on 127.0.0.1 only. Empty means
+	// 127.0.0.1.
+	Host string
+
+	// The options below make the server lead its clients elsewhere, as a
+	// hostile or misconfigured server would: each URL replaces the one it
+	// names in what the server advertises, while its own endpoints keep
+	// working. Empty means the server's own.
+	//
+	// ResourceMetadataURL is the resource_metadata of its 401 challenges
+	// (RFC 9728 section 5.1). AuthorizationServer is the issuer its
+	// protected resource metadata lists in authorization_servers.
+	// AuthorizationEndpoint, RegistrationEndpoint and TokenEndpoint are
+	// advertised in its authorization server metadata (RFC 8414).
+	ResourceMetadataURL   string
+	AuthorizationServer   string
+	AuthorizationEndpoint string
+	RegistrationEndpoint  string
+	TokenEndpoint         string
+
+	// RedirectMetadata, if set, is a base URL ("http://127.0.0.1:5555")
+	// every metadata request (a path under /.well-known/) is redirected
+	// to, with 307 Temporary Redirect, keeping its path and query; the
+	// server then serves no metadata itself.
+	RedirectMetadata string
 }
 
 // Counts are what the server has done since [Start]. Only successful
@@ -114,7 +162,8 @@ type Counts struct {
 // methods are safe for concurrent use.
 type Server struct {
 	opts   Options
-	base   string // http://127.0.0.1:PORT, the issuer and the resource's origin
+	base   string         // http://127.0.0.1:PORT (https, Options.Host), the issuer and the resource's origin
+	certs  *x509.CertPool // trusts the server's certificate; nil without Options.TLS
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{} // closed when the Serve goroutine has returned
@@ -154,13 +203,35 @@ func Start(opts Options) (*Server, error) {
 	if opts.NoDCR && opts.PreregisteredClientID == "" {
 		return nil, errors.New("oauthtest: NoDCR needs a PreregisteredClientID, or no client could sign in")
 	}
+	host := opts.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	var tlsConfig *tls.Config
+	var certs *x509.CertPool
+	if opts.TLS {
+		cert, err := newCert(host)
+		if err != nil {
+			return nil, err
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		certs = x509.NewCertPool()
+		certs.AddCert(cert.Leaf)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("oauthtest: listen on loopback: %w", err)
 	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	scheme := "http"
+	if opts.TLS {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	s := &Server{
 		opts:    opts,
-		base:    "http://" + ln.Addr().String(),
+		base:    scheme + "://" + net.JoinHostPort(host, port),
+		certs:   certs,
 		ln:      ln,
 		served:  make(chan struct{}),
 		clients: make(map[string]*client),
@@ -183,12 +254,22 @@ func Start(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// URL returns the MCP endpoint (Streamable HTTP), http://127.0.0.1:PORT/mcp.
-// It is also the resource (RFC 8707) tokens are bound to.
+// URL returns the MCP endpoint (Streamable HTTP), http://127.0.0.1:PORT/mcp
+// (https with Options.TLS, Options.Host for 127.0.0.1). It is also the
+// resource (RFC 8707) tokens are bound to.
 func (s *Server) URL() string { return s.base + mcpPath }
 
-// Issuer returns the authorization server's issuer, http://127.0.0.1:PORT.
+// Issuer returns the authorization server's issuer, http://127.0.0.1:PORT
+// (https with Options.TLS, Options.Host for 127.0.0.1).
 func (s *Server) Issuer() string { return s.base }
+
+// Addr returns the address the server listens on, 127.0.0.1:PORT, which a
+// test's dialer connects to when the server's URLs name Options.Host.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// CertPool returns a pool that trusts the server's certificate (with
+// Options.TLS), or nil.
+func (s *Server) CertPool() *x509.CertPool { return s.certs }
 
 // Counts returns a snapshot of the counters.
 func (s *Server) Counts() Counts {
@@ -241,12 +322,16 @@ func (s *Server) Close() error {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, s.mcpHandler())
-	prm := auth.ProtectedResourceMetadataHandler(s.resourceMetadata(s.URL()))
-	mux.Handle("/.well-known/oauth-protected-resource"+mcpPath, prm)
-	// At the root the resource is the origin (RFC 9728 §3.1), which is why
-	// tokens for the origin are accepted too.
-	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(s.resourceMetadata(s.base)))
-	mux.HandleFunc("/.well-known/oauth-authorization-server", s.handleASMetadata)
+	if s.opts.RedirectMetadata != "" {
+		mux.HandleFunc("/.well-known/", s.redirectMetadata)
+	} else {
+		prm := auth.ProtectedResourceMetadataHandler(s.resourceMetadata(s.URL()))
+		mux.Handle("/.well-known/oauth-protected-resource"+mcpPath, prm)
+		// At the root the resource is the origin (RFC 9728 §3.1), which is
+		// why tokens for the origin are accepted too.
+		mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(s.resourceMetadata(s.base)))
+		mux.HandleFunc("/.well-known/oauth-authorization-server", s.handleASMetadata)
+	}
 	if !s.opts.NoDCR {
 		mux.HandleFunc("POST /register", s.handleRegister)
 	}
@@ -276,9 +361,14 @@ func (s *Server) mcpHandler() http.Handler {
 	} else {
 		addDefaultTools(server)
 	}
-	var streamable http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	// A server that names another host is reached on loopback under that
+	// name: go-sdk's DNS rebinding protection would refuse it.
+	named := s.opts.Host != ""
+	var streamable http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: named})
 	if s.opts.SSE {
-		streamable = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
+		streamable = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server },
+			&mcp.SSEOptions{DisableLocalhostProtection: named})
 	}
 	// The middleware writes its 401s through statusWriter; requests it lets
 	// through reach the MCP handler with the original ResponseWriter, so
@@ -287,12 +377,18 @@ func (s *Server) mcpHandler() http.Handler {
 		streamable.ServeHTTP(w.(*statusWriter).ResponseWriter, r)
 	})
 	protected := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: s.base + "/.well-known/oauth-protected-resource" + mcpPath,
+		ResourceMetadataURL: cmp.Or(s.opts.ResourceMetadataURL, s.base+"/.well-known/oauth-protected-resource"+mcpPath),
 		Scopes:              s.opts.Scopes,
 	})(inner)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		protected.ServeHTTP(&statusWriter{ResponseWriter: w, s: s}, r)
 	})
+}
+
+// redirectMetadata answers a metadata GET with a redirect to the same path
+// under Options.RedirectMetadata.
+func (s *Server) redirectMetadata(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, strings.TrimSuffix(s.opts.RedirectMetadata, "/")+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 }
 
 // statusWriter counts 401 responses written through it.
