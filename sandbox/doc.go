@@ -15,12 +15,43 @@
 //
 // Unlike the rest of the package, this part performs I/O: [Start] starts a
 // child ([Command] builds it) in a process group of its own, tagged with
-// [ServerTagEnv], and collects its exit status; [StopGroup] and
-// [Process.Kill] end the child and everything it started, sending signals
-// and, on Linux, reading /proc to find descendants that left the group.
-// [Setup], called once by main, makes the agent a child subreaper, starts the
-// reaper of adopted orphans and a watchdog that kills the servers' groups if
-// the agent dies without teardown.
+// [ServerTagEnv], on Linux in a cgroup v2 of its own when it can, and
+// collects its exit status; [StopGroup] and [Process.Kill] end the child and
+// everything it started. [Setup], called once by main, creates the agent's
+// base cgroup (or finds it cannot), makes the agent a child subreaper,
+// starts the reaper of adopted orphans, and starts a watchdog that kills the
+// servers' groups and cgroups if the agent dies without teardown.
+//
+// # Teardown guarantees
+//
+// What StopGroup and Kill end, besides the child itself and its process
+// group, depends on the platform:
+//
+//   - Linux with a writable cgroup v2 (the agent's own cgroup, found in
+//     /proc/self/cgroup and /proc/self/mountinfo, delegated or root; a kernel
+//     of 5.7 or later): each child starts directly in
+//     <agent's cgroup>/acp-agent-<pid>/<n> (clone3 CLONE_INTO_CGROUP), and
+//     every process it starts stays in that cgroup whatever it does with its
+//     process group, session, parent or environment. Teardown kills the
+//     cgroup (cgroup.kill, kernel 5.14; before that, freeze and SIGKILL each
+//     member in rounds), waits until it is empty and removes it; other
+//     children's cgroups are untouched. When the agent exits, even by
+//     SIGKILL, the watchdog kills everything below the base and removes it.
+//     Only a process that deliberately moves itself to another cgroup it may
+//     write to (root, or the agent's user within a delegated subtree) escapes.
+//   - Linux without one (no cgroup v2, read-only or not delegated, an older
+//     kernel, or Setup not called): the fallback finds descendants by their
+//     parentage while the child runs, by ServerTagEnv in their environment,
+//     and, as subreaper, by adoption: an adopted orphan is presumed the
+//     ending child's only when no other child started by Start is alive. A
+//     daemon that clears its environment and forks twice (env -i setsid …)
+//     while another server is alive, before a teardown saw it in the tree,
+//     escapes, and outlives the agent too.
+//   - Other platforms (macOS): the process group only; a descendant that
+//     calls setsid or setpgid escapes, and nothing ends the servers if the
+//     agent dies by SIGKILL (they see their stdin close).
+//
+// Setup's cgroup attempt is silent: the fallback is no error.
 //
 // # Network
 //

@@ -39,7 +39,8 @@ func Command(ctx context.Context, name string, args []string, dir string, env []
 
 // Process is a child started by Start. Its exit status is collected in the
 // background: Done is closed once cmd.Wait has returned, after which Err and
-// the Cmd's ProcessState may be read. Its methods are safe for concurrent use.
+// the Cmd's ProcessState may be read. Its methods, Kill and StopGroup are
+// safe for concurrent use, and may be called more than once.
 type Process struct {
 	Cmd *exec.Cmd
 
@@ -48,6 +49,10 @@ type Process struct {
 
 	tag       string // the value of ServerTagEnv in the child's environment (Linux)
 	rootStart uint64 // the child's start time, to tell it from a reuse of its pid (Linux)
+	// cgroup is the directory of the child's own cgroup v2, "" when it has
+	// none (Linux; see Setup). Set by Start, then read-only; the directory
+	// is removed by the first sweep that finds it empty.
+	cgroup string
 
 	mu   sync.Mutex
 	seen map[int]procID // every descendant seen so far (Linux)
@@ -59,7 +64,13 @@ type procID struct{ start uint64 }
 // Start starts cmd (normally from Command) and collects its exit status in
 // the background. On Linux the fork happens on one OS thread that lives as
 // long as the agent, so that the child's parent-death signal fires when the
-// agent dies and at no other time. It fails as cmd.Start does.
+// agent dies and at no other time; and, after Setup created a base cgroup,
+// the child starts directly in a new cgroup v2 of its own below it, where
+// everything it starts stays (a process cannot leave a cgroup by setsid,
+// double forks or a cleared environment; only by writing its pid to another
+// cgroup's cgroup.procs, which it needs write access to). It fails as
+// cmd.Start does; cmd must not have been started. Start may be called
+// concurrently.
 func Start(cmd *exec.Cmd) (*Process, error) {
 	p := &Process{Cmd: cmd, done: make(chan struct{})}
 	if err := p.startChild(); err != nil {
@@ -81,12 +92,15 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) Err() error { return p.err }
 
 // Kill ends the child and everything it started at once: SIGKILL to its
-// process group, then, once the child is gone, every descendant that is left
-// (Linux: even those that left the group). It returns when all are gone, or
-// after about WaitDelay plus a few seconds at most.
+// process group and (Linux, with a cgroup) to everything in its cgroup,
+// then, once the child is gone, every descendant that is left (Linux: even
+// those that left the group, see StopGroup). It returns when all are gone,
+// or after about WaitDelay plus a few seconds at most (ten more if a
+// process in the cgroup is stuck in an uninterruptible sleep).
 func (p *Process) Kill() {
 	p.track()
 	p.signalGroup(syscall.SIGKILL)
+	p.killCgroup()
 	<-p.done
 	p.sweep()
 }
@@ -120,11 +134,24 @@ func SignalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 // child to stop gracefully (for an MCP stdio server: closing the client
 // session, which closes the child's stdin). StopGroup waits for the child to
 // exit; if that takes longer than grace, the group gets SIGTERM, and
-// killDelay later SIGKILL. Whatever the child did, what is left of its
-// process group and (on Linux) of its descendants, including those that left
-// the group (setsid, daemons), is then killed, so nothing it started
-// survives. StopGroup returns within about grace+killDelay+WaitDelay plus the
-// time stop takes; grace <= 0 means DefaultGrace.
+// killDelay later SIGKILL (with its cgroup, on Linux). Whatever the child
+// did, what is left of its process group and (on Linux) of its descendants,
+// including those that left the group (setsid, daemons), is then killed:
+//
+//   - Linux, child in a cgroup of its own (see Setup): everything in the
+//     cgroup, found by the kernel, whatever its group, session, parent or
+//     environment; then the cgroup is removed. Nothing it started survives
+//     unless it deliberately moved itself to another cgroup it may write to.
+//   - Linux without a cgroup: the descendants seen while the child ran,
+//     those that carry its ServerTagEnv, and, when no other child started
+//     by Start is alive, the agent's adopted orphans. A daemon that cleared
+//     its environment and forked twice while another server was running,
+//     before any teardown saw it, escapes.
+//   - Elsewhere: the process group only.
+//
+// StopGroup returns within about grace+killDelay+WaitDelay plus the time
+// stop takes (ten seconds more if a process in the cgroup is stuck in an
+// uninterruptible sleep); grace <= 0 means DefaultGrace.
 func StopGroup(p *Process, grace time.Duration, stop func()) {
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -148,6 +175,7 @@ func StopGroup(p *Process, grace time.Duration, stop func()) {
 		case <-timer.C:
 			p.track()
 			p.signalGroup(syscall.SIGKILL)
+			p.killCgroup()
 			<-p.done
 		}
 	}

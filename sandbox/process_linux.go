@@ -28,13 +28,27 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 // Setup prepares the agent process to end everything its servers start;
-// call it once, early in main. It starts the watchdog, which kills the
-// servers' process groups if the agent dies without teardown (SIGKILL), and
-// makes the agent a child subreaper (prctl(PR_SET_CHILD_SUBREAPER)): a
-// process orphaned below one of its servers, such as a daemon that forked
-// twice and called setsid, is reparented to the agent instead of init, so
-// that StopGroup and Kill can still find and end it. An error means the
-// agent is no subreaper; a watchdog that cannot start is skipped.
+// call it once, early in main, before any Start. It
+//
+//   - creates the base cgroup, when the agent's cgroup v2 is writable
+//     (/proc/self/cgroup, /proc/self/mountinfo): a directory
+//     acp-agent-<pid> below the agent's own cgroup, into which Start puts
+//     each child's cgroup. Without cgroup v2, or when the directory cannot
+//     be created or a process started into it (read-only, not delegated,
+//     EPERM, EACCES, a kernel before 5.7), children get no cgroup and
+//     teardown takes the fallback (ServerTagEnv and the subreaper); that is
+//     no error;
+//   - starts the watchdog, which, when the agent exits or dies without
+//     teardown (SIGKILL), kills the servers' process groups and everything
+//     in the base cgroup, then removes it;
+//   - makes the agent a child subreaper (prctl(PR_SET_CHILD_SUBREAPER)): a
+//     process orphaned below one of its servers, such as a daemon that
+//     forked twice and called setsid, is reparented to the agent instead of
+//     init, so that StopGroup and Kill can still find it among the agent's
+//     children even without a cgroup.
+//
+// An error means the agent is no subreaper; a watchdog that cannot start is
+// skipped.
 //
 // Setup also makes the agent non-dumpable (prctl(PR_SET_DUMPABLE, 0)), so
 // that a process of the same user, such as a command of run_command or a
@@ -53,7 +67,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 // status taken (its Wait then fails with ECHILD). The agent starts every
 // child with Start.
 func Setup() error {
-	startWatchdog() // before the prctl: the watchdog must not be adopted
+	setupCgroups()
+	base, _ := cgroupBase()
+	startWatchdog(base) // before the prctl: the watchdog must not be adopted
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("hiding the agent's memory and environment from its children: %w", err)
 	}
@@ -133,7 +149,9 @@ type spawnReq struct {
 // them even once they have left the child's tree and process group (a
 // daemon that forked twice and called setsid, reparented to the agent or to
 // init). It is no secret, and a process that clears its environment, or runs
-// as another user, escapes this match.
+// as another user, escapes this match: that is why a child in a cgroup of
+// its own (see Setup) is ended by its cgroup, the tag serving only as a
+// second net there.
 const ServerTagEnv = "ACP_AGENT_SERVER_TAG"
 
 // newTag returns a random tag for ServerTagEnv.
@@ -143,7 +161,13 @@ func newTag() string {
 	return hex.EncodeToString(b)
 }
 
-// startChild tags p.Cmd's environment and starts it on the spawner's thread.
+// startChild tags p.Cmd's environment, makes it a cgroup of its own when
+// there is a base cgroup, and starts it on the spawner's thread, into that
+// cgroup (SysProcAttr.UseCgroupFD). cmd.SysProcAttr is left as it was given.
+// If the start into the cgroup fails in a way that may mean the kernel
+// refuses it, and a new probe of the base confirms that, later children
+// take the fallback; this child's start has failed all the same (an
+// exec.Cmd cannot be started twice).
 func (p *Process) startChild() error {
 	cmd := p.Cmd
 	env := cmd.Env
@@ -163,74 +187,41 @@ func (p *Process) startChild() error {
 			}
 		}()
 	})
+	dir, fd := newChildCgroup()
+	given := cmd.SysProcAttr
+	if fd >= 0 {
+		attr := syscall.SysProcAttr{}
+		if given != nil {
+			attr = *given
+		}
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+		cmd.SysProcAttr = &attr
+	}
 	r := spawnReq{cmd: cmd, done: make(chan error, 1)}
 	spawner.reqs <- r
-	if err := <-r.done; err != nil {
+	err := <-r.done
+	if fd >= 0 {
+		cmd.SysProcAttr = given
+		_ = unix.Close(fd)
+	}
+	if err != nil {
+		if dir != "" {
+			_ = unix.Rmdir(dir)
+			if base, _ := cgroupBase(); base != "" && cgroupUnsupported(err) {
+				if perr := probeCgroup(base); perr != nil {
+					disableCgroups(perr)
+				}
+			}
+		}
 		return err
 	}
+	p.cgroup = dir
 	// Not reaped yet (the reaper skips started children), so the pid is its.
 	if info, ok := readProc(cmd.Process.Pid); ok {
 		p.rootStart = info.start
 	}
 	tellWatchdog('+', cmd.Process.Pid)
 	return nil
-}
-
-// watchdogScript is the watchdog: it reads "+ PGID" and "- PGID" lines on
-// fd 3 and, when they end because the agent exited (even by SIGKILL, which
-// runs no teardown), kills the process groups still listed. The parent-death
-// signal ends each server; this ends what else is in its group. The
-// watchdog runs in a group of its own, detached from the agent (its parent
-// shell exits at once), and ignores the signals a terminal or a process
-// manager sends the agent's group.
-const watchdogScript = `(
-trap '' HUP INT TERM
-gs=' '
-while read -r op g; do
-	case $op in
-	+) gs="$gs$g " ;;
-	-) case $gs in *" $g "*) gs="${gs%% $g *} ${gs#* $g }" ;; esac ;;
-	esac
-done
-for g in $gs; do kill -9 -$g 2>/dev/null; done
-) <&3 3<&- >/dev/null 2>&1 &`
-
-// watchdog is the agent's end of the watchdog's input.
-var watchdog struct {
-	sync.Mutex
-	w *os.File // nil when the watchdog could not start
-}
-
-// startWatchdog starts /bin/sh running watchdogScript. Without /bin/sh there
-// is no watchdog, and SIGKILL of the agent ends only the servers themselves.
-func startWatchdog() {
-	r, w, err := os.Pipe() // close-on-exec: no server inherits w
-	if err != nil {
-		return
-	}
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript)
-	cmd.ExtraFiles = []*os.File{r}
-	cmd.Env = []string{}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Run() // the shell exits at once, leaving the watchdog
-	_ = r.Close()
-	if err != nil {
-		_ = w.Close()
-		return
-	}
-	watchdog.Lock()
-	watchdog.w = w
-	watchdog.Unlock()
-}
-
-// tellWatchdog adds (op '+') or removes (op '-') the process group pgid from
-// the watchdog's list.
-func tellWatchdog(op byte, pgid int) {
-	watchdog.Lock()
-	defer watchdog.Unlock()
-	if watchdog.w != nil {
-		_, _ = watchdog.w.WriteString(string(op) + " " + strconv.Itoa(pgid) + "\n")
-	}
 }
 
 // startRegistered starts cmd and records its pid, atomically with respect to
@@ -268,113 +259,6 @@ func (p *Process) reaped() {
 	delete(children.started, root)
 	children.Unlock()
 	tellWatchdog('-', root)
-}
-
-// procInfo is one line of /proc/<pid>/stat, in part.
-type procInfo struct {
-	ppid, pgid int
-	zombie     bool
-	start      uint64 // start time in clock ticks since boot
-}
-
-// readProcs reads every process of /proc. Processes that vanish while it
-// reads are left out.
-func readProcs() map[int]procInfo {
-	entries, _ := os.ReadDir("/proc")
-	procs := make(map[int]procInfo, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if info, ok := readProc(pid); ok {
-			procs[pid] = info
-		}
-	}
-	return procs
-}
-
-// readProc parses /proc/<pid>/stat (proc(5)): the fields after the command
-// name, which is in parentheses and may hold anything.
-func readProc(pid int) (procInfo, bool) {
-	var buf [512]byte // a stat line is about 300 bytes
-	data, err := readProcFile("/proc/"+strconv.Itoa(pid)+"/stat", buf[:0])
-	if err != nil {
-		return procInfo{}, false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 > len(data) {
-		return procInfo{}, false
-	}
-	// f[0] state, f[1] ppid, f[2] pgrp, ... f[19] starttime: the first 20
-	// fields, without allocating the other 30 (teardown parses every
-	// process, many times).
-	var f [20][]byte
-	n := 0
-	for w := range bytes.FieldsSeq(data[i+1:]) {
-		f[n] = w
-		if n++; n == len(f) {
-			break
-		}
-	}
-	if n < len(f) {
-		return procInfo{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgid, err2 := strconv.Atoi(string(f[2]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return procInfo{}, false
-	}
-	state := string(f[0])
-	return procInfo{ppid: ppid, pgid: pgid, zombie: state == "Z" || state == "X", start: start}, true
-}
-
-// readProcFile appends the contents of the /proc file at path to buf and
-// returns it. Teardown reads every process's stat, several times per
-// server: plain open/read/close system calls, without what os.File adds for
-// files it may poll (fstat, non-blocking mode, the netpoller), halve its
-// cost.
-func readProcFile(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, max(512, cap(buf)))
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return nil, err
-		case n == 0:
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
-}
-
-// descendants returns every process below root in procs, by parent links.
-func descendants(procs map[int]procInfo, root int) []int {
-	kids := make(map[int][]int)
-	for pid, info := range procs {
-		kids[info.ppid] = append(kids[info.ppid], pid)
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range kids[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }
 
 // track records the current descendants of p's child, so that the sweep
@@ -433,17 +317,25 @@ func tagged(pid int, needle []byte) bool {
 const sweepRounds = 200
 
 // sweep kills every process left of p's tree once p's child is gone (it is
-// called after Done): the descendants seen by track, the members left in its
-// process group when it was reaped, the processes that carry its tag
-// (ServerTagEnv) in their environment, wherever they were reparented, the
-// descendants of all these, and, when no other child started by Start is
-// alive to claim them, every other orphan the agent adopted as subreaper. A
-// pid counts only with the start time it was seen with, so a reused pid is
+// called after Done). A child in a cgroup of its own has it killed first,
+// all at once, and removed once empty (drainCgroup): nothing it started can
+// have left it. Then, with a cgroup or without, it kills the descendants
+// seen by track, the members left in its process group when it was reaped,
+// the processes that carry its tag (ServerTagEnv) in their environment,
+// wherever they were reparented, and the descendants of all these; and, for
+// a child without a cgroup only, when no other child started by Start is
+// alive to claim them, every other orphan the agent adopted as subreaper (a
+// child with a cgroup has no orphan outside it, and the rule would
+// otherwise hit children of the agent that other code started). A pid
+// counts only with the start time it was seen with, so a reused pid is
 // spared. It reaps the adopted orphans it killed, and repeats until none is
 // left.
 func (p *Process) sweep() {
 	if p.Cmd.Process == nil {
 		return
+	}
+	if p.cgroup != "" {
+		drainCgroup(p.cgroup)
 	}
 	self := os.Getpid()
 	var needle []byte
@@ -476,7 +368,7 @@ func (p *Process) sweep() {
 			}
 		}
 		children.Lock()
-		alone := len(children.started) == 0
+		alone := p.cgroup == "" && len(children.started) == 0
 		var targets []int
 		for pid, info := range procs {
 			id, seen := p.seen[pid]
@@ -511,5 +403,13 @@ func (p *Process) sweep() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(5 * time.Millisecond) // let the kernel deliver the kills
+	}
+}
+
+// killCgroup kills everything in p's cgroup at once, if it has one,
+// without waiting: the sweep waits and removes it.
+func (p *Process) killCgroup() {
+	if p.cgroup != "" {
+		killCgroup(p.cgroup)
 	}
 }

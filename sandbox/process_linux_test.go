@@ -19,7 +19,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// As the agent does: orphans below the children are adopted by the test.
+	// TestProcesses_WithoutCgroups runs the tests again this way.
+	cgroups.off = os.Getenv(noCgroupEnv) != ""
+	// As the agent does: orphans below the children are adopted by the test,
+	// and each child gets a cgroup of its own where cgroup v2 is writable.
 	if err := Setup(); err != nil {
 		panic(err)
 	}

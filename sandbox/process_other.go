@@ -19,6 +19,9 @@ func (p *Process) startChild() error { return p.Cmd.Start() }
 
 func (p *Process) reaped() {}
 
+// killCgroup is a no-op outside Linux: there are no cgroups.
+func (p *Process) killCgroup() {}
+
 // track is a no-op outside Linux: only the process group is ended.
 func (p *Process) track() {}
 

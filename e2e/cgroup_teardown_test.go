@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+)
+
+// cgroupMount returns where cgroup v2 is mounted and this process's cgroup
+// below it, or skips the test when there is no writable cgroup v2 (the
+// agent, a child of this process, then takes the fallback, which has the
+// gap the test is about).
+func cgroupMount(t *testing.T) (mount, own string) {
+	t.Helper()
+	procCgroup, _ := os.ReadFile("/proc/self/cgroup")
+	for line := range strings.Lines(string(procCgroup)) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			own = p
+		}
+	}
+	mountinfo, _ := os.ReadFile("/proc/self/mountinfo")
+	for line := range strings.Lines(string(mountinfo)) {
+		pre, post, ok := strings.Cut(line, " - ")
+		if f := strings.Fields(pre); ok && len(f) >= 5 && f[3] == "/" && strings.HasPrefix(post, "cgroup2 ") {
+			mount = f[4]
+			break
+		}
+	}
+	if mount == "" || !strings.HasPrefix(own, "/") {
+		t.Skipf("no cgroup v2 (mount %q, cgroup %q)", mount, own)
+	}
+	probe := filepath.Join(mount, own, fmt.Sprintf("acp-agent-e2e-check-%d", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil && !os.IsExist(err) {
+		t.Skipf("cgroup v2 not writable here: %v", err)
+	}
+	_ = os.Remove(probe)
+	return mount, own
+}
+
+// TestTeardown_EnvClearedDaemonEndsWhileAnotherSessionRuns is the issue's
+// case through the built agent: a stdio server that, before serving,
+// starts a daemon with a cleared environment (env -i, setsid, orphaned at
+// once: adopted by the agent), while another session's server runs. The
+// daemon must end with its session (session/close), or with the agent
+// (stdin EOF, SIGKILL: the watchdog), and the agent's cgroups must go.
+func TestTeardown_EnvClearedDaemonEndsWhileAnotherSessionRuns(t *testing.T) {
+	t.Parallel()
+	mount, _ := cgroupMount(t)
+	var bins []string
+	for _, name := range []string{"env", "setsid", "sleep"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bins = append(bins, p)
+	}
+	tests := []struct {
+		name      string
+		agentEnds bool
+		end       func(a *agent, sid string) error
+	}{
+		{"session/close", false, func(a *agent, sid string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := a.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)})
+			return err
+		}},
+		{"stdin EOF", true, func(a *agent, _ string) error {
+			if err := a.CloseStdin(); err != nil {
+				return err
+			}
+			return a.Wait(30 * time.Second)
+		}},
+		{"SIGKILL", true, func(a *agent, _ string) error { return a.Cmd.Process.Kill() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := startAgent(t)
+			agentPid := a.Cmd.Process.Pid
+			a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")))
+			var keep int
+			for _, p := range descendants(agentPid) {
+				if strings.Contains(cmdline(p), "mcp-fixture") {
+					keep = p
+				}
+			}
+			if keep == 0 {
+				t.Fatal("no fixture process below the agent")
+			}
+
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			script := fmt.Sprintf(`%s -i %s /bin/sh -c '%s 1000 </dev/null >/dev/null 2>&1 & echo $! > %s'; exec "$0"`,
+				bins[0], bins[1], bins[2], pidFile)
+			sid := a.newSession(t.TempDir(), acpclient.Stdio("daemonizer", "/bin/sh", []string{"-c", script, fixtureBin}, map[string]string{}))
+			daemon := testutil.ReadPIDFiles(t, filepath.Dir(pidFile), "pid")[0]
+			testutil.WaitFor(t, 30*time.Second, func() bool {
+				ppid, ok := parentOf(daemon)
+				return ok && ppid == agentPid
+			}, "daemon %d never adopted by the agent %d", daemon, agentPid)
+			t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", daemon))
+			if err != nil || strings.Contains(string(env), "ACP_AGENT_SERVER_TAG") {
+				t.Fatalf("the daemon's environment (%v) was not cleared: %q", err, env)
+			}
+			cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", daemon))
+			var rel string
+			for line := range strings.Lines(string(cg)) {
+				if p, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+					rel = p
+				}
+			}
+			if !strings.Contains(rel, "/acp-agent-"+strconv.Itoa(agentPid)+"/") {
+				t.Fatalf("the daemon runs in cgroup %q, not in one of the agent's (acp-agent-%d)", rel, agentPid)
+			}
+
+			if err := tt.end(a, sid); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range waitAllGone([]int{daemon}, 30*time.Second) {
+				t.Errorf("daemon %d (%s) outlived its session (%s) while another session ran", p, cmdline(p), tt.name)
+			}
+			gone := filepath.Join(mount, rel) // the server's cgroup
+			if tt.agentEnds {
+				gone = filepath.Dir(gone) // the agent's base cgroup
+			}
+			testutil.WaitFor(t, 30*time.Second, func() bool {
+				_, err := os.Lstat(gone)
+				return os.IsNotExist(err)
+			}, "cgroup %s still there after %s", gone, tt.name)
+			if !tt.agentEnds && !testutil.Alive(keep) {
+				t.Error("closing one session ended another session's server")
+			}
+		})
+	}
+}
