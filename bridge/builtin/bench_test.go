@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,12 +23,79 @@ func benchDir(b *testing.B) string {
 // BenchmarkReadFileDirect calls read_file's handler as a Go function: the
 // tool's own work.
 func BenchmarkReadFileDirect(b *testing.B) {
-	t := &tools{root: benchDir(b)}
+	t := benchTools(b, benchDir(b))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := t.readFile(ctx, nil, ReadFileInput{Path: "f.txt"}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// benchTools returns the tools of a session in dir, closed with b.
+func benchTools(b *testing.B, dir string) *tools {
+	t := newTools(Options{Root: dir})
+	b.Cleanup(func() { _ = t.fs.Close() })
+	return t
+}
+
+// BenchmarkWriteFileDirect calls write_file's handler as a Go function,
+// overwriting a 100-line file: read for the diff, temporary file, rename.
+func BenchmarkWriteFileDirect(b *testing.B) {
+	t := benchTools(b, benchDir(b))
+	ctx := context.Background()
+	in := WriteFileInput{Path: "sub/f.txt", Content: strings.Repeat("a line of text\n", 100)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := t.writeFile(ctx, nil, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListDirectoryDirect calls list_directory's handler on a
+// directory of 100 files.
+func BenchmarkListDirectoryDirect(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 100 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), []byte("x\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t := benchTools(b, dir)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := t.listDirectory(ctx, nil, ListDirectoryInput{Path: "."}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSearchFilesDirect calls search_files' handler with a regex over
+// a tree of 10 directories of 20 files of 100 lines each.
+func BenchmarkSearchFilesDirect(b *testing.B) {
+	dir := b.TempDir()
+	body := []byte(strings.Repeat("a line of text\n", 99) + "needle\n")
+	for d := range 10 {
+		sub := filepath.Join(dir, fmt.Sprintf("d%d", d))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 20 {
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%02d.txt", i)), body, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	t := benchTools(b, dir)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, out, err := t.searchFiles(ctx, nil, SearchFilesInput{Pattern: "*.txt", Regex: "needle"})
+		if err != nil || len(out.Lines) != 200 {
+			b.Fatalf("search: %d lines, %v", len(out.Lines), err)
 		}
 	}
 }

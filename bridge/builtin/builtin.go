@@ -44,6 +44,22 @@
 // naming the path, the rule and the allowed directories. Reads refuse
 // binary files (a NUL byte in the first 8 KiB) and files over MaxFileBytes.
 //
+// The check by name is for the error texts; the enforcement is an os.Root
+// per directory, opened by New. Every local file operation (open, stat,
+// read a directory, walk, create, rename, make directories) goes through
+// the root of the directory that holds its path, by a name relative to it,
+// never again by an absolute name: a directory on the way swapped for a
+// symbolic link that leads out, between the check and the use, fails the
+// operation ("leads through a symbolic link outside ..."), and nothing is
+// read, listed or created outside. Links that stay inside are followed.
+// Reads open without blocking and check the open file (only regular files
+// are read or written); writes create a new temporary file in the root and
+// rename it over the file, so a hard link to a file elsewhere is replaced,
+// not written through. list_directory and search_files stop once the call
+// is cancelled or times out, between two entries. What goes to the editor
+// (fs/read_text_file, fs/write_text_file) is the editor's to confine: it is
+// asked only for paths that passed the check.
+//
 // # Presentation
 //
 // Results carry a gateway.Show in their _meta (bridge.MetaShow) for the
@@ -58,8 +74,6 @@
 package builtin
 
 import (
-	"path/filepath"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
@@ -107,13 +121,20 @@ type Options struct {
 
 // New returns the built-in server of one session. Each call returns a new
 // server, safe for concurrent use.
+//
+// New opens Root and each of Dirs as an os.Root (one file descriptor each),
+// through which every local file operation of the tools goes (see
+// Confinement). The server holds them while it has a connected MCP
+// session: they are closed when its last session ends (the bridge ends it
+// with the ACP session) and opened again if a session connects later. A
+// directory that cannot be opened allows nothing: a tool's path in it is an
+// error naming the directory.
 func New(opts Options) *mcp.Server {
-	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor}
-	for _, d := range opts.Dirs {
-		if filepath.IsAbs(d) {
-			t.dirs = append(t.dirs, filepath.Clean(d))
-		}
-	}
+	return newTools(opts).server()
+}
+
+// server returns the MCP server of the tools t.
+func (t *tools) server() *mcp.Server {
 	// The tools are all added here and never change: advertising no
 	// tools/list_changed spares every session a subscriptions/listen stream
 	// (2026-07-28), that is a goroutine on each side held while it idles.
@@ -121,6 +142,7 @@ func New(opts Options) *mcp.Server {
 	// the bridge then sends no logging/setLevel to them).
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, &mcp.ServerOptions{SchemaCache: schemas, Capabilities: caps})
+	s.AddReceivingMiddleware(t.fs.trackSessions)
 	addUpdatePlan(s, t)
 	no := false
 	mcp.AddTool(s, &mcp.Tool{

@@ -122,6 +122,8 @@ func TestConfinement(t *testing.T) {
 		{"write through dangling symlink out", "write_file", "dangling", "symbolic link"},
 		{"list outside", "list_directory", "..", "outside the session directory"},
 		{"search outside", "search_files", "..", "outside the session directory"},
+		{"list through symlinked dir", "list_directory", "up", "symbolic link"},
+		{"search through symlinked dir", "search_files", "up", "symbolic link"},
 		{"missing", "read_file", "nope.txt", "no such file"},
 		{"binary", "read_file", "bin.dat", "binary file"},
 		{"huge", "read_file", "huge.txt", "files over"},

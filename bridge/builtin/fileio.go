@@ -1,13 +1,16 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -37,14 +40,15 @@ func (t *tools) editorWrites() bool {
 // the same rules: no directory, at most MaxFileBytes, no NUL byte in the
 // first 8 KiB. A file the editor cannot read and that is not on disk is
 // errNoFile; any other editor error names the path and the editor's answer.
+// The disk is read through tgt.root only.
 func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 	if !t.editorReads() {
-		b, err := readLocal(tgt.real, tgt.name)
+		b, err := t.readLocal(tgt)
 		return string(b), err
 	}
 	// The disk tells what the editor cannot be asked for: a directory or
 	// another file that is not regular, or a file too large to fetch whole.
-	if fi, err := os.Stat(tgt.real); err == nil {
+	if fi, err := tgt.root.Stat(tgt.rel); err == nil {
 		if err := regularFile(fi, tgt.name); err != nil {
 			return "", err
 		}
@@ -57,7 +61,7 @@ func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
 		}
-		if _, serr := os.Stat(tgt.real); errors.Is(serr, fs.ErrNotExist) {
+		if _, serr := tgt.root.Stat(tgt.rel); errors.Is(serr, fs.ErrNotExist) {
 			return "", fmt.Errorf("path %q: %w", tgt.name, errNoFile)
 		}
 		return "", fmt.Errorf("path %q: the editor could not read it: %v", tgt.name, err)
@@ -71,18 +75,21 @@ func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 	return s, nil
 }
 
-// readLocal reads the text file at real, refusing directories, what is not
-// a regular file (a FIFO or a device would block the read, or never end),
-// files over MaxFileBytes and binary files; name is the path as the model
-// gave it. The file is opened without blocking and checked on the open
-// descriptor, so a file swapped after the check is never read.
-func readLocal(real, name string) ([]byte, error) {
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// readLocal reads the text file tgt from disk, through tgt.root, refusing
+// directories, what is not a regular file (a FIFO or a device would block
+// the read, or never end), files over MaxFileBytes and binary files; the
+// errors name tgt.name, the path as the model gave it. The file is opened
+// in the root (no symbolic link out followed, on the way or at the end)
+// without blocking, and checked on the open descriptor, so a file swapped
+// after the check is never read.
+func (t *tools) readLocal(tgt target) ([]byte, error) {
+	name := tgt.name
+	f, err := tgt.root.OpenFile(tgt.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("path %q: %w", name, errNoFile)
 		}
-		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
+		return nil, t.localError(tgt, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -95,10 +102,13 @@ func readLocal(real, name string) ([]byte, error) {
 	if fi.Size() > MaxFileBytes {
 		return nil, fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", name, fi.Size(), MaxFileBytes)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
+	// Sized from the descriptor, with room to see the end (or a file grown
+	// since): one allocation, where io.ReadAll would grow its buffer.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
 		return nil, fmt.Errorf("path %q: %w", name, unwrapPath(err))
 	}
+	b := buf.Bytes()
 	if len(b) > MaxFileBytes {
 		return nil, fmt.Errorf("path %q is over %d bytes: files that large are not read", name, MaxFileBytes)
 	}
@@ -112,14 +122,20 @@ func readLocal(real, name string) ([]byte, error) {
 // editor when it offers fs/write_text_file (the editor updates its buffer
 // and saves it), else on disk keeping the file's permissions. Missing
 // parent directories are created on disk first either way, so write_file
-// behaves the same with or without an editor.
+// behaves the same with or without an editor. The disk is written through
+// tgt.root only.
 func (t *tools) writeText(ctx context.Context, tgt target, content string) error {
-	if err := os.MkdirAll(filepath.Dir(tgt.real), 0o755); err != nil {
-		return fmt.Errorf("path %q: creating its directory: %w", tgt.name, unwrapPath(err))
+	if dir := filepath.Dir(tgt.rel); dir != "." {
+		if err := tgt.root.MkdirAll(dir, 0o755); err != nil {
+			if escapes(tgt.root, err) || errors.Is(err, os.ErrClosed) {
+				return t.localError(tgt, err)
+			}
+			return fmt.Errorf("path %q: creating its directory: %w", tgt.name, unwrapPath(err))
+		}
 	}
 	if !t.editorWrites() {
-		if err := writeKeepingMode(tgt.real, []byte(content)); err != nil {
-			return fmt.Errorf("path %q: %w", tgt.name, unwrapPath(err))
+		if err := writeKeepingMode(tgt.root, tgt.rel, []byte(content)); err != nil {
+			return t.localError(tgt, err)
 		}
 		return nil
 	}
@@ -159,14 +175,22 @@ func fileKind(m fs.FileMode) string {
 	return "of type " + m.Type().String()
 }
 
-// writeKeepingMode writes b to the file at real, keeping its permissions if
-// it exists (0644 otherwise). It writes a temporary file beside it and
-// renames it over the file, so the write is whole or not at all, and a
-// file hard-linked from elsewhere is replaced here, not written through. An
-// existing file that is not regular is refused.
-func writeKeepingMode(real string, b []byte) error {
+// tempTries is how many names writeKeepingMode tries for its temporary
+// file before it gives up (each taken name is a collision, as in
+// os.CreateTemp).
+const tempTries = 100
+
+// writeKeepingMode writes b to the file rel of root, keeping its
+// permissions if it exists (0644 otherwise). It writes a temporary file
+// beside it (".<name>.tmp<random>", created new: never an existing file or
+// link) and renames it over the file, so the write is whole or not at all,
+// and a file hard-linked from elsewhere is replaced here, not written
+// through. An existing file that is not regular is refused. Every step goes
+// through root: a directory on the way swapped for a symbolic link out
+// fails the step, and nothing is created outside.
+func writeKeepingMode(root *os.Root, rel string, b []byte) error {
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Lstat(real); err == nil {
+	if fi, err := root.Lstat(rel); err == nil {
 		switch {
 		case fi.IsDir():
 			return errors.New("it is a directory")
@@ -175,23 +199,32 @@ func writeKeepingMode(real string, b []byte) error {
 		}
 		mode = fi.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".tmp*")
+	dir, base := filepath.Split(rel)
+	var tmp *os.File
+	var name string
+	var err error
+	for range tempTries {
+		name = filepath.Join(dir, "."+base+".tmp"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		tmp, err = root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
-	name := tmp.Name()
 	_, werr := tmp.Write(b)
 	if werr == nil {
-		werr = tmp.Chmod(mode)
+		werr = tmp.Chmod(mode) // on the descriptor: Root.Chmod would follow a link swapped in
 	}
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(name, real)
+		werr = root.Rename(name, rel)
 	}
 	if werr != nil {
-		_ = os.Remove(name)
+		_ = root.Remove(name)
 	}
 	return werr
 }

@@ -11,19 +11,40 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 )
 
-// tools holds the session directories the tools are confined to, and the
-// session's editor.
+// tools holds the session directories the tools are confined to, opened
+// as roots, and the session's editor.
 type tools struct {
 	root   string        // the session cwd, absolute
 	dirs   []string      // additional directories, absolute and clean
+	fs     *rootSet      // root, then dirs, opened: every local file operation goes through them
 	editor editor.Editor // nil: local only
 }
 
-// target is a path a tool works on, once resolved and checked.
+// newTools returns the tools of opts, their directories opened as roots;
+// the caller closes t.fs.
+func newTools(opts Options) *tools {
+	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor}
+	for _, d := range opts.Dirs {
+		if filepath.IsAbs(d) {
+			t.dirs = append(t.dirs, filepath.Clean(d))
+		}
+	}
+	t.fs = openRoots(t.roots())
+	return t
+}
+
+// target is a path a tool works on, once resolved and checked. Local
+// operations use it as (root, rel) only, never by an absolute name, so
+// that what was checked is what is used: a directory on the way swapped for
+// a symbolic link after the check cannot lead them out of root (os.Root
+// refuses it), and one that stays inside is followed.
 type target struct {
-	name string // as the model gave it: error texts name it
-	abs  string // clean absolute path, symbolic links kept: what the editor and the client see
-	real string // abs with symbolic links resolved: what local operations use
+	name string   // as the model gave it: error texts name it
+	abs  string   // clean absolute path, symbolic links kept: what the editor and the client see
+	real string   // abs with symbolic links resolved, as they were at the check: what the results show
+	root *os.Root // the session directory that holds real, opened as a root
+	base string   // the path of root's directory, symbolic links resolved: real is base/rel
+	rel  string   // real relative to base ("." for base itself): the name local operations use in root
 }
 
 // roots are the directories the tools may work in: the root, then dirs.
@@ -48,6 +69,11 @@ func (t *tools) allowed() string {
 // not exist yet is checked through its nearest existing parent. resolve
 // only reads the local file system: it runs before any editor call, so the
 // editor is never asked for a path outside the allowed directories.
+//
+// resolve checks by name, for its error texts; the enforcement is the root
+// of the directory that holds the resolved path (target.root), which every
+// local operation goes through. A directory that cannot be opened as a
+// root allows nothing: the error names it.
 func (t *tools) resolve(path string) (target, error) {
 	if strings.TrimSpace(path) == "" {
 		return target{}, errors.New("path: must be a non-empty path")
@@ -67,15 +93,19 @@ func (t *tools) resolve(path string) (target, error) {
 	if !inside {
 		return target{}, fmt.Errorf("path %q is outside %s: paths must stay inside them (no \"..\" out of them, no absolute path elsewhere)", path, t.allowed())
 	}
+	// realRoots[i] is the directory of index i (t.roots()) with its
+	// symbolic links resolved, "" when it is gone.
 	realRoot, err := filepath.EvalSymlinks(t.root)
 	if err != nil {
 		return target{}, fmt.Errorf("session directory %s: %w", t.root, err)
 	}
 	realRoots := []string{realRoot}
 	for _, d := range t.dirs {
-		if r, err := filepath.EvalSymlinks(d); err == nil { // a directory gone since session/new allows nothing
-			realRoots = append(realRoots, r)
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil { // a directory gone since session/new allows nothing
+			r = ""
 		}
+		realRoots = append(realRoots, r)
 	}
 	// The nearest existing ancestor (or abs itself) decides where abs leads.
 	existing, rest := abs, ""
@@ -94,12 +124,35 @@ func (t *tools) resolve(path string) (target, error) {
 		return target{}, fmt.Errorf("path %q is a symbolic link that cannot be followed (%v): links must lead to a file inside %s", path, unwrapPath(err), t.allowed())
 	}
 	real = filepath.Join(real, rest)
-	for _, r := range realRoots {
-		if within(r, real) {
-			return target{name: path, abs: abs, real: real}, nil
+	for i, r := range realRoots {
+		if r == "" || !within(r, real) {
+			continue
 		}
+		root, err := t.fs.root(i)
+		if err != nil {
+			return target{}, fmt.Errorf("path %q: %w", path, err)
+		}
+		rel, err := filepath.Rel(r, real)
+		if err != nil {
+			return target{}, fmt.Errorf("path %q: %w", path, err)
+		}
+		return target{name: path, abs: abs, real: real, root: root, base: r, rel: rel}, nil
 	}
 	return target{}, fmt.Errorf("path %q leads through a symbolic link to %s, outside %s: links must not lead out of them", path, real, t.allowed())
+}
+
+// localError is the tool error of a local operation on tgt that failed
+// with err: a path that leads out of its root (a directory on the way
+// swapped for a symbolic link out after resolve checked it) in the words of
+// resolve, closed tools as errClosed, anything else naming the path.
+func (t *tools) localError(tgt target, err error) error {
+	switch {
+	case errors.Is(err, os.ErrClosed):
+		return fmt.Errorf("path %q: %w", tgt.name, errClosed)
+	case escapes(tgt.root, err):
+		return fmt.Errorf("path %q leads through a symbolic link outside %s: links must not lead out of them", tgt.name, t.allowed())
+	}
+	return fmt.Errorf("path %q: %w", tgt.name, unwrapPath(err))
 }
 
 // display is path as the tools report it to the model: relative to the
@@ -126,12 +179,17 @@ func within(root, p string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// unwrapPath drops the *fs.PathError wrapper, whose text repeats the real
-// path; the tools name the path the model gave.
+// unwrapPath drops the *fs.PathError or *os.LinkError (of a rename)
+// wrapper, whose text repeats the real path or a temporary file's name; the
+// tools name the path the model gave.
 func unwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
 	}
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -23,6 +22,10 @@ const maxLineChars = 2000
 
 // binarySniff is how much of a file is checked for a NUL byte.
 const binarySniff = 8 << 10
+
+// scanCheck is how many lines search_files scans in a file between two
+// looks at the context.
+const scanCheck = 1024
 
 // ReadFileInput is read_file's arguments.
 type ReadFileInput struct {
@@ -161,7 +164,7 @@ func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteF
 	if len(in.Content) > MaxFileBytes {
 		return nil, WriteFileOutput{}, fmt.Errorf("content for %q is %d bytes: at most %d bytes are written", in.Path, len(in.Content), MaxFileBytes)
 	}
-	if fi, err := os.Stat(tgt.real); err == nil && fi.IsDir() {
+	if fi, err := tgt.root.Stat(tgt.rel); err == nil && fi.IsDir() {
 		return nil, WriteFileOutput{}, fmt.Errorf("path %q is a directory", in.Path)
 	}
 	// The text before, for the diff: the editor's when it reads. A file
@@ -237,17 +240,16 @@ func (t *tools) editFile(ctx context.Context, _ *mcp.CallToolRequest, in EditFil
 	return withShow(text(fmt.Sprintf("Edited %s (%d replacement(s))", out.Path, n)), sh), out, nil
 }
 
-func (t *tools) listDirectory(_ context.Context, _ *mcp.CallToolRequest, in ListDirectoryInput) (*mcp.CallToolResult, ListDirectoryOutput, error) {
+// listDirectory is list_directory: the entries of the directory, read in
+// its root (readDirIn); ending ctx ends it.
+func (t *tools) listDirectory(ctx context.Context, _ *mcp.CallToolRequest, in ListDirectoryInput) (*mcp.CallToolResult, ListDirectoryOutput, error) {
 	tgt, err := t.resolve(in.Path)
 	if err != nil {
 		return nil, ListDirectoryOutput{}, err
 	}
-	des, err := os.ReadDir(tgt.real)
+	des, err := readDirIn(ctx, tgt.root, tgt.rel)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, ListDirectoryOutput{}, fmt.Errorf("path %q: no such directory", in.Path)
-		}
-		return nil, ListDirectoryOutput{}, fmt.Errorf("path %q: %w", in.Path, unwrapPath(err))
+		return nil, ListDirectoryOutput{}, t.dirError(ctx, tgt, err)
 	}
 	out := ListDirectoryOutput{Path: t.display(tgt.abs), Entries: []Entry{}}
 	var sb strings.Builder
@@ -285,6 +287,25 @@ func (t *tools) listDirectory(_ context.Context, _ *mcp.CallToolRequest, in List
 	return text(sb.String()), out, nil
 }
 
+// dirError is the tool error of readDirIn or walk failing on the directory
+// tgt with err.
+func (t *tools) dirError(ctx context.Context, tgt target, err error) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("path %q: no such directory", tgt.name)
+	case errors.Is(err, errNotDir):
+		return fmt.Errorf("path %q is not a directory: use read_file", tgt.name)
+	}
+	return t.localError(tgt, err)
+}
+
+// searchFiles is search_files: a walk of the directory in its root (walk),
+// reading the matching files in it too (readLocal). Ending ctx ends the
+// walk, between two entries or within a file every scanCheck lines, with
+// the context's cause.
 func (t *tools) searchFiles(ctx context.Context, _ *mcp.CallToolRequest, in SearchFilesInput) (*mcp.CallToolResult, SearchFilesOutput, error) {
 	if in.Pattern == "" {
 		return nil, SearchFilesOutput{}, errors.New("pattern: must be a non-empty glob (\"**/*\" for every file)")
@@ -307,20 +328,13 @@ func (t *tools) searchFiles(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	if err != nil {
 		return nil, SearchFilesOutput{}, err
 	}
-	real := tgt.real
 	var out SearchFilesOutput
 	scanned := 0
 	stop := errors.New("stop")
-	err = filepath.WalkDir(real, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable entries are skipped
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
+	err = walk(ctx, tgt.root, tgt.rel, func(sub string, de fs.DirEntry) error {
 		if de.IsDir() {
-			if de.Name() == ".git" && p != real {
-				return filepath.SkipDir
+			if de.Name() == ".git" {
+				return fs.SkipDir
 			}
 			return nil
 		}
@@ -331,12 +345,11 @@ func (t *tools) searchFiles(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 			out.Truncated = true
 			return stop
 		}
-		rel, _ := filepath.Rel(real, p)
-		rel = filepath.ToSlash(rel)
-		if !matchGlob(in.Pattern, rel) {
+		if !matchGlob(in.Pattern, sub) {
 			return nil
 		}
-		shown := t.display(p)
+		rel := filepath.Join(tgt.rel, filepath.FromSlash(sub))
+		shown := t.display(filepath.Join(tgt.base, rel))
 		if re == nil {
 			if len(out.Files) == MaxMatches {
 				out.Truncated = true
@@ -345,16 +358,18 @@ func (t *tools) searchFiles(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 			out.Files = append(out.Files, shown)
 			return nil
 		}
-		if info, err := de.Info(); err != nil || info.Size() > MaxFileBytes {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil || isBinary(b) {
+		b, err := t.readLocal(target{name: shown, root: tgt.root, base: tgt.base, rel: rel})
+		if err != nil { // not regular, too large, binary or unreadable: skipped
 			return nil
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, MaxFileBytes)
 		for n := 1; sc.Scan(); n++ {
+			if n%scanCheck == 0 {
+				if err := context.Cause(ctx); err != nil {
+					return err
+				}
+			}
 			if !re.Match(sc.Bytes()) {
 				continue
 			}
@@ -371,7 +386,7 @@ func (t *tools) searchFiles(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		return nil
 	})
 	if err != nil && !errors.Is(err, stop) {
-		return nil, SearchFilesOutput{}, err
+		return nil, SearchFilesOutput{}, t.dirError(ctx, tgt, err)
 	}
 	list := out.Files
 	if re != nil {
