@@ -146,9 +146,17 @@ func New(opts *Options) *Agent {
 // (framing.go): what is not valid JSON-RPC 2.0, or is longer than
 // MaxFrameBytes, is answered there and never ends the agent. It may be
 // called once.
+//
+// Every request read is answered before Serve returns: at the end of in,
+// reading stops, the requests under way see their context cancelled (a
+// prompt answers stopReason "cancelled"), and Serve waits for their
+// responses (at most eofAnswerWait), then for those Shutdown releases.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = newOutWatcher(out)
+	answers := newUnanswered()
+	a.out.answers = answers
 	frames := newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
+	frames.answers = answers
 	// mcp/message, which acp-go-sdk does not dispatch, goes to a connection
 	// of its own on the same stream (internal/mcpacp).
 	frames.mux = mcpacp.NewMux(a.mcpACP.router.Handle, []string{mcpacp.MethodMessage}, a.out.writeFrame, a.log.With("component", "acp-conn-mcp"))
@@ -159,15 +167,35 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	select {
 	case <-a.conn.Done():
 		a.log.Info("client disconnected")
+		a.writeAnswers(answers, eofAnswerWait)
 		frames.mux.Close() // no mcp/disconnect can reach the client now
 	case <-ctx.Done():
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
+	a.writeAnswers(answers, shutdownAnswerWait)
 	a.mcpACP.disconnects.Wait() // the sessions' mcp/disconnect, bounded
 	frames.mux.Close()
 	frames.close()
 	return nil
+}
+
+// eofAnswerWait bounds the wait, at the end of input, for the requests
+// under way to answer (their context is cancelled); shutdownAnswerWait
+// bounds the wait for those Shutdown ends.
+const (
+	eofAnswerWait      = 10 * time.Second
+	shutdownAnswerWait = 2 * time.Second
+)
+
+// writeAnswers waits up to d for every request handed to the SDK to be
+// answered.
+func (a *Agent) writeAnswers(answers *unanswered, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if left, err := answers.wait(ctx); err != nil {
+		a.log.Warn("requests left unanswered", "count", left, "waited", d)
+	}
 }
 
 // editor returns the editor of session sid: the client's fs/* and

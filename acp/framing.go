@@ -117,6 +117,9 @@ type framing struct {
 	// mux, if set (before reads start), gets the frames that are its own
 	// (mcp/message, responses to its requests) instead of the SDK.
 	mux *mcpacp.Mux
+	// answers, if set (before reads start), records every request
+	// forwarded to the SDK.
+	answers *unanswered
 
 	buf []byte // forwarded output not yet read
 	// repliesFull is set while replies has been full since it last had
@@ -372,6 +375,9 @@ func (f *framing) frame(line []byte) []byte {
 	f.mu.Lock()
 	f.requests++
 	f.mu.Unlock()
+	if f.answers != nil {
+		f.answers.add(id)
+	}
 	return out
 }
 

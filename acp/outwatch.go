@@ -19,6 +19,10 @@ type outWatcher struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // quoted sessionId → closed once a response naming it is written
+
+	// answers, if set before the first write, is told of every response
+	// written.
+	answers *unanswered
 }
 
 func newOutWatcher(w io.Writer) *outWatcher {
@@ -60,6 +64,11 @@ func (o *outWatcher) Write(p []byte) (int, error) {
 	n := len(p)
 	if err != nil {
 		n = 0
+	}
+	if o.answers != nil {
+		if id := responseID(p); id != nil {
+			o.answers.answered(id)
+		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
