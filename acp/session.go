@@ -61,6 +61,10 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	switch {
 	case errors.Is(err, session.ErrEnded):
 		return acpsdk.PromptResponse{}, toRequestError(unknownSession(p.SessionId, "the session was closed"))
+	case errors.Is(err, gateway.ErrTurnNotStored):
+		// The turn ran but is not part of the conversation: the prompt
+		// fails, saying why.
+		return acpsdk.PromptResponse{}, toRequestError(err)
 	case err != nil:
 		// The provider failed: say so in the conversation and end the turn;
 		// the session stays usable.

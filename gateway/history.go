@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 )
@@ -57,6 +58,11 @@ type View struct {
 	Usage Usage `json:"usage,omitzero"`
 }
 
+// ErrTurnNotStored marks the error of a turn that ran but that the History
+// could not keep (History.Append failed, such as on a full disk): the turn
+// is not part of the conversation, and its prompt fails saying why.
+var ErrTurnNotStored = errors.New("the turn could not be stored, so the conversation goes on without it")
+
 // History keeps the conversation of each session, keyed by session key.
 // Implementations must be safe for concurrent use; a turn is appended once,
 // when it ends. ctx bounds the work of each call (a store's I/O); the runner
@@ -66,8 +72,12 @@ type History interface {
 	// View returns what the model sees of the conversation of sessionKey
 	// (see [View]). The caller must not modify the returned slices.
 	View(ctx context.Context, sessionKey string) View
-	// Append adds one finished turn.
-	Append(ctx context.Context, sessionKey string, turn Turn)
+	// Append adds one finished turn. It returns once the turn is kept as
+	// durably as the History keeps anything (committed, for one backed by
+	// a store), so the prompt's response may follow. An error means the
+	// turn is not kept: it is not part of the conversation either (View
+	// does not show it), so the history has no gap where it failed.
+	Append(ctx context.Context, sessionKey string, turn Turn) error
 	// Forget drops the conversation of sessionKey.
 	Forget(ctx context.Context, sessionKey string)
 }
@@ -106,14 +116,15 @@ func (h *MemoryHistory) View(_ context.Context, sessionKey string) View {
 	return v
 }
 
-// Append implements History.
-func (h *MemoryHistory) Append(_ context.Context, sessionKey string, turn Turn) {
+// Append implements History; it never fails.
+func (h *MemoryHistory) Append(_ context.Context, sessionKey string, turn Turn) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.views == nil {
 		h.views = make(map[string]View)
 	}
 	h.views[sessionKey] = ViewAfter(h.views[sessionKey], turn)
+	return nil
 }
 
 // Forget implements History.

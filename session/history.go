@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -17,14 +19,15 @@ import (
 // message for replay; the view is rebuilt from the stored turns at Attach,
 // so a reloaded session continues where its last compaction left it.
 //
-// The commit is written behind: Append returns once the turn is in the
-// cache, so a turn's response does not wait for the disk, and the commit
-// follows at once on its own goroutine. Commits of one session are made in
-// order; Attach of a session, Forget, Flush and Close wait for its pending
-// commits, so whatever this process reads from the store (session/load,
-// resume, list) already holds every finished turn. An agent killed between
-// a response and its commit (well under a millisecond) loses that turn; a
-// commit once made survives a crash of the agent. Safe for concurrent use.
+// Append returns once the turn is committed (group commit: the turns of
+// every session that end while a commit is under way are committed
+// together, in one transaction on a BatchStore), so a turn whose prompt was
+// answered is stored, and survives a crash of the agent: SIGKILL loses at
+// most the turns still running. A turn the store refuses (a full disk)
+// fails: it never joins the view, so the conversation and the stored
+// transcript go on together without it, with no gap. Commits of one
+// session are made in order; Attach of a session, Forget, Flush and Close
+// wait for its commits under way. Safe for concurrent use.
 type History struct {
 	store Store
 	log   *slog.Logger
@@ -32,7 +35,19 @@ type History struct {
 	mu      sync.Mutex
 	live    map[string]*liveHistory  // gateway session key → attached session
 	pending map[string]chan struct{} // session id → closed when its last queued commit is done
-	writes  sync.WaitGroup
+	queue   []*commit                // waiting for the committer
+	wake    chan struct{}            // cap 1: the queue has work
+	closed  bool
+	stopped chan struct{} // closed when the committer has returned
+	started sync.Once
+}
+
+// commit is one turn waiting for the committer.
+type commit struct {
+	id   string
+	turn Turn
+	err  error
+	done chan struct{} // closed once err is set
 }
 
 type liveHistory struct {
@@ -44,16 +59,37 @@ type liveHistory struct {
 
 var _ gateway.History = (*History)(nil)
 
+// BatchStore is a Store that commits the turns of several sessions at once
+// (group commit), which costs one commit (and one fsync, where the store
+// syncs) instead of one per turn.
+type BatchStore interface {
+	Store
+	// AppendTurns commits every turn of batch, in order, in one
+	// transaction, each as AppendTurn would; if one fails, none is
+	// committed and the error names it.
+	AppendTurns(ctx context.Context, batch []SessionTurn) error
+}
+
+// SessionTurn is one turn of session ID, for BatchStore.AppendTurns.
+type SessionTurn struct {
+	ID   string
+	Turn Turn
+}
+
+// maxBatch bounds the turns of one group commit.
+const maxBatch = 256
+
 // NewHistory returns a History over store. log may be nil.
 func NewHistory(store Store, log *slog.Logger) *History {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &History{store: store, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{})}
+	return &History{store: store, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{}),
+		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 }
 
 // Attach binds the gateway session key to the stored session id and loads
-// its committed turns (after this process's pending commits of id), so the
+// its committed turns (after this process's commits of id under way), so the
 // model continues the conversation: the view is the stored turns folded
 // with gateway.ViewAfter (the latest compaction, the messages after it, the
 // usage of every turn). It returns the turns whole, every message included,
@@ -90,39 +126,94 @@ func (h *History) View(_ context.Context, key string) gateway.View {
 	return gateway.View{}
 }
 
-// Append implements gateway.History: the turn joins the cached view at once
-// (gateway.ViewAfter: its messages, usage and compaction) and is committed
-// to the store whole behind it, after the session's earlier turns. A store
-// failure is logged; the conversation goes on in memory.
-func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) {
+// errClosed is Append's error after Close.
+var errClosed = errors.New("the session history is closed (the agent is shutting down)")
+
+// Append implements gateway.History: the turn is committed to the store
+// whole, after the session's earlier turns, and then joins the cached view
+// (gateway.ViewAfter: its messages, usage and compaction). The store's
+// error, if any, is returned and the view is left as it was. ctx is not
+// used to cancel the commit: a cancelled turn is stored too.
+func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error {
 	h.mu.Lock()
 	l := h.live[key]
 	if l == nil {
 		h.mu.Unlock()
-		h.log.Warn("turn of an unattached session not stored", "sessionKey", key)
-		return
+		return fmt.Errorf("session key %q is not attached to a stored session", key)
 	}
-	l.view = gateway.ViewAfter(l.view, turn)
-	id, prev, done := l.id, h.pending[l.id], make(chan struct{})
-	h.pending[id] = done
-	h.writes.Add(1)
-	h.mu.Unlock()
-	ctx = context.WithoutCancel(ctx)
-	go func() {
-		defer h.writes.Done()
-		if prev != nil {
-			<-prev
-		}
-		if err := h.store.AppendTurn(ctx, id, Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}); err != nil {
-			h.log.Error("storing the turn failed; it stays in memory only", "session", id, "err", err)
-		}
-		h.mu.Lock()
-		if h.pending[id] == done {
-			delete(h.pending, id)
-		}
+	if h.closed {
 		h.mu.Unlock()
-		close(done)
-	}()
+		return errClosed
+	}
+	c := &commit{id: l.id, turn: Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}, done: make(chan struct{})}
+	h.pending[c.id] = c.done // a session's commits go in the order they are queued
+	h.queue = append(h.queue, c)
+	h.mu.Unlock()
+	h.started.Do(func() { go h.committer() })
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	<-c.done
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pending[c.id] == c.done {
+		delete(h.pending, c.id)
+	}
+	if c.err != nil {
+		h.log.Error("storing the turn failed; the conversation goes on without it", "session", c.id, "err", c.err)
+		return c.err
+	}
+	if cur := h.live[key]; cur == l {
+		l.view = gateway.ViewAfter(l.view, turn)
+	}
+	return nil
+}
+
+// committer commits the queued turns, a batch at a time, until Close.
+func (h *History) committer() {
+	defer close(h.stopped)
+	for {
+		<-h.wake
+		for {
+			h.mu.Lock()
+			n := min(len(h.queue), maxBatch)
+			batch := slices.Clone(h.queue[:n])
+			h.queue = slices.Delete(h.queue, 0, n)
+			closed := h.closed
+			h.mu.Unlock()
+			if len(batch) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			h.commit(batch)
+		}
+	}
+}
+
+// commit commits batch: in one transaction on a BatchStore, else (and when
+// that fails, to tell which turn the store refuses) one by one, in order.
+func (h *History) commit(batch []*commit) {
+	ctx := context.Background()
+	if bs, ok := h.store.(BatchStore); ok && len(batch) > 1 {
+		turns := make([]SessionTurn, len(batch))
+		for i, c := range batch {
+			turns[i] = SessionTurn{ID: c.id, Turn: c.turn}
+		}
+		if err := bs.AppendTurns(ctx, turns); err == nil {
+			for _, c := range batch {
+				close(c.done)
+			}
+			return
+		}
+	}
+	for _, c := range batch {
+		c.err = h.store.AppendTurn(ctx, c.id, c.turn)
+		close(c.done)
+	}
 }
 
 // Forget implements gateway.History: the session's pending commits are
@@ -173,10 +264,22 @@ func (h *History) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close waits for every pending commit; call it before closing the store.
-// Appends after Close are not allowed.
+// Close waits for the commits under way and stops the committer; call it
+// before closing the store. Append after Close fails.
 func (h *History) Close() error {
-	h.writes.Wait()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	h.started.Do(func() { go h.committer() })
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	<-h.stopped
 	return nil
 }
 
@@ -195,3 +298,8 @@ func (h *History) wait(ctx context.Context, id string) error {
 		return ctx.Err()
 	}
 }
+
+var (
+	_ BatchStore = (*SQLite)(nil)
+	_ BatchStore = (*Postgres)(nil)
+)

@@ -331,6 +331,37 @@ func (s *Postgres) AppendTurn(ctx context.Context, id string, turn Turn) error {
 	return s.appendTurn(ctx, id, turn, nil)
 }
 
+// AppendTurns implements BatchStore: the turns' statements sent in one
+// round trip (pgx.Batch) and committed in one transaction, so one WAL
+// flush for the batch.
+func (s *Postgres) AppendTurns(ctx context.Context, batch []SessionTurn) (err error) {
+	defer func() { err = s.wrap(err) }()
+	b := &pgx.Batch{}
+	now := time.Now().UnixMilli()
+	for _, t := range batch {
+		q, args, err := appendTurnArgs(t.ID, t.Turn, now, nil)
+		if err != nil {
+			return err
+		}
+		b.Queue(q, args...)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		for _, t := range batch {
+			tag, err := br.Exec()
+			if err != nil {
+				_ = br.Close()
+				return err
+			}
+			if tag.RowsAffected() != 1 {
+				_ = br.Close()
+				return fmt.Errorf("%w: %q", ErrNotFound, t.ID)
+			}
+		}
+		return br.Close()
+	})
+}
+
 // AppendTurnFenced implements FencedStore: in the turn's statement (one
 // transaction), the session's session_leases row is read FOR SHARE (a
 // later Acquire's token bump waits for the commit) and the turn is written
@@ -368,18 +399,9 @@ const (
 // appendTurn writes turn, fenced by *token if not nil.
 func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *int64) (err error) {
 	defer func() { err = s.wrap(err) }()
-	row, err := encodeTurn(id, turn)
+	q, args, err := appendTurnArgs(id, turn, time.Now().UnixMilli(), token)
 	if err != nil {
 		return err
-	}
-	title := ""
-	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		title = TitleFrom(turn.Messages[0].Content)
-	}
-	q := appendTurnSQL
-	args := append([]any{id, time.Now().UnixMilli(), title, row.messages, string(turn.StopReason), row.usage, row.compaction}, usageArgs(turn.Usage)...)
-	if token != nil {
-		q, args = fencedTurnSQL, append(args, *token)
 	}
 	tag, err := s.pool.Exec(ctx, q, args...)
 	if err != nil {
@@ -395,6 +417,25 @@ func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *
 		return fmt.Errorf("session %s, token %d: %w", id, *token, ErrFenced)
 	}
 	return fmt.Errorf("%w: %q", ErrNotFound, id)
+}
+
+// appendTurnArgs returns the statement and arguments that append turn to
+// session id at now (Unix ms), fenced by *token if not nil.
+func appendTurnArgs(id string, turn Turn, now int64, token *int64) (string, []any, error) {
+	row, err := encodeTurn(id, turn)
+	if err != nil {
+		return "", nil, err
+	}
+	title := ""
+	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
+		title = TitleFrom(turn.Messages[0].Content)
+	}
+	q := appendTurnSQL
+	args := append([]any{id, now, title, row.messages, string(turn.StopReason), row.usage, row.compaction}, usageArgs(turn.Usage)...)
+	if token != nil {
+		q, args = fencedTurnSQL, append(args, *token)
+	}
+	return q, args, nil
 }
 
 // Turns implements Store.

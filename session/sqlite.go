@@ -217,6 +217,8 @@ func (s *SQLite) wrap(err error) error {
 		return fmt.Errorf("session store %s: %w: %s", s.path, err, damagedAdvice)
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB):
 		return fmt.Errorf("session store %s: %w (%w): %s", s.path, ErrDamaged, err, damagedAdvice)
+	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code()&0xff == sqlite3.SQLITE_IOERR):
+		return fmt.Errorf("session store %s: %w: the disk may be full or the file not allowed to grow; once there is room, writes succeed again", s.path, err)
 	}
 	return fmt.Errorf("session store %s: %w", s.path, err)
 }
@@ -418,8 +420,30 @@ func decodeCursor(c string) (int64, string, error) {
 }
 
 // AppendTurn implements Store.
-func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err error) {
+func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) error {
+	return s.AppendTurns(ctx, []SessionTurn{{ID: id, Turn: turn}})
+}
+
+// AppendTurns implements BatchStore: the turns in one transaction, so one
+// commit (and WAL write) for the batch.
+func (s *SQLite) AppendTurns(ctx context.Context, batch []SessionTurn) (err error) {
 	defer func() { err = s.wrap(err) }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixMilli()
+	for _, b := range batch {
+		if err := s.appendIn(ctx, tx, now, b.ID, b.Turn); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// appendIn writes one turn of session id in tx.
+func (s *SQLite) appendIn(ctx context.Context, tx *sql.Tx, now int64, id string, turn Turn) error {
 	row, err := encodeTurn(id, turn)
 	if err != nil {
 		return err
@@ -428,12 +452,6 @@ func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err erro
 	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
 		title = TitleFrom(turn.Messages[0].Content)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	now := time.Now().UnixMilli()
 	args := append(append([]any{now, title}, usageArgs(turn.Usage)...), id)
 	res, err := execIn(ctx, tx, s.touchTurn, touchTurnSQL, args...)
 	if err != nil {
@@ -442,10 +460,8 @@ func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) (err erro
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	if _, err := execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, row.messages, string(turn.StopReason), row.usage, row.compaction); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err = execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, row.messages, string(turn.StopReason), row.usage, row.compaction)
+	return err
 }
 
 // Turns implements Store.

@@ -187,23 +187,49 @@ func (g *gatedStore) AppendTurn(ctx context.Context, id string, t Turn) error {
 	return g.Store.AppendTurn(ctx, id, t)
 }
 
-// The commit is written behind the turn: Append returns while the store is
-// held, the cache already has the turn, the commits land in order, and
-// Attach, Forget, Flush and Close wait for them.
-func TestHistory_WritesBehindInOrder(t *testing.T) {
+// waitPending waits until n sessions have a commit under way in h.
+func waitPending(t *testing.T, h *History, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h.mu.Lock()
+		got := len(h.pending)
+		h.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions with a commit under way within 30s, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Append returns once the turn is committed: while the store is held the
+// turn is in neither the view nor the store, and Flush and Attach wait for
+// it; the commits land in order.
+func TestHistory_AppendWaitsForTheCommitInOrder(t *testing.T) {
 	ctx := t.Context()
 	mem := NewMemory()
 	mem.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
 	st := &gatedStore{Store: mem, release: make(chan struct{})}
 	h := NewHistory(st, nil)
+	defer h.Close()
 	if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 5 {
-		h.Append(ctx, "acp:s", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn(fmt.Sprint("prompt ", i), fmt.Sprint(i)).Messages})
+	appended := make(chan error, 1)
+	go func() {
+		appended <- h.Append(ctx, "acp:s", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn("prompt 0", "0").Messages})
+	}()
+	waitPending(t, h, 1)
+	select {
+	case err := <-appended:
+		t.Fatalf("Append returned (%v) while the store held the commit", err)
+	default:
 	}
-	if n := len(h.View(ctx, "acp:s").Messages); n != 10 {
-		t.Fatalf("%d messages cached while the store is held, want 10", n)
+	if n := len(h.View(ctx, "acp:s").Messages); n != 0 {
+		t.Fatalf("%d messages in the view before the commit, want 0", n)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -211,9 +237,20 @@ func TestHistory_WritesBehindInOrder(t *testing.T) {
 		t.Fatalf("Flush with the store held = %v, want the deadline", err)
 	}
 	if _, err := h.Attach(short, "acp:other", "s"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Attach with commits pending = %v, want the deadline", err)
+		t.Fatalf("Attach with a commit under way = %v, want the deadline", err)
 	}
 	close(st.release)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 5; i++ {
+		if err := h.Append(ctx, "acp:s", gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn(fmt.Sprint("prompt ", i), fmt.Sprint(i)).Messages}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(h.View(ctx, "acp:s").Messages); n != 10 {
+		t.Errorf("%d messages in the view, want 10", n)
+	}
 	turns, err := h.Attach(ctx, "acp:again", "s")
 	if err != nil || len(turns) != 5 {
 		t.Fatalf("Attach after the commits: %d turns, %v", len(turns), err)
@@ -228,7 +265,7 @@ func TestHistory_WritesBehindInOrder(t *testing.T) {
 	}
 }
 
-// Forget and Close return only once the session's turns are committed.
+// Forget and Close return only once the commits under way are made.
 func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
 	ctx := t.Context()
 	mem := NewMemory()
@@ -237,12 +274,18 @@ func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
 	}
 	st := &gatedStore{Store: mem, release: make(chan struct{})}
 	h := NewHistory(st, nil)
+	var appends sync.WaitGroup
 	for _, id := range []string{"a", "b"} {
 		if _, err := h.Attach(ctx, "acp:"+id, id); err != nil {
 			t.Fatal(err)
 		}
-		h.Append(ctx, "acp:"+id, gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn("p", "a").Messages})
+		appends.Go(func() {
+			if err := h.Append(ctx, "acp:"+id, gateway.Turn{StopReason: gateway.StopEndTurn, Messages: turn("p", "a").Messages}); err != nil {
+				t.Error(err)
+			}
+		})
 	}
+	waitPending(t, h, 2)
 	forgot, closed := make(chan struct{}), make(chan struct{})
 	go func() { h.Forget(ctx, "acp:a"); close(forgot) }()
 	go func() { h.Close(); close(closed) }()
@@ -256,6 +299,7 @@ func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
 	close(st.release)
 	<-forgot
 	<-closed
+	appends.Wait()
 	for _, id := range []string{"a", "b"} {
 		if got, _ := mem.Turns(ctx, id); len(got) != 1 {
 			t.Errorf("session %s: %d turns after Close, want 1", id, len(got))
@@ -264,7 +308,7 @@ func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
 }
 
 // BenchmarkSQLiteAppendTurn is the per-turn commit of the default store: a
-// /call turn (prompt, tool call, result) in one transaction, written behind
+// /call turn (prompt, tool call, result) in one transaction, made before
 // the turn's response (History).
 func BenchmarkSQLiteAppendTurn(b *testing.B) {
 	st, err := OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "sessions.db"))

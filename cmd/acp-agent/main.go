@@ -163,7 +163,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts.Store = store
 	opts.Bridge.OAuth.Store = tokens
 	opts.History = session.NewHistory(store, log)
-	defer opts.History.Close() // before the store closes: commits written behind
+	defer opts.History.Close() // before the store closes: the commits under way
 	if rc != nil {
 		rc.SetHistory(opts.History)
 	} else {

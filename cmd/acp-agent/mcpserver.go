@@ -175,7 +175,7 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	}
 	opts.Store = store
 	opts.History = session.NewHistory(store, log)
-	defer opts.History.Close() // before the store closes: commits written behind
+	defer opts.History.Close() // before the store closes: the commits under way
 	opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	core := session.NewCore(opts)

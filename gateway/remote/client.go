@@ -399,13 +399,16 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		return "", fmt.Errorf("gateway: %w", err)
 	}
 	if id != "" && res.LeaseToken != 0 {
-		// The turn's commit (sessions.appendTurn, written behind by the
-		// History) carries the token: fenced by the turn's lease.
+		// The turn's commit (sessions.appendTurn, made by the History's
+		// Append below) carries the token: fenced by the turn's lease.
 		r.mu.Lock()
 		r.fences[id] = res.LeaseToken
 		r.mu.Unlock()
 	}
-	r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, gateway.Turn{StopReason: res.StopReason, Messages: res.Messages, Usage: res.Usage, Compaction: res.Compaction})
+	turn := gateway.Turn{StopReason: res.StopReason, Messages: res.Messages, Usage: res.Usage, Compaction: res.Compaction}
+	if err := r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, turn); err != nil {
+		return "", fmt.Errorf("%w: %w", gateway.ErrTurnNotStored, err)
+	}
 	return res.StopReason, nil
 }
 

@@ -444,10 +444,10 @@ func (h *heldStore) AppendTurn(ctx context.Context, id string, t session.Turn) e
 	return h.Store.AppendTurn(ctx, id, t)
 }
 
-// A turn's commit is written behind its response, fenced by the turn's
-// lease; the next turn's chat.send takes a new lease, so it waits for that
-// commit first: back-to-back turns both reach the store.
-func TestLease_NextTurnWaitsForTheLastTurnsCommit(t *testing.T) {
+// A turn's response waits for its commit, fenced by the turn's lease, so
+// a prompt answered is a turn stored; back-to-back turns both reach the
+// store.
+func TestLease_ResponseWaitsForTheTurnsCommit(t *testing.T) {
 	leases := &session.LocalLeases{}
 	backing := session.NewMemory()
 	_, url := wsServer(t, &ServerOptions{Store: backing, Leases: leases})
@@ -466,19 +466,19 @@ func TestLease_NextTurnWaitsForTheLastTurnsCommit(t *testing.T) {
 		_, err := c.Send(ctx, gateway.SendRequest{SessionKey: "acp:s1", Message: []gateway.Content{gateway.TextContent("/help")}}, func(gateway.Event) {})
 		return err
 	}
-	if err := send(); err != nil { // its commit is held
-		t.Fatal(err)
-	}
-	second := make(chan error, 1)
-	go func() { second <- send() }()
+	first := make(chan error, 1)
+	go func() { first <- send() }() // its commit is held
 	select {
-	case err := <-second:
-		t.Errorf("the next turn ran (%v) while the last one's commit was pending", err)
-		second <- err
+	case err := <-first:
+		t.Errorf("the turn was answered (%v) before its commit", err)
+		first <- err
 	case <-time.After(200 * time.Millisecond):
 	}
 	close(held.release)
-	if err := <-second; err != nil {
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := send(); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Close(); err != nil {

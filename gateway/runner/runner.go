@@ -208,7 +208,9 @@ func (t *turnState) messages() []gateway.Message {
 //
 // When ctx is cancelled, Run returns StopCancelled and a nil error. A failing
 // tool never ends the turn: its failure goes back to the model as an error
-// result. An error is returned only when the model (provider) fails.
+// result. An error is returned only when the model (provider) fails, or
+// when the history cannot keep the finished turn (gateway.History.Append):
+// Run returns once the turn is kept, so a prompt answered is a turn stored.
 func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event)) (stop gateway.StopReason, err error) {
 	model, err := r.model(req.Model)
 	if err != nil {
@@ -251,8 +253,15 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			}
 			return
 		}
-		// The turn is kept even when ctx was cancelled.
-		r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, done)
+		// The turn is kept even when ctx was cancelled. One that cannot be
+		// kept fails the prompt, since the conversation goes on without it;
+		// a cancelled prompt still answers cancelled (ACP session/cancel).
+		if aerr := r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, done); aerr != nil {
+			r.opts.Logger.Error("the turn could not be stored", "sessionKey", req.SessionKey, "err", aerr)
+			if err == nil && stop != gateway.StopCancelled {
+				stop, err = "", fmt.Errorf("%w: %w", gateway.ErrTurnNotStored, aerr)
+			}
+		}
 	}()
 	if isCmd && cmd.Runner {
 		return r.runCommand(ctx, t, cmd)

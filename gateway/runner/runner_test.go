@@ -216,11 +216,11 @@ type ctxHistory struct {
 	doneOnAdd []bool
 }
 
-func (h *ctxHistory) Append(ctx context.Context, key string, turn gateway.Turn) {
+func (h *ctxHistory) Append(ctx context.Context, key string, turn gateway.Turn) error {
 	h.mu.Lock()
 	h.doneOnAdd = append(h.doneOnAdd, ctx.Err() != nil)
 	h.mu.Unlock()
-	h.MemoryHistory.Append(ctx, key, turn)
+	return h.MemoryHistory.Append(ctx, key, turn)
 }
 
 // A cancelled turn is stored with a context that is not cancelled, so a
@@ -244,6 +244,32 @@ func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
 	}
 	if h := hist.View(context.Background(), "k").Messages; len(h) != 3 {
 		t.Errorf("history after cancel = %+v", h)
+	}
+}
+
+// refusingHistory is a History whose Append fails, as a full disk does.
+type refusingHistory struct{ gateway.MemoryHistory }
+
+var errNoRoom = errors.New("database or disk is full")
+
+func (*refusingHistory) Append(context.Context, string, gateway.Turn) error { return errNoRoom }
+
+// A turn the history cannot keep fails Run with gateway.ErrTurnNotStored
+// and the store's reason; a cancelled turn still ends cancelled.
+func TestRunner_TurnNotStoredFailsTheTurn(t *testing.T) {
+	reg := &gateway.Registry{}
+	started := make(chan struct{})
+	reg.Set("k", []*gateway.Tool{echoTool("echo"), blockingTool(started)})
+	r := New(reg, &Options{History: &refusingHistory{}})
+	_, emit := collect()
+	_, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call echo {}")}}, emit)
+	if !errors.Is(err, gateway.ErrTurnNotStored) || !errors.Is(err, errNoRoom) {
+		t.Errorf("Run = %v, want ErrTurnNotStored and the store's reason", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit); err != nil || stop != gateway.StopCancelled {
+		t.Errorf("cancelled Run = %s, %v; want cancelled", stop, err)
 	}
 }
 
