@@ -63,6 +63,7 @@ type Client struct {
 	next      int                        // index in urls of the next URL to dial
 	ids       map[string]string          // session key → stored session id (sessions extension)
 	fences    map[string]int64           // stored session id → lease token of its last turn
+	synced    map[string]int64           // stored session id → lease token of the last turn the history holds as stored (ChatSendParams.HistoryLease)
 	p         *peer                      // the current connection, nil while reconnecting
 	connected chan struct{}              // closed when p is set; replaced when it drops
 	models    []gateway.ModelInfo        // from hello
@@ -97,7 +98,7 @@ func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
 		opts.History = &gateway.MemoryHistory{}
 	}
 	r := &Client{opts: opts, log: opts.Logger, history: opts.History, connected: make(chan struct{}), tools: make(map[string][]*gateway.Tool), runs: make(map[string]*remoteRun),
-		urls: opts.URLs, ids: make(map[string]string), fences: make(map[string]int64)}
+		urls: opts.URLs, ids: make(map[string]string), fences: make(map[string]int64), synced: make(map[string]int64)}
 	if len(r.urls) == 0 {
 		r.urls = []string{opts.URL}
 	}
@@ -186,9 +187,13 @@ func (r *Client) dial(ctx context.Context, url string) (*peer, Hello, error) {
 	return p, hello, nil
 }
 
+// setPeer makes p, whose connect hello answered, the current connection.
+// The lease tokens of synced are forgotten: p may be another replica's, or
+// a restarted gateway's whose own leases count again from 1.
 func (r *Client) setPeer(p *peer, hello Hello) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	clear(r.synced)
 	r.p, r.models = p, make([]gateway.ModelInfo, len(hello.Models))
 	for i, m := range hello.Models {
 		r.models[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label}
@@ -315,8 +320,11 @@ func (r *Client) ClearExtraTools(ctx context.Context, sessionKey string) error {
 	r.mu.Unlock()
 	r.hist().Forget(ctx, sessionKey) // waits for the session's commits, which use its lease token
 	r.mu.Lock()
+	// The key's stored session id stays known: a session/load of a session
+	// that is open here learns it (sessions.get) before it ends the live
+	// instance, whose clear comes here, and its turns must still name it.
 	delete(r.fences, r.ids[sessionKey])
-	delete(r.ids, sessionKey)
+	delete(r.synced, r.ids[sessionKey])
 	r.mu.Unlock()
 	if p == nil {
 		return nil // the gateway forgot the session's tools with the connection
@@ -383,8 +391,11 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		}
 	}
 	view := r.hist().View(ctx, req.SessionKey)
+	r.mu.Lock()
+	synced := r.synced[id]
+	r.mu.Unlock()
 	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
-		History: view.Messages, HistoryBase: view.Base, Compaction: view.Compaction, Usage: view.Usage, SessionID: id}
+		History: view.Messages, HistoryBase: view.Base, Compaction: view.Compaction, Usage: view.Usage, SessionID: id, HistoryLease: synced}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
@@ -405,11 +416,40 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		r.fences[id] = res.LeaseToken
 		r.mu.Unlock()
 	}
+	// The history the turn ran on is the stored one; when it is not the
+	// one kept here (another translator wrote the session), it is read
+	// again, so the turn joins the stored history.
+	fresh := !res.HistoryReloaded || r.reload(context.WithoutCancel(ctx), req.SessionKey, id)
 	turn := gateway.Turn{StopReason: res.StopReason, Messages: res.Messages, Usage: res.Usage, Compaction: res.Compaction}
 	if err := r.hist().Append(context.WithoutCancel(ctx), req.SessionKey, turn); err != nil {
+		r.setSynced(id, 0)
 		return "", fmt.Errorf("%w: %w", gateway.ErrTurnNotStored, err)
 	}
+	if fresh {
+		// The history is the stored one up to this turn, committed under
+		// its lease: the next turn's lease, if no one else's came between,
+		// is the next token (ChatSendParams.HistoryLease).
+		r.setSynced(id, res.LeaseToken)
+	} else {
+		r.setSynced(id, 0)
+	}
 	return res.StopReason, nil
+}
+
+// setSynced records token as the lease token of the last turn of stored
+// session id that the history holds as stored (0: unknown), sent as the
+// next chat.send's historyLease.
+func (r *Client) setSynced(id string, token int64) {
+	if id == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token == 0 {
+		delete(r.synced, id)
+	} else {
+		r.synced[id] = token
+	}
 }
 
 // handle serves the gateway's requests: tools.invoke and permission.request.

@@ -89,6 +89,24 @@ type ChatSendParams struct {
 	// turn runs under that session's lease, and only the session's tenant
 	// may run it.
 	SessionID string `json:"sessionId,omitempty"`
+	// HistoryLease, with SessionID, is the lease token (leaseToken) of the
+	// turn the history ends with, when the translator ran that turn and
+	// committed it: if this turn's lease is the next one (HistoryLease+1),
+	// no other translator or replica can have written the session since,
+	// and the gateway takes the history as it comes. Otherwise (0: unknown,
+	// as right after session/load) it compares the history with the stored
+	// session's and runs the turn on the stored one when they differ
+	// (ChatSendResult.HistoryReloaded).
+	HistoryLease int64 `json:"historyLease,omitempty"`
+}
+
+// shownID names the session the turn belongs to in the translator's
+// words: the stored session's id, else the wire session key.
+func (p ChatSendParams) shownID() string {
+	if p.SessionID != "" {
+		return p.SessionID
+	}
+	return p.SessionKey
 }
 
 // view returns the gateway.View the params carry, or a bad_request error
@@ -127,6 +145,12 @@ type ChatSendResult struct {
 	// turn's sessions.appendTurn, which fails (conflict) once a later turn
 	// of the session has taken the lease.
 	LeaseToken int64 `json:"leaseToken,omitempty"`
+	// HistoryReloaded says that the history chat.send carried was not the
+	// stored session's (another translator or replica wrote turns since
+	// this translator read it), so the turn ran on the stored history: the
+	// translator reloads the session's history (sessions.turns) before it
+	// adds the turn.
+	HistoryReloaded bool `json:"historyReloaded,omitempty"`
 }
 
 // ChatAbortParams is "chat.abort".

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -129,21 +130,101 @@ type rawMsg struct {
 	} `json:"error,omitempty"`
 }
 
-func TestServer_SessionsBelongToTheirConnection(t *testing.T) {
-	_, url := wsServer(t, nil)
+// A session key is taken by the fleet's rule on one gateway too: another
+// connection may take it while it is idle, each turn runs with the tools of
+// the connection that sent it, the previous owner takes it back by the same
+// rule, and its clearExtraTools leaves the new owner's tools alone; a
+// prompt while a turn of the key runs is busy, naming the key and the
+// gateway, and the running turn keeps its tools.
+func TestServer_SessionKeysAreTakenByTheFleetsRule(t *testing.T) {
+	srv, url := wsServer(t, nil)
 	a, b := dialRemote(t, url, ""), dialRemote(t, url, "")
-	noop := &gateway.Tool{Name: "t", Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
-		return gateway.Result{}, nil
-	}}
-	if err := a.SetExtraTools(t.Context(), "acp:a", []*gateway.Tool{noop}); err != nil {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	tools := func(name string) []*gateway.Tool {
+		return []*gateway.Tool{
+			{Name: "t", Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+				return gateway.Result{Content: []gateway.Content{gateway.TextContent(name)}}, nil
+			}},
+			{Name: "hold", Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return gateway.Result{Content: []gateway.Content{gateway.TextContent(name)}}, nil
+			}},
+		}
+	}
+	call := func(c *Client, key, tool string) (string, error) {
+		var mu sync.Mutex
+		var got string
+		_, err := c.Send(t.Context(), gateway.SendRequest{SessionKey: key, Message: []gateway.Content{gateway.TextContent("/call " + tool)}}, func(e gateway.Event) {
+			if e.Kind == gateway.EventToolEnd && e.Call != nil && len(e.Call.Result.Content) > 0 {
+				mu.Lock()
+				got = e.Call.Result.Content[0].Text
+				mu.Unlock()
+			}
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return got, err
+	}
+	if err := a.SetExtraTools(t.Context(), "acp:a", tools("a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetExtraTools(t.Context(), "acp:a", []*gateway.Tool{noop}); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Errorf("forged setExtraTools: %v", err)
+	if err := b.SetExtraTools(t.Context(), "acp:a", tools("b")); err != nil {
+		t.Fatalf("b takes the idle key: %v", err)
 	}
-	if _, err := b.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:a", RunID: "x", Message: []gateway.Content{gateway.TextContent("/tools")}}, func(gateway.Event) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Errorf("forged chat.send: %v", err)
+	if got, err := call(b, "acp:a", "t"); err != nil || got != "b" {
+		t.Fatalf("b's turn ran %q's tool (%v), want b's", got, err)
 	}
+	if got, err := call(a, "acp:a", "t"); err != nil || got != "a" {
+		t.Fatalf("a's turn after b's ran %q's tool (%v), want a's", got, err)
+	}
+	if got, err := call(b, "acp:a", "t"); err != nil || got != "b" {
+		t.Fatalf("b's turn after a's ran %q's tool (%v), want b's", got, err)
+	}
+	// a, no longer the owner, clears its own tools only.
+	if err := a.ClearExtraTools(t.Context(), "acp:a"); err != nil {
+		t.Fatal(err)
+	}
+	if tool := srv.local.Registry().Lookup("acp:a", "t"); tool == nil {
+		t.Fatal("the previous owner's clearExtraTools removed the owner's tools")
+	}
+	if got, err := call(b, "acp:a", "t"); err != nil || got != "b" {
+		t.Fatalf("b's turn after a's clear ran %q's tool (%v), want b's", got, err)
+	}
+
+	// While b's turn runs, a may register tools (they wait for its own
+	// turn), and its prompt is busy.
+	held := make(chan error, 1)
+	go func() {
+		_, err := call(b, "acp:a", "hold")
+		held <- err
+	}()
+	<-started
+	if err := a.SetExtraTools(t.Context(), "acp:a", tools("a")); err != nil {
+		t.Fatalf("a's setExtraTools while b's turn runs: %v", err)
+	}
+	_, err := call(a, "acp:a", "t")
+	var re *RemoteError
+	want := "session acp:a is running a turn on this gateway: wait for it to end (or cancel it there), then prompt again"
+	if !errors.As(err, &re) || re.Code != CodeBusy || re.Message != want {
+		t.Fatalf("a's prompt while b's turn runs: %v; want busy %q", err, want)
+	}
+	if tool := srv.local.Registry().Lookup("acp:a", "t"); tool == nil {
+		t.Fatal("b's running turn lost its tools")
+	} else if res, err := tool.Execute(t.Context(), "probe", map[string]any{}, nil); err != nil || res.Content[0].Text != "b" {
+		t.Fatalf("b's running turn's tool answers %+v, %v; want b's", res, err)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := call(a, "acp:a", "t"); err != nil || got != "a" {
+		t.Fatalf("a's turn after b's ran %q's tool (%v), want a's", got, err)
+	}
+	// b's other key sees none of a's tools.
 	evs, emit := collectEvents()
 	if _, err := b.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:b", RunID: "y", Message: []gateway.Content{gateway.TextContent("/tools")}}, emit); err != nil {
 		t.Fatal(err)

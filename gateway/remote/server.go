@@ -66,29 +66,43 @@ var errShuttingDown = errors.New("the gateway is shutting down")
 
 // Server serves the gateway protocol over WebSocket (docs/gateway-protocol.md)
 // for many translators at once. Extra tools belong to both a session key and
-// the connection that registered them: no other connection can replace or
-// clear them, or run turns of that session, and they go away with the
-// connection. Safe for concurrent use.
+// the connection that registered them, and go away with the connection. A
+// session key is taken by the fleet's rule (see owners.go): any connection
+// of the tenant may take it, except while a turn of it runs, when its
+// chat.send is busy as through another replica; each turn runs with the
+// tools of the connection that sent it. Safe for concurrent use.
 type Server struct {
 	local    *runner.Local
 	opts     ServerOptions
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
-	mu     sync.Mutex
-	conns  map[*serverConn]bool
-	owners map[string]*serverConn // session key → the connection that owns it
-	turns  map[string]*turnState  // lease id → the turn running under it here
+	mu    sync.Mutex
+	conns map[*serverConn]bool
+	// owners maps a scoped session key to the connection whose tools the
+	// runner's registry holds for it: the last to register tools for the
+	// key or to run a turn of it. Absent: no tools installed.
+	owners map[string]*serverConn
+	// turning maps a scoped session key to the connection running a turn
+	// of it here; while set, owners holds that connection for the key.
+	turning map[string]*serverConn
+	turns   map[string]*turnState // lease id → the turn running under it here
 	// keyLeases are the leases of turns that name no stored session: their
 	// session keys are this gateway's (one connection's) only.
 	keyLeases session.LocalLeases
 	closing   bool
 	wg        sync.WaitGroup // connections
+
+	// fences order, per stored session (by a hash of its id), a turn
+	// write's check of its lease token against this process's leases and
+	// the write itself, with the taking of the session's next lease, for a
+	// store that cannot fence in its own transaction (appendTurn).
+	fences [64]sync.Mutex
 }
 
 // NewServer returns a Server running turns on local. opts may be nil.
 func NewServer(local *runner.Local, opts *ServerOptions) *Server {
-	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn), turns: make(map[string]*turnState)}
+	s := &Server{local: local, conns: make(map[*serverConn]bool), owners: make(map[string]*serverConn), turning: make(map[string]*serverConn), turns: make(map[string]*turnState)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -134,7 +148,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader answered
 	}
-	c := &serverConn{s: s, exts: map[string]int{}, keys: make(map[string]bool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(gateway.ToolUpdate))}
+	c := &serverConn{s: s, exts: map[string]int{}, tools: make(map[string][]*gateway.Tool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(gateway.ToolUpdate))}
 	c.p = newPeer(ws, s.log.With("remote", r.RemoteAddr))
 	c.p.handle = c.handle
 	c.p.onEvent = c.onEvent
@@ -183,7 +197,7 @@ type serverConn struct {
 	authed  bool
 	tenant  string                             // the tenant of the connect token; set with authed
 	exts    map[string]int                     // extensions enabled at connect
-	keys    map[string]bool                    // session keys this connection owns
+	tools   map[string][]*gateway.Tool         // scoped session key → this connection's tools of it (owners.go)
 	runs    map[string]context.CancelCauseFunc // running turns by run id
 	running sync.WaitGroup
 	updates map[string]func(gateway.ToolUpdate) // tool call id → progress sink
@@ -215,22 +229,6 @@ func (c *serverConn) run() {
 	delete(c.s.conns, c)
 	c.s.mu.Unlock()
 	c.s.log.Info("translator disconnected", "client", c.id, "cause", c.p.Err())
-}
-
-// release removes the tools of every session this connection owns; the
-// sessions' conversations stay with their translator.
-func (c *serverConn) release() {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for key := range c.keys {
-		if c.s.owners[key] == c {
-			delete(c.s.owners, key)
-			c.s.local.Registry().Clear(key)
-		}
-	}
-	c.keys = map[string]bool{}
 }
 
 func (c *serverConn) abortRuns(cause error) {
@@ -267,33 +265,21 @@ func (c *serverConn) scoped(key string) string {
 	return key
 }
 
-// own claims the connection's session key for this connection, or says
-// who has it.
-func (c *serverConn) own(wireKey string) error {
-	if wireKey == "" {
-		return badRequest("sessionKey is empty")
-	}
-	key := c.scoped(wireKey)
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	if o := c.s.owners[key]; o != nil && o != c {
-		select {
-		case <-o.p.Done():
-			// The owner's connection is gone but not yet released (a
-			// translator that reconnects quickly): the key is free, and the
-			// old connection's release no longer touches it.
-		default:
-			return wireError(CodeForbidden, "session %q belongs to another connection", wireKey)
-		}
-	}
-	c.s.owners[key] = c
+// who returns the connection's tenant and client name, for logs.
+func (c *serverConn) who() (tenant, client string) {
 	c.mu.Lock()
-	c.keys[key] = true
-	c.mu.Unlock()
-	return nil
+	defer c.mu.Unlock()
+	return c.tenant, c.id
 }
 
+// handle serves one request of the translator; an error that is not the
+// protocol's own reaches it only as an internalError (errors.go).
 func (c *serverConn) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	res, err := c.dispatch(ctx, method, params)
+	return res, c.shown(method, err)
+}
+
+func (c *serverConn) dispatch(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	c.mu.Lock()
 	authed := c.authed
 	c.mu.Unlock()
@@ -327,31 +313,24 @@ func (c *serverConn) handle(ctx context.Context, method string, params json.RawM
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, badRequest("sessions.setExtraTools: %v", err)
 		}
-		if err := c.own(p.SessionKey); err != nil {
-			return nil, err
+		if p.SessionKey == "" {
+			return nil, badRequest("sessionKey is empty")
 		}
 		tools := make([]*gateway.Tool, len(p.Tools))
 		for i, wt := range p.Tools {
 			tools[i] = c.proxy(p.SessionKey, wt)
 		}
-		c.s.local.Registry().Set(c.scoped(p.SessionKey), tools)
+		c.setTools(p.SessionKey, tools)
 		return struct{}{}, nil
 	case "sessions.clearExtraTools":
 		var p SessionKeyParams
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, badRequest("sessions.clearExtraTools: %v", err)
 		}
-		if err := c.own(p.SessionKey); err != nil {
-			return nil, err
+		if p.SessionKey == "" {
+			return nil, badRequest("sessionKey is empty")
 		}
-		key := c.scoped(p.SessionKey)
-		_ = c.s.local.ClearExtraTools(ctx, key)
-		c.s.mu.Lock()
-		delete(c.s.owners, key)
-		c.s.mu.Unlock()
-		c.mu.Lock()
-		delete(c.keys, key)
-		c.mu.Unlock()
+		c.dropTools(ctx, p.SessionKey)
 		return struct{}{}, nil
 	}
 	if strings.HasPrefix(method, "sessions.") {
@@ -411,11 +390,13 @@ func (s *Server) tenantOf(token string) (tenant string, ok bool) {
 }
 
 // chatSend runs one turn for the translator, streaming its events, on the
-// view of the session it sends; the finished turn goes back whole in the
-// result.
+// view of the session it sends (for a stored session, on the stored one
+// when they differ: currentView); the finished turn goes back whole in the
+// result. The turn holds its session's lease and its session key
+// (claimTurn) while it runs.
 func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error) {
-	if err := c.own(p.SessionKey); err != nil {
-		return nil, err
+	if p.SessionKey == "" {
+		return nil, badRequest("sessionKey is empty")
 	}
 	history, err := p.view()
 	if err != nil {
@@ -443,17 +424,31 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		return nil, err
 	}
 	defer release()
+	unclaim, err := c.claimTurn(p.SessionKey)
+	if err != nil {
+		return nil, err
+	}
+	defer unclaim() // before release: the key is free once the lease is
 	if lease.Lost != nil {
 		turnDone := make(chan struct{})
 		var watch sync.WaitGroup
 		watch.Go(func() {
 			select {
 			case <-lease.Lost:
-				cancel(fmt.Errorf("the lease of session %s was lost (this replica, %s, can no longer be sure it alone runs it): the turn was cancelled; prompt again", lease.ID, c.s.opts.Replica))
+				cancel(fmt.Errorf("the lease of session %s was lost (this replica, %s, can no longer be sure it alone runs it): the turn was cancelled; prompt again", p.shownID(), c.s.opts.Replica))
 			case <-turnDone:
 			}
 		})
 		defer func() { close(turnDone); watch.Wait() }()
+	}
+	var reloaded bool
+	if p.SessionID != "" {
+		if history, reloaded, err = c.currentView(ctx, p, lease.Token, history); err != nil {
+			if cause := context.Cause(ctx); cause != nil {
+				return nil, wireError(CodeUnavailable, "%s", cause.Error())
+			}
+			return nil, c.storeError("chat.send", err)
+		}
 	}
 
 	var turn gateway.Turn
@@ -490,7 +485,7 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 	default:
 		_ = c.p.event("chat.final", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "final", StopReason: stop})
 	}
-	res := ChatSendResult{StopReason: stop, Messages: turn.Messages, Usage: turn.Usage, Compaction: turn.Compaction}
+	res := ChatSendResult{StopReason: stop, Messages: turn.Messages, Usage: turn.Usage, Compaction: turn.Compaction, HistoryReloaded: reloaded}
 	if p.SessionID != "" {
 		res.LeaseToken = lease.Token
 	}

@@ -1,11 +1,15 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -39,11 +43,14 @@ const endingTurnWait = 10 * time.Second
 
 // lease takes the lease a chat.send runs under: that of the stored session
 // when it names one (which must be the connection's tenant's), from the
-// server's Leases, else a process-local one of the connection's session key. A turn of the same session that this
-// process is cancelling (chat.abort, a dropped connection) is waited for, so
-// that a prompt right after a cancel is not refused. Another holder's lease
-// is a CodeBusy error naming the session and the holder. release gives the
-// lease up and ends the turn's record; call it once, when the turn ends.
+// server's Leases, else a process-local one of the connection's session
+// key. A turn of the same session that this process is cancelling
+// (chat.abort, a dropped connection) is waited for, so that a prompt right
+// after a cancel is not refused. Another holder's lease is a CodeBusy error
+// naming the session (in the translator's words: ChatSendParams.shownID)
+// and the holder; a failure of the leases (a store's) is an internalError.
+// release gives the lease up and ends the turn's record; call it once, when
+// the turn ends.
 func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Lease, release func(), err error) {
 	id := "key:" + c.scoped(p.SessionKey)
 	leases := session.Leases(&c.s.keyLeases)
@@ -56,7 +63,7 @@ func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Le
 			if errors.Is(err, session.ErrNotFound) {
 				return nil, nil, wireError(CodeForbidden, "chat.send: session %q is not one of this tenant's sessions", p.SessionID)
 			}
-			return nil, nil, storeError("chat.send", err)
+			return nil, nil, c.storeError("chat.send", err)
 		}
 		id = p.SessionID
 	}
@@ -71,13 +78,24 @@ func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Le
 		}
 		cancel()
 	}
-	l, err = leases.Acquire(ctx, id, c.s.opts.Replica)
+	if p.SessionID != "" && !c.fencedStore() {
+		// The turn writes of the session's older leases are checked
+		// against this process's leases (appendTurn): none is between its
+		// check and its write when the new lease is taken.
+		unlock := c.s.fence(id)
+		l, err = leases.Acquire(ctx, id, c.s.opts.Replica)
+		unlock()
+	} else {
+		l, err = leases.Acquire(ctx, id, c.s.opts.Replica)
+	}
 	var le *session.LeasedError
 	switch {
 	case errors.As(err, &le):
-		return nil, nil, wireError(CodeBusy, "%s", le.Error())
+		return nil, nil, busyError(p.shownID(), le.Owner)
+	case err != nil && ctx.Err() != nil:
+		return nil, nil, wireError(CodeUnavailable, "chat.send: %v", context.Cause(ctx))
 	case err != nil:
-		return nil, nil, wireError(CodeUnavailable, "chat.send: taking the lease of session %s failed: %v", id, err)
+		return nil, nil, c.internalError(CodeUnavailable, fmt.Sprintf("chat.send: taking the lease of session %s", p.shownID()), err)
 	}
 	ts := &turnState{ctx: ctx, done: make(chan struct{})}
 	c.s.mu.Lock()
@@ -113,21 +131,6 @@ func (c *serverConn) ownRecord(ctx context.Context, id string) (session.Record, 
 	return rec, nil
 }
 
-// storeError maps a store error to the wire: not found, bad cursor, fenced
-// (conflict) or internal.
-func storeError(method string, err error) error {
-	switch {
-	case errors.Is(err, session.ErrNotFound):
-		// The same text for a missing session and another tenant's.
-		return wireError(CodeNotFound, "%s: %v", method, session.ErrNotFound)
-	case errors.Is(err, session.ErrBadCursor):
-		return wireError(CodeBadCursor, "%s: %v", method, err)
-	case errors.Is(err, session.ErrFenced):
-		return wireError(CodeConflict, "%s: %v", method, err)
-	}
-	return wireError(CodeInternal, "%s: session store: %v", method, err)
-}
-
 // sessions serves the sessions extension's methods, always scoped by the
 // connection's tenant.
 func (c *serverConn) sessions(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -150,7 +153,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 			return badRequest("%s: id is empty", method)
 		}
 		if _, err := c.ownRecord(ctx, id); err != nil {
-			return storeError(method, err)
+			return c.storeError(method, err)
 		}
 		return nil
 	}
@@ -164,7 +167,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 			return nil, badRequest("%s: record.id and record.key must be set", method)
 		}
 		if err := st.Create(ctx, p.Record.record(c.tenantName())); err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		return struct{}{}, nil
 	case "sessions.get":
@@ -177,7 +180,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		}
 		rec, err := c.ownRecord(ctx, p.ID)
 		if err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		return wireRecord(rec), nil
 	case "sessions.list":
@@ -187,7 +190,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		}
 		recs, next, err := st.List(ctx, session.ListOptions{Tenant: c.tenantName(), Cwd: p.Cwd, Cursor: p.Cursor, Limit: p.Limit})
 		if err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		res := SessionListResult{Sessions: make([]WireRecord, len(recs)), NextCursor: next}
 		for i, r := range recs {
@@ -203,7 +206,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 			return nil, err
 		}
 		if err := st.SetServers(ctx, p.ID, p.Servers); err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		return struct{}{}, nil
 	case "sessions.setModel":
@@ -215,7 +218,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 			return nil, err
 		}
 		if err := st.SetModel(ctx, p.ID, p.Model); err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		return struct{}{}, nil
 	case "sessions.turns":
@@ -228,7 +231,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		}
 		turns, err := st.Turns(ctx, p.ID)
 		if err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		res := SessionTurnsResult{Turns: make([]WireTurn, len(turns))}
 		for i, t := range turns {
@@ -244,7 +247,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 			return nil, err
 		}
 		if err := c.appendTurn(ctx, p); err != nil {
-			return nil, storeError(method, err)
+			return nil, c.storeError(method, err)
 		}
 		return struct{}{}, nil
 	}
@@ -253,16 +256,81 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 
 // appendTurn commits a turn, fenced by its lease token when it has one: in
 // the store's transaction for a session.FencedStore, else against this
-// process's LocalLeases (a store only this gateway writes).
+// process's LocalLeases (a store only this gateway writes), the check and
+// the write ordered with the session's next lease (Server.fence).
 func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) error {
 	turn := p.Turn.turn()
 	if p.LeaseToken != 0 {
 		if fs, ok := c.s.opts.Store.(session.FencedStore); ok {
 			return fs.AppendTurnFenced(ctx, p.ID, p.LeaseToken, turn)
 		}
-		if ll, ok := c.s.opts.Leases.(*session.LocalLeases); ok && ll.Latest(p.ID) != p.LeaseToken {
-			return session.ErrFenced
+		if ll, ok := c.s.opts.Leases.(*session.LocalLeases); ok {
+			defer c.s.fence(p.ID)()
+			if ll.Latest(p.ID) != p.LeaseToken {
+				return session.ErrFenced
+			}
 		}
 	}
 	return c.s.opts.Store.AppendTurn(ctx, p.ID, turn)
+}
+
+// fencedStore reports whether the store fences turn writes in its own
+// transaction (session.FencedStore).
+func (c *serverConn) fencedStore() bool {
+	_, ok := c.s.opts.Store.(session.FencedStore)
+	return ok
+}
+
+// fence locks the stripe of Server.fences of session id and returns its
+// unlock.
+func (s *Server) fence(id string) (unlock func()) {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	mu := &s.fences[h.Sum32()%uint32(len(s.fences))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// currentView returns the history a turn of the stored session p.SessionID
+// runs on, the connection's tenant's and under its lease (token): the one
+// chat.send carried (v), unless another translator or replica may have
+// written the session since that history was read. That is known without
+// reading the store when the translator ran and committed the session's
+// last turn under the lease just before this one (p.HistoryLease ==
+// token-1): each turn takes the lease, so no other can have come between.
+// Otherwise the stored turns are read (once after each session/load, and
+// after each turn of another translator) and folded as the translator
+// folds them (gateway.ViewAfter): when that view differs from v, the turn
+// runs on it and reloaded is true, for the translator to reload its own.
+//
+// Turn writes without a lease token (sessions.appendTurn with no
+// leaseToken, which no translator of this version sends after a chat.send)
+// are not seen by the token check.
+func (c *serverConn) currentView(ctx context.Context, p ChatSendParams, token int64, v gateway.View) (_ gateway.View, reloaded bool, _ error) {
+	if p.HistoryLease != 0 && token == p.HistoryLease+1 {
+		return v, false, nil
+	}
+	turns, err := c.s.opts.Store.Turns(ctx, p.SessionID)
+	if err != nil {
+		return gateway.View{}, false, err
+	}
+	var stored gateway.View
+	for _, t := range turns {
+		stored = gateway.ViewAfter(stored, gateway.Turn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction})
+	}
+	if sameView(stored, v) {
+		return v, false, nil
+	}
+	c.s.log.Info("a translator's history of a session was not the stored one: the turn runs on the stored history", "session", p.SessionID,
+		"storedMessages", stored.Base+len(stored.Messages), "sentMessages", v.Base+len(v.Messages))
+	return stored, true, nil
+}
+
+// sameView reports whether two views are the same for the model: the same
+// JSON (they come from JSON: the translator's over the wire, the store's
+// from its rows).
+func sameView(a, b gateway.View) bool {
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && bytes.Equal(ja, jb)
 }

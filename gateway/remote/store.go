@@ -103,7 +103,12 @@ func (s remoteStore) AppendTurn(ctx context.Context, id string, turn session.Tur
 	return s.call(ctx, "sessions.appendTurn", SessionAppendTurnParams{ID: id, LeaseToken: token, Turn: wireTurn(turn)}, nil)
 }
 
+// Turns implements session.Store. A session's history read from the store
+// (session/load) holds no turn of this client's yet: the next chat.send
+// sends no historyLease, and the gateway checks the history against the
+// store.
 func (s remoteStore) Turns(ctx context.Context, id string) ([]session.Turn, error) {
+	s.c.setSynced(id, 0)
 	var res SessionTurnsResult
 	if err := s.call(ctx, "sessions.turns", SessionIDParams{ID: id}, &res); err != nil {
 		return nil, err
@@ -116,3 +121,27 @@ func (s remoteStore) Turns(ctx context.Context, id string) ([]session.Turn, erro
 }
 
 func (s remoteStore) Close() error { return nil }
+
+// attacher is a History that reads a stored session's history again
+// (session.History).
+type attacher interface {
+	Attach(ctx context.Context, key, id string) ([]session.Turn, error)
+}
+
+// reload reads the history of the stored session id, attached under key,
+// from the store again (the gateway ran a turn on the stored history, which
+// this client's lacked: ChatSendResult.HistoryReloaded), so that the turn
+// joins the stored history and the next turn sends it. It reports whether
+// it did; a failure is logged, and the next chat.send, sent with no
+// historyLease, finds the history stale again and runs on the stored one.
+func (r *Client) reload(ctx context.Context, key, id string) bool {
+	a, ok := r.hist().(attacher)
+	if !ok || id == "" {
+		return false
+	}
+	if _, err := a.Attach(ctx, key, id); err != nil {
+		r.log.Warn("reloading a session's history from the gateway's store failed", "session", id, "err", err)
+		return false
+	}
+	return true
+}

@@ -26,8 +26,7 @@ const ProtocolVersion = 2
 const (
 	// CodeUnauthorized: no or a failed connect (wrong token).
 	CodeUnauthorized int64 = -32001
-	// CodeForbidden: the session key belongs to another connection, or
-	// the session to another tenant (chat.send).
+	// CodeForbidden: the stored session is another tenant's (chat.send).
 	CodeForbidden int64 = -32002
 	// CodeNotFound: no such tool in the session; no such stored session
 	// (or one of another tenant: the same answer).
@@ -37,7 +36,8 @@ const (
 	CodeUnavailable int64 = -32004
 	// CodeBusy: another holder (a replica, or another connection) runs a
 	// turn of the session: its lease is taken. The message names the
-	// session and the holder.
+	// session (its id, or the wire session key) and the replica that runs
+	// the turn, as session.LeasedError says it, the same on every replica.
 	CodeBusy int64 = -32005
 	// CodeConflict: a turn write fenced with a lease token that a later
 	// turn of the session has superseded (sessions.appendTurn).
@@ -49,7 +49,10 @@ const (
 	CodeBadRequest int64 = jsonrpc2.CodeInvalidParams
 	// CodeMethodNotFound: no such method.
 	CodeMethodNotFound int64 = jsonrpc2.CodeMethodNotFound
-	// CodeInternal: the handler failed.
+	// CodeInternal: the handler failed. From the gateway, the message
+	// names what failed and a reference to the gateway's log, which holds
+	// the details ("sessions.get: the session store failed (ref 5c1f0e9a);
+	// see the gateway's log").
 	CodeInternal int64 = jsonrpc2.CodeInternalError
 )
 
