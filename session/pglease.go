@@ -280,17 +280,25 @@ func (l *pgLeases) run1(op leaseOp) {
 	op.done <- err
 }
 
-// drop closes the connection and loses every lease held on it.
+// drop closes the connection and loses every lease held on it. On a
+// connection still open, the locks are released first
+// (pg_advisory_unlock_all, which the server has done when it answers):
+// the server ends a closed connection's backend, and frees its locks, only
+// some time after the close. Lost closes only after that, so whoever sees
+// it may take the lease at once.
 func (l *pgLeases) drop() {
-	for key, h := range l.held {
-		close(h.lost)
-		delete(l.held, key)
-	}
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if !l.conn.IsClosed() && len(l.held) > 0 {
+			_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+		}
 		_ = l.conn.Close(ctx)
 		cancel()
 		l.conn = nil
+	}
+	for key, h := range l.held {
+		close(h.lost)
+		delete(l.held, key)
 	}
 }
 

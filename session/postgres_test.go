@@ -238,7 +238,7 @@ func TestPostgres_LeaseLostWithItsConnection(t *testing.T) {
 		t.Fatal("Lost closed while the lease is held")
 	default:
 	}
-	pgExec(t, url, `SELECT pg_terminate_backend($1)`, int32(leaseConnPID(t, a)))
+	pgExec(t, url, `SELECT pg_terminate_backend($1, 60000)`, int32(leaseConnPID(t, a))) // returns once the backend, and its locks, are gone
 	waitLost(t, la)
 	waitLost(t, la2)
 	lb, err := b.Acquire(ctx, "s", "replica-b")
@@ -296,7 +296,7 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 		t.Fatalf("fenced write under the lease: %v", err)
 	}
 	// a's connection breaks; b takes the lease; a's late write is refused.
-	pgExec(t, url, `SELECT pg_terminate_backend($1)`, int32(leaseConnPID(t, a)))
+	pgExec(t, url, `SELECT pg_terminate_backend($1, 60000)`, int32(leaseConnPID(t, a))) // returns once the backend, and its locks, are gone
 	waitLost(t, la)
 	lb, err := b.Acquire(ctx, "s", "replica-b")
 	if err != nil {
