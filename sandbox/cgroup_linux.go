@@ -98,15 +98,7 @@ func makeBaseCgroup() (string, error) {
 	if cgroups.off {
 		return "", errors.New("cgroups turned off")
 	}
-	procCgroup, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	own, err := cgroupDir(procCgroup, mountinfo)
+	own, err := ownCgroup()
 	if err != nil {
 		return "", err
 	}
@@ -119,6 +111,20 @@ func makeBaseCgroup() (string, error) {
 		return "", err
 	}
 	return base, nil
+}
+
+// ownCgroup returns the directory of this process's cgroup v2, from
+// /proc/self/cgroup and /proc/self/mountinfo (see cgroupDir).
+func ownCgroup() (string, error) {
+	procCgroup, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	return cgroupDir(procCgroup, mountinfo)
 }
 
 // probeCgroup starts a process into the cgroup dir the way Start does and

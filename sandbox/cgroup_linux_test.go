@@ -32,20 +32,6 @@ func requireCgroups(t *testing.T) string {
 	return base
 }
 
-// ownCgroup returns the directory of this process's cgroup v2.
-func ownCgroup(t *testing.T) (string, error) {
-	t.Helper()
-	procCgroup, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	return cgroupDir(procCgroup, mountinfo)
-}
-
 // cgroupOf returns pid's cgroup v2 path ("0::" line of /proc/<pid>/cgroup).
 func cgroupOf(pid int) string {
 	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
@@ -145,7 +131,7 @@ func TestTeardown_EndsEnvClearedDaemonWhileAnotherServerRuns(t *testing.T) {
 // the cgroup goes with the teardown.
 func TestStart_ChildInACgroupOfItsOwn(t *testing.T) {
 	base := requireCgroups(t)
-	own, err := ownCgroup(t)
+	own, err := ownCgroup()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +253,7 @@ func TestSetup_MakesTheBaseCgroupWhereItCan(t *testing.T) {
 	if cgroups.off {
 		t.Skip("cgroups turned off")
 	}
-	own, err := ownCgroup(t)
+	own, err := ownCgroup()
 	if err != nil {
 		t.Skipf("no cgroup v2: %v", err)
 	}

@@ -112,14 +112,7 @@ func reapOrphans() {
 			zombies = append(zombies, pid)
 		}
 	}
-	children.Lock()
-	defer children.Unlock()
-	for _, pid := range zombies {
-		if _, ours := children.started[pid]; !ours {
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-		}
-	}
+	reapAdopted(zombies)
 }
 
 // children guards started: the pids of children started by Start whose exit

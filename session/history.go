@@ -149,11 +149,7 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 	h.pending[c.id] = c.done // a session's commits go in the order they are queued
 	h.queue = append(h.queue, c)
 	h.mu.Unlock()
-	h.started.Do(func() { go h.committer() })
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
+	h.kick()
 	<-c.done
 
 	h.mu.Lock()
@@ -169,6 +165,15 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 		l.view = gateway.ViewAfter(l.view, turn)
 	}
 	return nil
+}
+
+// kick starts the committer on first use and wakes it.
+func (h *History) kick() {
+	h.started.Do(func() { go h.committer() })
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
 // committer commits the queued turns, a batch at a time, until Close.
@@ -274,11 +279,7 @@ func (h *History) Close() error {
 	}
 	h.closed = true
 	h.mu.Unlock()
-	h.started.Do(func() { go h.committer() })
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
+	h.kick()
 	<-h.stopped
 	return nil
 }
