@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
@@ -76,8 +77,12 @@ type SessionTurn struct {
 	Turn Turn
 }
 
-// maxBatch bounds the turns of one group commit.
-const maxBatch = 256
+// maxBatch bounds the turns of one group commit; commitTimeout bounds one
+// commit (a database that does not answer fails the turns, not the agent).
+const (
+	maxBatch      = 256
+	commitTimeout = 30 * time.Second
+)
 
 // NewHistory returns a History over store. log may be nil.
 func NewHistory(store Store, log *slog.Logger) *History {
@@ -202,7 +207,8 @@ func (h *History) committer() {
 // commit commits batch: in one transaction on a BatchStore, else (and when
 // that fails, to tell which turn the store refuses) one by one, in order.
 func (h *History) commit(batch []*commit) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
 	if bs, ok := h.store.(BatchStore); ok && len(batch) > 1 {
 		turns := make([]SessionTurn, len(batch))
 		for i, c := range batch {
