@@ -22,7 +22,8 @@ import (
 //
 // Append returns once the turn is committed (group commit: the turns of
 // every session that end while a commit is under way are committed
-// together, in one transaction on a BatchStore), so a turn whose prompt was
+// together, in one transaction on a BatchStore, by a goroutine that runs
+// only while there are turns to commit), so a turn whose prompt was
 // answered is stored, and survives a crash of the agent: SIGKILL loses at
 // most the turns still running. A turn the store refuses (a full disk)
 // fails: it never joins the view, so the conversation and the stored
@@ -37,10 +38,12 @@ type History struct {
 	live    map[string]*liveHistory  // gateway session key → attached session
 	pending map[string]chan struct{} // session id → closed when its last queued commit is done
 	queue   []*commit                // waiting for the committer
-	wake    chan struct{}            // cap 1: the queue has work
 	closed  bool
-	stopped chan struct{} // closed when the committer has returned
-	started sync.Once
+	// committing is set while a committer goroutine runs: one is started
+	// when the queue gets work and returns once it is empty, so an idle
+	// History holds no goroutine.
+	committing bool
+	committers sync.WaitGroup // the committer, for Close
 }
 
 // commit is one turn waiting for the committer.
@@ -89,8 +92,7 @@ func NewHistory(store Store, log *slog.Logger) *History {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &History{store: store, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{}),
-		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	return &History{store: store, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{})}
 }
 
 // Attach binds the gateway session key to the stored session id and loads
@@ -153,8 +155,11 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 	c := &commit{id: l.id, turn: Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}, done: make(chan struct{})}
 	h.pending[c.id] = c.done // a session's commits go in the order they are queued
 	h.queue = append(h.queue, c)
+	if !h.committing {
+		h.committing = true
+		h.committers.Go(h.committer)
+	}
 	h.mu.Unlock()
-	h.kick()
 	<-c.done
 
 	h.mu.Lock()
@@ -172,35 +177,21 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 	return nil
 }
 
-// kick starts the committer on first use and wakes it.
-func (h *History) kick() {
-	h.started.Do(func() { go h.committer() })
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
-
-// committer commits the queued turns, a batch at a time, until Close.
+// committer commits the queued turns, a batch at a time, and returns once
+// the queue is empty.
 func (h *History) committer() {
-	defer close(h.stopped)
 	for {
-		<-h.wake
-		for {
-			h.mu.Lock()
-			n := min(len(h.queue), maxBatch)
-			batch := slices.Clone(h.queue[:n])
-			h.queue = slices.Delete(h.queue, 0, n)
-			closed := h.closed
+		h.mu.Lock()
+		n := min(len(h.queue), maxBatch)
+		if n == 0 {
+			h.committing = false
 			h.mu.Unlock()
-			if len(batch) == 0 {
-				if closed {
-					return
-				}
-				break
-			}
-			h.commit(batch)
+			return
 		}
+		batch := slices.Clone(h.queue[:n])
+		h.queue = slices.Delete(h.queue, 0, n)
+		h.mu.Unlock()
+		h.commit(batch)
 	}
 }
 
@@ -285,8 +276,7 @@ func (h *History) Close() error {
 	}
 	h.closed = true
 	h.mu.Unlock()
-	h.kick()
-	<-h.stopped
+	h.committers.Wait()
 	return nil
 }
 
