@@ -88,7 +88,7 @@ type Agent struct {
 	mcpACP *mcpOverACP // MCP servers the client hosts (mcpacp.go)
 
 	tasks sync.WaitGroup // notification senders started by NewSession
-	pace  *rate.Limiter  // session/update pacing (pace.go)
+	pace  *rate.Limiter  // the pacing of replayed session/updates (pace.go)
 
 	// caps are the client's fs, terminal and elicitation capabilities from
 	// initialize.
@@ -376,10 +376,6 @@ func (a *Agent) tell(sid string) func(ctx context.Context, text string) {
 // notify sends one session/update, logging (not returning) a failure: a
 // client that has gone away cannot be told anything more.
 func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
-	if err := a.pace.Wait(ctx); err != nil {
-		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
-		return
-	}
 	err := a.connection().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sessionID), Update: u})
 	if err != nil {
 		a.log.Debug("session/update not sent", "session", sessionID, "err", err)

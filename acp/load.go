@@ -69,11 +69,20 @@ func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string
 // message as user_message_chunk, the model's thoughts and text as
 // agent_thought_chunk and agent_message_chunk, and each tool call as a
 // tool_call followed by a tool_call_update with its final status, content
-// and rawOutput.
+// and rawOutput. The notifications are paced (see pace.go).
 func (a *Agent) replay(ctx context.Context, sessionID string, turns []session.Turn) {
 	for _, u := range replayUpdates(turns) {
-		a.notify(ctx, sessionID, u)
+		a.notifyPaced(ctx, sessionID, u)
 	}
+}
+
+// notifyPaced is notify after waiting for the replay pacer.
+func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
+	if err := a.pace.Wait(ctx); err != nil {
+		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
+		return
+	}
+	a.notify(ctx, sessionID, u)
 }
 
 // replayUpdates maps stored turns to the session/updates that replay them.

@@ -11,12 +11,12 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
-// Notifications leave the agent at most notifyBurst back to back, then at
-// notifyRate a second: by any time t after the first, at most
+// Replayed notifications leave the agent at most notifyBurst back to back,
+// then at notifyRate a second: by any time t after the first, at most
 // notifyBurst + notifyRate*t have been written, however fast they are sent,
 // so a client with a bounded notification queue (acp-go-sdk's holds 1,024)
 // is not flooded by a long replay.
-func TestAgent_NotificationsArePaced(t *testing.T) {
+func TestAgent_ReplayedNotificationsArePaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := New(nil)
 		agentIn, clientOut := io.Pipe()
@@ -39,7 +39,7 @@ func TestAgent_NotificationsArePaced(t *testing.T) {
 			}
 		}()
 		for range n {
-			a.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
+			a.notifyPaced(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
 		}
 		clientOut.Close()
 		<-served
@@ -54,6 +54,44 @@ func TestAgent_NotificationsArePaced(t *testing.T) {
 		}
 		if want := time.Duration(n-notifyBurst) * time.Second / notifyRate; at[n-1] < want-time.Millisecond {
 			t.Errorf("the last notification left at %v, want about %v", at[n-1], want)
+		}
+	})
+}
+
+// A live turn's notifications are not paced: many sessions' updates at once
+// leave as fast as they are sent.
+func TestAgent_LiveNotificationsAreNotPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := New(nil)
+		agentIn, clientOut := io.Pipe()
+		clientIn, agentOut := io.Pipe()
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = a.Serve(context.Background(), agentIn, agentOut)
+			agentOut.Close()
+		}()
+		const n = 3 * notifyBurst
+		start := time.Now()
+		var last time.Duration
+		lines := 0
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			sc := bufio.NewScanner(clientIn)
+			for sc.Scan() {
+				lines++
+				last = time.Since(start)
+			}
+		}()
+		for range n {
+			a.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
+		}
+		clientOut.Close()
+		<-served
+		<-read
+		if lines != n || last != 0 {
+			t.Errorf("%d notifications written, the last at %v; want %d, all at once", lines, last, n)
 		}
 	})
 }
