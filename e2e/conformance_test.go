@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,16 +109,15 @@ func conformanceTools(t *testing.T) (node, cli string) {
 	return node, cli
 }
 
-// startConformanceTarget starts `acp-agent mcp-server` on a free loopback
-// port, with HOME and the XDG directories in a temporary directory (so no
+// startConformanceTarget starts `acp-agent mcp-server` on a loopback port
+// it picks, with HOME and the XDG directories in a temporary directory (so no
 // user config, store or API key is seen), and returns its MCP endpoint once
 // it accepts connections. The server is stopped with SIGTERM at cleanup.
 func startConformanceTarget(t *testing.T) string {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	home := t.TempDir()
 	logs := &testutil.Buffer{}
-	cmd := exec.Command(agentBin, "mcp-server", "--listen", addr, "--store", "memory", "--model", "direct")
+	cmd := exec.Command(agentBin, "mcp-server", "--listen", "127.0.0.1:0", "--store", "memory", "--model", "direct")
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
@@ -153,21 +151,17 @@ func startConformanceTarget(t *testing.T) string {
 			return true // stop waiting: it will never listen
 		default:
 		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
+		return listenURL.MatchString(logs.String())
 	})
 	select {
 	case <-exited:
-		t.Fatalf("acp-agent mcp-server exited (%v) instead of listening on %s (its logs follow)", cmd.ProcessState, addr)
+		t.Fatalf("acp-agent mcp-server exited (%v) instead of listening (its logs follow)", cmd.ProcessState)
 	default:
 	}
 	if !listening {
-		t.Fatalf("acp-agent mcp-server never listened on %s (its logs follow)", addr)
+		t.Fatal("acp-agent mcp-server never logged that it listens (its logs follow)")
 	}
-	return "http://" + addr + "/mcp"
+	return listenURL.FindStringSubmatch(logs.String())[1]
 }
 
 // listConformanceScenarios returns the names of the suite's scenarios of

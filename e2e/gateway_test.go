@@ -1,9 +1,8 @@
 package e2e
 
 import (
+	"regexp"
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -24,12 +23,15 @@ type gatewayProc struct {
 	logs *testutil.Buffer
 }
 
-// startGateway runs the gateway on addr ("" picks a free port) and waits
-// until it listens.
+// gatewayListening is the gateway's log line saying where it listens.
+var gatewayListening = regexp.MustCompile(`gateway listening\s+\{"url": "ws://([^"]+)"`)
+
+// startGateway runs the gateway on addr ("" lets it pick a loopback port)
+// and waits until it listens, as its log says.
 func startGateway(t testing.TB, addr string, env []string, args ...string) *gatewayProc {
 	t.Helper()
 	if addr == "" {
-		addr = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		addr = "127.0.0.1:0"
 	}
 	g := &gatewayProc{addr: addr, logs: &testutil.Buffer{}}
 	g.cmd = exec.Command(agentBin, append([]string{"gateway", "--listen", addr, "--verbose"}, args...)...)
@@ -52,17 +54,10 @@ func startGateway(t testing.TB, addr string, env []string, args ...string) *gate
 			t.Logf("gateway logs:\n%s", g.logs.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return g
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway never listened on %s:\n%s", addr, g.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 30*time.Second, func() bool { return gatewayListening.MatchString(g.logs.String()) },
+		"the gateway never listened on %s:\n%s", addr, g.logs)
+	g.addr = gatewayListening.FindStringSubmatch(g.logs.String())[1]
+	return g
 }
 
 func (g *gatewayProc) url() string { return "ws://" + g.addr }
