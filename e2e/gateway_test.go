@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"regexp"
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
