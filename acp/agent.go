@@ -19,6 +19,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // Options configure an Agent. The zero value is valid.
@@ -46,8 +48,8 @@ type Options struct {
 	// agent's built-in tools are one: {Name: builtin.Name, New: builtin.New}
 	// (package bridge/builtin, name "acp").
 	InProcess []InProcessServer
-	// Store keeps sessions across restarts. Nil means session.NewMemory().
-	Store session.Store
+	// Store keeps sessions across restarts. Nil means memory.New().
+	Store store.Store
 	// History is the gateway's conversation history over Store; the agent
 	// attaches each session to it. Nil means a new session.History over
 	// Store, which is then also the History of the default Gateway.
@@ -77,7 +79,7 @@ const postSessionTimeout = 10 * time.Second
 type Agent struct {
 	opts  Options
 	gw    gateway.Gateway
-	store session.Store
+	store store.Store
 	core  *session.Core // the live sessions
 	log   *slog.Logger
 
@@ -119,7 +121,7 @@ func New(opts *Options) *Agent {
 	}
 	a.store = a.opts.Store
 	if a.store == nil {
-		a.store = session.NewMemory()
+		a.store = memory.New()
 	}
 	history := a.opts.History
 	if history == nil {

@@ -12,7 +12,7 @@
 // tools with the [gateway.Gateway] ([Options.Gateway]). session/prompt
 // ([Agent.Prompt]) runs one turn at a time and maps the gateway's events to
 // session/update notifications; session/cancel ends the turn; session/close
-// ends the session and its servers. Sessions are kept in a [session.Store]
+// ends the session and its servers. Sessions are kept in a [store.Store]
 // ([Options.Store]), so that session/load, session/resume and session/list
 // ([Agent.LoadSession], [Agent.ResumeSession], [Agent.ListSessions]) work
 // across restarts. The model of a session is a session config option

@@ -11,6 +11,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 var _ acpsdk.AgentLoader = (*Agent)(nil)
@@ -27,7 +28,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
 	id := string(p.SessionId)
-	replay := func(turns []session.Turn) { a.replay(ctx, id, turns) }
+	replay := func(turns []store.Turn) { a.replay(ctx, id, turns) }
 	s, err := a.open(ctx, session.OpenRequest{ID: id, Cwd: p.Cwd, AdditionalDirectories: p.AdditionalDirectories, Servers: own, Replay: replay}, true)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
@@ -56,7 +57,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 // own servers; the session core reads the record again as it opens it.
 func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string]any) ([]bridge.ServerSpec, error) {
 	_, err := a.store.Get(ctx, string(id))
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, unknownSession(id, "no stored session has that id")
 	}
 	if err != nil {
@@ -70,7 +71,7 @@ func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string
 // agent_thought_chunk and agent_message_chunk, and each tool call as a
 // tool_call followed by a tool_call_update with its final status, content
 // and rawOutput. The notifications are paced (see pace.go).
-func (a *Agent) replay(ctx context.Context, sessionID string, turns []session.Turn) {
+func (a *Agent) replay(ctx context.Context, sessionID string, turns []store.Turn) {
 	for _, u := range replayUpdates(turns) {
 		a.notifyPaced(ctx, sessionID, u)
 	}
@@ -86,7 +87,7 @@ func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u acpsdk.Sess
 }
 
 // replayUpdates maps stored turns to the session/updates that replay them.
-func replayUpdates(turns []session.Turn) []acpsdk.SessionUpdate {
+func replayUpdates(turns []store.Turn) []acpsdk.SessionUpdate {
 	var out []acpsdk.SessionUpdate
 	for _, t := range turns {
 		// How each call was shown, from its tool message.
@@ -138,7 +139,7 @@ func replayUpdates(turns []session.Turn) []acpsdk.SessionUpdate {
 // ListSessions implements acpsdk.Agent: stored sessions, newest first, 50 a
 // page, optionally of one cwd.
 func (a *Agent) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
-	opts := session.ListOptions{}
+	opts := store.ListOptions{}
 	if p.Cwd != nil {
 		opts.Cwd = *p.Cwd
 	}
@@ -149,7 +150,7 @@ func (a *Agent) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) 
 		return acpsdk.ListSessionsResponse{}, toRequestError(err)
 	}
 	recs, next, err := a.store.List(ctx, opts)
-	if errors.Is(err, session.ErrBadCursor) {
+	if errors.Is(err, store.ErrBadCursor) {
 		return acpsdk.ListSessionsResponse{}, toRequestError(fmt.Errorf("%w: %v", ErrInvalidParams, err))
 	}
 	if err != nil {

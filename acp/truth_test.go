@@ -14,6 +14,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 )
 
 // requestError returns err as the JSON-RPC error the client got.
@@ -222,7 +224,7 @@ func TestAgent_AvailableCommandsBeforeFirstPromptAnswer(t *testing.T) {
 // models a and b (a the default) and direct.
 func startStoreAgent(t *testing.T, path string, a, b gateway.Provider) *harness {
 	t.Helper()
-	st, err := session.OpenSQLite(t.Context(), path)
+	st, err := sqlite.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +271,12 @@ func TestAgent_ModelRestoredByLoadAndResume(t *testing.T) {
 // with the default one.
 func TestAgent_RestoredModelNoLongerConfigured(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	st, err := session.OpenSQLite(t.Context(), path)
+	st, err := sqlite.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := st.Create(t.Context(), session.Record{ID: "sess_gone", Key: "acp:sess_gone", Cwd: "/w", Created: now, Updated: now, Model: "retired"}); err != nil {
+	if err := st.Create(t.Context(), store.Record{ID: "sess_gone", Key: "acp:sess_gone", Cwd: "/w", Created: now, Updated: now, Model: "retired"}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -289,8 +291,8 @@ func TestAgent_RestoredModelNoLongerConfigured(t *testing.T) {
 // the replayed calls, and the history holds distinct IDs.
 func TestAgent_ToolCallIDsUniqueAcrossLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	open := func() (*harness, *session.SQLite) {
-		st, err := session.OpenSQLite(t.Context(), path)
+	open := func() (*harness, *sqlite.Store) {
+		st, err := sqlite.Open(t.Context(), path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 const fleetBenchToken = "fleet-bench-token-0123456789"
@@ -154,10 +155,10 @@ func BenchmarkFleet(b *testing.B) {
 	if err := os.WriteFile(tokens, []byte("bench "+fleetBenchToken+"\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	store := pgtest.Start(b)
+	dbURL := pgtest.Start(b)
 	var gws []*gatewayProc
 	for i := range replicas {
-		gws = append(gws, startGateway(b, "", nil, "--model", "direct", "--store", store, "--tokens-file", tokens,
+		gws = append(gws, startGateway(b, "", nil, "--model", "direct", "--store", dbURL, "--tokens-file", tokens,
 			"--replica-name", fmt.Sprintf("replica-%d", i+1)))
 	}
 	ctx := context.Background()
@@ -210,8 +211,8 @@ func BenchmarkFleet(b *testing.B) {
 				return fmt.Errorf("session %s: fixture server %s: %v", id, st.State, st.Err)
 			}
 			now := time.Now()
-			if err := t.r.Store().Create(octx, session.Record{ID: id, Key: s.key, Cwd: cwd, Created: now, Updated: now,
-				Servers: []session.Server{{Name: "fx", Transport: "stdio"}}}); err != nil {
+			if err := t.r.Store().Create(octx, store.Record{ID: id, Key: s.key, Cwd: cwd, Created: now, Updated: now,
+				Servers: []store.Server{{Name: "fx", Transport: "stdio"}}}); err != nil {
 				return fmt.Errorf("session %s: create: %w", id, err)
 			}
 			if _, err := t.h.Attach(octx, s.key, id); err != nil {
@@ -354,8 +355,8 @@ func BenchmarkFleet(b *testing.B) {
 	// Loads: sessions of loadTurns turns written through replica 1, loaded
 	// through replica 2.
 	w, rd := translators[0][0], translators[1][0]
-	turn := func(k int) session.Turn {
-		return session.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+	turn := func(k int) store.Turn {
+		return store.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
 			{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(fmt.Sprintf("prompt %d: %s", k, strings.Repeat("words ", 20)))}},
 			{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(fmt.Sprintf("answer %d: %s", k, strings.Repeat("more words ", 30)))}},
 		}}
@@ -367,7 +368,7 @@ func BenchmarkFleet(b *testing.B) {
 			defer cancel()
 			id := fmt.Sprintf("fleet-load-%d", l)
 			now := time.Now()
-			if err := w.r.Store().Create(wctx, session.Record{ID: id, Key: "acp:" + id, Cwd: cwd, Created: now, Updated: now}); err != nil {
+			if err := w.r.Store().Create(wctx, store.Record{ID: id, Key: "acp:" + id, Cwd: cwd, Created: now, Updated: now}); err != nil {
 				return fmt.Errorf("session %s: create through replica 1: %w", id, err)
 			}
 			for k := range loadTurns {
@@ -390,7 +391,7 @@ func BenchmarkFleet(b *testing.B) {
 			lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			t0 := time.Now()
 			rec, err := rd.r.Store().Get(lctx, id)
-			var got []session.Turn
+			var got []store.Turn
 			if err == nil {
 				got, err = rd.r.Store().Turns(lctx, id)
 			}

@@ -19,7 +19,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -111,18 +112,18 @@ func BenchmarkLoad500Turns(b *testing.B) {
 // notifications.
 func storeTurns(tb testing.TB, path, sid, dir string, n int) {
 	tb.Helper()
-	st, err := session.OpenSQLite(context.Background(), path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer st.Close()
 	now := time.Now()
-	if err := st.Create(context.Background(), session.Record{ID: sid, Key: "acp:" + sid, Cwd: dir, Created: now, Updated: now}); err != nil {
+	if err := st.Create(context.Background(), store.Record{ID: sid, Key: "acp:" + sid, Cwd: dir, Created: now, Updated: now}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := range n {
 		id := fmt.Sprintf("call_%d", i)
-		turn := session.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+		turn := store.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
 			{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(fmt.Sprintf("prompt %d: please echo something useful", i))}},
 			{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("Calling the tool.")}, ToolCalls: []gateway.ToolCall{{ID: id, Name: "mcp__fixture__echo", Args: map[string]any{"message": "hello"}}}},
 			{Role: gateway.RoleTool, ToolCallID: id, ToolName: "mcp__fixture__echo", ToolTitle: "fixture/echo", ToolKind: gateway.ToolKindRead,

@@ -15,7 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 )
 
 // TestDurability_KillUnderLoadKeepsEveryAnsweredTurn: SIGKILL of the agent
@@ -27,13 +29,13 @@ func TestDurability_KillUnderLoadKeepsEveryAnsweredTurn(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		store func(t *testing.T) string
-		open  func(ctx context.Context, store string) (session.Store, error)
+		open  func(ctx context.Context, store string) (store.Store, error)
 	}{
 		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "sessions.db") },
-			func(ctx context.Context, store string) (session.Store, error) { return session.OpenSQLite(ctx, store) }},
+			func(ctx context.Context, store string) (store.Store, error) { return sqlite.Open(ctx, store) }},
 		{"postgres", func(t *testing.T) string { return pgtest.Start(t) },
-			func(ctx context.Context, store string) (session.Store, error) {
-				return session.OpenPostgres(ctx, store, nil)
+			func(ctx context.Context, store string) (store.Store, error) {
+				return postgres.Open(ctx, store, nil)
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestStore_CorruptStoreStopsTheAgentAtStart(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	st, err := session.OpenSQLite(t.Context(), path)
+	st, err := sqlite.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestStore_CorruptStoreStopsTheAgentAtStart(t *testing.T) {
 	big := strings.Repeat("x", 2000)
 	for i := range 40 {
 		id := "sess_" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		if err := st.Create(t.Context(), session.Record{ID: id, Key: "acp:" + id, Cwd: "/" + big, Created: now, Updated: now}); err != nil {
+		if err := st.Create(t.Context(), store.Record{ID: id, Key: "acp:" + id, Cwd: "/" + big, Created: now, Updated: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // A front end builds the session core, then serves the MCP server over a
@@ -21,7 +22,7 @@ func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 
-	store := session.NewMemory()
+	store := memory.New()
 	history := session.NewHistory(store, nil)
 	core := session.NewCore(session.CoreOptions{Gateway: runner.NewLocal(&runner.Options{History: history}), Store: store, History: history})
 	defer core.Shutdown()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // ToolName is the name of the server's one tool.
@@ -213,7 +214,7 @@ func (sv *server) reopen(ctx context.Context, c *conv) {
 	defer close(c.opened)
 	s, err := sv.core.Open(ctx, session.OpenRequest{ID: c.key, Cwd: sv.opts.Cwd})
 	switch {
-	case errors.Is(err, session.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		c.err = fmt.Errorf("ask_agent: sessionKey %q: no conversation has this key (use the sessionKey of an earlier ask_agent result, or leave it out to start a new conversation)", c.key)
 	case err != nil:
 		c.err = fmt.Errorf("ask_agent: sessionKey %q: reopening the conversation: %w", c.key, err)

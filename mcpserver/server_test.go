@@ -18,6 +18,9 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -65,7 +68,7 @@ func (k *kit) server(session.InProcessEnv) *mcp.Server {
 // setup describes a test server.
 type setup struct {
 	fake  *fakemodel.Server // nil: no model (direct mode)
-	store session.Store     // nil: a memory store
+	store store.Store       // nil: a memory store
 	ask   bool              // permissions policy "ask" (else "allow")
 	idle  time.Duration
 	kit   *kit
@@ -83,7 +86,7 @@ type env struct {
 func start(t *testing.T, st setup) *env {
 	t.Helper()
 	if st.store == nil {
-		st.store = session.NewMemory()
+		st.store = memory.New()
 	}
 	if st.kit == nil {
 		st.kit = newKit()
@@ -332,7 +335,7 @@ func TestModel_ReopenFromSQLiteAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "Noted: the code word is tangerine."}, fakemodel.Turn{Text: "It was tangerine."})
 
-	store1, err := session.OpenSQLite(ctx, path)
+	store1, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +347,7 @@ func TestModel_ReopenFromSQLiteAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store2, err := session.OpenSQLite(ctx, path)
+	store2, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +521,7 @@ func TestModel_CancelMidTurn(t *testing.T) {
 // liveKeys are the IDs of the core's stored sessions.
 func (e *env) liveKeys(t *testing.T) []string {
 	t.Helper()
-	recs, _, err := e.core.Store().List(context.Background(), session.ListOptions{})
+	recs, _, err := e.core.Store().List(context.Background(), store.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

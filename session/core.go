@@ -19,6 +19,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -73,8 +75,8 @@ type CoreOptions struct {
 	// is refused (ErrInvalid). They do not count toward the
 	// servers-per-session quota.
 	InProcess []InProcessServer
-	// Store keeps sessions across restarts. Nil means NewMemory().
-	Store Store
+	// Store keeps sessions across restarts. Nil means memory.New().
+	Store store.Store
 	// History is the gateway's conversation history over Store; each opened
 	// session is attached to it. Nil means NewHistory(Store, Logger); a
 	// Gateway built by the caller should then share the History it uses.
@@ -144,7 +146,7 @@ const turnWait = 5 * time.Second
 type Core struct {
 	opts    CoreOptions
 	gw      gateway.Gateway
-	store   Store
+	store   store.Store
 	history *History
 	log     *slog.Logger
 	// toolLists holds the tool lists of the Lazy in-process servers, by
@@ -177,7 +179,7 @@ func NewCore(opts CoreOptions) *Core {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Store == nil {
-		opts.Store = NewMemory()
+		opts.Store = memory.New()
 	}
 	if opts.History == nil {
 		opts.History = NewHistory(opts.Store, opts.Logger)
@@ -192,7 +194,7 @@ func NewCore(opts CoreOptions) *Core {
 }
 
 // Store returns the Core's store.
-func (c *Core) Store() Store { return c.store }
+func (c *Core) Store() store.Store { return c.store }
 
 // OpenRequest says which session to open and how.
 type OpenRequest struct {
@@ -236,7 +238,7 @@ type OpenRequest struct {
 	Servers []bridge.ServerSpec
 	// Replay, if set, is called with the stored turns once the history is
 	// attached, before the servers are connected.
-	Replay func([]Turn)
+	Replay func([]store.Turn)
 	// Ready, if set, gates the session's turns: each waits until it is
 	// closed (at most CoreOptions.ReadyWait). A front end that sends
 	// notifications after the open closes it once they are sent, so they
@@ -253,11 +255,11 @@ type OpenRequest struct {
 // failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
 // the cause of ctx.
 func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
-	var rec Record
+	var rec store.Record
 	if req.ID != "" {
 		var err error
 		if rec, err = c.store.Get(ctx, req.ID); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				return nil, fmt.Errorf("session %q: %w", req.ID, err)
 			}
 			return nil, fmt.Errorf("reading the session store: %w", err)
@@ -294,7 +296,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 			key = Key(id, nil)
 		}
 		now := time.Now()
-		rec = Record{ID: id, Key: key, Cwd: req.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: c.DefaultModel()}
+		rec = store.Record{ID: id, Key: key, Cwd: req.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: c.DefaultModel()}
 		if err := c.store.Create(ctx, rec); err != nil {
 			return nil, fmt.Errorf("storing the session: %w", err)
 		}
@@ -306,7 +308,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	return c.open(ctx, rec, req, specs, model)
 }
 
-func (c *Core) open(ctx context.Context, rec Record, req OpenRequest, specs []bridge.ServerSpec, model string) (*Session, error) {
+func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, specs []bridge.ServerSpec, model string) (*Session, error) {
 	if old := c.Lookup(rec.ID); old != nil {
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
@@ -430,10 +432,10 @@ func checkDir(field, dir string) error {
 }
 
 // serverRefs are the names and transports of specs: what the store keeps.
-func serverRefs(specs []bridge.ServerSpec) []Server {
-	out := make([]Server, len(specs))
+func serverRefs(specs []bridge.ServerSpec) []store.Server {
+	out := make([]store.Server, len(specs))
 	for i, s := range specs {
-		out[i] = Server{Name: s.Name, Transport: string(s.Transport)}
+		out[i] = store.Server{Name: s.Name, Transport: string(s.Transport)}
 	}
 	return out
 }
@@ -573,7 +575,7 @@ func (c *Core) ModelIDs() []string {
 // restoredModel is the model a stored session continues with: the one it
 // last used, or the default when it has none or that model is no longer
 // configured (which is logged).
-func (c *Core) restoredModel(rec Record) string {
+func (c *Core) restoredModel(rec store.Record) string {
 	if rec.Model == "" {
 		return c.DefaultModel()
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // recordingGateway is a runner.Local that records, in order, the calls of
@@ -50,13 +52,13 @@ func (g *recordingGateway) ClearExtraTools(ctx context.Context, key string) erro
 // the models "direct" (the default) and "other".
 func newTestCore(t *testing.T, opts CoreOptions) (*Core, *recordingGateway) {
 	t.Helper()
-	store := NewMemory()
-	history := NewHistory(store, nil)
+	st := memory.New()
+	history := NewHistory(st, nil)
 	gw := &recordingGateway{Gateway: runner.NewLocal(&runner.Options{History: history, Models: []gateway.Model{
 		{ID: runner.DirectModelID, Label: "Direct", Provider: runner.NewDirect()},
 		{ID: "other", Label: "Other", Provider: runner.NewDirect()},
 	}})}
-	opts.Gateway, opts.Store, opts.History = gw, store, history
+	opts.Gateway, opts.Store, opts.History = gw, st, history
 	c := NewCore(opts)
 	t.Cleanup(c.Shutdown)
 	return c, gw
@@ -94,7 +96,7 @@ func TestCore_OpenVetsTheRequest(t *testing.T) {
 	if got := len(s.Servers()); got != 2 {
 		t.Errorf("servers = %d, want 2 (a replaced, b)", got)
 	}
-	recs, _, err := c.Store().List(t.Context(), ListOptions{})
+	recs, _, err := c.Store().List(t.Context(), store.ListOptions{})
 	if err != nil || len(recs) != 1 || recs[0].ID != s.ID() || recs[0].Key != "acp:"+s.ID() {
 		t.Errorf("stored = %+v, %v; want only the opened session, keyed acp:<id>", recs, err)
 	}
@@ -121,7 +123,7 @@ func TestCore_KeyInUseUntilEnd(t *testing.T) {
 
 func TestCore_ReopenEndsTheLiveInstance(t *testing.T) {
 	c, _ := newTestCore(t, CoreOptions{})
-	if _, err := c.Open(t.Context(), OpenRequest{ID: "sess_missing", Cwd: t.TempDir()}); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Open(t.Context(), OpenRequest{ID: "sess_missing", Cwd: t.TempDir()}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reopen of an unknown ID = %v, want ErrNotFound", err)
 	}
 	old, err := c.Open(t.Context(), OpenRequest{Key: "k", Cwd: t.TempDir()})
@@ -132,7 +134,7 @@ func TestCore_ReopenEndsTheLiveInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var replayed bool
-	s, err := c.Open(t.Context(), OpenRequest{ID: old.ID(), Key: "ignored", Cwd: t.TempDir(), Replay: func([]Turn) { replayed = true }})
+	s, err := c.Open(t.Context(), OpenRequest{ID: old.ID(), Key: "ignored", Cwd: t.TempDir(), Replay: func([]store.Turn) { replayed = true }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 //
 // A [Core] holds the live sessions of one process, built from [CoreOptions]
 // (the gateway, the template of each session's [bridge.Options], default
-// servers and per-server [ServerSettings], the [Store] and [History]).
+// servers and per-server [ServerSettings], the [store.Store] and [History]).
 // [Core.Open] opens a new session or reopens a stored one: it merges the
 // default servers, vets the cwd and the servers-per-session quota, attaches
 // the history (calling [OpenRequest.Replay] with the stored turns), connects
@@ -27,12 +27,14 @@
 //
 // # Storage
 //
-// A [Store] keeps each session's [Record] and committed [Turn]s:
-// [OpenSQLite] (one file, shared across processes), [OpenPostgres] (one
-// database shared by a gateway fleet, which is also the fleet's [Leases] and
-// a [FencedStore]) or [NewMemory]. Package session/storetest is the
-// contract every Store passes. [History] is the [gateway.History] over a
-// Store: each finished turn is committed in one transaction.
+// Package session/store keeps what outlives the process: a [store.Store]
+// holds each session's [store.Record] and committed [store.Turn]s, in
+// memory (session/store/memory), in one SQLite file shared across processes
+// (session/store/sqlite) or in one PostgreSQL database shared by a gateway
+// fleet (session/store/postgres, also the fleet's [store.Leases] and a
+// [store.FencedStore]). [History] is the [gateway.History] over a Store:
+// each finished turn is committed in one transaction. A nil
+// [CoreOptions.Store] is an in-memory store.
 //
 // # Identities
 //
@@ -42,9 +44,9 @@
 // # Errors
 //
 // Open and the Session methods return errors wrapping [ErrInvalid] (the
-// caller's request is wrong; a [*KeyInUseError] among them), [ErrNotFound],
-// [ErrClosed] and [ErrEnded]; front ends map them to their protocol's
-// errors.
+// caller's request is wrong; a [*KeyInUseError] among them),
+// [store.ErrNotFound], [ErrClosed] and [ErrEnded]; front ends map them to
+// their protocol's errors.
 //
 // # Concurrency
 //

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 )
 
 // failingStore fails AppendTurn (and AppendTurns) while fail is set, as a
 // full disk does.
 type failingStore struct {
-	*SQLite
+	*sqlite.Store
 	mu   sync.Mutex
 	fail bool
 }
@@ -28,18 +30,18 @@ func (f *failingStore) failing() bool {
 	return f.fail
 }
 
-func (f *failingStore) AppendTurn(ctx context.Context, id string, t Turn) error {
+func (f *failingStore) AppendTurn(ctx context.Context, id string, t store.Turn) error {
 	if f.failing() {
 		return errDiskFull
 	}
-	return f.SQLite.AppendTurn(ctx, id, t)
+	return f.Store.AppendTurn(ctx, id, t)
 }
 
-func (f *failingStore) AppendTurns(ctx context.Context, b []SessionTurn) error {
+func (f *failingStore) AppendTurns(ctx context.Context, b []store.SessionTurn) error {
 	if f.failing() {
 		return errDiskFull
 	}
-	return f.SQLite.AppendTurns(ctx, b)
+	return f.Store.AppendTurns(ctx, b)
 }
 
 // Append returns once the turn is committed: a second store handle sees it
@@ -49,13 +51,13 @@ func (f *failingStore) AppendTurns(ctx context.Context, b []SessionTurn) error {
 func TestHistory_AppendIsDurableAndAFailedTurnLeavesNoGap(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	sq, err := OpenSQLite(ctx, path)
+	sq, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	st := &failingStore{SQLite: sq}
-	if err := st.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
+	st := &failingStore{Store: sq}
+	if err := st.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
 		t.Fatal(err)
 	}
 	h := NewHistory(st, nil)
@@ -63,7 +65,7 @@ func TestHistory_AppendIsDurableAndAFailedTurnLeavesNoGap(t *testing.T) {
 	if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
 		t.Fatal(err)
 	}
-	other, err := OpenSQLite(ctx, path) // another process's view of the file
+	other, err := sqlite.Open(ctx, path) // another process's view of the file
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestHistory_AppendIsDurableAndAFailedTurnLeavesNoGap(t *testing.T) {
 // countingStore counts the commits of a BatchStore and holds the first
 // until release is closed.
 type countingStore struct {
-	*SQLite
+	*sqlite.Store
 	release chan struct{}
 	mu      sync.Mutex
 	commits []int // turns per commit
@@ -127,32 +129,32 @@ func (c *countingStore) hold(n int) {
 	}
 }
 
-func (c *countingStore) AppendTurn(ctx context.Context, id string, t Turn) error {
+func (c *countingStore) AppendTurn(ctx context.Context, id string, t store.Turn) error {
 	c.hold(1)
-	return c.SQLite.AppendTurn(ctx, id, t)
+	return c.Store.AppendTurn(ctx, id, t)
 }
 
-func (c *countingStore) AppendTurns(ctx context.Context, b []SessionTurn) error {
+func (c *countingStore) AppendTurns(ctx context.Context, b []store.SessionTurn) error {
 	c.hold(len(b))
-	return c.SQLite.AppendTurns(ctx, b)
+	return c.Store.AppendTurns(ctx, b)
 }
 
 // Turns that end while a commit is under way are committed together, in
 // one transaction, each session's in order.
 func TestHistory_GroupCommit(t *testing.T) {
 	ctx := t.Context()
-	sq, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "sessions.db"))
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	st := &countingStore{SQLite: sq, release: make(chan struct{})}
+	st := &countingStore{Store: sq, release: make(chan struct{})}
 	h := NewHistory(st, nil)
 	defer h.Close()
 	const sessions = 10
 	for i := range sessions {
 		id := fmt.Sprintf("s%d", i)
-		if err := st.Create(ctx, Record{ID: id, Key: "acp:" + id, Cwd: "/w"}); err != nil {
+		if err := st.Create(ctx, store.Record{ID: id, Key: "acp:" + id, Cwd: "/w"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := h.Attach(ctx, "acp:"+id, id); err != nil {
@@ -222,7 +224,7 @@ func BenchmarkHistoryAppend(b *testing.B) {
 	for _, sessions := range []int{1, 32} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
 			ctx := b.Context()
-			st, err := OpenSQLite(ctx, filepath.Join(b.TempDir(), "sessions.db"))
+			st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "sessions.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -231,7 +233,7 @@ func BenchmarkHistoryAppend(b *testing.B) {
 			defer h.Close()
 			for i := range sessions {
 				id := fmt.Sprintf("s%d", i)
-				if err := st.Create(ctx, Record{ID: id, Key: "acp:" + id, Cwd: "/w"}); err != nil {
+				if err := st.Create(ctx, store.Record{ID: id, Key: "acp:" + id, Cwd: "/w"}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := h.Attach(ctx, "acp:"+id, id); err != nil {

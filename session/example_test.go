@@ -11,6 +11,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // A front end opens a session with one MCP server (here an in-process
@@ -36,12 +37,12 @@ func ExampleCore() {
 		return ct, nil
 	}
 
-	store := session.NewMemory()
-	history := session.NewHistory(store, nil)
+	st := memory.New()
+	history := session.NewHistory(st, nil)
 	core := session.NewCore(session.CoreOptions{
 		Gateway: runner.NewLocal(&runner.Options{History: history, Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		Bridge:  bridge.Options{Dial: dial},
-		Store:   store,
+		Store:   st,
 		History: history,
 	})
 	defer core.Shutdown()

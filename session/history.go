@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // History is the gateway.History of live sessions, backed by a Store: what
@@ -31,7 +32,7 @@ import (
 // session are made in order; Attach of a session, Forget, Flush and Close
 // wait for its commits under way. Safe for concurrent use.
 type History struct {
-	store Store
+	store store.Store
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -49,7 +50,7 @@ type History struct {
 // commit is one turn waiting for the committer.
 type commit struct {
 	id   string
-	turn Turn
+	turn store.Turn
 	err  error
 	done chan struct{} // closed once err is set
 }
@@ -63,23 +64,6 @@ type liveHistory struct {
 
 var _ gateway.History = (*History)(nil)
 
-// BatchStore is a Store that commits the turns of several sessions at once
-// (group commit), which costs one commit (and one fsync, where the store
-// syncs) instead of one per turn.
-type BatchStore interface {
-	Store
-	// AppendTurns commits every turn of batch, in order, in one
-	// transaction, each as AppendTurn would; if one fails, none is
-	// committed and the error names it.
-	AppendTurns(ctx context.Context, batch []SessionTurn) error
-}
-
-// SessionTurn is one turn of session ID, for BatchStore.AppendTurns.
-type SessionTurn struct {
-	ID   string
-	Turn Turn
-}
-
 // maxBatch bounds the turns of one group commit; commitTimeout bounds one
 // commit (a database that does not answer fails the turns, not the agent).
 const (
@@ -88,11 +72,11 @@ const (
 )
 
 // NewHistory returns a History over store. log may be nil.
-func NewHistory(store Store, log *slog.Logger) *History {
+func NewHistory(st store.Store, log *slog.Logger) *History {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &History{store: store, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{})}
+	return &History{store: st, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{})}
 }
 
 // Attach binds the gateway session key to the stored session id and loads
@@ -101,7 +85,7 @@ func NewHistory(store Store, log *slog.Logger) *History {
 // with gateway.ViewAfter (the latest compaction, the messages after it, the
 // usage of every turn). It returns the turns whole, every message included,
 // for replay.
-func (h *History) Attach(ctx context.Context, key, id string) ([]Turn, error) {
+func (h *History) Attach(ctx context.Context, key, id string) ([]store.Turn, error) {
 	if err := h.wait(ctx, id); err != nil {
 		return nil, err
 	}
@@ -152,7 +136,7 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 		h.mu.Unlock()
 		return errClosed
 	}
-	c := &commit{id: l.id, turn: Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}, done: make(chan struct{})}
+	c := &commit{id: l.id, turn: store.Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}, done: make(chan struct{})}
 	h.pending[c.id] = c.done // a session's commits go in the order they are queued
 	h.queue = append(h.queue, c)
 	if !h.committing {
@@ -200,10 +184,10 @@ func (h *History) committer() {
 func (h *History) commit(batch []*commit) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	if bs, ok := h.store.(BatchStore); ok && len(batch) > 1 {
-		turns := make([]SessionTurn, len(batch))
+	if bs, ok := h.store.(store.BatchStore); ok && len(batch) > 1 {
+		turns := make([]store.SessionTurn, len(batch))
 		for i, c := range batch {
-			turns[i] = SessionTurn{ID: c.id, Turn: c.turn}
+			turns[i] = store.SessionTurn{ID: c.id, Turn: c.turn}
 		}
 		if err := bs.AppendTurns(ctx, turns); err == nil {
 			for _, c := range batch {
@@ -295,8 +279,3 @@ func (h *History) wait(ctx context.Context, id string) error {
 		return ctx.Err()
 	}
 }
-
-var (
-	_ BatchStore = (*SQLite)(nil)
-	_ BatchStore = (*Postgres)(nil)
-)

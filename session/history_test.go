@@ -5,16 +5,18 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // usedTurn is turn(prompt, answer) with usage u and compaction c.
-func usedTurn(prompt, answer string, u gateway.Usage, c *gateway.Compaction) Turn {
+func usedTurn(prompt, answer string, u gateway.Usage, c *gateway.Compaction) store.Turn {
 	t := turn(prompt, answer)
 	t.Usage, t.Compaction = u, c
 	return t
 }
 
-func gatewayTurn(t Turn) gateway.Turn {
+func gatewayTurn(t store.Turn) gateway.Turn {
 	return gateway.Turn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction}
 }
 
@@ -24,13 +26,13 @@ func gatewayTurn(t Turn) gateway.Turn {
 // for replay.
 func TestHistory_AttachRestoresTheView(t *testing.T) {
 	ctx := t.Context()
-	st := NewMemory()
-	st.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	st := memory.New()
+	st.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"})
 	u1 := gateway.Usage{InputTokens: 100, OutputTokens: 10, Requests: 1, Cost: 0.25}
 	u2 := gateway.Usage{InputTokens: 200, CacheReadTokens: 50, OutputTokens: 20, Requests: 2, Cost: 0.5}
 	u3 := gateway.Usage{InputTokens: 7, Requests: 1, Unpriced: 1}
 	first := &gateway.Compaction{Summary: "one happened", From: 2}
-	for _, tr := range []Turn{
+	for _, tr := range []store.Turn{
 		usedTurn("one", "1", u1, nil),
 		usedTurn("two", "2", u2, first), // from its own prompt on
 		usedTurn("three", "3", u3, nil),
@@ -85,8 +87,8 @@ func TestHistory_AttachRestoresTheView(t *testing.T) {
 // caller appending to its Messages does not change the History's.
 func TestHistory_ViewIsClipped(t *testing.T) {
 	ctx := t.Context()
-	st := NewMemory()
-	st.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	st := memory.New()
+	st.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"})
 	h := NewHistory(st, nil)
 	if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // recordingModel records the last user message it was sent and answers "ok".
@@ -76,13 +77,13 @@ func promptsServer(InProcessEnv) *mcp.Server {
 func promptsSession(t *testing.T, req OpenRequest) (*Session, *recordingModel) {
 	t.Helper()
 	rec := &recordingModel{}
-	store := NewMemory()
-	history := NewHistory(store, nil)
+	st := memory.New()
+	history := NewHistory(st, nil)
 	gw := runner.NewLocal(&runner.Options{History: history, Models: []gateway.Model{
 		{ID: runner.DirectModelID, Label: "Direct", Provider: runner.NewDirect()},
 		{ID: "rec", Label: "Rec", Provider: rec},
 	}})
-	c := NewCore(CoreOptions{Gateway: gw, Store: store, History: history, InProcess: []InProcessServer{{Name: "docs", New: promptsServer}}})
+	c := NewCore(CoreOptions{Gateway: gw, Store: st, History: history, InProcess: []InProcessServer{{Name: "docs", New: promptsServer}}})
 	t.Cleanup(c.Shutdown)
 	req.Cwd = t.TempDir()
 	s, err := c.Open(t.Context(), req)
@@ -244,10 +245,10 @@ func TestSession_CommandsChangedAfterReady(t *testing.T) {
 	got := make(chan []runner.Command, 10)
 	var srv *mcp.Server
 	rec := &recordingModel{}
-	store := NewMemory()
-	history := NewHistory(store, nil)
+	st := memory.New()
+	history := NewHistory(st, nil)
 	gw := runner.NewLocal(&runner.Options{History: history, Models: []gateway.Model{{ID: "rec", Label: "Rec", Provider: rec}}})
-	c := NewCore(CoreOptions{Gateway: gw, Store: store, History: history, InProcess: []InProcessServer{{Name: "docs", New: func(env InProcessEnv) *mcp.Server {
+	c := NewCore(CoreOptions{Gateway: gw, Store: st, History: history, InProcess: []InProcessServer{{Name: "docs", New: func(env InProcessEnv) *mcp.Server {
 		srv = promptsServer(env)
 		return srv
 	}}}})

@@ -14,7 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 )
 
 // tenantName is the rule for a tenant's name in a --tokens-file.
@@ -73,13 +76,13 @@ func readTokensFile(path string) (map[string]string, error) {
 // sessions in (--store): "" is none, "memory" one in memory, a postgres://
 // URL the fleet's database (its leases are fleet-wide), else a SQLite file
 // (several gateway processes may share one, each with its own leases).
-func openGatewayStore(flag string, log *slog.Logger) (session.Store, error) {
+func openGatewayStore(flag string, log *slog.Logger) (store.Store, error) {
 	switch {
 	case flag == "":
 		return nil, nil
 	case flag == "memory":
-		return session.NewMemory(), nil
-	case session.IsPostgresURL(flag):
+		return memory.New(), nil
+	case postgres.IsURL(flag):
 		st, err := openStoreURL(context.Background(), flag, log)
 		if err != nil {
 			return nil, err
@@ -88,7 +91,7 @@ func openGatewayStore(flag string, log *slog.Logger) (session.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := session.OpenSQLite(ctx, flag)
+	st, err := sqlite.Open(ctx, flag)
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}

@@ -47,6 +47,10 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -149,20 +153,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		opts.Gateway = rc
 		log.Info("using the remote gateway", "urls", urls, "store", gatewayStore)
 	}
-	var store session.Store
+	var st store.Store
 	var tokens signin.Store
 	if gatewayStore {
-		store = rc.Store()
+		st = rc.Store()
 		if tokens, err = openTokens(cfg.Store.Path); err != nil {
 			return err
 		}
-	} else if store, tokens, err = openStore(*storeFlag, cfg.Store, log); err != nil {
+	} else if st, tokens, err = openStore(*storeFlag, cfg.Store, log); err != nil {
 		return err
 	}
-	defer store.Close()
-	opts.Store = store
+	defer st.Close()
+	opts.Store = st
 	opts.Bridge.OAuth.Store = tokens
-	opts.History = session.NewHistory(store, log)
+	opts.History = session.NewHistory(st, log)
 	defer opts.History.Close() // before the store closes: the commits under way
 	if rc != nil {
 		rc.SetHistory(opts.History)
@@ -344,12 +348,12 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 // oauth-tokens.json (mode 0600), never in it. A store that cannot be opened
 // is a startup error naming the path or URL and the cause; a damaged one
 // also says what to do.
-func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (session.Store, signin.Store, error) {
+func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (store.Store, signin.Store, error) {
 	path := storeSetting(flagStore, cfg)
 	if path == "memory" {
-		return session.NewMemory(), signin.NewMemory(), nil
+		return memory.New(), signin.NewMemory(), nil
 	}
-	if session.IsPostgresURL(path) {
+	if postgres.IsURL(path) {
 		st, err := openStoreURL(context.Background(), path, log)
 		if err != nil {
 			return nil, nil, err
@@ -359,7 +363,7 @@ func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (session.Sto
 	}
 	if path == "" {
 		var err error
-		if path, err = session.DefaultPath(); err != nil {
+		if path, err = sqlite.DefaultPath(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -369,8 +373,8 @@ func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (session.Sto
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
 	defer cancel()
-	st, err := session.OpenSQLite(ctx, path)
-	if errors.Is(err, session.ErrDamaged) {
+	st, err := sqlite.Open(ctx, path)
+	if errors.Is(err, store.ErrDamaged) {
 		return nil, nil, storeErr(err)
 	}
 	return st, tokens, err
@@ -386,7 +390,7 @@ func openTokens(cfgPath string) (signin.Store, error) {
 			return signin.NewMemory(), nil
 		}
 		var err error
-		if path, err = session.DefaultPath(); err != nil {
+		if path, err = sqlite.DefaultPath(); err != nil {
 			return nil, err
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
 )
 
 // storeOpenTimeout bounds opening a session store at startup (connecting,
@@ -17,16 +17,16 @@ const storeOpenTimeout = 30 * time.Second
 // postgresql://; the password from PGPASSWORD or ~/.pgpass, never the URL:
 // a URL carrying one is refused, and rawURL is logged only without it).
 // It is the store of `acp-agent --store postgres://…` and of the gateway
-// fleet, whose replicas also use it as their session.Leases and
-// session.FencedStore. The caller closes it.
-func openStoreURL(ctx context.Context, rawURL string, log *slog.Logger) (*session.Postgres, error) {
+// fleet, whose replicas also use it as their store.Leases and
+// store.FencedStore. The caller closes it.
+func openStoreURL(ctx context.Context, rawURL string, log *slog.Logger) (*postgres.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 	defer cancel()
-	st, err := session.OpenPostgres(ctx, rawURL, &session.PostgresOptions{Logger: log})
+	st, err := postgres.Open(ctx, rawURL, &postgres.Options{Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("session store: PostgreSQL", "url", st.Name(), "schema", session.PostgresSchemaVersion)
+	log.Info("session store: PostgreSQL", "url", st.Name(), "schema", postgres.SchemaVersion)
 	return st, nil
 }
 
@@ -50,14 +50,14 @@ func (c *configChecker) checkStoreConfig(s StoreConfig) error {
 		if s.Path != "" {
 			return c.errAt("store.url", "set store.url (PostgreSQL) or store.path (SQLite), not both")
 		}
-		if !session.IsPostgresURL(s.URL) {
+		if !postgres.IsURL(s.URL) {
 			return c.errAt("store.url", "must be a postgres:// or postgresql:// URL, such as \"postgres://acp@db.example/acp?sslmode=verify-full\" (a SQLite file goes in store.path)")
 		}
-		if err := session.CheckPostgresURL(s.URL); err != nil {
+		if err := postgres.CheckURL(s.URL); err != nil {
 			return c.errAt("store.url", "%v", err)
 		}
 	}
-	if session.IsPostgresURL(s.Path) {
+	if postgres.IsURL(s.Path) {
 		return c.errAt("store.path", "is a SQLite file; put a PostgreSQL URL in store.url")
 	}
 	return nil

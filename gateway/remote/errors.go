@@ -7,7 +7,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // What the gateway tells a translator when something fails on its side.
@@ -47,12 +47,12 @@ func (c *serverConn) internalError(code int64, what string, err error) *jsonrpc2
 // internalError ("<method>: the session store failed (ref …)").
 func (c *serverConn) storeError(method string, err error) error {
 	switch {
-	case errors.Is(err, session.ErrNotFound):
-		return wireError(CodeNotFound, "%s: %v", method, session.ErrNotFound)
-	case errors.Is(err, session.ErrBadCursor):
-		return wireError(CodeBadCursor, "%s: %v", method, session.ErrBadCursor)
-	case errors.Is(err, session.ErrFenced):
-		return wireError(CodeConflict, "%s: %v", method, session.ErrFenced)
+	case errors.Is(err, store.ErrNotFound):
+		return wireError(CodeNotFound, "%s: %v", method, store.ErrNotFound)
+	case errors.Is(err, store.ErrBadCursor):
+		return wireError(CodeBadCursor, "%s: %v", method, store.ErrBadCursor)
+	case errors.Is(err, store.ErrFenced):
+		return wireError(CodeConflict, "%s: %v", method, store.ErrFenced)
 	}
 	return c.internalError(CodeInternal, method+": the session store", err)
 }

@@ -13,7 +13,8 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // errLeaky is the error of a failing store or lease connection in the
@@ -28,7 +29,7 @@ var secrets = []string{"postgres://", "secret", "db/x", "bob", "tenant:", "key:"
 // failingStore is a store whose methods fail with errLeaky while its mode
 // says so: "all", or "turns" (Turns only).
 type failingStore struct {
-	session.Store
+	store.Store
 	mode atomic.Value // string
 }
 
@@ -37,21 +38,21 @@ func (s *failingStore) fails(method string) bool {
 	return m == "all" || m == method
 }
 
-func (s *failingStore) Create(ctx context.Context, r session.Record) error {
+func (s *failingStore) Create(ctx context.Context, r store.Record) error {
 	if s.fails("all") {
 		return errLeaky
 	}
 	return s.Store.Create(ctx, r)
 }
 
-func (s *failingStore) Get(ctx context.Context, id string) (session.Record, error) {
+func (s *failingStore) Get(ctx context.Context, id string) (store.Record, error) {
 	if s.fails("all") {
-		return session.Record{}, fmt.Errorf("get %s: %w", id, errLeaky)
+		return store.Record{}, fmt.Errorf("get %s: %w", id, errLeaky)
 	}
 	return s.Store.Get(ctx, id)
 }
 
-func (s *failingStore) SetServers(ctx context.Context, id string, servers []session.Server) error {
+func (s *failingStore) SetServers(ctx context.Context, id string, servers []store.Server) error {
 	if s.fails("all") {
 		return errLeaky
 	}
@@ -65,21 +66,21 @@ func (s *failingStore) SetModel(ctx context.Context, id, model string) error {
 	return s.Store.SetModel(ctx, id, model)
 }
 
-func (s *failingStore) List(ctx context.Context, opts session.ListOptions) ([]session.Record, string, error) {
+func (s *failingStore) List(ctx context.Context, opts store.ListOptions) ([]store.Record, string, error) {
 	if s.fails("all") {
 		return nil, "", errLeaky
 	}
 	return s.Store.List(ctx, opts)
 }
 
-func (s *failingStore) AppendTurn(ctx context.Context, id string, t session.Turn) error {
+func (s *failingStore) AppendTurn(ctx context.Context, id string, t store.Turn) error {
 	if s.fails("all") {
 		return errLeaky
 	}
 	return s.Store.AppendTurn(ctx, id, t)
 }
 
-func (s *failingStore) Turns(ctx context.Context, id string) ([]session.Turn, error) {
+func (s *failingStore) Turns(ctx context.Context, id string) ([]store.Turn, error) {
 	if s.fails("turns") {
 		return nil, errLeaky
 	}
@@ -89,11 +90,11 @@ func (s *failingStore) Turns(ctx context.Context, id string) ([]session.Turn, er
 // failingLeases are LocalLeases whose Acquire fails with errLeaky while
 // broken.
 type failingLeases struct {
-	session.LocalLeases
+	store.LocalLeases
 	broken atomic.Bool
 }
 
-func (l *failingLeases) Acquire(ctx context.Context, id, owner string) (*session.Lease, error) {
+func (l *failingLeases) Acquire(ctx context.Context, id, owner string) (*store.Lease, error) {
 	if l.broken.Load() {
 		return nil, fmt.Errorf("acquiring the lease of %s: %w", id, errLeaky)
 	}
@@ -127,7 +128,7 @@ var refPattern = regexp.MustCompile(`the session store failed \(ref ([0-9a-f]{8}
 // reference the translator gets.
 func TestTenants_ErrorsRevealNothingOfOthers(t *testing.T) {
 	var log syncBuffer
-	store := &failingStore{Store: session.NewMemory()}
+	store := &failingStore{Store: memory.New()}
 	leases := &failingLeases{}
 	_, url := wsServer(t, &ServerOptions{Tokens: map[string]string{"tok-a": "alice", "tok-b": "bob"}, Store: store, Leases: leases,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})

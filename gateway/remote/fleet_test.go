@@ -11,6 +11,8 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 // dialStore dials url with the sessions extension, as token's tenant.
@@ -25,24 +27,24 @@ func dialStore(t *testing.T, token string, urls ...string) *Client {
 	return r
 }
 
-func testRecord(id string) session.Record {
+func testRecord(id string) store.Record {
 	now := time.Now().Truncate(time.Millisecond)
-	return session.Record{ID: id, Key: "acp:" + id, Cwd: "/tmp", Created: now, Updated: now}
+	return store.Record{ID: id, Key: "acp:" + id, Cwd: "/tmp", Created: now, Updated: now}
 }
 
-func userTurn(text string) session.Turn {
-	return session.Turn{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(text)}}}, StopReason: gateway.StopEndTurn}
+func userTurn(text string) store.Turn {
+	return store.Turn{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(text)}}}, StopReason: gateway.StopEndTurn}
 }
 
 func TestStore_RoundTripsOverTheProtocol(t *testing.T) {
-	backing := session.NewMemory()
+	backing := memory.New()
 	_, url := wsServer(t, &ServerOptions{Token: "s3cret", Store: backing})
 	st := dialStore(t, "s3cret", url).Store()
 	ctx := t.Context()
 	if err := st.Create(ctx, testRecord("s1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetServers(ctx, "s1", []session.Server{{Name: "fs", Transport: "stdio"}}); err != nil {
+	if err := st.SetServers(ctx, "s1", []store.Server{{Name: "fs", Transport: "stdio"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SetModel(ctx, "s1", "anthropic:claude"); err != nil {
@@ -65,21 +67,21 @@ func TestStore_RoundTripsOverTheProtocol(t *testing.T) {
 	if err := st.Create(ctx, testRecord("s2")); err != nil {
 		t.Fatal(err)
 	}
-	page, next, err := st.List(ctx, session.ListOptions{Limit: 1})
+	page, next, err := st.List(ctx, store.ListOptions{Limit: 1})
 	if err != nil || len(page) != 1 || next == "" {
 		t.Fatalf("list page 1 = %+v, %q, %v", page, next, err)
 	}
-	page2, next2, err := st.List(ctx, session.ListOptions{Limit: 1, Cursor: next})
+	page2, next2, err := st.List(ctx, store.ListOptions{Limit: 1, Cursor: next})
 	if err != nil || len(page2) != 1 || next2 != "" || page2[0].ID == page[0].ID {
 		t.Fatalf("list page 2 = %+v, %q, %v", page2, next2, err)
 	}
-	if _, err := st.Get(ctx, "nope"); !errors.Is(err, session.ErrNotFound) {
+	if _, err := st.Get(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get of a missing session: %v, want ErrNotFound", err)
 	}
-	if _, err := st.Turns(ctx, "nope"); !errors.Is(err, session.ErrNotFound) {
+	if _, err := st.Turns(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Turns of a missing session: %v, want ErrNotFound", err)
 	}
-	if _, _, err := st.List(ctx, session.ListOptions{Cursor: "garbage!"}); !errors.Is(err, session.ErrBadCursor) {
+	if _, _, err := st.List(ctx, store.ListOptions{Cursor: "garbage!"}); !errors.Is(err, store.ErrBadCursor) {
 		t.Fatalf("List with a bad cursor: %v, want ErrBadCursor", err)
 	}
 	// What the translator wrote is in the gateway's store, as the default tenant's.
@@ -102,7 +104,7 @@ func TestStore_GatewayWithoutStoreIsRefusedAtDial(t *testing.T) {
 }
 
 func TestTenants_NeverSeeEachOthersSessions(t *testing.T) {
-	backing := session.NewMemory()
+	backing := memory.New()
 	_, url := wsServer(t, &ServerOptions{Tokens: map[string]string{"tok-a": "alice", "tok-b": "bob"}, Store: backing})
 	alice, bob := dialStore(t, "tok-a", url), dialStore(t, "tok-b", url)
 	ctx := t.Context()
@@ -117,10 +119,10 @@ func TestTenants_NeverSeeEachOthersSessions(t *testing.T) {
 		t.Fatalf("stored record = %+v, %v; want tenant alice", rec, err)
 	}
 	_, missingErr := bs.Get(ctx, "missing")
-	if _, err := bs.Get(ctx, "a1"); !errors.Is(err, session.ErrNotFound) || err.Error() != strings.ReplaceAll(missingErr.Error(), "missing", "a1") {
+	if _, err := bs.Get(ctx, "a1"); !errors.Is(err, store.ErrNotFound) || err.Error() != strings.ReplaceAll(missingErr.Error(), "missing", "a1") {
 		t.Fatalf("bob's Get of alice's session: %v; want the same answer as a missing session (%v)", err, missingErr)
 	}
-	if _, err := bs.Turns(ctx, "a1"); !errors.Is(err, session.ErrNotFound) {
+	if _, err := bs.Turns(ctx, "a1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("bob's Turns (session/load) of alice's session: %v", err)
 	}
 	for name, err := range map[string]error{
@@ -128,14 +130,14 @@ func TestTenants_NeverSeeEachOthersSessions(t *testing.T) {
 		"SetModel":   bs.SetModel(ctx, "a1", "x"),
 		"SetServers": bs.SetServers(ctx, "a1", nil),
 	} {
-		if !errors.Is(err, session.ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("bob's %s of alice's session: %v", name, err)
 		}
 	}
-	if recs, _, err := bs.List(ctx, session.ListOptions{}); err != nil || len(recs) != 0 {
+	if recs, _, err := bs.List(ctx, store.ListOptions{}); err != nil || len(recs) != 0 {
 		t.Fatalf("bob's list = %+v, %v; want none", recs, err)
 	}
-	if recs, _, err := as.List(ctx, session.ListOptions{}); err != nil || len(recs) != 1 || recs[0].ID != "a1" {
+	if recs, _, err := as.List(ctx, store.ListOptions{}); err != nil || len(recs) != 1 || recs[0].ID != "a1" {
 		t.Fatalf("alice's list = %+v, %v", recs, err)
 	}
 	// Bob prompting alice's session is forbidden.
@@ -186,8 +188,8 @@ func blockingTool(started chan<- struct{}) *gateway.Tool {
 }
 
 func TestLease_BusyWhileAnotherHolderRunsTheSession(t *testing.T) {
-	leases := &session.LocalLeases{}
-	_, url := wsServer(t, &ServerOptions{Store: session.NewMemory(), Leases: leases, Replica: "replica-1"})
+	leases := &store.LocalLeases{}
+	_, url := wsServer(t, &ServerOptions{Store: memory.New(), Leases: leases, Replica: "replica-1"})
 	c := dialStore(t, "", url)
 	ctx := t.Context()
 	if err := c.Store().Create(ctx, testRecord("s1")); err != nil {
@@ -220,16 +222,16 @@ type lossyLeases struct {
 	lost chan struct{}
 }
 
-func (l *lossyLeases) Acquire(_ context.Context, id, owner string) (*session.Lease, error) {
+func (l *lossyLeases) Acquire(_ context.Context, id, owner string) (*store.Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lost = make(chan struct{})
-	return session.NewLease(id, owner, 1, l.lost, nil), nil
+	return store.NewLease(id, owner, 1, l.lost, nil), nil
 }
 
 func TestLease_LostLeaseCancelsTheTurn(t *testing.T) {
 	leases := &lossyLeases{}
-	_, url := wsServer(t, &ServerOptions{Store: session.NewMemory(), Leases: leases, Replica: "replica-1"})
+	_, url := wsServer(t, &ServerOptions{Store: memory.New(), Leases: leases, Replica: "replica-1"})
 	c := dialStore(t, "", url)
 	ctx := t.Context()
 	if err := c.Store().Create(ctx, testRecord("s1")); err != nil {
@@ -263,8 +265,8 @@ func TestLease_LostLeaseCancelsTheTurn(t *testing.T) {
 }
 
 func TestLease_TurnWriteIsFencedByTheTurnsLease(t *testing.T) {
-	leases := &session.LocalLeases{}
-	backing := session.NewMemory()
+	leases := &store.LocalLeases{}
+	backing := memory.New()
 	_, url := wsServer(t, &ServerOptions{Store: backing, Leases: leases})
 	c := dialStore(t, "", url)
 	ctx := t.Context()
@@ -300,7 +302,7 @@ func TestLease_TurnWriteIsFencedByTheTurnsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Release(ctx)
-	if err := st.AppendTurn(ctx, "s1", userTurn("late")); !errors.Is(err, session.ErrFenced) {
+	if err := st.AppendTurn(ctx, "s1", userTurn("late")); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("a write with a stale lease token: %v, want ErrFenced", err)
 	}
 	if turns, _ := backing.Turns(ctx, "s1"); len(turns) != 1 {
@@ -392,21 +394,21 @@ func TestClient_ConnectionDropGoesToTheNextURL(t *testing.T) {
 
 // slowLeases are LocalLeases whose release takes a while, as a database's
 // can: a turn's lease outlives the end of its chat.send a little.
-type slowLeases struct{ session.LocalLeases }
+type slowLeases struct{ store.LocalLeases }
 
-func (l *slowLeases) Acquire(ctx context.Context, id, owner string) (*session.Lease, error) {
+func (l *slowLeases) Acquire(ctx context.Context, id, owner string) (*store.Lease, error) {
 	held, err := l.LocalLeases.Acquire(ctx, id, owner)
 	if err != nil {
 		return nil, err
 	}
-	return session.NewLease(id, owner, held.Token, nil, func(ctx context.Context) error {
+	return store.NewLease(id, owner, held.Token, nil, func(ctx context.Context) error {
 		time.Sleep(20 * time.Millisecond)
 		return held.Release(ctx)
 	}), nil
 }
 
 func TestLease_PromptRightAfterCancelIsNotBusy(t *testing.T) {
-	_, url := wsServer(t, &ServerOptions{Store: session.NewMemory(), Leases: &slowLeases{}})
+	_, url := wsServer(t, &ServerOptions{Store: memory.New(), Leases: &slowLeases{}})
 	c := dialStore(t, "", url)
 	if err := c.Store().Create(t.Context(), testRecord("s1")); err != nil {
 		t.Fatal(err)
@@ -435,11 +437,11 @@ func TestLease_PromptRightAfterCancelIsNotBusy(t *testing.T) {
 
 // heldStore holds each AppendTurn until release is closed.
 type heldStore struct {
-	session.Store
+	store.Store
 	release chan struct{}
 }
 
-func (h *heldStore) AppendTurn(ctx context.Context, id string, t session.Turn) error {
+func (h *heldStore) AppendTurn(ctx context.Context, id string, t store.Turn) error {
 	<-h.release
 	return h.Store.AppendTurn(ctx, id, t)
 }
@@ -448,8 +450,8 @@ func (h *heldStore) AppendTurn(ctx context.Context, id string, t session.Turn) e
 // a prompt answered is a turn stored; back-to-back turns both reach the
 // store.
 func TestLease_ResponseWaitsForTheTurnsCommit(t *testing.T) {
-	leases := &session.LocalLeases{}
-	backing := session.NewMemory()
+	leases := &store.LocalLeases{}
+	backing := memory.New()
 	_, url := wsServer(t, &ServerOptions{Store: backing, Leases: leases})
 	c := dialStore(t, "", url)
 	ctx := t.Context()

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Which connection's tools a session key's turns run with, on one gateway.
@@ -112,7 +112,7 @@ func (c *serverConn) release() {
 
 // busyError is the CodeBusy error of a turn of id (a stored session's id,
 // or a wire session key) that holder runs: the lease's message
-// (session.LeasedError), whichever replica or connection runs the turn.
+// (store.LeasedError), whichever replica or connection runs the turn.
 func busyError(id, holder string) error {
-	return wireError(CodeBusy, "%s", (&session.LeasedError{ID: id, Owner: holder}).Error())
+	return wireError(CodeBusy, "%s", (&store.LeasedError{ID: id, Owner: holder}).Error())
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
 )
 
 // The fleet's rules, the same on every replica: two translators on one
@@ -60,11 +63,11 @@ func messageTexts(msgs []gateway.Message) []string {
 
 // countedStore counts the Turns reads of a store (memory).
 type countedStore struct {
-	session.Store
+	store.Store
 	turns *atomic.Int64
 }
 
-func (s countedStore) Turns(ctx context.Context, id string) ([]session.Turn, error) {
+func (s countedStore) Turns(ctx context.Context, id string) ([]store.Turn, error) {
 	s.turns.Add(1)
 	return s.Store.Turns(ctx, id)
 }
@@ -72,13 +75,13 @@ func (s countedStore) Turns(ctx context.Context, id string) ([]session.Turn, err
 // countedPostgres counts the Turns reads of a PostgreSQL store; it is still
 // the fleet's Leases and a FencedStore.
 type countedPostgres struct {
-	*session.Postgres
+	*postgres.Store
 	turns *atomic.Int64
 }
 
-func (s countedPostgres) Turns(ctx context.Context, id string) ([]session.Turn, error) {
+func (s countedPostgres) Turns(ctx context.Context, id string) ([]store.Turn, error) {
 	s.turns.Add(1)
-	return s.Postgres.Turns(ctx, id)
+	return s.Store.Turns(ctx, id)
 }
 
 // replicas is a gateway of one or two replicas, named replica-1 and
@@ -89,7 +92,7 @@ type replicas struct {
 	servers []*Server
 	model   *recModel
 	turns   *atomic.Int64 // the Turns reads of the replicas' store
-	store   session.Store // what the replicas store, to check it
+	store   store.Store   // what the replicas store, to check it
 }
 
 // replicaSetups are the gateways every fleet rule is checked on.
@@ -99,7 +102,7 @@ var replicaSetups = []struct {
 }{
 	{"one replica, memory store", func(t *testing.T) *replicas {
 		rs := &replicas{model: &recModel{}, turns: new(atomic.Int64)}
-		rs.store = countedStore{Store: session.NewMemory(), turns: rs.turns}
+		rs.store = countedStore{Store: memory.New(), turns: rs.turns}
 		url := rs.serve(t, rs.store, "replica-1")
 		rs.urls = [2]string{url, url}
 		return rs
@@ -122,18 +125,18 @@ var replicaSetups = []struct {
 
 // openPostgres opens the database at url as one replica's store (its own
 // pool and lease connection), counting its Turns reads.
-func (rs *replicas) openPostgres(t *testing.T, url string) session.Store {
+func (rs *replicas) openPostgres(t *testing.T, url string) store.Store {
 	t.Helper()
-	pg, err := session.OpenPostgres(t.Context(), url, nil)
+	pg, err := postgres.Open(t.Context(), url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pg.Close() }) // after the replica's shutdown
-	return countedPostgres{Postgres: pg, turns: rs.turns}
+	return countedPostgres{Store: pg, turns: rs.turns}
 }
 
 // serve runs a replica on store named name and returns its URL.
-func (rs *replicas) serve(t *testing.T, store session.Store, name string) string {
+func (rs *replicas) serve(t *testing.T, store store.Store, name string) string {
 	t.Helper()
 	local := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "rec", Label: "Rec", Provider: rs.model}}})
 	srv := NewServer(local, &ServerOptions{Store: store, Replica: name})
@@ -178,7 +181,7 @@ type translator struct {
 
 // newTranslator dials url; wrap, when not nil, wraps the store the
 // translator's History writes through.
-func newTranslator(t *testing.T, name, url string, wrap func(session.Store) session.Store) *translator {
+func newTranslator(t *testing.T, name, url string, wrap func(store.Store) store.Store) *translator {
 	t.Helper()
 	c := dialStore(t, "", url)
 	st := c.Store()
@@ -399,13 +402,13 @@ func TestFleet_NextTurnSeesTheOtherTranslatorsTurn(t *testing.T) {
 // gatedStore holds the turn writes of a translator's History while armed:
 // each tells reached, then waits for release.
 type gatedStore struct {
-	session.Store
+	store.Store
 	armed   atomic.Bool
 	reached chan struct{}
 	release chan struct{}
 }
 
-func (g *gatedStore) AppendTurn(ctx context.Context, id string, turn session.Turn) error {
+func (g *gatedStore) AppendTurn(ctx context.Context, id string, turn store.Turn) error {
 	if g.armed.Load() {
 		g.reached <- struct{}{}
 		<-g.release
@@ -422,7 +425,7 @@ func TestFleet_LoserOfARaceSeesTheWinnersTurn(t *testing.T) {
 			t.Parallel()
 			rs := setup.start(t)
 			gate := &gatedStore{reached: make(chan struct{}, 1), release: make(chan struct{})}
-			a := newTranslator(t, "A", rs.urls[0], func(st session.Store) session.Store { gate.Store = st; return gate })
+			a := newTranslator(t, "A", rs.urls[0], func(st store.Store) store.Store { gate.Store = st; return gate })
 			b := newTranslator(t, "B", rs.urls[1], nil)
 			ctx := t.Context()
 			a.create(t, "s1")
@@ -442,7 +445,7 @@ func TestFleet_LoserOfARaceSeesTheWinnersTurn(t *testing.T) {
 			}
 			gate.armed.Store(false)
 			close(gate.release)
-			if err := <-lost; !errors.Is(err, session.ErrFenced) || !strings.Contains(err.Error(), "could not be stored") {
+			if err := <-lost; !errors.Is(err, store.ErrFenced) || !strings.Contains(err.Error(), "could not be stored") {
 				t.Fatalf("A's turn whose write came after B's turn: %v; want it fenced out", err)
 			}
 			if _, err := a.prompt(ctx, "s1", "A3"); err != nil {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Parameters and results of the gateway protocol's methods
@@ -314,32 +314,32 @@ var permissionOutcomes = map[gateway.PermissionOutcome]string{
 }
 
 // WireRecord is a stored session on the wire (sessions extension): a
-// [session.Record] without its tenant, which the gateway takes from the
+// [store.Record] without its tenant, which the gateway takes from the
 // connection's token.
 type WireRecord struct {
-	ID      string           `json:"id"`
-	Key     string           `json:"key"`
-	Cwd     string           `json:"cwd"`
-	Title   string           `json:"title,omitempty"`
-	Created time.Time        `json:"created"`
-	Updated time.Time        `json:"updated"`
-	Servers []session.Server `json:"servers,omitempty"`
-	Model   string           `json:"model,omitempty"`
-	// Usage is the session's usage total (session.Record.Usage); absent
+	ID      string         `json:"id"`
+	Key     string         `json:"key"`
+	Cwd     string         `json:"cwd"`
+	Title   string         `json:"title,omitempty"`
+	Created time.Time      `json:"created"`
+	Updated time.Time      `json:"updated"`
+	Servers []store.Server `json:"servers,omitempty"`
+	Model   string         `json:"model,omitempty"`
+	// Usage is the session's usage total (store.Record.Usage); absent
 	// when zero.
 	Usage gateway.Usage `json:"usage,omitzero"`
 }
 
-func wireRecord(r session.Record) WireRecord {
+func wireRecord(r store.Record) WireRecord {
 	return WireRecord{ID: r.ID, Key: r.Key, Cwd: r.Cwd, Title: r.Title, Created: r.Created, Updated: r.Updated, Servers: r.Servers, Model: r.Model, Usage: r.Usage}
 }
 
-func (w WireRecord) record(tenant string) session.Record {
-	return session.Record{ID: w.ID, Key: w.Key, Cwd: w.Cwd, Title: w.Title, Created: w.Created, Updated: w.Updated, Servers: w.Servers, Model: w.Model, Tenant: tenant, Usage: w.Usage}
+func (w WireRecord) record(tenant string) store.Record {
+	return store.Record{ID: w.ID, Key: w.Key, Cwd: w.Cwd, Title: w.Title, Created: w.Created, Updated: w.Updated, Servers: w.Servers, Model: w.Model, Tenant: tenant, Usage: w.Usage}
 }
 
 // WireTurn is a committed turn on the wire (sessions extension): a
-// [session.Turn].
+// [store.Turn].
 type WireTurn struct {
 	Messages   []gateway.Message  `json:"messages"`
 	StopReason gateway.StopReason `json:"stopReason"`
@@ -349,12 +349,12 @@ type WireTurn struct {
 	Compaction *gateway.Compaction `json:"compaction,omitempty"`
 }
 
-func wireTurn(t session.Turn) WireTurn {
+func wireTurn(t store.Turn) WireTurn {
 	return WireTurn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction}
 }
 
-func (w WireTurn) turn() session.Turn {
-	return session.Turn{Messages: w.Messages, StopReason: w.StopReason, Usage: w.Usage, Compaction: w.Compaction}
+func (w WireTurn) turn() store.Turn {
+	return store.Turn{Messages: w.Messages, StopReason: w.StopReason, Usage: w.Usage, Compaction: w.Compaction}
 }
 
 // SessionIDParams is "sessions.get" (result: WireRecord) and
@@ -376,8 +376,8 @@ type SessionCreateParams struct {
 
 // SessionSetServersParams is "sessions.setServers"; the result is {}.
 type SessionSetServersParams struct {
-	ID      string           `json:"id"`
-	Servers []session.Server `json:"servers"`
+	ID      string         `json:"id"`
+	Servers []store.Server `json:"servers"`
 }
 
 // SessionSetModelParams is "sessions.setModel"; the result is {}.

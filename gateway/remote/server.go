@@ -18,7 +18,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // ServerOptions configure a gateway Server. The zero value is valid: no
@@ -37,14 +37,14 @@ type ServerOptions struct {
 	// extension (sessions.create ... sessions.turns), always scoped by the
 	// connection's tenant. Nil: the gateway keeps no sessions and offers no
 	// sessions extension. The Server does not close it.
-	Store session.Store
+	Store store.Store
 	// Leases are the leases the turns of stored sessions (chat.send with a
 	// sessionId) run under: one turn of a session at a time, fleet-wide
 	// when the Leases are a shared database's. Nil means the Store's own
-	// when it implements session.Leases, else a process-local
-	// session.LocalLeases. Turns of sessions the translator stores run
+	// when it implements store.Leases, else a process-local
+	// store.LocalLeases. Turns of sessions the translator stores run
 	// under process-local leases of their session key.
-	Leases session.Leases
+	Leases store.Leases
 	// Replica names this gateway in lease errors ("running a turn on
 	// <Replica>"); "" means "this gateway".
 	Replica string
@@ -89,7 +89,7 @@ type Server struct {
 	turns   map[string]*turnState // lease id → the turn running under it here
 	// keyLeases are the leases of turns that name no stored session: their
 	// session keys are this gateway's (one connection's) only.
-	keyLeases session.LocalLeases
+	keyLeases store.LocalLeases
 	closing   bool
 	wg        sync.WaitGroup // connections
 
@@ -107,10 +107,10 @@ func NewServer(local *runner.Local, opts *ServerOptions) *Server {
 		s.opts = *opts
 	}
 	if s.opts.Leases == nil {
-		if l, ok := s.opts.Store.(session.Leases); ok {
+		if l, ok := s.opts.Store.(store.Leases); ok {
 			s.opts.Leases = l
 		} else {
-			s.opts.Leases = &session.LocalLeases{}
+			s.opts.Leases = &store.LocalLeases{}
 		}
 	}
 	if s.opts.Replica == "" {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // The server side of the sessions extension (docs/gateway-protocol.md,
@@ -51,16 +51,16 @@ const endingTurnWait = 10 * time.Second
 // and the holder; a failure of the leases (a store's) is an internalError.
 // release gives the lease up and ends the turn's record; call it once, when
 // the turn ends.
-func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Lease, release func(), err error) {
+func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *store.Lease, release func(), err error) {
 	id := "key:" + c.scoped(p.SessionKey)
-	leases := session.Leases(&c.s.keyLeases)
+	leases := store.Leases(&c.s.keyLeases)
 	if p.SessionID != "" {
 		leases = c.s.opts.Leases
 		if !c.hasExt(ExtSessions) {
 			return nil, nil, badRequest("chat.send: sessionId needs the sessions extension, which is not enabled on this connection")
 		}
 		if _, err := c.ownRecord(ctx, p.SessionID); err != nil {
-			if errors.Is(err, session.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				return nil, nil, wireError(CodeForbidden, "chat.send: session %q is not one of this tenant's sessions", p.SessionID)
 			}
 			return nil, nil, c.storeError("chat.send", err)
@@ -88,7 +88,7 @@ func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Le
 	} else {
 		l, err = leases.Acquire(ctx, id, c.s.opts.Replica)
 	}
-	var le *session.LeasedError
+	var le *store.LeasedError
 	switch {
 	case errors.As(err, &le):
 		return nil, nil, busyError(p.shownID(), le.Owner)
@@ -118,15 +118,15 @@ func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *session.Le
 }
 
 // ownRecord returns the stored session id if it is the connection's
-// tenant's; a session of another tenant is session.ErrNotFound, exactly as
+// tenant's; a session of another tenant is store.ErrNotFound, exactly as
 // a missing one.
-func (c *serverConn) ownRecord(ctx context.Context, id string) (session.Record, error) {
+func (c *serverConn) ownRecord(ctx context.Context, id string) (store.Record, error) {
 	rec, err := c.s.opts.Store.Get(ctx, id)
 	if err != nil {
-		return session.Record{}, err
+		return store.Record{}, err
 	}
 	if rec.Tenant != c.tenantName() {
-		return session.Record{}, session.ErrNotFound
+		return store.Record{}, store.ErrNotFound
 	}
 	return rec, nil
 }
@@ -188,7 +188,7 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		if err := decode(&p); err != nil {
 			return nil, err
 		}
-		recs, next, err := st.List(ctx, session.ListOptions{Tenant: c.tenantName(), Cwd: p.Cwd, Cursor: p.Cursor, Limit: p.Limit})
+		recs, next, err := st.List(ctx, store.ListOptions{Tenant: c.tenantName(), Cwd: p.Cwd, Cursor: p.Cursor, Limit: p.Limit})
 		if err != nil {
 			return nil, c.storeError(method, err)
 		}
@@ -255,19 +255,19 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 }
 
 // appendTurn commits a turn, fenced by its lease token when it has one: in
-// the store's transaction for a session.FencedStore, else against this
+// the store's transaction for a store.FencedStore, else against this
 // process's LocalLeases (a store only this gateway writes), the check and
 // the write ordered with the session's next lease (Server.fence).
 func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) error {
 	turn := p.Turn.turn()
 	if p.LeaseToken != 0 {
-		if fs, ok := c.s.opts.Store.(session.FencedStore); ok {
+		if fs, ok := c.s.opts.Store.(store.FencedStore); ok {
 			return fs.AppendTurnFenced(ctx, p.ID, p.LeaseToken, turn)
 		}
-		if ll, ok := c.s.opts.Leases.(*session.LocalLeases); ok {
+		if ll, ok := c.s.opts.Leases.(*store.LocalLeases); ok {
 			defer c.s.fence(p.ID)()
 			if ll.Latest(p.ID) != p.LeaseToken {
-				return session.ErrFenced
+				return store.ErrFenced
 			}
 		}
 	}
@@ -275,9 +275,9 @@ func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) 
 }
 
 // fencedStore reports whether the store fences turn writes in its own
-// transaction (session.FencedStore).
+// transaction (store.FencedStore).
 func (c *serverConn) fencedStore() bool {
-	_, ok := c.s.opts.Store.(session.FencedStore)
+	_, ok := c.s.opts.Store.(store.FencedStore)
 	return ok
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
 func text(role gateway.Role, s string) gateway.Message {
@@ -266,7 +268,7 @@ func TestClient_KeepsTheWholeTurnAndSendsTheView(t *testing.T) {
 // sessions extension both ways, so a translator whose gateway keeps its
 // sessions restores its view from them.
 func TestStore_UsageAndCompactionOverTheProtocol(t *testing.T) {
-	backing := session.NewMemory()
+	backing := memory.New()
 	_, url := wsServer(t, &ServerOptions{Store: backing})
 	st := dialStore(t, "", url).Store()
 	ctx := t.Context()
@@ -275,8 +277,8 @@ func TestStore_UsageAndCompactionOverTheProtocol(t *testing.T) {
 	}
 	plain := userTurn("before")
 	gt := compactedTurn(1)
-	used := session.Turn{Messages: gt.Messages, StopReason: gt.StopReason, Usage: gt.Usage, Compaction: gt.Compaction}
-	for _, tr := range []session.Turn{plain, used} {
+	used := store.Turn{Messages: gt.Messages, StopReason: gt.StopReason, Usage: gt.Usage, Compaction: gt.Compaction}
+	for _, tr := range []store.Turn{plain, used} {
 		if err := st.AppendTurn(ctx, "s1", tr); err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +295,7 @@ func TestStore_UsageAndCompactionOverTheProtocol(t *testing.T) {
 	if err != nil || rec.Usage != used.Usage {
 		t.Errorf("Get: usage %+v, %v; want %+v", rec.Usage, err, used.Usage)
 	}
-	if recs, _, err := st.List(ctx, session.ListOptions{}); err != nil || len(recs) != 1 || recs[0].Usage != used.Usage {
+	if recs, _, err := st.List(ctx, store.ListOptions{}); err != nil || len(recs) != 1 || recs[0].Usage != used.Usage {
 		t.Errorf("List = %+v, %v", recs, err)
 	}
 	h := session.NewHistory(st, nil)
@@ -320,7 +322,7 @@ func (m *summarizer) Complete(context.Context, *gateway.Request, func(gateway.Ev
 // chat.send carries the compacted view, and its store keeps them.
 func TestRemote_CompactingTurnRoundTrip(t *testing.T) {
 	model := &summarizer{usage: gateway.Usage{InputTokens: 900, OutputTokens: 40, Requests: 1}}
-	backing := session.NewMemory()
+	backing := memory.New()
 	srv := NewServer(runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "summ", Label: "Summarizer", Provider: model}}}), &ServerOptions{Store: backing})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Shutdown(context.Background()); ts.Close() })
@@ -333,7 +335,7 @@ func TestRemote_CompactingTurnRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	earlier := gateway.Usage{InputTokens: 100, OutputTokens: 10, Requests: 1, Unpriced: 1}
-	for _, tr := range []session.Turn{
+	for _, tr := range []store.Turn{
 		{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{text(gateway.RoleUser, "one"), text(gateway.RoleAssistant, "1")}, Usage: earlier},
 		{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{text(gateway.RoleUser, "two"), text(gateway.RoleAssistant, "2")}},
 	} {

@@ -1,9 +1,9 @@
-// Package storetest is the contract every [session.Store] keeps, as a test
+// Package storetest is the contract every [store.Store] keeps, as a test
 // suite: run it against a new store implementation from that store's
 // tests.
 //
 //	func TestMyStore(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) session.Store { return openMyStore(t) })
+//		storetest.Run(t, func(t *testing.T) store.Store { return openMyStore(t) })
 //	}
 //
 // The suite checks records and transcripts round trip whole (content
@@ -24,16 +24,16 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Run runs the contract as subtests of t. open returns a new, empty store
 // for one subtest (the store is the subtest's: open registers its Close
 // with t.Cleanup); subtests do not run in parallel.
-func Run(t *testing.T, open func(t *testing.T) session.Store) {
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	for _, c := range []struct {
 		name string
-		test func(*testing.T, session.Store)
+		test func(*testing.T, store.Store)
 	}{
 		{"RoundTrip", roundTrip},
 		{"ListPagingOrderAndCwd", listPaging},
@@ -51,25 +51,25 @@ func Run(t *testing.T, open func(t *testing.T) session.Store) {
 }
 
 // Turn is a finished turn: a user prompt and an assistant answer.
-func Turn(prompt, answer string) session.Turn {
-	return session.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+func Turn(prompt, answer string) store.Turn {
+	return store.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
 		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(prompt)}},
 		{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(answer)}},
 	}}
 }
 
-func create(t *testing.T, st session.Store, r session.Record) {
+func create(t *testing.T, st store.Store, r store.Record) {
 	t.Helper()
 	if err := st.Create(t.Context(), r); err != nil {
 		t.Fatalf("Create(%s): %v", r.ID, err)
 	}
 }
 
-func roundTrip(t *testing.T, st session.Store) {
+func roundTrip(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
-	create(t, st, session.Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Model: "anthropic:m", Servers: []session.Server{{Name: "fs", Transport: "stdio"}}})
-	tool := session.Turn{StopReason: gateway.StopCancelled, Messages: []gateway.Message{
+	create(t, st, store.Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Model: "anthropic:m", Servers: []store.Server{{Name: "fs", Transport: "stdio"}}})
+	tool := store.Turn{StopReason: gateway.StopCancelled, Messages: []gateway.Message{
 		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("Fix the build\nplease"), {Type: gateway.ContentImage, Data: []byte{1, 2}, MIMEType: "image/png"}}},
 		{Role: gateway.RoleAssistant, Thinking: "hm", ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "mcp__fs__read", Args: map[string]any{"path": "a"}}}},
 		{Role: gateway.RoleTool, ToolCallID: "c1", ToolName: "mcp__fs__read", ToolTitle: "fs/read", ToolKind: gateway.ToolKindRead,
@@ -83,7 +83,7 @@ func roundTrip(t *testing.T, st session.Store) {
 	}
 	got, err := st.Get(ctx, "sess_a")
 	if err != nil || got.ID != "sess_a" || got.Key != "acp:sess_a" || got.Cwd != "/w" || got.Model != "anthropic:m" || got.Title != "Fix the build" ||
-		!got.Created.Equal(now) || !got.Updated.After(now) || len(got.Servers) != 1 || got.Servers[0] != (session.Server{Name: "fs", Transport: "stdio"}) {
+		!got.Created.Equal(now) || !got.Updated.After(now) || len(got.Servers) != 1 || got.Servers[0] != (store.Server{Name: "fs", Transport: "stdio"}) {
 		t.Errorf("record = %+v, %v", got, err)
 	}
 	turns, err := st.Turns(ctx, "sess_a")
@@ -104,11 +104,11 @@ func roundTrip(t *testing.T, st session.Store) {
 
 // Each turn keeps its usage and compaction; a turn without them reads zero
 // usage and no compaction; the record's usage is the sum of its turns'.
-func usageAndCompaction(t *testing.T, st session.Store) {
+func usageAndCompaction(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
-	create(t, st, session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now})
-	create(t, st, session.Record{ID: "other", Key: "acp:other", Cwd: "/w", Created: now, Updated: now})
+	create(t, st, store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now})
+	create(t, st, store.Record{ID: "other", Key: "acp:other", Cwd: "/w", Created: now, Updated: now})
 	if r, err := st.Get(ctx, "s"); err != nil || r.Usage != (gateway.Usage{}) {
 		t.Fatalf("a new session's usage = %+v, %v; want zero", r.Usage, err)
 	}
@@ -122,7 +122,7 @@ func usageAndCompaction(t *testing.T, st session.Store) {
 	used.Usage, used.Compaction = u1, compaction
 	last := Turn("and now?", "tests")
 	last.Usage = u2
-	for _, tr := range []session.Turn{plain, used, last} {
+	for _, tr := range []store.Turn{plain, used, last} {
 		if err := st.AppendTurn(ctx, "s", tr); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func usageAndCompaction(t *testing.T, st session.Store) {
 	if r, err := st.Get(ctx, "s"); err != nil || r.Usage != want {
 		t.Errorf("Get: usage %+v, %v; want the turns' sum %+v", r.Usage, err, want)
 	}
-	recs, _, err := st.List(ctx, session.ListOptions{})
+	recs, _, err := st.List(ctx, store.ListOptions{})
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("List = %+v, %v", recs, err)
 	}
@@ -163,7 +163,7 @@ func usageAndCompaction(t *testing.T, st session.Store) {
 		t.Errorf("changing a turn's compaction after AppendTurn or Turns changed the store: %+v", again[1].Compaction)
 	}
 	// A session created with a usage keeps it, and its turns add to it.
-	create(t, st, session.Record{ID: "carried", Key: "acp:carried", Cwd: "/w", Created: now, Updated: now, Usage: u2})
+	create(t, st, store.Record{ID: "carried", Key: "acp:carried", Cwd: "/w", Created: now, Updated: now, Usage: u2})
 	if err := st.AppendTurn(ctx, "carried", used); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func usageAndCompaction(t *testing.T, st session.Store) {
 	}
 }
 
-func listPaging(t *testing.T, st session.Store) {
+func listPaging(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	base := time.UnixMilli(1_700_000_000_000)
 	for i := range 120 {
@@ -181,12 +181,12 @@ func listPaging(t *testing.T, st session.Store) {
 			cwd = "/b"
 		}
 		at := base.Add(time.Duration(i) * time.Second)
-		create(t, st, session.Record{ID: fmt.Sprintf("sess_%03d", i), Key: "k", Cwd: cwd, Created: at, Updated: at})
+		create(t, st, store.Record{ID: fmt.Sprintf("sess_%03d", i), Key: "k", Cwd: cwd, Created: at, Updated: at})
 	}
-	var all []session.Record
+	var all []store.Record
 	cursor, pages := "", 0
 	for {
-		page, next, err := st.List(ctx, session.ListOptions{Cursor: cursor, Limit: 50})
+		page, next, err := st.List(ctx, store.ListOptions{Cursor: cursor, Limit: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,22 +205,22 @@ func listPaging(t *testing.T, st session.Store) {
 			t.Fatalf("not newest first at %d", i)
 		}
 	}
-	b, next, err := st.List(ctx, session.ListOptions{Cwd: "/b", Limit: 100})
+	b, next, err := st.List(ctx, store.ListOptions{Cwd: "/b", Limit: 100})
 	if err != nil || len(b) != 40 || next != "" || b[0].ID != "sess_117" {
 		t.Errorf("cwd filter: %d sessions, next %q, %v", len(b), next, err)
 	}
-	def, next, err := st.List(ctx, session.ListOptions{})
+	def, next, err := st.List(ctx, store.ListOptions{})
 	if err != nil || len(def) != 50 || next == "" {
 		t.Errorf("default limit: %d sessions, next %q, %v; want 50 and a cursor", len(def), next, err)
 	}
 	// Sessions updated in the same millisecond page by id, none lost.
 	for i := range 5 {
-		create(t, st, session.Record{ID: fmt.Sprintf("same_%d", i), Key: "k", Cwd: "/same", Created: base, Updated: base})
+		create(t, st, store.Record{ID: fmt.Sprintf("same_%d", i), Key: "k", Cwd: "/same", Created: base, Updated: base})
 	}
 	var same []string
 	cursor = ""
 	for range 10 {
-		page, next, err := st.List(ctx, session.ListOptions{Cwd: "/same", Cursor: cursor, Limit: 2})
+		page, next, err := st.List(ctx, store.ListOptions{Cwd: "/same", Cursor: cursor, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,15 +234,15 @@ func listPaging(t *testing.T, st session.Store) {
 	if strings.Join(same, ",") != "same_4,same_3,same_2,same_1,same_0" {
 		t.Errorf("equal times paged as %v", same)
 	}
-	if _, _, err := st.List(ctx, session.ListOptions{Cursor: "!!"}); err == nil {
+	if _, _, err := st.List(ctx, store.ListOptions{Cursor: "!!"}); err == nil {
 		t.Error("a bad cursor was accepted")
 	}
 }
 
-func tenants(t *testing.T, st session.Store) {
+func tenants(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
-	for _, r := range []session.Record{
+	for _, r := range []store.Record{
 		{ID: "sess_local", Key: "acp:sess_local", Cwd: "/w", Created: now, Updated: now},
 		{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Tenant: "alice"},
 		{ID: "sess_b", Key: "acp:sess_b", Cwd: "/w", Created: now, Updated: now, Tenant: "bob"},
@@ -251,7 +251,7 @@ func tenants(t *testing.T, st session.Store) {
 	}
 	for tenant, want := range map[string]string{"": "sess_local", "alice": "sess_a", "bob": "sess_b"} {
 		for _, cwd := range []string{"", "/w"} {
-			recs, _, err := st.List(ctx, session.ListOptions{Tenant: tenant, Cwd: cwd})
+			recs, _, err := st.List(ctx, store.ListOptions{Tenant: tenant, Cwd: cwd})
 			if err != nil || len(recs) != 1 || recs[0].ID != want || recs[0].Tenant != tenant {
 				t.Errorf("List(tenant %q, cwd %q) = %+v, %v; want only %s", tenant, cwd, recs, err, want)
 			}
@@ -262,11 +262,11 @@ func tenants(t *testing.T, st session.Store) {
 	}
 }
 
-func appendOrderAndTitle(t *testing.T, st session.Store) {
+func appendOrderAndTitle(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
-	create(t, st, session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now})
-	create(t, st, session.Record{ID: "titled", Key: "acp:titled", Cwd: "/w", Title: "kept", Created: now, Updated: now})
+	create(t, st, store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now})
+	create(t, st, store.Record{ID: "titled", Key: "acp:titled", Cwd: "/w", Title: "kept", Created: now, Updated: now})
 	long := strings.Repeat("é", 100) + "\nsecond line"
 	prev := now
 	for i, p := range []string{long, "two", "three"} {
@@ -298,13 +298,13 @@ func appendOrderAndTitle(t *testing.T, st session.Store) {
 	}
 }
 
-func setServersAndModel(t *testing.T, st session.Store) {
+func setServersAndModel(t *testing.T, st store.Store) {
 	ctx := t.Context()
-	create(t, st, session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: time.Now(), Updated: time.Now(), Model: "a"})
+	create(t, st, store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: time.Now(), Updated: time.Now(), Model: "a"})
 	if r, err := st.Get(ctx, "s"); err != nil || r.Model != "a" {
 		t.Errorf("after Create: model %q, %v", r.Model, err)
 	}
-	servers := []session.Server{{Name: "a", Transport: "http"}, {Name: "b", Transport: "sse"}}
+	servers := []store.Server{{Name: "a", Transport: "http"}, {Name: "b", Transport: "sse"}}
 	if err := st.SetServers(ctx, "s", servers); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func setServersAndModel(t *testing.T, st session.Store) {
 	if err != nil || !reflect.DeepEqual(r.Servers, servers) || r.Model != "openai:x" {
 		t.Errorf("record = %+v, %v", r, err)
 	}
-	if recs, _, err := st.List(ctx, session.ListOptions{}); err != nil || len(recs) != 1 || recs[0].Model != "openai:x" || !reflect.DeepEqual(recs[0].Servers, servers) {
+	if recs, _, err := st.List(ctx, store.ListOptions{}); err != nil || len(recs) != 1 || recs[0].Model != "openai:x" || !reflect.DeepEqual(recs[0].Servers, servers) {
 		t.Errorf("List after SetModel and SetServers: %+v, %v", recs, err)
 	}
 	if err := st.SetServers(ctx, "s", nil); err != nil {
@@ -326,11 +326,11 @@ func setServersAndModel(t *testing.T, st session.Store) {
 	}
 }
 
-func notFound(t *testing.T, st session.Store) {
+func notFound(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, session.ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
+		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("%s of an unknown session: %v; want ErrNotFound naming it", what, err)
 		}
 	}
@@ -341,15 +341,15 @@ func notFound(t *testing.T, st session.Store) {
 	check("AppendTurn", st.AppendTurn(ctx, "nope", Turn("a", "b")))
 	check("SetServers", st.SetServers(ctx, "nope", nil))
 	check("SetModel", st.SetModel(ctx, "nope", "m"))
-	if fs, ok := st.(session.FencedStore); ok {
+	if fs, ok := st.(store.FencedStore); ok {
 		if err := fs.AppendTurnFenced(ctx, "nope", 1, Turn("a", "b")); err == nil {
 			t.Error("AppendTurnFenced of an unknown session succeeded")
 		}
 	}
 }
 
-func createTwice(t *testing.T, st session.Store) {
-	r := session.Record{ID: "s", Key: "acp:s", Cwd: "/w", Title: "first", Created: time.Now(), Updated: time.Now()}
+func createTwice(t *testing.T, st store.Store) {
+	r := store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Title: "first", Created: time.Now(), Updated: time.Now()}
 	create(t, st, r)
 	r.Title = "second"
 	if err := st.Create(t.Context(), r); err == nil {
@@ -363,12 +363,12 @@ func createTwice(t *testing.T, st session.Store) {
 // Several goroutines append to one session and to sessions of their own:
 // every turn is kept, each goroutine's turns in its order, and every turn's
 // usage is in the session's total.
-func concurrentAppends(t *testing.T, st session.Store) {
+func concurrentAppends(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	const writers, turns = 4, 20
-	create(t, st, session.Record{ID: "shared", Key: "acp:shared", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
+	create(t, st, store.Record{ID: "shared", Key: "acp:shared", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
 	for w := range writers {
-		create(t, st, session.Record{ID: fmt.Sprintf("own_%d", w), Key: "k", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
+		create(t, st, store.Record{ID: fmt.Sprintf("own_%d", w), Key: "k", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
 	}
 	one := gateway.Usage{InputTokens: 3, OutputTokens: 1, Requests: 1, Cost: 0.5}
 	var wg sync.WaitGroup
@@ -421,7 +421,7 @@ func concurrentAppends(t *testing.T, st session.Store) {
 // A Record keeps no secret values: of MCP servers only names and
 // transports (the client sends env and headers again on session/load).
 func recordHoldsNoSecrets(t *testing.T) {
-	for _, typ := range []reflect.Type{reflect.TypeFor[session.Record](), reflect.TypeFor[session.Server]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[store.Record](), reflect.TypeFor[store.Server]()} {
 		for f := range typ.Fields() {
 			name := strings.ToLower(f.Name)
 			if f.Type.Kind() == reflect.Map || strings.Contains(name, "env") || strings.Contains(name, "header") || strings.Contains(name, "secret") || strings.Contains(name, "token") {

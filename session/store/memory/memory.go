@@ -1,4 +1,7 @@
-package session
+// Package memory is the session store that keeps everything in memory
+// (--store memory): nothing survives the process. It is the store of tests
+// and of an agent told to keep nothing.
+package memory
 
 import (
 	"context"
@@ -8,27 +11,29 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/internal/rows"
 )
 
-// Memory is a Store that keeps everything in memory (--store memory):
-// nothing survives the process. Safe for concurrent use.
-type Memory struct {
+// Store is a store.Store that keeps everything in memory: nothing survives
+// the process. Safe for concurrent use.
+type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*memSession
 }
 
 type memSession struct {
-	rec   Record
-	turns []Turn
+	rec   store.Record
+	turns []store.Turn
 }
 
-var _ Store = (*Memory)(nil)
+var _ store.Store = (*Store)(nil)
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory { return &Memory{sessions: make(map[string]*memSession)} }
+// New returns an empty in-memory store.
+func New() *Store { return &Store{sessions: make(map[string]*memSession)} }
 
-// Create implements Store.
-func (m *Memory) Create(_ context.Context, r Record) error {
+// Create implements store.Store.
+func (m *Store) Create(_ context.Context, r store.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.sessions[r.ID]; ok {
@@ -39,45 +44,45 @@ func (m *Memory) Create(_ context.Context, r Record) error {
 	return nil
 }
 
-// Get implements Store.
-func (m *Memory) Get(_ context.Context, id string) (Record, error) {
+// Get implements store.Store.
+func (m *Store) Get(_ context.Context, id string) (store.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return store.Record{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	r := s.rec
 	r.Servers = slices.Clone(r.Servers)
 	return r, nil
 }
 
-// SetServers implements Store.
-func (m *Memory) SetServers(_ context.Context, id string, servers []Server) error {
+// SetServers implements store.Store.
+func (m *Store) SetServers(_ context.Context, id string, servers []store.Server) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	s.rec.Servers = slices.Clone(servers)
 	return nil
 }
 
-// SetModel implements Store.
-func (m *Memory) SetModel(_ context.Context, id, model string) error {
+// SetModel implements store.Store.
+func (m *Store) SetModel(_ context.Context, id, model string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	s.rec.Model = model
 	return nil
 }
 
-// List implements Store.
-func (m *Memory) List(_ context.Context, opts ListOptions) ([]Record, string, error) {
+// List implements store.Store.
+func (m *Store) List(_ context.Context, opts store.ListOptions) ([]store.Record, string, error) {
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 50
@@ -86,25 +91,25 @@ func (m *Memory) List(_ context.Context, opts ListOptions) ([]Record, string, er
 	var after string
 	if opts.Cursor != "" {
 		var err error
-		if at, after, err = decodeCursor(opts.Cursor); err != nil {
+		if at, after, err = rows.DecodeCursor(opts.Cursor); err != nil {
 			return nil, "", err
 		}
 	}
 	m.mu.Lock()
-	var all []Record
+	var all []store.Record
 	for _, s := range m.sessions {
 		if s.rec.Tenant == opts.Tenant && (opts.Cwd == "" || s.rec.Cwd == opts.Cwd) {
 			all = append(all, s.rec)
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(all, func(a, b Record) int {
+	slices.SortFunc(all, func(a, b store.Record) int {
 		if c := b.Updated.Compare(a.Updated); c != 0 {
 			return c
 		}
 		return compareStrings(b.ID, a.ID)
 	})
-	var out []Record
+	var out []store.Record
 	for _, r := range all {
 		u := r.Updated.UnixMilli()
 		if opts.Cursor != "" && !(u < at || (u == at && r.ID < after)) {
@@ -115,7 +120,7 @@ func (m *Memory) List(_ context.Context, opts ListOptions) ([]Record, string, er
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = encodeCursor(out[limit-1].Updated.UnixMilli(), out[limit-1].ID)
+		next = rows.EncodeCursor(out[limit-1].Updated.UnixMilli(), out[limit-1].ID)
 	}
 	return out, next, nil
 }
@@ -130,15 +135,15 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// AppendTurn implements Store.
-func (m *Memory) AppendTurn(_ context.Context, id string, turn Turn) error {
+// AppendTurn implements store.Store.
+func (m *Store) AppendTurn(_ context.Context, id string, turn store.Turn) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
-	s.turns = append(s.turns, Turn{Messages: slices.Clone(turn.Messages), StopReason: turn.StopReason, Usage: turn.Usage, Compaction: cloneCompaction(turn.Compaction)})
+	s.turns = append(s.turns, store.Turn{Messages: slices.Clone(turn.Messages), StopReason: turn.StopReason, Usage: turn.Usage, Compaction: cloneCompaction(turn.Compaction)})
 	s.rec.Usage = s.rec.Usage.Add(turn.Usage)
 	now := time.Now().Truncate(time.Millisecond)
 	if !now.After(s.rec.Updated) {
@@ -146,18 +151,18 @@ func (m *Memory) AppendTurn(_ context.Context, id string, turn Turn) error {
 	}
 	s.rec.Updated = now
 	if s.rec.Title == "" && len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		s.rec.Title = TitleFrom(turn.Messages[0].Content)
+		s.rec.Title = store.TitleFrom(turn.Messages[0].Content)
 	}
 	return nil
 }
 
-// Turns implements Store.
-func (m *Memory) Turns(_ context.Context, id string) ([]Turn, error) {
+// Turns implements store.Store.
+func (m *Store) Turns(_ context.Context, id string) ([]store.Turn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	out := slices.Clone(s.turns)
 	for i := range out {
@@ -178,5 +183,5 @@ func cloneCompaction(c *gateway.Compaction) *gateway.Compaction {
 	return &cc
 }
 
-// Close implements Store.
-func (m *Memory) Close() error { return nil }
+// Close implements store.Store.
+func (m *Store) Close() error { return nil }

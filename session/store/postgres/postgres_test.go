@@ -1,4 +1,4 @@
-package session
+package postgres
 
 import (
 	"context"
@@ -14,14 +14,16 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // openPG opens a store on url, closed when t ends.
-func openPG(t *testing.T, url string) *Postgres {
+func openPG(t *testing.T, url string) *Store {
 	t.Helper()
-	st, err := OpenPostgres(t.Context(), url, nil)
+	st, err := Open(t.Context(), url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +48,8 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 	url := pgtest.Start(t)
 	a := openPG(t, url)
 	var v int
-	if err := a.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != PostgresSchemaVersion {
-		t.Fatalf("schema version %d, %v; want %d", v, err, PostgresSchemaVersion)
+	if err := a.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
 	}
 	for _, table := range []string{"sessions", "turns", "session_leases"} {
 		var n int
@@ -56,7 +58,7 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 			t.Errorf("table %s: %d", table, n)
 		}
 	}
-	if err := a.Create(t.Context(), Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
+	if err := a.Create(t.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -76,7 +78,7 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 // compaction, its sessions zero usage, and new turns keep both.
 func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 	url := pgtest.Start(t)
-	old, err := openPostgres(t.Context(), url, nil, 1)
+	old, err := open(t.Context(), url, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,22 +87,22 @@ func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 	pgExec(t, url, `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES ('sess_old', 1, '[{"role":"user","content":[{"type":"text","text":"hi"}]}]', 'cancelled')`)
 	st := openPG(t, url)
 	var v int
-	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != PostgresSchemaVersion {
-		t.Fatalf("schema version %d, %v; want %d", v, err, PostgresSchemaVersion)
+	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
 	}
 	turns, err := st.Turns(t.Context(), "sess_old")
 	if err != nil || len(turns) != 1 || turns[0].StopReason != gateway.StopCancelled || turns[0].Messages[0].Content[0].Text != "hi" ||
 		turns[0].Usage != (gateway.Usage{}) || turns[0].Compaction != nil {
 		t.Fatalf("turns %+v, %v", turns, err)
 	}
-	checkUsageAfterUpgrade(t, st)
+	storetest.CheckUsageAfterUpgrade(t, st)
 }
 
 func TestPostgres_RefusesNewerSchema(t *testing.T) {
 	url := pgtest.Start(t)
 	openPG(t, url).Close()
 	pgExec(t, url, `UPDATE acp_schema_version SET version = 99`)
-	_, err := OpenPostgres(t.Context(), url, nil)
+	_, err := Open(t.Context(), url, nil)
 	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer") || !strings.Contains(err.Error(), "upgrade acp-agent") || !strings.Contains(err.Error(), "postgres:///") {
 		t.Errorf("newer schema: %v; want a refusal naming the database and what to do", err)
 	}
@@ -112,12 +114,12 @@ func TestPostgres_RefusesAPasswordInTheURL(t *testing.T) {
 		"postgresql://app:s3cret@db.example/sessions?sslmode=require",
 		"postgres://db.example/sessions?user=app&password=s3cret",
 	} {
-		_, err := OpenPostgres(t.Context(), url, nil)
-		if !errors.Is(err, ErrPostgresPassword) || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "PGPASSWORD") || !strings.Contains(err.Error(), ".pgpass") {
-			t.Errorf("%s: %v; want ErrPostgresPassword, saying PGPASSWORD or ~/.pgpass, without the password", url, err)
+		_, err := Open(t.Context(), url, nil)
+		if !errors.Is(err, ErrPassword) || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "PGPASSWORD") || !strings.Contains(err.Error(), ".pgpass") {
+			t.Errorf("%s: %v; want ErrPassword, saying PGPASSWORD or ~/.pgpass, without the password", url, err)
 		}
 	}
-	if err := CheckPostgresURL("postgres://app@db.example/sessions?sslmode=require"); err != nil {
+	if err := CheckURL("postgres://app@db.example/sessions?sslmode=require"); err != nil {
 		t.Errorf("a URL without a password: %v", err)
 	}
 }
@@ -127,7 +129,7 @@ func TestPostgres_TwoStoresShareOneDatabase(t *testing.T) {
 	url := pgtest.Start(t)
 	a, b := openPG(t, url), openPG(t, url)
 	ctx := t.Context()
-	if err := a.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w", Tenant: "t", Created: time.Now(), Updated: time.Now()}); err != nil {
+	if err := a.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Tenant: "t", Created: time.Now(), Updated: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.AppendTurn(ctx, "s", turn("from b", "ok")); err != nil {
@@ -136,12 +138,12 @@ func TestPostgres_TwoStoresShareOneDatabase(t *testing.T) {
 	if err := a.AppendTurn(ctx, "s", turn("from a", "ok")); err != nil {
 		t.Fatal(err)
 	}
-	for name, st := range map[string]*Postgres{"a": a, "b": b} {
+	for name, st := range map[string]*Store{"a": a, "b": b} {
 		turns, err := st.Turns(ctx, "s")
 		if err != nil || len(turns) != 2 || turns[0].Messages[0].Content[0].Text != "from b" {
 			t.Errorf("%s: turns %+v, %v", name, turns, err)
 		}
-		recs, _, err := st.List(ctx, ListOptions{Tenant: "t"})
+		recs, _, err := st.List(ctx, store.ListOptions{Tenant: "t"})
 		if err != nil || len(recs) != 1 || recs[0].Title != "from b" {
 			t.Errorf("%s: list %+v, %v", name, recs, err)
 		}
@@ -156,7 +158,7 @@ func TestPostgres_LeasesAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var le *LeasedError
+	var le *store.LeasedError
 	if _, err := b.Acquire(ctx, "s", "replica-b"); !errors.As(err, &le) || le.Owner != "replica-a" || le.ID != "s" {
 		t.Fatalf("second replica: %v; want *LeasedError naming replica-a", err)
 	}
@@ -200,7 +202,7 @@ func TestPostgres_LeasesAcrossReplicas(t *testing.T) {
 }
 
 // leaseConnPID returns the backend pid of st's lease connection (opening it).
-func leaseConnPID(t *testing.T, st *Postgres) uint32 {
+func leaseConnPID(t *testing.T, st *Store) uint32 {
 	t.Helper()
 	var pid uint32
 	if err := st.leases.do(t.Context(), func(_ context.Context, c *pgx.Conn) error { pid = c.PgConn().PID(); return nil }); err != nil {
@@ -210,7 +212,7 @@ func leaseConnPID(t *testing.T, st *Postgres) uint32 {
 }
 
 // waitLost waits for l.Lost, generously.
-func waitLost(t *testing.T, l *Lease) {
+func waitLost(t *testing.T, l *store.Lease) {
 	t.Helper()
 	select {
 	case <-l.Lost:
@@ -280,10 +282,10 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 	url := pgtest.Start(t)
 	a, b := openPG(t, url), openPG(t, url)
 	ctx := t.Context()
-	if err := a.Create(ctx, Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
+	if err := a.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AppendTurnFenced(ctx, "s", 1, turn("never leased", "x")); !errors.Is(err, ErrFenced) {
+	if err := a.AppendTurnFenced(ctx, "s", 1, turn("never leased", "x")); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("fenced write with no lease: %v; want ErrFenced", err)
 	}
 	la, err := a.Acquire(ctx, "s", "replica-a")
@@ -304,7 +306,7 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 	}
 	stale := turn("stale", "x")
 	stale.Usage = gateway.Usage{InputTokens: 1000, Requests: 1}
-	if err := a.AppendTurnFenced(ctx, "s", la.Token, stale); !errors.Is(err, ErrFenced) {
+	if err := a.AppendTurnFenced(ctx, "s", la.Token, stale); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("stale token: %v; want ErrFenced", err)
 	}
 	if err := b.AppendTurnFenced(ctx, "s", lb.Token, turn("two", "x")); err != nil {
@@ -328,7 +330,7 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 // each hold's token greater than every earlier one.
 func TestPostgres_LeaseRaceHasOneHolder(t *testing.T) {
 	url := pgtest.Start(t)
-	replicas := []*Postgres{openPG(t, url), openPG(t, url)}
+	replicas := []*Store{openPG(t, url), openPG(t, url)}
 	var mu sync.Mutex
 	holders, last, holds := 0, int64(0), 0
 	var wg sync.WaitGroup
@@ -337,7 +339,7 @@ func TestPostgres_LeaseRaceHasOneHolder(t *testing.T) {
 			wg.Go(func() {
 				for range 15 {
 					l, err := st.Acquire(context.Background(), "hot", fmt.Sprintf("r%d/%d", r, g))
-					var le *LeasedError
+					var le *store.LeasedError
 					if errors.As(err, &le) {
 						continue
 					}
@@ -376,12 +378,12 @@ func TestPostgres_LeaseRaceHasOneHolder(t *testing.T) {
 // Unix socket (the test server runs with fsync off: this measures the
 // store's round trips, not a disk).
 func BenchmarkPostgresAppendTurn(b *testing.B) {
-	st, err := OpenPostgres(b.Context(), pgtest.Start(b), nil)
+	st, err := Open(b.Context(), pgtest.Start(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.Create(b.Context(), Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
+	if err := st.Create(b.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
 		b.Fatal(err)
 	}
 	tr := turn(`/call mcp__fixture__echo {"message":"hi"}`, "Echo: hi")
@@ -390,4 +392,11 @@ func BenchmarkPostgresAppendTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func turn(prompt, answer string) store.Turn {
+	return store.Turn{StopReason: gateway.StopEndTurn, Messages: []gateway.Message{
+		{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(prompt)}},
+		{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(answer)}},
+	}}
 }

@@ -1,4 +1,9 @@
-package session
+// Package postgres is the session store of a gateway fleet: one PostgreSQL
+// database shared by every replica (github.com/jackc/pgx/v5), which is also
+// the fleet's [store.Leases] (PostgreSQL advisory locks) and a
+// [store.FencedStore]. [Open] connects and migrates; [CheckURL] vets a URL
+// without connecting.
+package postgres
 
 import (
 	"context"
@@ -14,6 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/internal/rows"
 )
 
 // pgMigrations are the PostgreSQL schema versions, applied in order; the
@@ -67,57 +74,58 @@ var pgMigrations = [...]string{
 		ADD COLUMN usage_unpriced BIGINT NOT NULL DEFAULT 0;`,
 }
 
-// PostgresSchemaVersion is the PostgreSQL schema version this build writes
-// (acp_schema_version after OpenPostgres). A database with a higher version
+// SchemaVersion is the PostgreSQL schema version this build writes
+// (acp_schema_version after Open). A database with a higher version
 // is refused.
-const PostgresSchemaVersion = len(pgMigrations)
+const SchemaVersion = len(pgMigrations)
 
 // migrateLockKey is the transaction-level advisory lock that serializes the
 // migrations of replicas starting together ("acp-agent" in ASCII).
 const migrateLockKey int64 = 0x6163702d6167656e
 
-// PostgresOptions configure OpenPostgres. A nil *PostgresOptions is valid.
-type PostgresOptions struct {
+// Options configure Open. A nil *Options is valid.
+type Options struct {
 	// Logger receives the store's reports (lease connection lost and
 	// reopened); nil discards them.
 	Logger *slog.Logger
 }
 
-// Postgres is the session store of a gateway fleet: one PostgreSQL
+// Store is the session store of a gateway fleet: one PostgreSQL
 // database shared by every replica (github.com/jackc/pgx/v5 with its pool).
-// It keeps what [SQLite] keeps, with the same promises: each finished turn
-// is committed in one transaction, so a crash loses at most the turn in
-// progress. It is also the fleet's [Leases] and a [FencedStore] (see
-// Acquire). Safe for concurrent use, by any number of processes on one
-// database. The database should be acp-agent's own: the tables are named
-// sessions, turns, session_leases and acp_schema_version.
-type Postgres struct {
+// It keeps what the SQLite store (session/store/sqlite) keeps, with the
+// same promises: each finished turn is committed in one transaction, so a
+// crash loses at most the turn in progress. It is also the fleet's
+// [store.Leases] and a [store.FencedStore] (see Acquire). Safe for
+// concurrent use, by any number of processes on one database. The database
+// should be acp-agent's own: the tables are named sessions, turns,
+// session_leases and acp_schema_version.
+type Store struct {
 	pool   *pgxpool.Pool
 	name   string // the URL, for errors and logs (it holds no password)
 	leases *pgLeases
 }
 
 var (
-	_ Store       = (*Postgres)(nil)
-	_ FencedStore = (*Postgres)(nil)
-	_ Leases      = (*Postgres)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.FencedStore = (*Store)(nil)
+	_ store.Leases      = (*Store)(nil)
 )
 
-// ErrPostgresPassword: a PostgreSQL URL carries a password, which would end
+// ErrPassword: a PostgreSQL URL carries a password, which would end
 // up in a config file, a process list or a log.
-var ErrPostgresPassword = errors.New("a PostgreSQL URL must not carry a password: set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads")
+var ErrPassword = errors.New("a PostgreSQL URL must not carry a password: set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads")
 
-// IsPostgresURL reports whether store names a PostgreSQL database
+// IsURL reports whether store names a PostgreSQL database
 // (postgres:// or postgresql://) rather than a SQLite file.
-func IsPostgresURL(store string) bool {
+func IsURL(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
-// CheckPostgresURL checks a postgres:// or postgresql:// URL without
+// CheckURL checks a postgres:// or postgresql:// URL without
 // connecting: it must parse and must not carry a password (in the user
-// info or a password parameter): ErrPostgresPassword.
-func CheckPostgresURL(raw string) error {
-	if !IsPostgresURL(raw) {
+// info or a password parameter): ErrPassword.
+func CheckURL(raw string) error {
+	if !IsURL(raw) {
 		return fmt.Errorf("%q is not a postgres:// or postgresql:// URL", redactURL(raw))
 	}
 	u, err := url.Parse(raw)
@@ -125,7 +133,7 @@ func CheckPostgresURL(raw string) error {
 		return fmt.Errorf("the PostgreSQL URL does not parse: %v", redactURL(raw))
 	}
 	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
-		return ErrPostgresPassword
+		return ErrPassword
 	}
 	if _, err := pgxpool.ParseConfig(raw); err != nil {
 		return fmt.Errorf("PostgreSQL URL %s: %w", redactURL(raw), err)
@@ -147,27 +155,27 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-// OpenPostgres connects to the PostgreSQL database at rawURL
+// Open connects to the PostgreSQL database at rawURL
 // (postgres://[user@]host[:port]/db[?params] or postgresql://…; the
 // password comes from PGPASSWORD or ~/.pgpass, never the URL:
-// ErrPostgresPassword), creates or upgrades its schema (one transaction per
+// ErrPassword), creates or upgrades its schema (one transaction per
 // migration, serialized across replicas by an advisory lock) and refuses a
 // database whose schema is newer than this build's. Errors name the URL.
 // Close releases the pool and the lease connection.
-func OpenPostgres(ctx context.Context, rawURL string, opts *PostgresOptions) (*Postgres, error) {
-	return openPostgres(ctx, rawURL, opts, PostgresSchemaVersion)
+func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
+	return open(ctx, rawURL, opts, SchemaVersion)
 }
 
-// openPostgres migrates up to version target (tests build older databases).
-func openPostgres(ctx context.Context, rawURL string, opts *PostgresOptions, target int) (*Postgres, error) {
-	if err := CheckPostgresURL(rawURL); err != nil {
+// open migrates up to version target (tests build older databases).
+func open(ctx context.Context, rawURL string, opts *Options, target int) (*Store, error) {
+	if err := CheckURL(rawURL); err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	name := redactURL(rawURL)
-	fail := func(err error) (*Postgres, error) {
+	fail := func(err error) (*Store, error) {
 		return nil, fmt.Errorf("session store %s: %w", name, err)
 	}
-	var o PostgresOptions
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -182,7 +190,7 @@ func openPostgres(ctx context.Context, rawURL string, opts *PostgresOptions, tar
 	if err != nil {
 		return fail(err)
 	}
-	s := &Postgres{pool: pool, name: name}
+	s := &Store{pool: pool, name: name}
 	if err := s.migrate(ctx, target); err != nil {
 		pool.Close()
 		return fail(err)
@@ -193,7 +201,7 @@ func openPostgres(ctx context.Context, rawURL string, opts *PostgresOptions, tar
 
 // migrate applies the missing migrations up to target in one transaction
 // holding migrateLockKey.
-func (s *Postgres) migrate(ctx context.Context, target int) error {
+func (s *Store) migrate(ctx context.Context, target int) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
@@ -213,8 +221,8 @@ func (s *Postgres) migrate(ctx context.Context, target int) error {
 	if err != nil {
 		return fmt.Errorf("reading the schema version: %w", err)
 	}
-	if version > PostgresSchemaVersion {
-		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent (every replica), or point --store (store.url) elsewhere", version, PostgresSchemaVersion)
+	if version > SchemaVersion {
+		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent (every replica), or point --store (store.url) elsewhere", version, SchemaVersion)
 	}
 	for v := version; v < target; v++ {
 		if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
@@ -227,89 +235,90 @@ func (s *Postgres) migrate(ctx context.Context, target int) error {
 	return tx.Commit(ctx)
 }
 
-// wrap names the database in a store error. ErrNotFound, ErrBadCursor and
-// ErrFenced pass unchanged: they are about the request, not the database.
-func (s *Postgres) wrap(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) || errors.Is(err, ErrFenced) {
+// wrap names the database in a store error. store.ErrNotFound,
+// store.ErrBadCursor and store.ErrFenced pass unchanged: they are about the
+// request, not the database.
+func (s *Store) wrap(err error) error {
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrBadCursor) || errors.Is(err, store.ErrFenced) {
 		return err
 	}
 	return fmt.Errorf("session store %s: %w", s.name, err)
 }
 
 // Name returns the database's URL (it holds no password).
-func (s *Postgres) Name() string { return s.name }
+func (s *Store) Name() string { return s.name }
 
-// Close implements Store: it gives up every lease (closing the lease
+// Close implements store.Store: it gives up every lease (closing the lease
 // connection releases them server-side; their Lost channels close) and
 // closes the pool. Later calls do nothing.
-func (s *Postgres) Close() error {
+func (s *Store) Close() error {
 	s.leases.close()
 	s.pool.Close()
 	return nil
 }
 
-// Create implements Store.
-func (s *Postgres) Create(ctx context.Context, r Record) error {
-	servers, err := json.Marshal(orEmpty(r.Servers))
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, r store.Record) error {
+	servers, err := json.Marshal(rows.OrEmpty(r.Servers))
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+usageColumns+`)
+	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+rows.UsageColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, usageArgs(r.Usage)...)...)
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return s.wrap(err)
 }
 
-// Get implements Store.
-func (s *Postgres) Get(ctx context.Context, id string) (Record, error) {
-	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM sessions WHERE id = $1`, id).Scan)
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
+	r, err := rows.ScanRecord(s.pool.QueryRow(ctx, `SELECT `+rows.RecordColumns+` FROM sessions WHERE id = $1`, id).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return store.Record{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	return r, s.wrap(err)
 }
 
-// update runs a one-row UPDATE of session id: ErrNotFound if no row.
-func (s *Postgres) update(ctx context.Context, id, sql string, args ...any) error {
+// update runs a one-row UPDATE of session id: store.ErrNotFound if no row.
+func (s *Store) update(ctx context.Context, id, sql string, args ...any) error {
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return s.wrap(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	return nil
 }
 
-// SetServers implements Store.
-func (s *Postgres) SetServers(ctx context.Context, id string, servers []Server) error {
-	b, err := json.Marshal(orEmpty(servers))
+// SetServers implements store.Store.
+func (s *Store) SetServers(ctx context.Context, id string, servers []store.Server) error {
+	b, err := json.Marshal(rows.OrEmpty(servers))
 	if err != nil {
 		return err
 	}
 	return s.update(ctx, id, `UPDATE sessions SET servers = $1 WHERE id = $2`, string(b), id)
 }
 
-// SetModel implements Store.
-func (s *Postgres) SetModel(ctx context.Context, id, model string) error {
+// SetModel implements store.Store.
+func (s *Store) SetModel(ctx context.Context, id, model string) error {
 	return s.update(ctx, id, `UPDATE sessions SET model = $1 WHERE id = $2`, model, id)
 }
 
-// List implements Store.
-func (s *Postgres) List(ctx context.Context, opts ListOptions) (_ []Record, _ string, err error) {
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, opts store.ListOptions) (_ []store.Record, _ string, err error) {
 	defer func() { err = s.wrap(err) }()
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	q := `SELECT ` + recordColumns + ` FROM sessions WHERE tenant = $1`
+	q := `SELECT ` + rows.RecordColumns + ` FROM sessions WHERE tenant = $1`
 	args := []any{opts.Tenant}
 	if opts.Cwd != "" {
 		args = append(args, opts.Cwd)
 		q += fmt.Sprintf(` AND cwd = $%d`, len(args))
 	}
 	if opts.Cursor != "" {
-		at, id, err := decodeCursor(opts.Cursor)
+		at, id, err := rows.DecodeCursor(opts.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -318,23 +327,23 @@ func (s *Postgres) List(ctx context.Context, opts ListOptions) (_ []Record, _ st
 	}
 	args = append(args, limit+1)
 	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT $%d`, len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
+	rs, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	defer rows.Close()
-	return readPage(rows.Next, rows.Scan, rows.Err, limit)
+	defer rs.Close()
+	return rows.ReadPage(rs.Next, rs.Scan, rs.Err, limit)
 }
 
-// AppendTurn implements Store.
-func (s *Postgres) AppendTurn(ctx context.Context, id string, turn Turn) error {
+// AppendTurn implements store.Store.
+func (s *Store) AppendTurn(ctx context.Context, id string, turn store.Turn) error {
 	return s.appendTurn(ctx, id, turn, nil)
 }
 
-// AppendTurns implements BatchStore: the turns' statements sent in one
+// AppendTurns implements store.BatchStore: the turns' statements sent in one
 // round trip (pgx.Batch) and committed in one transaction, so one WAL
 // flush for the batch.
-func (s *Postgres) AppendTurns(ctx context.Context, batch []SessionTurn) (err error) {
+func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err error) {
 	defer func() { err = s.wrap(err) }()
 	b := &pgx.Batch{}
 	now := time.Now().UnixMilli()
@@ -355,19 +364,19 @@ func (s *Postgres) AppendTurns(ctx context.Context, batch []SessionTurn) (err er
 			}
 			if tag.RowsAffected() != 1 {
 				_ = br.Close()
-				return fmt.Errorf("%w: %q", ErrNotFound, t.ID)
+				return fmt.Errorf("%w: %q", store.ErrNotFound, t.ID)
 			}
 		}
 		return br.Close()
 	})
 }
 
-// AppendTurnFenced implements FencedStore: in the turn's statement (one
+// AppendTurnFenced implements store.FencedStore: in the turn's statement (one
 // transaction), the session's session_leases row is read FOR SHARE (a
 // later Acquire's token bump waits for the commit) and the turn is written
-// only if its token is token; else ErrFenced (ErrNotFound for an unknown
-// session) and nothing is written.
-func (s *Postgres) AppendTurnFenced(ctx context.Context, id string, token int64, turn Turn) error {
+// only if its token is token; else store.ErrFenced (store.ErrNotFound for
+// an unknown session) and nothing is written.
+func (s *Store) AppendTurnFenced(ctx context.Context, id string, token int64, turn store.Turn) error {
 	return s.appendTurn(ctx, id, turn, &token)
 }
 
@@ -397,7 +406,7 @@ const (
 )
 
 // appendTurn writes turn, fenced by *token if not nil.
-func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *int64) (err error) {
+func (s *Store) appendTurn(ctx context.Context, id string, turn store.Turn, token *int64) (err error) {
 	defer func() { err = s.wrap(err) }()
 	q, args, err := appendTurnArgs(id, turn, time.Now().UnixMilli(), token)
 	if err != nil {
@@ -414,40 +423,40 @@ func (s *Postgres) appendTurn(ctx context.Context, id string, turn Turn, token *
 		if _, err := s.Get(ctx, id); err != nil {
 			return err
 		}
-		return fmt.Errorf("session %s, token %d: %w", id, *token, ErrFenced)
+		return fmt.Errorf("session %s, token %d: %w", id, *token, store.ErrFenced)
 	}
-	return fmt.Errorf("%w: %q", ErrNotFound, id)
+	return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 }
 
 // appendTurnArgs returns the statement and arguments that append turn to
 // session id at now (Unix ms), fenced by *token if not nil.
-func appendTurnArgs(id string, turn Turn, now int64, token *int64) (string, []any, error) {
-	row, err := encodeTurn(id, turn)
+func appendTurnArgs(id string, turn store.Turn, now int64, token *int64) (string, []any, error) {
+	row, err := rows.EncodeTurn(id, turn)
 	if err != nil {
 		return "", nil, err
 	}
 	title := ""
 	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		title = TitleFrom(turn.Messages[0].Content)
+		title = store.TitleFrom(turn.Messages[0].Content)
 	}
 	q := appendTurnSQL
-	args := append([]any{id, now, title, row.messages, string(turn.StopReason), row.usage, row.compaction}, usageArgs(turn.Usage)...)
+	args := append([]any{id, now, title, row.Messages, string(turn.StopReason), row.Usage, row.Compaction}, rows.UsageArgs(turn.Usage)...)
 	if token != nil {
 		q, args = fencedTurnSQL, append(args, *token)
 	}
 	return q, args, nil
 }
 
-// Turns implements Store.
-func (s *Postgres) Turns(ctx context.Context, id string) (_ []Turn, err error) {
+// Turns implements store.Store.
+func (s *Store) Turns(ctx context.Context, id string) (_ []store.Turn, err error) {
 	defer func() { err = s.wrap(err) }()
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+turnColumns+` FROM turns WHERE session_id = $1 ORDER BY seq`, id)
+	rs, err := s.pool.Query(ctx, `SELECT `+rows.TurnColumns+` FROM turns WHERE session_id = $1 ORDER BY seq`, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	return readTurns(id, rows.Next, rows.Scan, rows.Err)
+	defer rs.Close()
+	return rows.ReadTurns(id, rs.Next, rs.Scan, rs.Err)
 }

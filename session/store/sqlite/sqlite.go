@@ -1,22 +1,26 @@
-package session
+// Package sqlite is the embedded session store: one SQLite database file
+// (pure Go, modernc.org/sqlite), shared by every agent process that opens
+// it. [Open] checks and migrates the file; [DefaultPath] is where the agent
+// keeps it unless told otherwise.
+package sqlite
 
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+	driver "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/internal/rows"
 )
 
 // migrations are the schema versions, applied in order; the schema version
@@ -69,14 +73,14 @@ var migrations = [...]string{
 }
 
 // SchemaVersion is the schema version this build writes (the database's
-// PRAGMA user_version after OpenSQLite). A database with a higher version is
+// PRAGMA user_version after Open). A database with a higher version is
 // refused.
 const SchemaVersion = len(migrations)
 
-// SQLite is the embedded session store: one SQLite database file (pure Go,
+// Store is the embedded session store: one SQLite database file (pure Go,
 // modernc.org/sqlite), in WAL mode with a busy timeout, so several agent
 // processes can share it. Safe for concurrent use.
-type SQLite struct {
+type Store struct {
 	db   *sql.DB
 	path string
 	// touchTurn and insertTurn are AppendTurn's statements (touchTurnSQL,
@@ -97,7 +101,10 @@ const (
 	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?)`
 )
 
-var _ Store = (*SQLite)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.BatchStore = (*Store)(nil)
+)
 
 // DefaultPath returns $XDG_STATE_HOME/acp-agent/sessions.db, falling back to
 // ~/.local/state/acp-agent/sessions.db.
@@ -113,19 +120,19 @@ func DefaultPath() (string, error) {
 	return filepath.Join(dir, "acp-agent", "sessions.db"), nil
 }
 
-// OpenSQLite opens (creating if needed) the store at path, checks it with
+// Open opens (creating if needed) the store at path, checks it with
 // SQLite's quick_check and upgrades an older schema. A database that cannot
 // be opened, is locked past the busy timeout, is damaged (not a database, or
 // corrupt pages), or has a newer schema is an error naming the path, the
 // cause and what to do; there is no silent fallback. Every later error of
 // the store names the path too.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	return openSQLite(ctx, path, SchemaVersion)
+func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, SchemaVersion)
 }
 
-// openSQLite migrates up to version target (tests build older databases).
-func openSQLite(ctx context.Context, path string, target int) (*SQLite, error) {
-	fail := func(err error) (*SQLite, error) {
+// open migrates up to version target (tests build older databases).
+func open(ctx context.Context, path string, target int) (*Store, error) {
+	fail := func(err error) (*Store, error) {
 		return nil, fmt.Errorf("session store %s: %w", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -136,7 +143,7 @@ func openSQLite(ctx context.Context, path string, target int) (*SQLite, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &SQLite{db: db, path: path}
+	s := &Store{db: db, path: path}
 	if err := s.check(ctx); err != nil {
 		db.Close()
 		return nil, s.wrap(err)
@@ -171,52 +178,47 @@ func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt, query string, args ..
 
 // check runs PRAGMA quick_check: a damaged database is found at start, not
 // by every later request.
-func (s *SQLite) check(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check(5)")
+func (s *Store) check(ctx context.Context) error {
+	rs, err := s.db.QueryContext(ctx, "PRAGMA quick_check(5)")
 	if err != nil {
 		return fmt.Errorf("checking the database (quick_check): %w", err)
 	}
-	defer rows.Close()
+	defer rs.Close()
 	var problems []string
-	for rows.Next() {
+	for rs.Next() {
 		var line string
-		if err := rows.Scan(&line); err != nil {
+		if err := rs.Scan(&line); err != nil {
 			return fmt.Errorf("checking the database (quick_check): %w", err)
 		}
 		if line != "ok" {
 			problems = append(problems, line)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	if err := rs.Err(); err != nil {
 		return fmt.Errorf("checking the database (quick_check): %w", err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: quick_check found: %s", ErrDamaged, strings.Join(problems, "; "))
+		return fmt.Errorf("%w: quick_check found: %s", store.ErrDamaged, strings.Join(problems, "; "))
 	}
 	return nil
 }
-
-// ErrDamaged marks a store whose database SQLite finds corrupt (quick_check
-// at open, or a corrupt page later) or that is not a SQLite database. The
-// error names the file and says what to do with it.
-var ErrDamaged = errors.New("the database is damaged")
 
 // damagedAdvice says what to do with a damaged store file.
 const damagedAdvice = "move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store"
 
 // wrap names the database file in a store error, and for a damaged
-// database says what to do. ErrNotFound and ErrBadCursor pass unchanged:
-// they are about the request, not the file.
-func (s *SQLite) wrap(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) || strings.Contains(err.Error(), "session store "+s.path) {
+// database says what to do. store.ErrNotFound and store.ErrBadCursor pass
+// unchanged: they are about the request, not the file.
+func (s *Store) wrap(err error) error {
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrBadCursor) || strings.Contains(err.Error(), "session store "+s.path) {
 		return err
 	}
-	var se *sqlite.Error
+	var se *driver.Error
 	switch {
-	case errors.Is(err, ErrDamaged):
+	case errors.Is(err, store.ErrDamaged):
 		return fmt.Errorf("session store %s: %w: %s", s.path, err, damagedAdvice)
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB):
-		return fmt.Errorf("session store %s: %w (%w): %s", s.path, ErrDamaged, err, damagedAdvice)
+		return fmt.Errorf("session store %s: %w (%w): %s", s.path, store.ErrDamaged, err, damagedAdvice)
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code()&0xff == sqlite3.SQLITE_IOERR):
 		return fmt.Errorf("session store %s: %w: the disk may be full or the file not allowed to grow; once there is room, writes succeed again", s.path, err)
 	}
@@ -225,7 +227,7 @@ func (s *SQLite) wrap(err error) error {
 
 // migrate applies the missing migrations up to target, each in its own
 // transaction with the version bump.
-func (s *SQLite) migrate(ctx context.Context, target int) error {
+func (s *Store) migrate(ctx context.Context, target int) error {
 	var version int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("reading the schema version: %w", err)
@@ -254,10 +256,10 @@ func (s *SQLite) migrate(ctx context.Context, target int) error {
 }
 
 // Path returns the database file.
-func (s *SQLite) Path() string { return s.path }
+func (s *Store) Path() string { return s.path }
 
-// Close implements Store.
-func (s *SQLite) Close() error {
+// Close implements store.Store.
+func (s *Store) Close() error {
 	for _, st := range []*sql.Stmt{s.touchTurn, s.insertTurn} {
 		if st != nil {
 			_ = st.Close()
@@ -266,58 +268,32 @@ func (s *SQLite) Close() error {
 	return s.db.Close()
 }
 
-// Create implements Store.
-func (s *SQLite) Create(ctx context.Context, r Record) (err error) {
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, r store.Record) (err error) {
 	defer func() { err = s.wrap(err) }()
-	servers, err := json.Marshal(orEmpty(r.Servers))
+	servers, err := json.Marshal(rows.OrEmpty(r.Servers))
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+usageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, usageArgs(r.Usage)...)...)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return err
 }
 
-func orEmpty(s []Server) []Server {
-	if s == nil {
-		return []Server{}
-	}
-	return s
-}
-
-// Get implements Store.
-func (s *SQLite) Get(ctx context.Context, id string) (Record, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM sessions WHERE id = ?`, id)
-	r, err := scanRecord(row.Scan)
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+rows.RecordColumns+` FROM sessions WHERE id = ?`, id)
+	r, err := rows.ScanRecord(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return store.Record{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	return r, s.wrap(err)
 }
 
-// recordColumns are the columns scanRecord reads, in order.
-const recordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, ` + usageColumns
-
-func scanRecord(scan func(...any) error) (Record, error) {
-	var r Record
-	var created, updated int64
-	var servers string
-	u := &r.Usage
-	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Tenant,
-		&u.InputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.OutputTokens, &u.ThoughtTokens, &u.Requests, &u.Cost, &u.Unpriced); err != nil {
-		return Record{}, err
-	}
-	r.Created, r.Updated = time.UnixMilli(created), time.UnixMilli(updated)
-	if err := json.Unmarshal([]byte(servers), &r.Servers); err != nil {
-		return Record{}, fmt.Errorf("session %s: servers: %w", r.ID, err)
-	}
-	return r, nil
-}
-
-// SetServers implements Store.
-func (s *SQLite) SetServers(ctx context.Context, id string, servers []Server) (err error) {
+// SetServers implements store.Store.
+func (s *Store) SetServers(ctx context.Context, id string, servers []store.Server) (err error) {
 	defer func() { err = s.wrap(err) }()
-	b, err := json.Marshal(orEmpty(servers))
+	b, err := json.Marshal(rows.OrEmpty(servers))
 	if err != nil {
 		return err
 	}
@@ -326,39 +302,39 @@ func (s *SQLite) SetServers(ctx context.Context, id string, servers []Server) (e
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	return nil
 }
 
-// SetModel implements Store.
-func (s *SQLite) SetModel(ctx context.Context, id, model string) (err error) {
+// SetModel implements store.Store.
+func (s *Store) SetModel(ctx context.Context, id, model string) (err error) {
 	defer func() { err = s.wrap(err) }()
 	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET model = ? WHERE id = ?`, model, id)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	return nil
 }
 
-// List implements Store.
-func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ string, err error) {
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, opts store.ListOptions) (_ []store.Record, _ string, err error) {
 	defer func() { err = s.wrap(err) }()
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	q := `SELECT ` + recordColumns + ` FROM sessions WHERE tenant = ?`
+	q := `SELECT ` + rows.RecordColumns + ` FROM sessions WHERE tenant = ?`
 	args := []any{opts.Tenant}
 	if opts.Cwd != "" {
 		q += ` AND cwd = ?`
 		args = append(args, opts.Cwd)
 	}
 	if opts.Cursor != "" {
-		at, id, err := decodeCursor(opts.Cursor)
+		at, id, err := rows.DecodeCursor(opts.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -367,66 +343,22 @@ func (s *SQLite) List(ctx context.Context, opts ListOptions) (_ []Record, _ stri
 	}
 	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
 	args = append(args, limit+1)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rs, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	defer rows.Close()
-	return readPage(rows.Next, rows.Scan, rows.Err, limit)
+	defer rs.Close()
+	return rows.ReadPage(rs.Next, rs.Scan, rs.Err, limit)
 }
 
-// readPage reads the records of a List query that asked for limit+1 rows
-// (next, scan and rowsErr are its rows' methods) and returns at most limit
-// of them with the cursor of the next page ("" at the end).
-func readPage(next func() bool, scan func(...any) error, rowsErr func() error, limit int) ([]Record, string, error) {
-	var out []Record
-	for next() {
-		r, err := scanRecord(scan)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, r)
-	}
-	if err := rowsErr(); err != nil {
-		return nil, "", err
-	}
-	cursor := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		cursor = encodeCursor(last.Updated.UnixMilli(), last.ID)
-	}
-	return out, cursor, nil
+// AppendTurn implements store.Store.
+func (s *Store) AppendTurn(ctx context.Context, id string, turn store.Turn) error {
+	return s.AppendTurns(ctx, []store.SessionTurn{{ID: id, Turn: turn}})
 }
 
-// ErrBadCursor: a List cursor this store did not issue.
-var ErrBadCursor = errors.New("invalid cursor")
-
-func encodeCursor(at int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + ":" + id))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
-	}
-	at, id, ok := strings.Cut(string(b), ":")
-	n, err := strconv.ParseInt(at, 10, 64)
-	if !ok || err != nil {
-		return 0, "", fmt.Errorf("%w %q", ErrBadCursor, c)
-	}
-	return n, id, nil
-}
-
-// AppendTurn implements Store.
-func (s *SQLite) AppendTurn(ctx context.Context, id string, turn Turn) error {
-	return s.AppendTurns(ctx, []SessionTurn{{ID: id, Turn: turn}})
-}
-
-// AppendTurns implements BatchStore: the turns in one transaction, so one
-// commit (and WAL write) for the batch.
-func (s *SQLite) AppendTurns(ctx context.Context, batch []SessionTurn) (err error) {
+// AppendTurns implements store.BatchStore: the turns in one transaction,
+// so one commit (and WAL write) for the batch.
+func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err error) {
 	defer func() { err = s.wrap(err) }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -443,37 +375,37 @@ func (s *SQLite) AppendTurns(ctx context.Context, batch []SessionTurn) (err erro
 }
 
 // appendIn writes one turn of session id in tx.
-func (s *SQLite) appendIn(ctx context.Context, tx *sql.Tx, now int64, id string, turn Turn) error {
-	row, err := encodeTurn(id, turn)
+func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, now int64, id string, turn store.Turn) error {
+	row, err := rows.EncodeTurn(id, turn)
 	if err != nil {
 		return err
 	}
 	title := ""
 	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		title = TitleFrom(turn.Messages[0].Content)
+		title = store.TitleFrom(turn.Messages[0].Content)
 	}
-	args := append(append([]any{now, title}, usageArgs(turn.Usage)...), id)
+	args := append(append([]any{now, title}, rows.UsageArgs(turn.Usage)...), id)
 	res, err := execIn(ctx, tx, s.touchTurn, touchTurnSQL, args...)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
-	_, err = execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, row.messages, string(turn.StopReason), row.usage, row.compaction)
+	_, err = execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, row.Messages, string(turn.StopReason), row.Usage, row.Compaction)
 	return err
 }
 
-// Turns implements Store.
-func (s *SQLite) Turns(ctx context.Context, id string) (_ []Turn, err error) {
+// Turns implements store.Store.
+func (s *Store) Turns(ctx context.Context, id string) (_ []store.Turn, err error) {
 	defer func() { err = s.wrap(err) }()
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE session_id = ? ORDER BY seq`, id)
+	rs, err := s.db.QueryContext(ctx, `SELECT `+rows.TurnColumns+` FROM turns WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	return readTurns(id, rows.Next, rows.Scan, rows.Err)
+	defer rs.Close()
+	return rows.ReadTurns(id, rs.Next, rs.Scan, rs.Err)
 }

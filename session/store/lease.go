@@ -1,8 +1,7 @@
-package session
+package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 )
@@ -61,14 +60,11 @@ func (e *LeasedError) Error() string {
 	return fmt.Sprintf("session %s is running a turn on %s: wait for it to end (or cancel it there), then prompt again", e.ID, e.Owner)
 }
 
-// ErrFenced: a write fenced with a lease token came after a later hold of
-// the session's lease (the writer lost its lease).
-var ErrFenced = errors.New("the session's lease has moved on: this write comes from an older turn")
-
 // FencedStore is a Store whose turn writes can be fenced by a lease token.
-// [Postgres] implements it. Memory and SQLite do not: their leases are one
-// process's [LocalLeases], which are never lost, so there is no stale
-// holder to fence; check with a type assertion.
+// The PostgreSQL store (package session/store/postgres) implements it.
+// Memory and SQLite do not: their leases are one process's [LocalLeases],
+// which are never lost, so there is no stale holder to fence; check with a
+// type assertion.
 type FencedStore interface {
 	Store
 	// AppendTurnFenced is AppendTurn, committed only if token is still the

@@ -1,15 +1,11 @@
-package session
+package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
-
-// ErrNotFound: no session has that ID (or gateway key).
-var ErrNotFound = errors.New("session not found")
 
 // Record is what is stored about one session. Secret values never are: of
 // its MCP servers only the names and transports are kept, since the client
@@ -76,8 +72,8 @@ type ListOptions struct {
 }
 
 // Store keeps sessions and their transcripts across agent restarts. Every
-// method is safe for concurrent use, and, for the embedded SQLite store,
-// across processes sharing the database.
+// method is safe for concurrent use, and, for the embedded SQLite store
+// (package session/store/sqlite), across processes sharing the database.
 type Store interface {
 	// Create stores a new session record.
 	Create(ctx context.Context, r Record) error
@@ -101,6 +97,23 @@ type Store interface {
 	Turns(ctx context.Context, id string) ([]Turn, error)
 	// Close releases the store.
 	Close() error
+}
+
+// BatchStore is a Store that commits the turns of several sessions at once
+// (group commit), which costs one commit (and one fsync, where the store
+// syncs) instead of one per turn.
+type BatchStore interface {
+	Store
+	// AppendTurns commits every turn of batch, in order, in one
+	// transaction, each as AppendTurn would; if one fails, none is
+	// committed and the error names it.
+	AppendTurns(ctx context.Context, batch []SessionTurn) error
+}
+
+// SessionTurn is one turn of session ID, for BatchStore.AppendTurns.
+type SessionTurn struct {
+	ID   string
+	Turn Turn
 }
 
 // TitleFrom returns a session title made from a prompt: its first line, at

@@ -1,4 +1,4 @@
-package session
+package sqlite
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // A store written before models were kept opens with every model "".
 func TestSQLite_MigratesSchemaVersion2(t *testing.T) {
-	st, err := OpenSQLite(t.Context(), oldStore(t, 2))
+	st, err := Open(t.Context(), oldStore(t, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestSQLite_MigratesSchemaVersion2(t *testing.T) {
 // malformed".
 func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	st, err := OpenSQLite(t.Context(), path)
+	st, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 	big := strings.Repeat("x", 2000)
 	for i := range 40 {
 		id := "sess_" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		if err := st.Create(t.Context(), Record{ID: id, Key: "acp:" + id, Cwd: "/w/" + big, Created: now, Updated: now}); err != nil {
+		if err := st.Create(t.Context(), store.Record{ID: id, Key: "acp:" + id, Cwd: "/w/" + big, Created: now, Updated: now}); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.AppendTurn(t.Context(), id, turn(big, big)); err != nil {
@@ -59,8 +61,8 @@ func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenSQLite(t.Context(), path)
-	if err == nil || !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file away") {
+	_, err = Open(t.Context(), path)
+	if err == nil || !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file away") {
 		t.Errorf("open of a corrupt store = %v; want an error naming %s and what to do", err, path)
 	}
 }
@@ -68,17 +70,17 @@ func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 // Every error of the store names its file.
 func TestSQLite_ErrorsNameTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	st, err := OpenSQLite(t.Context(), path)
+	st, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	ctx := t.Context()
 	_, getErr := st.Get(ctx, "sess_a")
-	_, _, listErr := st.List(ctx, ListOptions{})
+	_, _, listErr := st.List(ctx, store.ListOptions{})
 	_, turnsErr := st.Turns(ctx, "sess_a")
 	for name, err := range map[string]error{
-		"Create": st.Create(ctx, Record{ID: "sess_a"}), "Get": getErr, "List": listErr, "Turns": turnsErr,
+		"Create": st.Create(ctx, store.Record{ID: "sess_a"}), "Get": getErr, "List": listErr, "Turns": turnsErr,
 		"SetServers": st.SetServers(ctx, "sess_a", nil), "SetModel": st.SetModel(ctx, "sess_a", "m"),
 		"AppendTurn": st.AppendTurn(ctx, "sess_a", turn("a", "b")),
 	} {

@@ -1,4 +1,4 @@
-package session
+package postgres
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Lease connection settings. TCP keepalive, set on both ends of the lease
@@ -40,13 +42,13 @@ func leaseKey(id string) int64 {
 	return int64(h.Sum64())
 }
 
-// Acquire implements Leases, fleet-wide: the lease of session id is the
-// PostgreSQL session-level advisory lock pg_try_advisory_lock(key), key
+// Acquire implements store.Leases, fleet-wide: the lease of session id is
+// the PostgreSQL session-level advisory lock pg_try_advisory_lock(key), key
 // the 64-bit FNV-1a hash of id (ids that collide share a lease), held on
 // one dedicated connection per store (not the pool's). Taking it bumps the
 // session's row in session_leases (token = token + 1, owner), on the same
 // connection: the Lease's Token. While another holder (another replica, or
-// another caller of this store) has it, Acquire returns a *LeasedError
+// another caller of this store) has it, Acquire returns a *store.LeasedError
 // naming the owner last recorded in session_leases (in the instant between
 // a new holder's lock and its row update, the previous holder's name).
 //
@@ -61,13 +63,13 @@ func leaseKey(id string) int64 {
 // the dedicated connection: a store takes or gives back at most about
 // 1/(2 × round trip) leases a second (thousands on a LAN), whatever the
 // pool size. Safe for concurrent use.
-func (s *Postgres) Acquire(ctx context.Context, id, owner string) (*Lease, error) {
+func (s *Store) Acquire(ctx context.Context, id, owner string) (*store.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	l, err := s.leases.acquire(ctx, id, owner)
 	if err != nil {
-		var le *LeasedError
+		var le *store.LeasedError
 		if errors.As(err, &le) {
 			return nil, err
 		}
@@ -80,7 +82,7 @@ func (s *Postgres) Acquire(ctx context.Context, id, owner string) (*Lease, error
 	return l, nil
 }
 
-// pgLeases is the lease connection of a Postgres store and the leases held
+// pgLeases is the lease connection of a PostgreSQL store and the leases held
 // on it. One goroutine (run) owns the connection: acquire and release hand
 // it operations; between operations it waits on the connection, so that a
 // broken connection is seen at once, not at the next Acquire.
@@ -143,19 +145,19 @@ func (l *pgLeases) do(ctx context.Context, fn func(ctx context.Context, conn *pg
 	return <-op.done
 }
 
-func (l *pgLeases) acquire(ctx context.Context, id, owner string) (*Lease, error) {
+func (l *pgLeases) acquire(ctx context.Context, id, owner string) (*store.Lease, error) {
 	key := leaseKey(id)
 	var h *pgHold
 	err := l.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		if o, ok := l.held[key]; ok { // advisory locks are reentrant: check ours first
-			return &LeasedError{ID: id, Owner: o.owner}
+			return &store.LeasedError{ID: id, Owner: o.owner}
 		}
 		var got bool
 		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&got); err != nil {
 			return err
 		}
 		if !got {
-			le := &LeasedError{ID: id, Owner: "another replica"}
+			le := &store.LeasedError{ID: id, Owner: "another replica"}
 			var o string
 			if err := conn.QueryRow(ctx, `SELECT owner FROM session_leases WHERE session_id = $1`, id).Scan(&o); err == nil && o != "" {
 				le.Owner = o
@@ -181,7 +183,7 @@ func (l *pgLeases) acquire(ctx context.Context, id, owner string) (*Lease, error
 	if err != nil {
 		return nil, err
 	}
-	return NewLease(id, owner, h.token, h.lost, func(context.Context) error { return l.release(key, h) }), nil
+	return store.NewLease(id, owner, h.token, h.lost, func(context.Context) error { return l.release(key, h) }), nil
 }
 
 // release unlocks h's key, unless h was lost meanwhile (its lock went with

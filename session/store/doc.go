@@ -1,0 +1,32 @@
+// Package store is what acp-agent keeps of its sessions across restarts:
+// the [Store] interface, what it stores (a session's [Record] and its
+// committed [Turn]s), and the [Leases] that let one holder at a time run a
+// session's turn, with the fencing ([FencedStore]) that keeps a holder that
+// lost its lease from writing.
+//
+// The engines are packages of their own, so that a program links only the
+// drivers it uses:
+//
+//   - session/store/memory: [Store] in memory (nothing survives the process);
+//   - session/store/sqlite: one SQLite file, shared across processes;
+//   - session/store/postgres: one PostgreSQL database shared by a gateway
+//     fleet, which is also the fleet's [Leases] and a [FencedStore].
+//
+// Package session/store/storetest is the contract every Store passes.
+// Package session builds the live sessions on a Store (its History commits
+// each finished turn); package gateway/remote serves a Store to remote
+// clients and is one ([BatchStore] is the group commit a store may offer).
+//
+// # Errors
+//
+// Stores return errors wrapping [ErrNotFound] (no such session),
+// [ErrBadCursor] (a List cursor the store did not issue), [ErrFenced] (a
+// fenced write from a lease that has moved on) and [ErrDamaged] (a
+// damaged database file); Acquire returns a [*LeasedError] while another
+// holder has the lease. Other errors are the engine's, naming its database.
+//
+// # Concurrency
+//
+// Every Store and Leases method is safe for concurrent use; [LocalLeases]
+// and [Lease.Release] too.
+package store
