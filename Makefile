@@ -114,7 +114,7 @@ bench: e2e-deps pg-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkSessions1000$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkFleet$$' -benchtime 3x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkEconomy' -benchtime 1x -count 1 ./gateway/runner | tee -a $(BIN)/bench.txt
-	$(GO) test -run '^$$' -bench 'BenchmarkHistoryAppend|BenchmarkSQLiteAppendTurn' -benchtime 4000x -count 1 ./session | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkHistoryAppend|BenchmarkSQLiteAppendTurn' -benchtime 4000x -count 1 ./session ./session/store/sqlite | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary ($$(nproc) cores, $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 	@awk '{ sub(/-[0-9]+$$/, "", $$1) } \
 		$$1 ~ /^BenchmarkCall\// { split($$1, k, "/"); ns[k[2] " " k[3] " " k[4]] = $$3; if (!((k[2] " " k[3]) in seen)) { seen[k[2] " " k[3]] = 1; order[++n] = k[2] " " k[3] } } \
