@@ -41,8 +41,11 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	var stop gateway.StopReason
 	var usage *gateway.UsageReport // the turn's, if it asked a model
 	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
-		stop, err = s.Turn(ctx, func(context.Context) (gateway.StopReason, error) {
-			send(acpsdk.UpdateAgentMessageText(answer())) // after any running turn
+		stop, err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
+			send(acpsdk.UpdateAgentMessageText(answer(ctx))) // after any running turn
+			if ctx.Err() != nil {
+				return gateway.StopCancelled, nil
+			}
 			return gateway.StopEndTurn, nil
 		})
 	} else {

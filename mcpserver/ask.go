@@ -146,8 +146,8 @@ func (r *run) run(ctx context.Context) {
 	defer r.sv.release(r.c)
 	s := r.c.s
 	if answer, ok := session.FrontEndCommand(s, r.message); ok {
-		r.stop, r.err = s.Turn(ctx, func(context.Context) (gateway.StopReason, error) {
-			text := answer()
+		r.stop, r.err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
+			text := answer(ctx)
 			r.emit(gateway.Event{Kind: gateway.EventTextDelta, Text: text})
 			return gateway.StopEndTurn, nil
 		})

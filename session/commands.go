@@ -13,13 +13,13 @@ import (
 // frontEndCommands answer the runner.Commands marked FrontEnd, from the
 // session's own state; the others go to the gateway. A test checks that the
 // two agree.
-var frontEndCommands = map[string]func(s *Session, rest string) string{
+var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest string) string{
 	"resources": resourcesCommand, // resources.go
 	"read":      readCommand,
-	"servers": func(s *Session, _ string) string {
+	"servers": func(_ context.Context, s *Session, _ string) string {
 		return ServersText(s.Servers(), s.Manager().ToolLimit())
 	},
-	"login": func(s *Session, rest string) string {
+	"login": func(_ context.Context, s *Session, rest string) string {
 		if rest == "" {
 			return "Usage: /login <server>; /servers lists them."
 		}
@@ -28,11 +28,11 @@ var frontEndCommands = map[string]func(s *Session, rest string) string{
 		}
 		return fmt.Sprintf("Connecting MCP server %q again; a sign-in link follows if it asks for one.", rest)
 	},
-	"logout": func(s *Session, rest string) string {
+	"logout": func(ctx context.Context, s *Session, rest string) string {
 		if rest == "" {
 			return "Usage: /logout <server>; /servers lists them."
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
+		ctx, cancel := context.WithTimeout(ctx, logoutTimeout)
 		defer cancel()
 		if err := s.Manager().Logout(ctx, rest); err != nil {
 			return err.Error() + "."
@@ -48,9 +48,11 @@ const logoutTimeout = 30 * time.Second
 // starts with (the runner.Commands marked FrontEnd: /servers), as a function
 // computing the answer from the session's state, or ok=false for any other
 // text (which goes to the gateway). Every front end (acp, mcpserver) answers
-// them through it; run the answer inside [Session.Turn] so it follows any
-// running turn.
-func FrontEndCommand(s *Session, text string) (answer func() string, ok bool) {
+// them through it; run the answer inside [Session.Turn], with the turn's
+// context, so it follows any running turn and session/cancel (or the
+// turn's end) cancels what it waits for (/read's resources/read, /logout's
+// revocations).
+func FrontEndCommand(s *Session, text string) (answer func(ctx context.Context) string, ok bool) {
 	c, rest, ok := runner.ParseCommand(text)
 	if !ok || !c.FrontEnd {
 		return nil, false
@@ -59,7 +61,7 @@ func FrontEndCommand(s *Session, text string) (answer func() string, ok bool) {
 	if run == nil {
 		return nil, false // a table without its handler: TestCommands_FrontEndHandlers
 	}
-	return func() string { return run(s, rest) }, true
+	return func(ctx context.Context) string { return run(ctx, s, rest) }, true
 }
 
 // ServersText renders /servers: one line per server (state, transport, tool

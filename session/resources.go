@@ -21,17 +21,17 @@ const readShowMax = 64 << 10
 
 // resourcesCommand answers /resources: the session's resources and resource
 // templates by server.
-func resourcesCommand(s *Session, _ string) string {
+func resourcesCommand(_ context.Context, s *Session, _ string) string {
 	return ResourcesText(s.Manager().Resources())
 }
 
 // readCommand answers /read <uri>: the resource's text, binary contents
 // summarized.
-func readCommand(s *Session, rest string) string {
+func readCommand(ctx context.Context, s *Session, rest string) string {
 	if rest == "" {
 		return "Usage: /read <uri>; /resources lists the resources of this session."
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	res, err := s.Manager().ReadResource(ctx, rest)
 	if err != nil {

@@ -52,7 +52,45 @@ func frontEnd(t *testing.T, s *session.Session, text string) string {
 	if !ok {
 		t.Fatalf("%q is not a front-end command", text)
 	}
-	return answer()
+	return answer(t.Context())
+}
+
+// A front-end command runs with the turn's context: a cancelled turn ends
+// /read's resources/read at once instead of after its 2-minute timeout.
+func TestCommands_ReadFollowsTheTurnsContext(t *testing.T) {
+	slow := func(session.InProcessEnv) *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+		srv.AddResource(&mcp.Resource{URI: "mem://slow/doc", Name: "doc", MIMEType: "text/plain"},
+			func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				<-ctx.Done() // answers only when the read is cancelled
+				return nil, ctx.Err()
+			})
+		return srv
+	}
+	gw, _ := haikuGateway()
+	core := session.NewCore(session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "slow", New: slow}}})
+	t.Cleanup(core.Shutdown)
+	s, err := core.Open(t.Context(), session.OpenRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.End)
+	answer, ok := session.FrontEndCommand(s, "/read mem://slow/doc")
+	if !ok {
+		t.Fatal("/read is not a front-end command")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan string, 1)
+	go func() { got <- answer(ctx) }()
+	cancel()
+	select {
+	case text := <-got:
+		if !strings.Contains(text, "cancel") {
+			t.Errorf("/read cancelled = %q, want it to say it was cancelled", text)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("/read did not end within 30s of its turn's cancellation")
+	}
 }
 
 func TestCommands_ResourcesAndRead(t *testing.T) {
