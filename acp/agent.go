@@ -295,7 +295,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 func ownServers(meta map[string]any) ([]bridge.ServerSpec, error) {
 	raw, err := rawMCPServers(meta)
 	if err != nil {
-		return nil, fmt.Errorf("%w: mcpServers: %v", ErrInvalidParams, err)
+		return nil, session.Invalidf("mcpServers: %v", err)
 	}
 	return ParseMCPServers(raw)
 }
@@ -315,7 +315,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	if err != nil {
 		close(announced) // a prompt that found the session while it opened goes on
 		if ke := (*session.KeyInUseError)(nil); errors.As(err, &ke) {
-			return nil, fmt.Errorf("%w: _meta.sessionKey %q is already used by a live session", ErrInvalidParams, ke.Key)
+			return nil, session.Invalidf("_meta.sessionKey %q is already used by a live session", ke.Key)
 		}
 		return nil, err
 	}

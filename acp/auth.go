@@ -2,9 +2,10 @@ package acp
 
 import (
 	"context"
-	"fmt"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // SignIn is the agent's sign-in for the model API key
@@ -78,7 +79,7 @@ func (a *Agent) authCapabilities() acpsdk.AgentAuthCapabilities {
 func (a *Agent) Authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
 	si := a.opts.SignIn
 	if si == nil || p.MethodId != si.MethodID {
-		return acpsdk.AuthenticateResponse{}, toRequestError(fmt.Errorf("%w: authenticate: methodId %q is not an advertised auth method", ErrInvalidParams, p.MethodId))
+		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is not an advertised auth method", p.MethodId))
 	}
 	if si.Check != nil {
 		if err := si.Check(); err != nil {

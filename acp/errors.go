@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -19,9 +18,9 @@ var (
 	ErrUnknownSession = errors.New("unknown sessionId")
 	// ErrShuttingDown: the agent is closing and takes no new sessions.
 	ErrShuttingDown = session.ErrClosed
-	// ErrInvalidParams marks any other request the client got wrong. Wrap it
-	// first ("%w: cwd %q must be …"): the JSON-RPC message says
-	// "Invalid params" once, followed by the rest of the text.
+	// ErrInvalidParams marks any other request the client got wrong: an
+	// error made by session.Invalidf, whose text is the cause alone; the
+	// JSON-RPC message is "Invalid params: " and that text.
 	ErrInvalidParams = session.ErrInvalid
 )
 
@@ -64,12 +63,6 @@ func toRequestError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return acpsdk.NewRequestCancelled(map[string]any{"error": err.Error()})
 	}
-	cause := errorCause(err)
+	cause := err.Error()
 	return &acpsdk.RequestError{Code: code, Message: title + ": " + cause, Data: map[string]any{"error": cause}}
-}
-
-// errorCause is err's text without the ErrInvalidParams marker, which the
-// title of the JSON-RPC error already says.
-func errorCause(err error) string {
-	return strings.ReplaceAll(err.Error(), ErrInvalidParams.Error()+": ", "")
 }

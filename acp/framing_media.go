@@ -2,12 +2,12 @@ package acp
 
 import (
 	"encoding/base64"
-	"fmt"
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // checkPromptMedia refuses a prompt with an image, audio or embedded blob
@@ -32,8 +32,7 @@ func checkPromptMedia(prompt []acpsdk.ContentBlock, max int) error {
 			continue
 		}
 		if n := base64Size(data); n > max {
-			return fmt.Errorf("%w: prompt[%d]: the %s (%s) is %s (%d bytes), over the limit of %s (%d bytes) per image, audio or blob block (config limits.maxMediaBytes): send it smaller, or as a resource_link",
-				ErrInvalidParams, i, kind, mime, sandbox.Size(n), n, sandbox.Size(max), max)
+			return session.Invalidf("prompt[%d]: the %s (%s) is %s (%d bytes), over the limit of %s (%d bytes) per image, audio or blob block (config limits.maxMediaBytes): send it smaller, or as a resource_link", i, kind, mime, sandbox.Size(n), n, sandbox.Size(max), max)
 		}
 	}
 	return nil

@@ -151,7 +151,7 @@ func (a *Agent) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) 
 	}
 	recs, next, err := a.store.List(ctx, opts)
 	if errors.Is(err, store.ErrBadCursor) {
-		return acpsdk.ListSessionsResponse{}, toRequestError(fmt.Errorf("%w: %v", ErrInvalidParams, err))
+		return acpsdk.ListSessionsResponse{}, toRequestError(session.Invalidf("%v", err))
 	}
 	if err != nil {
 		return acpsdk.ListSessionsResponse{}, toRequestError(fmt.Errorf("reading the session store: %w", err))

@@ -2,11 +2,12 @@ package acp
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // modelConfigID is the id of the session config option that selects the
@@ -51,7 +52,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 	case p.Boolean != nil:
 		sid, cid = p.Boolean.SessionId, p.Boolean.ConfigId
 	default:
-		return fail(fmt.Errorf("%w: session/set_config_option needs a configId, a sessionId and a value", ErrInvalidParams))
+		return fail(session.Invalidf("session/set_config_option needs a configId, a sessionId and a value"))
 	}
 	s, err := a.lookup(sid)
 	if err != nil {
@@ -64,14 +65,14 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 		}
 	}
 	if !slices.Contains(offered, string(cid)) {
-		return fail(fmt.Errorf("%w: configId %q is not an option of this session (%s)", ErrInvalidParams, cid, offeredText(offered)))
+		return fail(session.Invalidf("configId %q is not an option of this session (%s)", cid, offeredText(offered)))
 	}
 	if p.ValueId == nil {
-		return fail(fmt.Errorf("%w: config option %q takes a value id (a model id), not a boolean", ErrInvalidParams, cid))
+		return fail(session.Invalidf("config option %q takes a value id (a model id), not a boolean", cid))
 	}
 	model := string(p.ValueId.Value)
 	if ids := a.core.ModelIDs(); !slices.Contains(ids, model) {
-		return fail(fmt.Errorf("%w: config option %q: unknown model %q (the models are: %s)", ErrInvalidParams, cid, model, strings.Join(ids, ", ")))
+		return fail(session.Invalidf("config option %q: unknown model %q (the models are: %s)", cid, model, strings.Join(ids, ", ")))
 	}
 	if err := s.SetModel(ctx, model); err != nil {
 		return fail(err)

@@ -29,14 +29,31 @@ import (
 var (
 	// ErrInvalid marks a request the caller got wrong: a cwd that is not an
 	// absolute path to a directory, too many servers, an unknown model.
-	// Errors wrap it first ("%w: cwd %q must be …"), so the text after the
-	// marker is the cause.
+	// Such errors are *InvalidError (made by Invalidf), whose text is the
+	// cause alone: errors.Is(err, ErrInvalid) tells the class, and the front
+	// end writes its own title ("Invalid params: …").
 	ErrInvalid = errors.New("invalid params")
 	// ErrClosed: the Core is shutting down and opens no more sessions.
 	ErrClosed = errors.New("agent is shutting down")
 	// ErrEnded: the session has ended; it runs no more turns.
 	ErrEnded = errors.New("the session was closed")
 )
+
+// InvalidError is a request the caller got wrong; Reason says what and
+// the rule it broke ("cwd \"x\" must be an absolute path"). It is
+// ErrInvalid to errors.Is.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalidf returns an *InvalidError whose Reason is fmt.Sprintf(format,
+// args...).
+func Invalidf(format string, args ...any) error {
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // KeyInUseError is the error of Open when a live session already uses the
 // gateway key Key. It wraps ErrInvalid.
@@ -365,7 +382,7 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 	specs = append(specs, own...)
 	for _, s := range specs {
 		if slices.ContainsFunc(c.opts.InProcess, func(p InProcessServer) bool { return p.Name == s.Name }) {
-			return nil, fmt.Errorf("%w: mcpServers: server name %q is taken by an in-process server of the agent; choose another name", ErrInvalid, s.Name)
+			return nil, Invalidf("mcpServers: server name %q is taken by an in-process server of the agent; choose another name", s.Name)
 		}
 	}
 	for i := range specs {
@@ -380,8 +397,7 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 		}
 	}
 	if limit := c.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {
-		return nil, fmt.Errorf("%w: mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)",
-			ErrInvalid, len(specs), len(own), len(specs)-len(own), limit)
+		return nil, Invalidf("mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)", len(specs), len(own), len(specs)-len(own), limit)
 	}
 	return specs, nil
 }
@@ -417,16 +433,16 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 // path to an existing directory.
 func checkDir(field, dir string) error {
 	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("%w: %s %q must be an absolute path", ErrInvalid, field, dir)
+		return Invalidf("%s %q must be an absolute path", field, dir)
 	}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %s %q does not exist", ErrInvalid, field, dir)
+		return Invalidf("%s %q does not exist", field, dir)
 	case err != nil:
-		return fmt.Errorf("%w: %s %q cannot be used: %v", ErrInvalid, field, dir, err)
+		return Invalidf("%s %q cannot be used: %v", field, dir, err)
 	case !fi.IsDir():
-		return fmt.Errorf("%w: %s %q is not a directory", ErrInvalid, field, dir)
+		return Invalidf("%s %q is not a directory", field, dir)
 	}
 	return nil
 }

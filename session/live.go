@@ -73,7 +73,7 @@ func (s *Session) Model() string {
 func (s *Session) SetModel(ctx context.Context, model string) error {
 	ids := s.core.ModelIDs()
 	if !slices.Contains(ids, model) {
-		return fmt.Errorf("%w: unknown model %q (the models are: %s)", ErrInvalid, model, strings.Join(ids, ", "))
+		return Invalidf("unknown model %q (the models are: %s)", model, strings.Join(ids, ", "))
 	}
 	if err := s.core.store.SetModel(ctx, s.id, model); err != nil {
 		return fmt.Errorf("storing the session's model: %w", err)

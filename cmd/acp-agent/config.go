@@ -419,10 +419,7 @@ func describeJSONError(err error) error {
 	if errors.As(err, &se) {
 		return &ConfigError{Offset: se.Offset, Rule: fmt.Sprintf("invalid JSON: %v", se)}
 	}
-	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &ConfigError{Offset: -1, Rule: "unknown key " + msg}
-	}
-	return err
+	return err // unknown keys: checkConfigJSON names them first
 }
 
 // mcpServersShapes says what config mcpServers may look like.
@@ -498,6 +495,10 @@ func arrayServers(raw []byte) ([]bridge.ServerSpec, error) {
 	return specs, nil
 }
 
+// defaultServerKeys are the keys of a config mcpServers entry, in the order
+// error messages list them.
+var defaultServerKeys = []string{"type", "command", "args", "env", "url", "headers"}
+
 func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, error) {
 	key := "mcpServers." + name
 	fail := func(field, rule string, args ...any) (bridge.ServerSpec, error) {
@@ -516,13 +517,17 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) == nil {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if !slices.ContainsFunc(defaultServerKeys, func(known string) bool { return strings.EqualFold(k, known) }) { // as encoding/json matches
+				return fail("."+k, "unknown key (valid keys here: %s)", strings.Join(defaultServerKeys, ", "))
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
 		var te *json.UnmarshalTypeError
-		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return fail("."+strings.Trim(msg, `"`), "unknown key (valid keys here: type, command, args, env, url, headers)")
-		} else if errors.As(err, &te) && te.Field != "" {
+		if errors.As(err, &te) && te.Field != "" {
 			return fail("."+te.Field, "must be %s", te.Type)
 		}
 		return fail("", `must be {"command": "npx", "args": [...], "env": {"NAME": "value"}} or {"type": "http", "url": "https://…", "headers": {…}}`)

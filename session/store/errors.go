@@ -16,3 +16,16 @@ var ErrFenced = errors.New("the session's lease has moved on: this write comes f
 // at open, or a corrupt page later) or that is not a SQLite database. The
 // error names the file and says what to do with it.
 var ErrDamaged = errors.New("the database is damaged")
+
+// FileError is an error of the store kept in the file Path (SQLite): its
+// text names the file, "session store <Path>: <Err>". errors.Is and
+// errors.As see Err.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return "session store " + e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *FileError) Unwrap() error { return e.Err }

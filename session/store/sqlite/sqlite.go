@@ -133,7 +133,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // open migrates up to version target (tests build older databases).
 func open(ctx context.Context, path string, target int) (*Store, error) {
 	fail := func(err error) (*Store, error) {
-		return nil, fmt.Errorf("session store %s: %w", path, err)
+		if fe := (*store.FileError)(nil); errors.As(err, &fe) && fe.Path == path {
+			return nil, err
+		}
+		return nil, &store.FileError{Path: path, Err: err}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fail(err)
@@ -210,19 +213,20 @@ const damagedAdvice = "move the file away (or restore it from a backup) and star
 // database says what to do. store.ErrNotFound and store.ErrBadCursor pass
 // unchanged: they are about the request, not the file.
 func (s *Store) wrap(err error) error {
-	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrBadCursor) || strings.Contains(err.Error(), "session store "+s.path) {
+	var fe *store.FileError
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrBadCursor) || errors.As(err, &fe) && fe.Path == s.path {
 		return err
 	}
 	var se *driver.Error
 	switch {
 	case errors.Is(err, store.ErrDamaged):
-		return fmt.Errorf("session store %s: %w: %s", s.path, err, damagedAdvice)
+		err = fmt.Errorf("%w: %s", err, damagedAdvice)
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB):
-		return fmt.Errorf("session store %s: %w (%w): %s", s.path, store.ErrDamaged, err, damagedAdvice)
+		err = fmt.Errorf("%w (%w): %s", store.ErrDamaged, err, damagedAdvice)
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code()&0xff == sqlite3.SQLITE_IOERR):
-		return fmt.Errorf("session store %s: %w: the disk may be full or the file not allowed to grow; once there is room, writes succeed again", s.path, err)
+		err = fmt.Errorf("%w: the disk may be full or the file not allowed to grow; once there is room, writes succeed again", err)
 	}
-	return fmt.Errorf("session store %s: %w", s.path, err)
+	return &store.FileError{Path: s.path, Err: err}
 }
 
 // migrate applies the missing migrations up to target, each in its own
