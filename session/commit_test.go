@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
@@ -63,19 +65,11 @@ func (g *gatedStore) AppendTurn(ctx context.Context, id string, t store.Turn) er
 // waitPending waits until n sessions have a commit under way in h.
 func waitPending(t *testing.T, h *History, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		h.mu.Lock()
-		got := len(h.pending)
-		h.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions with a commit under way within 30s, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer h.mu.Unlock()
+		return len(h.pending) == n
+	}, "not %d sessions with a commit under way", n)
 }
 
 // Append returns once the turn is committed: while the store is held the

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
@@ -170,19 +172,11 @@ func TestHistory_GroupCommit(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for { // wait until the first commit is held
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		st.mu.Lock()
-		n := len(st.commits)
-		st.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first commit did not start within 30s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer st.mu.Unlock()
+		return len(st.commits) == 1
+	}, "the first commit did not start")
 	for i := 1; i < sessions; i++ {
 		wg.Go(func() {
 			if err := h.Append(ctx, fmt.Sprintf("acp:s%d", i), gatewayTurn(turn("queued", "q"))); err != nil {
@@ -190,18 +184,11 @@ func TestHistory_GroupCommit(t *testing.T) {
 			}
 		})
 	}
-	for { // wait until the other nine are queued behind the held commit
+	testutil.WaitFor(t, 30*time.Second, func() bool { // the other nine queued behind the held commit
 		h.mu.Lock()
-		n := len(h.queue)
-		h.mu.Unlock()
-		if n == sessions-1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d turns queued within 30s, want %d", n, sessions-1)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer h.mu.Unlock()
+		return len(h.queue) == sessions-1
+	}, "%d turns not queued behind the held commit", sessions-1)
 	release()
 	wg.Wait()
 	st.mu.Lock()
