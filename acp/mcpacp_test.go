@@ -16,6 +16,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // hostedServer is an MCP server the test client hosts on the ACP
@@ -335,12 +336,9 @@ func TestMCPOverACP_FramingDivertsMuxFrames(t *testing.T) {
 		}
 	}
 	// The request's answer is written by the mux, on the client's id.
-	deadline := time.After(30 * time.Second)
-	for !strings.Contains(strings.Join(sink.all(), ""), `"id":7,"result":{}`) {
-		select {
-		case <-deadline:
-			t.Fatalf("no response to mcp/message id 7 in %q", sink.all())
-		case <-time.After(10 * time.Millisecond):
-		}
+	if !testutil.Eventually(30*time.Second, func() bool {
+		return strings.Contains(strings.Join(sink.all(), ""), `"id":7,"result":{}`)
+	}) {
+		t.Fatalf("no response to mcp/message id 7 in %q", sink.all())
 	}
 }

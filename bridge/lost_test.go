@@ -51,13 +51,11 @@ func (r *restartable) start() {
 	r.t.Helper()
 	var ln net.Listener
 	var err error
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if ln, err = net.Listen("tcp", r.addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // the old listener's port is being released
-	}
-	if err != nil {
+	// The old listener's port may still be being released.
+	if !testutil.Eventually(20*time.Second, func() bool {
+		ln, err = net.Listen("tcp", r.addr)
+		return err == nil
+	}) {
 		r.t.Fatal(err)
 	}
 	r.addr = ln.Addr().String()

@@ -260,15 +260,17 @@ func TestSignIn_Refresh(t *testing.T) {
 	}
 	h.state(t)
 	echo := toolByName(t, m, "mcp__remote__echo")
-	deadline := time.Now().Add(30 * time.Second)
-	for h.srv.Counts().Refreshes < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("counts %+v after 30s, want two refreshes", h.srv.Counts())
+	// The token is used while the refreshes come.
+	if !testutil.Eventually(30*time.Second, func() bool {
+		if h.srv.Counts().Refreshes >= 2 {
+			return true
 		}
 		if res, err := echo.Execute(t.Context(), "c", map[string]any{"text": "hi"}, nil); err != nil || res.IsError {
 			t.Fatalf("echo = %+v, %v", res, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("counts %+v after 30s, want two refreshes", h.srv.Counts())
 	}
 	if c := h.srv.Counts(); c.Authorizations != 1 {
 		t.Fatalf("counts %+v, want one sign-in", c)

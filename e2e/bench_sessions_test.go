@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // sessionsAgent is an agent (--store memory, --debug-addr on a free
@@ -84,21 +86,18 @@ func startSessionsAgent(b *testing.B, args ...string) *sessionsAgent {
 		}
 		a.reader.Wait()
 	})
-	deadline := time.Now().Add(time.Minute)
-	for a.debug == "" {
-		data, _ := os.ReadFile(logFile)
+	var data []byte
+	if !testutil.Eventually(time.Minute, func() bool {
+		data, _ = os.ReadFile(logFile)
 		for _, line := range strings.Split(string(data), "\n") {
 			var rec struct{ Msg, Addr string }
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "serving pprof" {
 				a.debug = rec.Addr
 			}
 		}
-		if a.debug == "" {
-			if time.Now().After(deadline) {
-				b.Fatalf("the agent logged no debug address in a minute; log:\n%s", data)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return a.debug != ""
+	}) {
+		b.Fatalf("the agent logged no debug address in a minute; log:\n%s", data)
 	}
 	a.call(b, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	return a
@@ -294,26 +293,23 @@ func warmUp(b *testing.B, a *sessionsAgent) {
 // b with what is left otherwise.
 func (a *sessionsAgent) waitSettled(b *testing.B, goroutines int) {
 	b.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		kids := descendants(a.pid)
-		g := -1
+	var kids []int
+	g := -1
+	if testutil.Eventually(2*time.Minute, func() bool {
+		kids = descendants(a.pid)
 		if goroutines >= 0 {
 			g = a.goroutines(b)
 		}
-		if len(kids) == 0 && g <= goroutines+4 {
-			return
-		}
-		if time.Now().After(deadline) {
-			msg := fmt.Sprintf("2 minutes after the last session/close: %d processes left under the agent", len(kids))
-			if goroutines >= 0 {
-				msg += fmt.Sprintf(", %d goroutines (baseline %d); goroutines:\n%s", g, goroutines,
-					a.debugGet(b, "/debug/pprof/goroutine?debug=1"))
-			}
-			b.Fatal(msg)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(kids) == 0 && g <= goroutines+4
+	}) {
+		return
 	}
+	msg := fmt.Sprintf("2 minutes after the last session/close: %d processes left under the agent", len(kids))
+	if goroutines >= 0 {
+		msg += fmt.Sprintf(", %d goroutines (baseline %d); goroutines:\n%s", g, goroutines,
+			a.debugGet(b, "/debug/pprof/goroutine?debug=1"))
+	}
+	b.Fatal(msg)
 }
 
 // BenchmarkIdleSession is what an idle session costs the agent: b.N

@@ -12,6 +12,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // asker is an ACP client's user answering elicitations: answer picks the
@@ -115,16 +116,11 @@ func TestElicitation_URL(t *testing.T) {
 	if got := callTool(t, a, sid, "mcp__fixture__sign_in {}"); got != "accept" {
 		t.Fatalf("the server saw %q, want accept", got)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(30*time.Second, func() bool {
 		u.mu.Lock()
-		done := len(u.completed) > 0
-		u.mu.Unlock()
-		if done || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer u.mu.Unlock()
+		return len(u.completed) > 0
+	})
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.asked) != 1 || u.asked[0].Url == nil || u.asked[0].Url.Url != "https://example.test/sign-in" || u.asked[0].Url.ElicitationId != "fixture-sign-in" {
@@ -159,18 +155,12 @@ func TestElicitation_CancelledTurnWithdrawsQuestion(t *testing.T) {
 		stop, err := a.Prompt(ctx, sid, "/call mcp__fixture__ask_name {}")
 		done <- result{stop, err}
 	}()
-	for {
+	end, _ := ctx.Deadline()
+	testutil.WaitFor(t, time.Until(end), func() bool {
 		u.mu.Lock()
-		n := len(u.asked)
-		u.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the client was never asked")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer u.mu.Unlock()
+		return len(u.asked) > 0
+	}, "the client was never asked")
 	if err := a.Conn.Cancel(ctx, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(sid)}); err != nil {
 		t.Fatal(err)
 	}

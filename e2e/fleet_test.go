@@ -12,6 +12,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -63,17 +64,13 @@ func TestFleet_TwoReplicasOneStore(t *testing.T) {
 	b := startAgentWith(t, alice, "--gateway", r2.url(), "--store", "gateway")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		// A's commit is written behind its response: wait for it.
-		_, err := b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{}})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session/load through replica 2: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// A's commit is written behind its response: wait for it.
+	var err error
+	if !testutil.Eventually(30*time.Second, func() bool {
+		_, err = b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{}})
+		return err == nil
+	}) {
+		t.Fatalf("session/load through replica 2: %v", err)
 	}
 	fake.Push(fakemodel.Turn{Text: "The word was pelican."})
 	if _, out := b.prompt(sid, "which word?"); text(out) != "The word was pelican." {
@@ -141,16 +138,13 @@ func TestFleet_TwoReplicasOneStore(t *testing.T) {
 	}
 	// ...and the next prompt runs on replica 2, with the conversation.
 	fake.Push(fakemodel.Turn{Text: "Replica 2 here."})
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	var got string
+	if !testutil.Eventually(30*time.Second, func() bool {
 		_, out := a.prompt(sid, "still there?")
-		if text(out) == "Replica 2 here." {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no turn on replica 2: %q", text(out))
-		}
-		time.Sleep(100 * time.Millisecond)
+		got = text(out)
+		return got == "Replica 2 here."
+	}) {
+		t.Fatalf("no turn on replica 2: %q", got)
 	}
 	reqs = fake.Requests()
 	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "remember the word pelican") || !strings.Contains(body, "Noted: pelican.") {

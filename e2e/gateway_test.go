@@ -189,16 +189,13 @@ func TestGateway_KilledMidTurn(t *testing.T) {
 	}
 	startGateway(t, g.addr, env, "--model", "openai:gpt-fake") // the same address
 	fake.Push(fakemodel.Turn{Text: "back"})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var got string
+	if !testutil.Eventually(20*time.Second, func() bool {
 		_, out := a.prompt(sid, "are you back?")
-		if text(out) == "back" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not back: %q", text(out))
-		}
-		time.Sleep(100 * time.Millisecond)
+		got = text(out)
+		return got == "back"
+	}) {
+		t.Fatalf("not back: %q", got)
 	}
 }
 
@@ -221,12 +218,8 @@ func TestGateway_TranslatorKilledMidTool(t *testing.T) {
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGKILL) // the orphaned fixture
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(g.logs.String(), "translator disconnected") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not notice:\n%s", g.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return strings.Contains(g.logs.String(), "translator disconnected") }) {
+		t.Fatalf("the gateway did not notice:\n%s", g.logs.String())
 	}
 	b := startAgentWith(t, nil, "--gateway", g.url())
 	sb := b.newSession(t.TempDir(), fixtureServer("fixture", ""))

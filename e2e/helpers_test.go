@@ -189,19 +189,17 @@ func parentOf(pid int) (int, bool) {
 
 // waitAllGone waits up to d for every pid to be gone and returns the survivors.
 func waitAllGone(pids []int, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		var left []int
+	var left []int
+	testutil.Eventually(d, func() bool {
+		left = nil
 		for _, p := range pids {
 			if testutil.Alive(p) {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return len(left) == 0
+	})
+	return left
 }
 
 func cmdline(pid int) string {
@@ -222,16 +220,12 @@ func everythingServer(name string) acpsdk.McpServer {
 // waitFile waits until the file at path contains want.
 func waitFile(t *testing.T, path, want string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		data, _ := os.ReadFile(path)
-		if strings.Contains(string(data), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never contained %q; it has:\n%s", filepath.Base(path), want, data)
-		}
-		time.Sleep(25 * time.Millisecond)
+	var data []byte
+	if !testutil.Eventually(d, func() bool {
+		data, _ = os.ReadFile(path)
+		return strings.Contains(string(data), want)
+	}) {
+		t.Fatalf("%s never contained %q; it has:\n%s", filepath.Base(path), want, data)
 	}
 }
 

@@ -84,18 +84,16 @@ func supergatewayOnPort(t *testing.T, port int, root string) func() *exec.Cmd {
 // text of the call that completed.
 func callUntil(t *testing.T, a *agent, sid, prompt string) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var last string
+	if !testutil.Eventually(60*time.Second, func() bool {
 		_, out := a.prompt(sid, prompt)
 		end := finalToolUpdate(t, out)
-		if *end.Status == acpsdk.ToolCallStatusCompleted {
-			return contentText(end)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never completed again; last: %q", prompt, contentText(end))
-		}
-		time.Sleep(200 * time.Millisecond)
+		last = contentText(end)
+		return *end.Status == acpsdk.ToolCallStatusCompleted
+	}) {
+		t.Fatalf("%s never completed again; last: %q", prompt, last)
 	}
+	return last
 }
 
 // TestMCP_HTTPServerRestartedMidSession: Streamable HTTP servers (the Go

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/internal/oauthtest"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // signInUser is an editor's user who opens every sign-in link the agent
@@ -103,19 +104,11 @@ func TestSignIn_ThroughTheEditor(t *testing.T) {
 	}
 	id := string(user.asked[0].Url.ElicitationId)
 	user.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		user.mu.Lock()
-		done := len(user.completed) == 1 && user.completed[0] == id
-		user.mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no elicitation/complete for %s", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer user.mu.Unlock()
+		return len(user.completed) == 1 && user.completed[0] == id
+	}, "no elicitation/complete for %s", id)
 	env := callTool(t, a, sid, "mcp__local__env {}")
 
 	// A restarted agent on the same state directory: no sign-in.

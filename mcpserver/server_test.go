@@ -16,6 +16,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -387,13 +388,14 @@ func TestModel_ProgressNotifications(t *testing.T) {
 	// Notifications are sent before the result; the client handles them in
 	// order, but maybe after CallTool returns.
 	want := []string{"tool mcp__kit__echo: started", "tool mcp__kit__echo: completed"}
-	deadline := time.Now().Add(wait)
-	for {
+	var msgs []string
+	increasing := true
+	if !testutil.Eventually(wait, func() bool {
 		mu.Lock()
-		var msgs []string
+		msgs = nil
 		text := ""
 		last := 0.0
-		increasing := true
+		increasing = true
 		for _, p := range got {
 			msgs = append(msgs, p.Message)
 			if p.ProgressToken != "tok-1" || p.Progress <= last {
@@ -406,19 +408,15 @@ func TestModel_ProgressNotifications(t *testing.T) {
 		}
 		mu.Unlock()
 		all := strings.Join(msgs, "|")
-		if text == r.text && strings.Contains(all, want[0]+"|") && strings.Contains(all, want[1]) {
-			if !increasing {
-				t.Errorf("progress not counting up with token tok-1: %+v", got)
-			}
-			if len(msgs) < 4 {
-				t.Errorf("progress %q: want several text chunks", msgs)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("progress messages %q: want %q and the answer's text %q", msgs, want, r.text)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return text == r.text && strings.Contains(all, want[0]+"|") && strings.Contains(all, want[1])
+	}) {
+		t.Fatalf("progress messages %q: want %q and the answer's text %q", msgs, want, r.text)
+	}
+	if !increasing {
+		t.Errorf("progress not counting up with token tok-1: %+v", got)
+	}
+	if len(msgs) < 4 {
+		t.Errorf("progress %q: want several text chunks", msgs)
 	}
 }
 
@@ -468,11 +466,7 @@ func TestModel_CancelMidTurn(t *testing.T) {
 			}()
 			if tc.first.Hang {
 				// The model request is under way (it never ends).
-				for deadline := time.Now().Add(wait); len(fake.Requests()) == 0; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatal("the model was never asked")
-					}
-				}
+				testutil.WaitFor(t, wait, func() bool { return len(fake.Requests()) > 0 }, "the model was never asked")
 			} else {
 				select {
 				case <-started: // the tool call's start

@@ -225,15 +225,19 @@ func TestReaper_ReapsAdoptedOrphans(t *testing.T) {
 	if len(pids) != 10 {
 		t.Fatalf("pids = %q", pids)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for _, s := range pids {
-		pid, _ := strconv.Atoi(s)
-		for testutil.Alive(pid) || zombieChild(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("orphan %d not reaped (zombie: %v)", pid, zombieChild(pid))
+	// One pid after the other, as each is gone, under one deadline.
+	i := 0
+	if !testutil.Eventually(15*time.Second, func() bool {
+		for ; i < len(pids); i++ {
+			pid, _ := strconv.Atoi(pids[i])
+			if testutil.Alive(pid) || zombieChild(pid) {
+				return false
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
+		return true
+	}) {
+		pid, _ := strconv.Atoi(pids[i])
+		t.Fatalf("orphan %d not reaped (zombie: %v)", pid, zombieChild(pid))
 	}
 }
 

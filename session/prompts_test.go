@@ -14,6 +14,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
@@ -270,11 +271,8 @@ func TestSession_CommandsChangedAfterReady(t *testing.T) {
 		return &mcp.GetPromptResult{}, nil
 	})
 	// Wait for the refresh to land: its callback then waits for Ready.
-	for start := time.Now(); !has(s.Commands(), "docs:late"); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the prompts were not refreshed after a prompt was added")
-		}
-	}
+	testutil.WaitFor(t, 10*time.Second, func() bool { return has(s.Commands(), "docs:late") },
+		"the prompts were not refreshed after a prompt was added")
 	close(ready)
 	deadline := time.After(10 * time.Second)
 	for {

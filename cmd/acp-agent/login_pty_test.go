@@ -62,20 +62,13 @@ func TestLogin_TerminalHidesTheKey(t *testing.T) {
 	fmt.Fprint(master, "openai\n")
 	waitPrompt("API key (input hidden)")
 	// The key is typed once the terminal no longer echoes.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tio.Lflag&unix.ECHO == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the terminal still echoes at the key prompt")
-		}
-		time.Sleep(5 * time.Millisecond) // polling the terminal mode, not timing
-	}
+		return tio.Lflag&unix.ECHO == 0
+	}, "the terminal still echoes at the key prompt")
 	fmt.Fprint(master, testKey+"\n")
 	select {
 	case err := <-done:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
@@ -368,15 +369,12 @@ func TestClient_ConnectionDropGoesToTheNextURL(t *testing.T) {
 	evs, emit := collectEvents()
 	// Send waits for the reconnection, which goes to replica 2, where
 	// the session's tools are registered again.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s1", Message: []gateway.Content{gateway.TextContent("/call echo {}")}}, emit)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no turn on replica 2: %v", err)
-		}
+	var err error
+	if !testutil.Eventually(30*time.Second, func() bool {
+		_, err = c.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s1", Message: []gateway.Content{gateway.TextContent("/call echo {}")}}, emit)
+		return err == nil
+	}) {
+		t.Fatalf("no turn on replica 2: %v", err)
 	}
 	if got := c.currentURL(); got != url2 {
 		t.Fatalf("reconnected to %s, want %s", got, url2)

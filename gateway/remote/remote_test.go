@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // wsServer runs a gateway Server (direct provider) on 127.0.0.1.
@@ -262,10 +263,7 @@ func TestServer_TranslatorLostMidToolFailsTheCallOnly(t *testing.T) {
 		t.Fatal("the turn did not end")
 	}
 	// The gateway dropped the connection's tools and still serves others.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(srv.local.Registry().Tools("acp:a")) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(10*time.Second, func() bool { return len(srv.local.Registry().Tools("acp:a")) == 0 })
 	if n := len(srv.local.Registry().Tools("acp:a")); n != 0 {
 		t.Errorf("%d tools of the lost translator remain", n)
 	}
@@ -293,16 +291,12 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 		c.p.close(websocket.CloseGoingAway, "test drop")
 	}
 	srv.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r" + time.Now().String(), Message: []gateway.Content{gateway.TextContent("/call t")}}, func(gateway.Event) {})
-		if err == nil && len(srv.local.Registry().Tools("acp:s")) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not back after a drop: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var err error
+	if !testutil.Eventually(10*time.Second, func() bool {
+		_, err = r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r" + time.Now().String(), Message: []gateway.Content{gateway.TextContent("/call t")}}, func(gateway.Event) {})
+		return err == nil && len(srv.local.Registry().Tools("acp:s")) == 1
+	}) {
+		t.Fatalf("not back after a drop: %v", err)
 	}
 }
 

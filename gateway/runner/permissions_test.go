@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 func TestPermissions_Decide(t *testing.T) {
@@ -200,10 +201,7 @@ func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 			}
 		})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for running.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(10*time.Second, func() bool { return running.Load() >= 3 })
 	close(release)
 	<-done
 	if peak.Load() != 3 {
