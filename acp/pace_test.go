@@ -11,6 +11,36 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
+// sendTimes serves an Agent over pipes (in a synctest bubble), calls send
+// with it, ends the input, and returns when each line the agent wrote was
+// read, from the start.
+func sendTimes(send func(a *Agent)) []time.Duration {
+	a := New(nil)
+	agentIn, clientOut := io.Pipe()
+	clientIn, agentOut := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = a.Serve(context.Background(), agentIn, agentOut)
+		agentOut.Close()
+	}()
+	start := time.Now()
+	var at []time.Duration
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(clientIn)
+		for sc.Scan() {
+			at = append(at, time.Since(start))
+		}
+	}()
+	send(a)
+	clientOut.Close()
+	<-served
+	<-read
+	return at
+}
+
 // Replayed notifications leave the agent at most notifyBurst back to back,
 // then at notifyRate a second: by any time t after the first, at most
 // notifyBurst + notifyRate*t have been written, however fast they are sent,
@@ -18,32 +48,12 @@ import (
 // is not flooded by a long replay.
 func TestAgent_ReplayedNotificationsArePaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := New(nil)
-		agentIn, clientOut := io.Pipe()
-		clientIn, agentOut := io.Pipe()
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = a.Serve(context.Background(), agentIn, agentOut)
-			agentOut.Close()
-		}()
 		const n = 3 * notifyBurst
-		start := time.Now()
-		var at []time.Duration // when each line was read
-		read := make(chan struct{})
-		go func() {
-			defer close(read)
-			sc := bufio.NewScanner(clientIn)
-			for sc.Scan() {
-				at = append(at, time.Since(start))
+		at := sendTimes(func(a *Agent) {
+			for range n {
+				a.notifyPaced(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
 			}
-		}()
-		for range n {
-			a.notifyPaced(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
-		}
-		clientOut.Close()
-		<-served
-		<-read
+		})
 		if len(at) != n {
 			t.Fatalf("%d notifications written, want %d", len(at), n)
 		}
@@ -62,36 +72,17 @@ func TestAgent_ReplayedNotificationsArePaced(t *testing.T) {
 // leave as fast as they are sent.
 func TestAgent_LiveNotificationsAreNotPaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := New(nil)
-		agentIn, clientOut := io.Pipe()
-		clientIn, agentOut := io.Pipe()
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = a.Serve(context.Background(), agentIn, agentOut)
-			agentOut.Close()
-		}()
 		const n = 3 * notifyBurst
-		start := time.Now()
-		var last time.Duration
-		lines := 0
-		read := make(chan struct{})
-		go func() {
-			defer close(read)
-			sc := bufio.NewScanner(clientIn)
-			for sc.Scan() {
-				lines++
-				last = time.Since(start)
+		at := sendTimes(func(a *Agent) {
+			for range n {
+				a.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
 			}
-		}()
-		for range n {
-			a.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
+		})
+		if len(at) != n {
+			t.Fatalf("%d notifications written, want %d", len(at), n)
 		}
-		clientOut.Close()
-		<-served
-		<-read
-		if lines != n || last != 0 {
-			t.Errorf("%d notifications written, the last at %v; want %d, all at once", lines, last, n)
+		if at[n-1] != 0 {
+			t.Errorf("the last notification left at %v, want all at once", at[n-1])
 		}
 	})
 }
