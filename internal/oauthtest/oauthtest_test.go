@@ -289,8 +289,10 @@ func TestServer_CloseEndsSessions(t *testing.T) {
 	s := start(t, Options{})
 	cs := connect(t, ctx, s, &user{}, dcrConfig(t, ""))
 	callText(t, ctx, cs, "whoami", nil)
-	if n := countSessions(s); n != 1 {
-		t.Fatalf("%d sessions before Close, want 1", n)
+	// At least the client's (under load go-sdk's client may open a second
+	// one, retrying its initialize): the point is that Close ends them all.
+	if n := countSessions(s); n < 1 {
+		t.Fatalf("%d sessions before Close, want at least 1", n)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
