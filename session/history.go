@@ -215,21 +215,6 @@ func (h *History) Forget(ctx context.Context, key string) {
 	}
 }
 
-// Wait waits until the turns appended so far for the session attached
-// under key are committed, or ctx ends (its error). A client whose next
-// turn must follow the last one's commit calls it: a fleet gateway fences
-// the commit with the lease of the turn it belongs to, which the next turn
-// replaces.
-func (h *History) Wait(ctx context.Context, key string) error {
-	h.mu.Lock()
-	l := h.live[key]
-	h.mu.Unlock()
-	if l == nil {
-		return nil
-	}
-	return h.wait(ctx, l.id)
-}
-
 // Flush waits until every turn appended so far is committed, or ctx ends
 // (its error). Call it before reading sessions from the store directly
 // (session/list).

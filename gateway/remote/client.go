@@ -381,15 +381,8 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 	r.mu.Lock()
 	id := r.ids[req.SessionKey]
 	r.mu.Unlock()
-	if w, ok := r.hist().(interface {
-		Wait(context.Context, string) error
-	}); ok && id != "" {
-		// The last turn's commit is fenced by that turn's lease, which this
-		// turn's chat.send replaces: it goes first.
-		if err := w.Wait(ctx, req.SessionKey); err != nil {
-			return "", fmt.Errorf("waiting for the last turn of session %s to be stored: %w", id, err)
-		}
-	}
+	// The last turn's commit, fenced by that turn's lease (which this
+	// turn's chat.send replaces), is made: Append returned after it.
 	view := r.hist().View(ctx, req.SessionKey)
 	r.mu.Lock()
 	synced := r.synced[id]

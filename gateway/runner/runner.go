@@ -257,7 +257,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		// kept fails the prompt, since the conversation goes on without it;
 		// a cancelled prompt still answers cancelled (ACP session/cancel).
 		if aerr := r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, done); aerr != nil {
-			r.opts.Logger.Error("the turn could not be stored", "sessionKey", req.SessionKey, "err", aerr)
+			// The History logs it; the front end logs the failed turn.
 			if err == nil && stop != gateway.StopCancelled {
 				stop, err = "", fmt.Errorf("%w: %w", gateway.ErrTurnNotStored, aerr)
 			}
