@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,12 +71,9 @@ type ServerSettings = session.ServerSettings
 // session.InProcessServer.
 type InProcessServer = session.InProcessServer
 
-// postSessionTimeout bounds how long the agent waits for a session/new
-// response to be written before it sends the notifications that follow it.
-const postSessionTimeout = 10 * time.Second
-
-// Agent implements acpsdk.Agent. Create it with New and run it with Serve.
-// Its methods are called by acp-go-sdk, concurrently.
+// Agent is the ACP agent: the one connection (conn.go) and its dispatch
+// table, over the session core. Create it with New and run it with Serve;
+// its handlers run concurrently, one goroutine per request.
 type Agent struct {
 	opts  Options
 	gw    gateway.Gateway
@@ -83,13 +81,23 @@ type Agent struct {
 	core  *session.Core // the live sessions
 	log   *slog.Logger
 
-	ready chan struct{} // closed once conn and out are set
-	conn  *acpsdk.AgentSideConnection
-	out   *outWatcher
+	ready  chan struct{} // closed once rpc, out and frames are set
+	rpc    *acpsdk.Connection
+	out    *frameOut
+	frames *framing
+	table  map[string]method // the dispatch table (conn.go)
+	calls  *calls            // calls read and not answered yet
+	// prompts are the running prompts' cancels, for session/cancel.
+	prompts promptCancels
+	// announced holds, by sessionId, the channel closed once the client
+	// knows the session: its session/new response and the notifications
+	// after it are written (open). A prompt waits for it. An entry stays
+	// until session/close: a closed channel costs a few bytes.
+	announced sync.Map
 
 	mcpACP *mcpOverACP // MCP servers the client hosts (mcpacp.go)
 
-	tasks sync.WaitGroup // notification senders started by NewSession
+	tasks sync.WaitGroup // notification senders started by newSession
 	pace  *rate.Limiter  // the pacing of replayed session/updates (pace.go)
 
 	// caps are the client's fs, terminal and elicitation capabilities from
@@ -101,11 +109,9 @@ type Agent struct {
 	beforeAnnounce func()
 }
 
-var _ acpsdk.Agent = (*Agent)(nil)
-
 // New returns an Agent. opts may be nil.
 func New(opts *Options) *Agent {
-	a := &Agent{ready: make(chan struct{}), pace: newNotifyPacer()}
+	a := &Agent{ready: make(chan struct{}), pace: newNotifyPacer(), calls: newCalls()}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -137,8 +143,9 @@ func New(opts *Options) *Agent {
 	a.core = session.NewCore(session.CoreOptions{
 		Name: a.opts.Name, Version: a.opts.Version, Gateway: a.gw, Bridge: bridgeOpts,
 		DefaultServers: a.opts.DefaultServers, ServerSettings: a.opts.ServerSettings,
-		InProcess: a.opts.InProcess, Store: a.store, History: history, Logger: a.log, ReadyWait: announceWait,
+		InProcess: a.opts.InProcess, Store: a.store, History: history, Logger: a.log,
 	})
+	a.table = a.methods()
 	return a
 }
 
@@ -152,33 +159,32 @@ func New(opts *Options) *Agent {
 // Every request read is answered before Serve returns: at the end of in,
 // reading stops, the requests under way see their context cancelled (a
 // prompt answers stopReason "cancelled"), and Serve waits for their
-// responses (at most eofAnswerWait), then for those Shutdown releases.
+// responses (at most eofAnswerWait) on the connection still open; only then
+// does the engine see the end of input. Then Serve waits for those
+// Shutdown releases.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	a.out = newOutWatcher(out)
-	answers := newUnanswered()
-	a.out.answers = answers
-	frames := newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
-	frames.answers = answers
-	// mcp/message, which acp-go-sdk does not dispatch, goes to a connection
-	// of its own on the same stream (internal/mcpacp).
-	frames.mux = mcpacp.NewMux(a.mcpACP.router.Handle, []string{mcpacp.MethodMessage}, a.out.writeFrame, a.log.With("component", "acp-conn-mcp"))
-	a.mcpACP.router.SetMux(frames.mux)
-	a.conn = acpsdk.NewAgentSideConnection(framedAgent{a, frames}, a.out, frames)
-	a.conn.SetLogger(a.log.With("component", "acp-conn"))
-	close(a.ready) // the SDK reads only from here on
+	a.out = &frameOut{w: out}
+	a.frames = newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
+	a.frames.calls = a.calls
+	a.frames.holdEnd = true
+	a.rpc = acpsdk.NewConnection(a.dispatch, a.out, a.frames)
+	a.rpc.SetLogger(a.log.With("component", "acp-conn"))
+	a.mcpACP.router.SetConn(a.rpc)
+	close(a.ready) // the engine reads only from here on
 	select {
-	case <-a.conn.Done():
+	case <-a.frames.inputEnded():
 		a.log.Info("client disconnected")
-		a.writeAnswers(answers, eofAnswerWait)
-		frames.mux.Close() // no mcp/disconnect can reach the client now
+		a.calls.cancel() // the requests under way end, cancelled
+		a.writeAnswers(eofAnswerWait)
+		a.frames.endInput() // the engine closes: what is left fails at once
+	case <-a.rpc.Done(): // not reached: the end of input is held back
 	case <-ctx.Done():
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
-	a.writeAnswers(answers, shutdownAnswerWait)
+	a.writeAnswers(shutdownAnswerWait)
 	a.mcpACP.disconnects.Wait() // the sessions' mcp/disconnect, bounded
-	frames.mux.Close()
-	frames.close()
+	a.frames.close()
 	return nil
 }
 
@@ -192,18 +198,22 @@ const (
 
 // writeAnswers waits up to d for every request handed to the SDK to be
 // answered.
-func (a *Agent) writeAnswers(answers *unanswered, d time.Duration) {
+func (a *Agent) writeAnswers(d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if left, err := answers.wait(ctx); err != nil {
+	if left, err := a.calls.wait(ctx); err != nil {
 		a.log.Warn("requests left unanswered", "count", left, "waited", d)
 	}
 }
 
 // editor returns the editor of session sid: the client's fs/* and
 // terminal/* methods it advertised at initialize (none before initialize).
-func (a *Agent) editor(sid string) editor.Editor {
-	e := &clientEditor{conn: a.connection(), sid: acpsdk.SessionId(sid)}
+func (a *Agent) editor(sid string) editor.Editor { return a.clientEditor(sid, nil) }
+
+// clientEditor is editor with its elicitations held until announced is
+// closed (nil: not held).
+func (a *Agent) clientEditor(sid string, announced <-chan struct{}) *clientEditor {
+	e := &clientEditor{rpc: a.connection(), sid: acpsdk.SessionId(sid), announced: announced}
 	if caps := a.caps.Load(); caps != nil {
 		e.caps = *caps
 	}
@@ -211,9 +221,9 @@ func (a *Agent) editor(sid string) editor.Editor {
 }
 
 // connection returns the ACP connection once Serve has set it up.
-func (a *Agent) connection() *acpsdk.AgentSideConnection {
+func (a *Agent) connection() *acpsdk.Connection {
 	<-a.ready
-	return a.conn
+	return a.rpc
 }
 
 // Shutdown ends every live session in parallel: running prompts are
@@ -225,9 +235,9 @@ func (a *Agent) Shutdown() {
 	a.tasks.Wait()
 }
 
-// Initialize implements acpsdk.Agent
+// initialize serves initialize
 // (https://agentclientprotocol.com/protocol/initialization).
-func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
+func (a *Agent) initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
 	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo))
 	a.caps.Store(&editor.Capabilities{
 		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
@@ -266,7 +276,7 @@ func clientName(info *acpsdk.Implementation) string {
 	return info.Name + " " + info.Version
 }
 
-// NewSession implements acpsdk.Agent
+// newSession serves session/new
 // (https://agentclientprotocol.com/protocol/session-setup#creating-a-session).
 // It validates mcpServers from the client's raw JSON (a broken list is
 // invalid_params) and the cwd (an absolute path to an existing directory,
@@ -275,78 +285,94 @@ func clientName(info *acpsdk.Implementation) string {
 // tools, and answers only when every server has connected or failed. Server
 // failures do not fail the session; they are reported to the client as an
 // agent message right after the response.
-func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	own, err := ownServers(p.Meta)
+func (a *Agent) newSession(ctx context.Context, p acpsdk.NewSessionRequest, servers json.RawMessage) (acpsdk.NewSessionResponse, error) {
+	own, err := ownServers(servers)
 	if err != nil {
-		return acpsdk.NewSessionResponse{}, toRequestError(err)
+		return acpsdk.NewSessionResponse{}, err
 	}
 	key, _ := p.Meta[session.MetaKey].(string)
 	s, err := a.open(ctx, session.OpenRequest{Key: key, Cwd: p.Cwd, AdditionalDirectories: p.AdditionalDirectories, Servers: own}, false)
 	if err != nil {
-		return acpsdk.NewSessionResponse{}, toRequestError(err)
+		return acpsdk.NewSessionResponse{}, err
 	}
 	a.log.Info("session/new", "session", s.ID(), "cwd", p.Cwd, "mcpServers", len(s.Servers()))
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.ID()), ConfigOptions: a.configOptions(s.Model())}, nil
 }
 
-// ownServers validates the request's mcpServers (raw, see moveMCPServers in
-// framing.go); the session core merges the config's default servers, applies
-// the servers-per-session quota and checks the cwd.
-func ownServers(meta map[string]any) ([]bridge.ServerSpec, error) {
-	raw, err := rawMCPServers(meta)
-	if err != nil {
-		return nil, session.Invalidf("mcpServers: %v", err)
+// ownServers validates the request's mcpServers, the client's own JSON (nil
+// when absent); the session core merges the config's default servers,
+// applies the servers-per-session quota and checks the cwd.
+func ownServers(raw json.RawMessage) ([]bridge.ServerSpec, error) {
+	if raw == nil {
+		return nil, nil
 	}
 	return ParseMCPServers(raw)
 }
 
-// open opens a session in the core (req.Ready is set here), then sends the
-// notifications that follow: after the response for a new session, at once
-// for a session the client already knows (known: session/load and
-// session/resume).
+// open opens a session in the core and sends the notifications that follow
+// it: for a new session, once its response is written (ctx, the request's
+// context, ends then: conn.go); at once for a session the client already
+// knows (known: session/load and session/resume, whose notifications may
+// precede the response). Until they are sent, the session's prompts, its
+// commands updates, its messages outside a turn and its elicitations wait
+// (announced), so the client never hears of a sessionId it does not know.
 func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (*session.Session, error) {
 	announced := make(chan struct{})
-	req.Ready = announced
-	req.Editor = a.editor
+	req.Editor = func(sid string) editor.Editor { return a.clientEditor(sid, announced) }
 	req.Ask = a.askFunc
-	req.Tell = a.tell
-	req.CommandsChanged = a.commandsChanged // prompts.go
+	req.Tell = func(sid string) func(context.Context, string) { return a.tell(sid, announced) }
+	req.CommandsChanged = func(sid string) func(context.Context, []runner.Command) { return a.commandsChanged(sid, announced) } // prompts.go
 	s, err := a.core.Open(ctx, req)
 	if err != nil {
-		close(announced) // a prompt that found the session while it opened goes on
+		close(announced) // what waited for the session goes on
 		if ke := (*session.KeyInUseError)(nil); errors.As(err, &ke) {
 			return nil, session.Invalidf("_meta.sessionKey %q is already used by a live session", ke.Key)
 		}
 		return nil, err
 	}
-	<-a.ready
+	a.announced.Store(s.ID(), (<-chan struct{})(announced))
 	if known {
-		// session/load and session/resume: the client knows the sessionId
-		// already, so the notifications may precede the response.
-		now := make(chan struct{})
-		close(now)
-		a.afterNewSession(s, announced, now)
+		a.afterNewSession(s, announced)
 		return s, nil
 	}
-	after := a.out.afterResponse(s.ID())
-	a.tasks.Go(func() { a.afterNewSession(s, announced, after) })
+	a.tasks.Go(func() {
+		select {
+		case <-ctx.Done(): // the response is written
+		case <-a.rpc.Done():
+		}
+		a.afterNewSession(s, announced)
+	})
 	return s, nil
+}
+
+// waitAnnounced waits until the client knows session sid (open), at most
+// announceWait, or until ctx ends (the turn that follows then ends at once,
+// cancelled).
+func (a *Agent) waitAnnounced(ctx context.Context, sid string) {
+	v, ok := a.announced.Load(sid)
+	if !ok {
+		return
+	}
+	timer := time.NewTimer(announceWait)
+	defer timer.Stop()
+	select {
+	case <-v.(<-chan struct{}):
+	case <-ctx.Done():
+	case <-timer.C:
+		a.log.Warn("turn: the session's opening notifications are still not sent; going on", "session", sid)
+	}
 }
 
 // afterNewSession sends what follows a session/new response: the sign-in
 // notice of a missing API key (SignIn.Notice), one agent message per failed
-// server, and the available slash commands. It closes
-// announced (the session's OpenRequest.Ready) when done, whatever happens.
-func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, written <-chan struct{}) {
+// server, and the available slash commands. It closes announced when done,
+// whatever happens.
+func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}) {
 	defer close(announced)
-	conn := a.connection()
 	select {
-	case <-written:
-	case <-conn.Done():
-		a.out.forget(s.ID())
+	case <-a.rpc.Done():
 		return
-	case <-time.After(postSessionTimeout):
-		a.out.forget(s.ID())
+	default:
 	}
 	if a.beforeAnnounce != nil {
 		a.beforeAnnounce()
@@ -368,9 +394,14 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}, wri
 }
 
 // tell returns the session.OpenRequest Tell of session sid: an agent
-// message outside any turn.
-func (a *Agent) tell(sid string) func(ctx context.Context, text string) {
+// message outside any turn, once the client knows the session (announced).
+func (a *Agent) tell(sid string, announced <-chan struct{}) func(ctx context.Context, text string) {
 	return func(ctx context.Context, text string) {
+		select {
+		case <-announced:
+		case <-ctx.Done():
+			return
+		}
 		a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
 	}
 }
@@ -378,7 +409,7 @@ func (a *Agent) tell(sid string) func(ctx context.Context, text string) {
 // notify sends one session/update, logging (not returning) a failure: a
 // client that has gone away cannot be told anything more.
 func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
-	err := a.connection().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sessionID), Update: u})
+	err := a.connection().SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sessionID), Update: u})
 	if err != nil {
 		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
 	}
@@ -393,32 +424,36 @@ func (a *Agent) lookup(id acpsdk.SessionId) (*session.Session, error) {
 	return s, nil
 }
 
-// Cancel implements acpsdk.Agent
-// (https://agentclientprotocol.com/protocol/prompt-turn#cancellation).
-// acp-go-sdk has already cancelled the context of the session's running
-// prompt; the turn then ends with stopReason cancelled.
-func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
+// cancel serves session/cancel
+// (https://agentclientprotocol.com/protocol/prompt-turn#cancellation): it
+// cancels the context of the session's running prompt, whose turn then
+// ends with stopReason cancelled, and tells the framing layer that this
+// queued cancel is handled.
+func (a *Agent) cancel(_ context.Context, p acpsdk.CancelNotification) (any, error) {
+	defer a.frames.cancelHandled(string(p.SessionId))
 	a.log.Info("session/cancel", "session", p.SessionId)
-	return nil
+	a.prompts.cancel(string(p.SessionId))
+	return nil, nil
 }
 
-// CloseSession implements acpsdk.Agent: the running prompt is cancelled and
+// closeSession serves session/close: the running prompt is cancelled and
 // every connection and child process of the session is ended before the
 // response. The stored session stays, for session/load.
-func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+func (a *Agent) closeSession(_ context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
 	s, err := a.lookup(p.SessionId)
 	if err != nil {
-		return acpsdk.CloseSessionResponse{}, toRequestError(err)
+		return acpsdk.CloseSessionResponse{}, err
 	}
 	a.log.Info("session/close", "session", p.SessionId)
 	s.End()
+	a.announced.Delete(s.ID())
 	return acpsdk.CloseSessionResponse{}, nil
 }
 
-// SetSessionMode implements acpsdk.Agent; no modes are offered, so it is
+// setSessionMode serves session/set_mode; no modes are offered, so it is
 // method_not_found for a live session (and resource-not-found for an unknown
 // sessionId, as for every method that takes one).
-func (a *Agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+func (a *Agent) setSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
 	if _, err := a.lookup(p.SessionId); err != nil {
 		return acpsdk.SetSessionModeResponse{}, toRequestError(err)
 	}

@@ -71,12 +71,12 @@ func (a *Agent) authCapabilities() acpsdk.AgentAuthCapabilities {
 	return acpsdk.AgentAuthCapabilities{Logout: &acpsdk.LogoutCapabilities{}}
 }
 
-// Authenticate implements acpsdk.Agent
+// authenticate serves authenticate
 // (https://agentclientprotocol.com/protocol/initialization#authentication).
 // For the sign-in method it succeeds when SignIn.Check finds a key (after
 // the terminal login stored one), else it is auth_required saying what to
 // do; any other methodId is invalid_params.
-func (a *Agent) Authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+func (a *Agent) authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
 	si := a.opts.SignIn
 	if si == nil || p.MethodId != si.MethodID {
 		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is not an advertised auth method", p.MethodId))
@@ -91,11 +91,11 @@ func (a *Agent) Authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (a
 	return acpsdk.AuthenticateResponse{}, nil
 }
 
-// Logout implements acpsdk.Agent
+// logout serves logout
 // (https://agentclientprotocol.com/protocol/initialization#authentication):
 // it removes the stored API key (SignIn.Logout). Keys from the environment
 // stay. Without a sign-in it is method_not_found.
-func (a *Agent) Logout(context.Context, acpsdk.LogoutRequest) (acpsdk.LogoutResponse, error) {
+func (a *Agent) logout(context.Context, acpsdk.LogoutRequest) (acpsdk.LogoutResponse, error) {
 	si := a.opts.SignIn
 	if si == nil {
 		return acpsdk.LogoutResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodLogout)

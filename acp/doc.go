@@ -1,22 +1,21 @@
-// Package acp is acp-agent's ACP side: an [Agent] that implements the agent
-// interface of github.com/coder/acp-go-sdk and serves one client over stdio
-// ([Agent.Serve]).
+// Package acp is acp-agent's ACP side: an [Agent] that serves one client over
+// stdio ([Agent.Serve]) on one connection (conn.go): the framing layer reads,
+// one writer writes, acp-go-sdk's JSON-RPC engine (github.com/coder/acp-go-sdk
+// Connection) correlates, and one dispatch table decodes every method with
+// acp-go-sdk's types, or ours (wire.go) where it has none.
 //
 // # Sessions
 //
 // The session lifecycle itself is the front-end-neutral core of package
 // session ([session.Core]); the Agent maps ACP's methods onto it.
-// session/new ([Agent.NewSession]) parses the client's mcpServers entries
+// session/new parses the client's mcpServers entries
 // ([ParseMCPServers]) and opens a session, which merges the config's default
 // servers, connects them through a [bridge.Manager] and registers the bridged
-// tools with the [gateway.Gateway] ([Options.Gateway]). session/prompt
-// ([Agent.Prompt]) runs one turn at a time and maps the gateway's events to
+// tools with the [gateway.Gateway] ([Options.Gateway]). session/prompt runs one turn at a time and maps the gateway's events to
 // session/update notifications; session/cancel ends the turn; session/close
 // ends the session and its servers. Sessions are kept in a [store.Store]
 // ([Options.Store]), so that session/load, session/resume and session/list
-// ([Agent.LoadSession], [Agent.ResumeSession], [Agent.ListSessions]) work
-// across restarts. The model of a session is a session config option
-// ([Agent.SetSessionConfigOption]).
+// work across restarts. The model of a session is a session config option.
 //
 // # Client requests and commands
 //

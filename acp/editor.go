@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,9 +16,13 @@ import (
 // advertised it at initialize (clientCapabilities.fs.readTextFile,
 // fs.writeTextFile, terminal).
 type clientEditor struct {
-	conn *acpsdk.AgentSideConnection
+	rpc  *acpsdk.Connection
 	sid  acpsdk.SessionId
 	caps editor.Capabilities
+	// announced is closed once the client knows the session (its
+	// session/new response and the notifications after it are written):
+	// Elicit waits for it, as a sign-in during the open may ask before.
+	announced <-chan struct{}
 }
 
 var _ editor.Editor = (*clientEditor)(nil)
@@ -42,7 +45,7 @@ func (e *clientEditor) ReadTextFile(ctx context.Context, path string, line, limi
 	if limit > 0 {
 		req.Limit = &limit
 	}
-	res, err := e.conn.ReadTextFile(ctx, req)
+	res, err := acpsdk.SendRequest[acpsdk.ReadTextFileResponse](e.rpc, ctx, acpsdk.ClientMethodFsReadTextFile, req)
 	if err != nil {
 		return "", fmt.Errorf("fs/read_text_file %s: %w", path, err)
 	}
@@ -53,7 +56,7 @@ func (e *clientEditor) WriteTextFile(ctx context.Context, path, content string) 
 	if !e.caps.WriteTextFile {
 		return errNotOffered("fs/write_text_file")
 	}
-	if _, err := e.conn.WriteTextFile(ctx, acpsdk.WriteTextFileRequest{SessionId: e.sid, Path: path, Content: content}); err != nil {
+	if _, err := acpsdk.SendRequest[acpsdk.WriteTextFileResponse](e.rpc, ctx, acpsdk.ClientMethodFsWriteTextFile, acpsdk.WriteTextFileRequest{SessionId: e.sid, Path: path, Content: content}); err != nil {
 		return fmt.Errorf("fs/write_text_file %s: %w", path, err)
 	}
 	return nil
@@ -74,7 +77,7 @@ func (e *clientEditor) CreateTerminal(ctx context.Context, r editor.TerminalRequ
 	if r.OutputByteLimit > 0 {
 		req.OutputByteLimit = &r.OutputByteLimit
 	}
-	res, err := e.conn.CreateTerminal(ctx, req)
+	res, err := acpsdk.SendRequest[acpsdk.CreateTerminalResponse](e.rpc, ctx, acpsdk.ClientMethodTerminalCreate, req)
 	if err != nil {
 		return nil, fmt.Errorf("terminal/create: %w", err)
 	}
@@ -90,7 +93,7 @@ type clientTerminal struct {
 func (t *clientTerminal) ID() string { return t.id }
 
 func (t *clientTerminal) Output(ctx context.Context) (editor.Output, error) {
-	res, err := t.e.conn.TerminalOutput(ctx, acpsdk.TerminalOutputRequest{SessionId: t.e.sid, TerminalId: t.id})
+	res, err := acpsdk.SendRequest[acpsdk.TerminalOutputResponse](t.e.rpc, ctx, acpsdk.ClientMethodTerminalOutput, acpsdk.TerminalOutputRequest{SessionId: t.e.sid, TerminalId: t.id})
 	if err != nil {
 		return editor.Output{}, fmt.Errorf("terminal/output %s: %w", t.id, err)
 	}
@@ -102,7 +105,7 @@ func (t *clientTerminal) Output(ctx context.Context) (editor.Output, error) {
 }
 
 func (t *clientTerminal) WaitForExit(ctx context.Context) (editor.ExitStatus, error) {
-	res, err := t.e.conn.WaitForTerminalExit(ctx, acpsdk.WaitForTerminalExitRequest{SessionId: t.e.sid, TerminalId: t.id})
+	res, err := acpsdk.SendRequest[acpsdk.WaitForTerminalExitResponse](t.e.rpc, ctx, acpsdk.ClientMethodTerminalWaitForExit, acpsdk.WaitForTerminalExitRequest{SessionId: t.e.sid, TerminalId: t.id})
 	if err != nil {
 		return editor.ExitStatus{}, fmt.Errorf("terminal/wait_for_exit %s: %w", t.id, err)
 	}
@@ -110,14 +113,14 @@ func (t *clientTerminal) WaitForExit(ctx context.Context) (editor.ExitStatus, er
 }
 
 func (t *clientTerminal) Kill(ctx context.Context) error {
-	if _, err := t.e.conn.KillTerminal(ctx, acpsdk.KillTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
+	if _, err := acpsdk.SendRequest[acpsdk.KillTerminalResponse](t.e.rpc, ctx, acpsdk.ClientMethodTerminalKill, acpsdk.KillTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
 		return fmt.Errorf("terminal/kill %s: %w", t.id, err)
 	}
 	return nil
 }
 
 func (t *clientTerminal) Release(ctx context.Context) error {
-	if _, err := t.e.conn.ReleaseTerminal(ctx, acpsdk.ReleaseTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
+	if _, err := acpsdk.SendRequest[acpsdk.ReleaseTerminalResponse](t.e.rpc, ctx, acpsdk.ClientMethodTerminalRelease, acpsdk.ReleaseTerminalRequest{SessionId: t.e.sid, TerminalId: t.id}); err != nil {
 		return fmt.Errorf("terminal/release %s: %w", t.id, err)
 	}
 	return nil
@@ -126,18 +129,18 @@ func (t *clientTerminal) Release(ctx context.Context) error {
 var _ editor.Elicitor = (*clientEditor)(nil)
 
 // Elicit sends ACP elicitation/create, scoped to the session and, when
-// r.ToolCallID is set, to that tool call. acp-go-sdk v0.13.5's request
-// types have no sessionId and toolCallId fields (its generator drops the
-// session scope of the ACP schema), so Elicit puts them in _meta under
-// metaScope and scopeElicitation moves them to where the schema has them
-// as the frame is written.
+// r.ToolCallID is set, to that tool call (elicitationCreate, wire.go:
+// acp-go-sdk v0.13.5's request type has no session scope). It first waits
+// until the client knows the session (announced) or ctx ends.
 func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (editor.ElicitResult, error) {
-	var req acpsdk.UnstableCreateElicitationRequest
-	scope := map[string]any{"sessionId": string(e.sid)}
-	if r.ToolCallID != "" {
-		scope["toolCallId"] = r.ToolCallID
+	if e.announced != nil {
+		select {
+		case <-e.announced:
+		case <-ctx.Done():
+			return editor.ElicitResult{}, context.Cause(ctx)
+		}
 	}
-	meta := map[string]any{metaScope: scope}
+	var req acpsdk.UnstableCreateElicitationRequest
 	switch r.Mode {
 	case editor.ModeForm:
 		if !e.caps.ElicitForm {
@@ -154,17 +157,18 @@ func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (edit
 			}
 		}
 		req = acpsdk.NewUnstableCreateElicitationRequestForm(schema)
-		req.Form.Message, req.Form.Meta = r.Message, meta
+		req.Form.Message = r.Message
 	case editor.ModeURL:
 		if !e.caps.ElicitURL {
 			return editor.ElicitResult{}, errNotOffered("elicitation/create in url mode")
 		}
 		req = acpsdk.NewUnstableCreateElicitationRequestUrl(acpsdk.UnstableElicitationId(r.ID), r.URL)
-		req.Url.Message, req.Url.Meta = r.Message, meta
+		req.Url.Message = r.Message
 	default:
 		return editor.ElicitResult{}, fmt.Errorf("elicitation/create: unknown mode %q (want %q or %q)", r.Mode, editor.ModeForm, editor.ModeURL)
 	}
-	res, err := e.conn.UnstableCreateElicitation(ctx, req)
+	res, err := acpsdk.SendRequest[acpsdk.UnstableCreateElicitationResponse](e.rpc, ctx, acpsdk.ClientMethodElicitationCreate,
+		elicitationCreate{UnstableCreateElicitationRequest: req, SessionID: e.sid, ToolCallID: r.ToolCallID})
 	if err != nil {
 		if ctx.Err() != nil {
 			return editor.ElicitResult{}, context.Cause(ctx)
@@ -182,52 +186,11 @@ func (e *clientEditor) Elicit(ctx context.Context, r editor.ElicitRequest) (edit
 	return editor.ElicitResult{}, fmt.Errorf("elicitation/create: the client's answer has no action")
 }
 
-// metaScope is the _meta key under which clientEditor.Elicit hands the
-// session scope of an elicitation/create to scopeElicitation.
-const metaScope = "acp-agent/elicitationScope"
-
-// scopeElicitation returns frame (one JSON-RPC message and its newline) with
-// the session scope of an elicitation/create request moved from
-// params._meta[metaScope] to params.sessionId and params.toolCallId, as the
-// ACP schema has them (ElicitationSessionScope); any other frame is
-// returned unchanged.
-func scopeElicitation(frame []byte) []byte {
-	if !bytes.Contains(frame, []byte(metaScope)) {
-		return frame
-	}
-	var msg map[string]json.RawMessage
-	var method string
-	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != acpsdk.ClientMethodElicitationCreate {
-		return frame
-	}
-	var params, meta, scope map[string]json.RawMessage
-	if json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["_meta"], &meta) != nil || json.Unmarshal(meta[metaScope], &scope) != nil {
-		return frame
-	}
-	for k, v := range scope {
-		params[k] = v
-	}
-	delete(meta, metaScope)
-	delete(params, "_meta")
-	if len(meta) > 0 {
-		params["_meta"], _ = json.Marshal(meta)
-	}
-	var err error
-	if msg["params"], err = json.Marshal(params); err != nil {
-		return frame
-	}
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return frame
-	}
-	return append(out, '\n')
-}
-
 func (e *clientEditor) CompleteElicitation(ctx context.Context, id string) error {
 	if !e.caps.ElicitURL {
 		return errNotOffered("elicitation/complete")
 	}
-	if err := e.conn.UnstableCompleteElicitation(ctx, acpsdk.UnstableCompleteElicitationNotification{ElicitationId: acpsdk.UnstableElicitationId(id)}); err != nil {
+	if err := e.rpc.SendNotification(ctx, acpsdk.ClientMethodElicitationComplete, acpsdk.UnstableCompleteElicitationNotification{ElicitationId: acpsdk.UnstableElicitationId(id)}); err != nil {
 		return fmt.Errorf("elicitation/complete %s: %w", id, err)
 	}
 	return nil

@@ -32,8 +32,8 @@ func elicitPipe(t *testing.T, caps editor.Capabilities) (*clientEditor, *elicitC
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	t.Cleanup(func() { clientOut.Close(); agentOut.Close() })
-	conn := acpsdk.NewAgentSideConnection(New(nil), newOutWatcher(agentOut), agentIn)
-	return &clientEditor{conn: conn, sid: "sess_1", caps: caps}, &elicitClient{t: t, rd: bufio.NewReader(clientIn), w: clientOut}
+	conn := acpsdk.NewConnection(nil, agentOut, agentIn)
+	return &clientEditor{rpc: conn, sid: "sess_1", caps: caps}, &elicitClient{t: t, rd: bufio.NewReader(clientIn), w: clientOut}
 }
 
 // next reads the next frame the agent sent.

@@ -3,7 +3,6 @@ package acp
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
-	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -57,7 +55,7 @@ const (
 )
 
 // frameWriter writes whole frames to the client, never interleaved with the
-// SDK's (outWatcher).
+// engine's (frameOut, the one writer).
 type frameWriter interface {
 	writeFrame(p []byte) error
 }
@@ -100,12 +98,15 @@ type frameWriter interface {
 //     a line differently from framing; the values of id, params and result
 //     are copied as read.
 //
-// session/new, session/load and session/resume also get moveMCPServers.
+// In session/new, session/load and session/resume params, a key that
+// encoding/json could read as mcpServers or _meta is refused too (the
+// dispatch table reads them by exact key: withServers). An mcp/message
+// notification carrying an MCP request is dropped (isCall).
 // When maxQueuedReplies error responses wait to be written, reading waits
 // too, with one warning per episode.
 //
 // Reads block until start is closed: acp-go-sdk starts reading in
-// NewAgentSideConnection, before its logger can be set without a data race.
+// NewConnection, before its logger can be set without a data race.
 // Read is called by one goroutine (the SDK's reader); cancelHandled and close
 // may be called from any goroutine.
 type framing struct {
@@ -114,12 +115,9 @@ type framing struct {
 	out        frameWriter
 	log        *slog.Logger
 	mediaLimit int // limits.maxMediaBytes, for the oversize message
-	// mux, if set (before reads start), gets the frames that are its own
-	// (mcp/message, responses to its requests) instead of the SDK.
-	mux *mcpacp.Mux
-	// answers, if set (before reads start), records every request
-	// forwarded to the SDK.
-	answers *unanswered
+	// calls, if set (before reads start), counts every call (isCall)
+	// forwarded to the engine.
+	calls *calls
 
 	buf []byte // forwarded output not yet read
 	// repliesFull is set while replies has been full since it last had
@@ -130,6 +128,16 @@ type framing struct {
 	stop      chan struct{} // closed by close
 	closeOnce sync.Once
 	written   chan struct{} // closed when the writer goroutine returns
+
+	// ended is closed when the input ends (EOF or a read error). With
+	// holdEnd set (before reads start), the end reaches the engine only
+	// once release is closed (endInput, close), so that the calls under way
+	// are answered on a connection still open.
+	holdEnd     bool
+	ended       chan struct{}
+	endOnce     sync.Once
+	release     chan struct{}
+	releaseOnce sync.Once
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when pending shrinks or closed is set
@@ -161,6 +169,7 @@ func newFraming(in io.Reader, start <-chan struct{}, out frameWriter, log *slog.
 	f := &framing{
 		in: bufio.NewReaderSize(in, 64<<10), start: start, out: out, log: log, mediaLimit: mediaLimit,
 		replies: make(chan []byte, maxQueuedReplies), stop: make(chan struct{}), written: make(chan struct{}),
+		ended: make(chan struct{}), release: make(chan struct{}),
 	}
 	f.cond = sync.NewCond(&f.mu)
 	go f.writeReplies()
@@ -171,6 +180,7 @@ func newFraming(in io.Reader, start <-chan struct{}, out frameWriter, log *slog.
 // replyDrainTimeout: stdout may be stuck) and releases a Read waiting for
 // room among the queued cancels. It is idempotent.
 func (f *framing) close() {
+	f.endInput()
 	f.closeOnce.Do(func() {
 		f.mu.Lock()
 		f.closed = true
@@ -183,6 +193,16 @@ func (f *framing) close() {
 	case <-time.After(replyDrainTimeout):
 		f.log.Warn("error responses not written: stdout is not being read", "queued", len(f.replies))
 	}
+}
+
+// inputEnded is closed when the input has ended; Read then holds the end
+// back from the engine until endInput.
+func (f *framing) inputEnded() <-chan struct{} { return f.ended }
+
+// endInput lets Read return the end of input to the engine, which then
+// closes the connection. It is idempotent.
+func (f *framing) endInput() {
+	f.releaseOnce.Do(func() { close(f.release) })
 }
 
 // writeReplies writes the queued error responses until close.
@@ -221,6 +241,10 @@ func (f *framing) Read(p []byte) (int, error) {
 		}
 		if err != nil {
 			if len(f.buf) == 0 {
+				f.endOnce.Do(func() { close(f.ended) })
+				if f.holdEnd {
+					<-f.release
+				}
 				return 0, err
 			}
 			break
@@ -308,7 +332,7 @@ func (f *framing) frame(line []byte) []byte {
 		_, hasResult := msg["result"]
 		_, hasError := msg["error"]
 		if hasID && (hasResult || hasError) {
-			return f.divert(f.response(msg, idRaw), "", idRaw)
+			return f.response(msg, idRaw)
 		}
 		f.reply(id, codeInvalidRequest, "Invalid Request: the message has no method (and is no response: it has no id with a result or an error)", nil)
 		return nil
@@ -329,10 +353,6 @@ func (f *framing) frame(line []byte) []byte {
 			f.log.Warn(`notification dropped: jsonrpc must be "2.0"`, "method", method)
 			return nil
 		}
-		if f.mux != nil && f.mux.Wants(method, nil) {
-			line, _ := wireMessage{Method: method, Params: msg["params"]}.line()
-			return f.divert(line, method, nil)
-		}
 		return f.notification(method, msg["params"])
 	}
 	if id == nil {
@@ -348,13 +368,13 @@ func (f *framing) frame(line []byte) []byte {
 	}
 	switch method {
 	case acpsdk.AgentMethodSessionNew, acpsdk.AgentMethodSessionLoad, acpsdk.AgentMethodSessionResume:
-		// moveMCPServers reads these params by exact key, the SDK by any
-		// spelling: refuse the keys they could read differently.
+		// The dispatch table reads mcpServers by exact key, the SDK's
+		// types by any spelling: refuse the keys they could read
+		// differently.
 		if _, bad, err := decodeMembers(msg["params"], sessionParamKeys[:]); err == nil && bad != "" {
 			f.reply(id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s: the key params.%q is a duplicate of, or differs only in case from, mcpServers or _meta", method, bad), nil)
 			return nil
 		}
-		moveMCPServers(msg)
 	}
 	if why := checkParams(method, msg["params"]); why != "" {
 		f.reply(id, codeInvalidParams, why, nil)
@@ -369,35 +389,21 @@ func (f *framing) frame(line []byte) []byte {
 		f.replyTooLarge(id, method, len(out)-1)
 		return nil
 	}
-	if out = f.divert(out, method, id); out == nil {
-		return nil
-	}
 	f.mu.Lock()
 	f.requests++
 	f.mu.Unlock()
-	if f.answers != nil {
-		f.answers.add(id)
+	if f.calls != nil && isCall(method, msg["params"]) {
+		f.calls.read()
 	}
 	return out
-}
-
-// divert hands frame to f.mux when it is the mux's (see mcpacp.Mux.Wants)
-// and returns nil, else returns frame.
-func (f *framing) divert(frame []byte, method string, id json.RawMessage) []byte {
-	if frame == nil || f.mux == nil || !f.mux.Wants(method, id) {
-		return frame
-	}
-	if err := f.mux.Deliver(frame); err != nil {
-		f.log.Debug("MCP-over-ACP frame dropped", "method", method, "err", err)
-	}
-	return nil
 }
 
 // jsonrpcKeys are the top-level members of a JSON-RPC 2.0 message.
 var jsonrpcKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // sessionParamKeys are the members of session/new, session/load and
-// session/resume params that moveMCPServers reads.
+// session/resume params that the dispatch table reads by exact key
+// (withServers, conn.go).
 var sessionParamKeys = [...]string{"mcpServers", "_meta"}
 
 // errNotObject is decodeMembers' error for valid JSON that is not an object.
@@ -573,6 +579,14 @@ func (f *framing) notification(method string, params json.RawMessage) []byte {
 	switch method {
 	case "$/cancel_request": // handled by the SDK's reader, not queued
 		return line
+	case methodMCPMessage:
+		// An MCP notification to a server the client hosts; an mcp/message
+		// carrying an MCP request must be an ACP request (isCall).
+		if isCall(method, params) {
+			f.log.Warn("notification dropped: an mcp/message carrying an MCP request must be a request (with an id)")
+			return nil
+		}
+		return line
 	case acpsdk.AgentMethodSessionCancel:
 	default:
 		f.log.Debug("notification dropped: the agent handles no such notification", "method", method)
@@ -647,7 +661,7 @@ func (f *framing) oversize(size int, sk *skeleton) []byte {
 		if err != nil {
 			return nil
 		}
-		return f.divert(withNewline(b), "", id)
+		return withNewline(b)
 	}
 	f.replyTooLarge(id, method, size)
 	return nil
@@ -791,17 +805,4 @@ func (s *skeleton) add(c byte) {
 	if len(s.out) < skeletonMax {
 		s.out = append(s.out, c)
 	}
-}
-
-// framedAgent is the Agent as acp-go-sdk sees it: Cancel also tells the
-// framing layer that a forwarded session/cancel has been handled.
-type framedAgent struct {
-	*Agent
-	frames *framing
-}
-
-// Cancel implements acpsdk.Agent.
-func (f framedAgent) Cancel(ctx context.Context, p acpsdk.CancelNotification) error {
-	defer f.frames.cancelHandled(string(p.SessionId))
-	return f.Agent.Cancel(ctx, p)
 }

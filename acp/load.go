@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,16 +15,14 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
-var _ acpsdk.AgentLoader = (*Agent)(nil)
-
-// LoadSession implements acpsdk.AgentLoader
+// loadSession serves session/load
 // (https://agentclientprotocol.com/protocol/session-setup#loading-sessions):
 // the stored transcript is replayed as session/update notifications before
 // the response, the request's mcpServers are connected with a fresh manager,
 // and the model continues with the restored history. A session still live
 // in this process is ended first.
-func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
-	own, err := a.reopen(ctx, p.SessionId, p.Meta)
+func (a *Agent) loadSession(ctx context.Context, p acpsdk.LoadSessionRequest, servers json.RawMessage) (acpsdk.LoadSessionResponse, error) {
+	own, err := a.reopen(ctx, p.SessionId, servers)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
@@ -37,10 +36,10 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	return acpsdk.LoadSessionResponse{ConfigOptions: a.configOptions(s.Model())}, nil
 }
 
-// ResumeSession implements acpsdk.Agent: like session/load, without the
+// resumeSession serves session/resume: like session/load, without the
 // replay.
-func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	own, err := a.reopen(ctx, p.SessionId, p.Meta)
+func (a *Agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest, servers json.RawMessage) (acpsdk.ResumeSessionResponse, error) {
+	own, err := a.reopen(ctx, p.SessionId, servers)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
@@ -55,7 +54,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 // reopen checks that the session is stored (an unknown sessionId is said
 // before anything wrong in the request's servers) and parses the request's
 // own servers; the session core reads the record again as it opens it.
-func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string]any) ([]bridge.ServerSpec, error) {
+func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, servers json.RawMessage) ([]bridge.ServerSpec, error) {
 	_, err := a.store.Get(ctx, string(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, unknownSession(id, "no stored session has that id")
@@ -63,7 +62,7 @@ func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, meta map[string
 	if err != nil {
 		return nil, fmt.Errorf("reading the session store: %w", err)
 	}
-	return ownServers(meta)
+	return ownServers(servers)
 }
 
 // replay sends the stored turns as session/update notifications: each user
@@ -136,9 +135,9 @@ func replayUpdates(turns []store.Turn) []acpsdk.SessionUpdate {
 	return out
 }
 
-// ListSessions implements acpsdk.Agent: stored sessions, newest first, 50 a
+// listSessions serves session/list: stored sessions, newest first, 50 a
 // page, optionally of one cwd.
-func (a *Agent) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
+func (a *Agent) listSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
 	opts := store.ListOptions{}
 	if p.Cwd != nil {
 		opts.Cwd = *p.Cwd

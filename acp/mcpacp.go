@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -30,19 +31,12 @@ import (
 // closes.
 const mcpDisconnectTimeout = 5 * time.Second
 
-// mcpConnectParams is the params of mcp/connect in either schema
-// (acpsdk.UnstableConnectMcpRequest has only acpId).
-type mcpConnectParams struct {
-	Meta     map[string]any `json:"_meta,omitempty"`
-	AcpID    string         `json:"acpId,omitempty"`
-	ServerID string         `json:"serverId,omitempty"`
-}
-
-// mcpOverACP is the agent's side of MCP-over-ACP: the Router of the Mux
-// that Serve runs beside acp-go-sdk's connection.
+// mcpOverACP is the agent's side of MCP-over-ACP: the Router that serves
+// mcp/message in the dispatch table (conn.go) and sends on the one
+// connection.
 type mcpOverACP struct {
 	router *mcpacp.Router
-	ready  <-chan struct{} // Serve has set the Mux
+	ready  <-chan struct{} // Serve has given the router the connection
 	log    *slog.Logger
 	// disconnects are the mcp/disconnect requests in flight: best-effort
 	// cleanup that no Close waits for; Serve waits (each is bounded by
@@ -79,15 +73,15 @@ func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	mux := t.m.router.Mux()
-	if mux == nil {
+	rpc := t.m.router.Conn()
+	if rpc == nil {
 		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", t.spec.Name)
 	}
 	params := mcpConnectParams{AcpID: t.spec.ServerID}
 	if t.spec.ServerIDKey == "serverId" {
 		params = mcpConnectParams{ServerID: t.spec.ServerID}
 	}
-	res, err := acpsdk.SendRequest[acpsdk.UnstableConnectMcpResponse](mux.Conn(), ctx, acpsdk.ClientMethodMcpConnect, params)
+	res, err := acpsdk.SendRequest[acpsdk.UnstableConnectMcpResponse](rpc, ctx, acpsdk.ClientMethodMcpConnect, params)
 	if err != nil {
 		return nil, fmt.Errorf("MCP-over-ACP server %q: mcp/connect %s %q: %w", t.spec.Name, t.spec.ServerIDKey, t.spec.ServerID, err)
 	}
@@ -99,7 +93,7 @@ func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		t.m.disconnects.Go(func() {
 			dctx, cancel := context.WithTimeout(context.Background(), mcpDisconnectTimeout)
 			defer cancel()
-			if _, err := acpsdk.SendRequest[acpsdk.UnstableDisconnectMcpResponse](mux.Conn(), dctx, acpsdk.ClientMethodMcpDisconnect, acpsdk.UnstableDisconnectMcpRequest{ConnectionId: id}); err != nil {
+			if _, err := acpsdk.SendRequest[acpsdk.UnstableDisconnectMcpResponse](rpc, dctx, acpsdk.ClientMethodMcpDisconnect, acpsdk.UnstableDisconnectMcpRequest{ConnectionId: id}); err != nil {
 				t.m.log.Debug("mcp/disconnect failed", "server", t.spec.Name, "connectionId", id, "err", err)
 			}
 		})
@@ -108,4 +102,14 @@ func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	return conn, nil
+}
+
+// mcpMessage serves mcp/message: a message to the agent's side of a
+// connection to a server the client hosts (mcpacp.Router.Handle).
+func (a *Agent) mcpMessage(ctx context.Context, params json.RawMessage) (any, error) {
+	res, re := a.mcpACP.router.Handle(ctx, methodMCPMessage, params)
+	if re != nil {
+		return nil, re
+	}
+	return res, nil
 }

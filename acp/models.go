@@ -33,14 +33,14 @@ func (a *Agent) configOptions(current string) []acpsdk.SessionConfigOption {
 	return []acpsdk.SessionConfigOption{o}
 }
 
-// SetSessionConfigOption implements acpsdk.Agent
+// setSessionConfigOption serves session/set_config_option
 // (https://agentclientprotocol.com/protocol/session-config-options):
 // "model", offered when more than one model is configured, switches the
 // session's model; the next turn uses it, with the same history, and the
 // choice is stored with the session (session/load and session/resume
 // restore it). An option the session does not offer, or a value it does not
 // list, is invalid_params naming it.
-func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+func (a *Agent) setSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
 	fail := func(err error) (acpsdk.SetSessionConfigOptionResponse, error) {
 		return acpsdk.SetSessionConfigOptionResponse{}, toRequestError(err)
 	}

@@ -38,7 +38,7 @@ func (a *Agent) askFunc(sessionID string) gateway.AskFunc {
 		if len(req.Content) > 0 {
 			call.Content = toolContent(req.Content)
 		}
-		resp, err := a.connection().RequestPermission(ctx, acpsdk.RequestPermissionRequest{
+		resp, err := acpsdk.SendRequest[acpsdk.RequestPermissionResponse](a.connection(), ctx, acpsdk.ClientMethodSessionRequestPermission, acpsdk.RequestPermissionRequest{
 			SessionId: acpsdk.SessionId(sessionID),
 			ToolCall:  call,
 			Options: []acpsdk.PermissionOption{

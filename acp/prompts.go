@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
@@ -11,8 +12,17 @@ import (
 // (its MCP servers' prompts changed: notifications/prompts/list_changed, or
 // a server connected after a sign-in). Running a prompt command is the
 // session core's (session.Session.Prompt).
-func (a *Agent) commandsChanged(sid string) func(ctx context.Context, cmds []runner.Command) {
+//
+// It first waits until the client knows the session (announced), at most
+// announceWait.
+func (a *Agent) commandsChanged(sid string, announced <-chan struct{}) func(ctx context.Context, cmds []runner.Command) {
 	return func(ctx context.Context, cmds []runner.Command) {
+		timer := time.NewTimer(announceWait)
+		select {
+		case <-announced:
+		case <-timer.C:
+		}
+		timer.Stop()
 		a.notify(ctx, sid, availableCommands(cmds))
 	}
 }

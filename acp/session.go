@@ -13,19 +13,24 @@ import (
 )
 
 // announceWait bounds how long a prompt waits for its session's opening
-// notifications (session.OpenRequest.Ready, closed by afterNewSession).
-const announceWait = postSessionTimeout + 5*time.Second
+// notifications (Agent.open).
+const announceWait = 15 * time.Second
 
-// Prompt implements acpsdk.Agent
+// prompt serves session/prompt
 // (https://agentclientprotocol.com/protocol/prompt-turn). The turn runs in
 // the gateway through the session core (session.Session.Prompt, one turn at
-// a time); its events stream back as session/update notifications. ctx is
-// cancelled by acp-go-sdk on session/cancel, and by session/close.
-func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+// a time) once the client has the session's opening notifications; its
+// events stream back as session/update notifications. Its context is
+// cancelled by session/cancel, by a newer prompt of the session (as
+// acp-go-sdk's agent side does), and by session/close.
+func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
 	s, err := a.lookup(p.SessionId)
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
+	ctx, end := a.prompts.start(ctx, s.ID())
+	defer end()
+	a.waitAnnounced(ctx, s.ID())
 	if err := checkPromptMedia(p.Prompt, a.opts.Bridge.Limits.MaxMedia); err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}

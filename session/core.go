@@ -100,9 +100,6 @@ type CoreOptions struct {
 	History *History
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
-	// ReadyWait bounds how long a turn waits for its session's
-	// OpenRequest.Ready. Zero means 15 seconds.
-	ReadyWait time.Duration
 }
 
 // ServerSettings are the settings for the MCP server of one name (the
@@ -201,9 +198,6 @@ func NewCore(opts CoreOptions) *Core {
 	if opts.History == nil {
 		opts.History = NewHistory(opts.Store, opts.Logger)
 	}
-	if opts.ReadyWait <= 0 {
-		opts.ReadyWait = 15 * time.Second
-	}
 	return &Core{
 		opts: opts, gw: opts.Gateway, store: opts.Store, history: opts.History, log: opts.Logger,
 		sessions: make(map[string]*Session), keys: make(map[string]bool),
@@ -241,14 +235,15 @@ type OpenRequest struct {
 	// whose ID it is given a message outside any turn (an ACP agent
 	// message): a server's sign-in link when the editor cannot open it, and
 	// what became of a server that connected after the open (a sign-in). It
-	// is called once; the function it returns is called after Ready.
+	// is called once. A front end whose client must first learn of the
+	// session holds the messages back itself.
 	Tell func(sessionID string) func(ctx context.Context, text string)
 	// CommandsChanged, if set, returns the function that gives the client
 	// of the session whose ID it is given the session's new slash commands
 	// (Session.Commands) after its servers' prompts changed (ACP
 	// available_commands_update). It is called once; the function it
-	// returns is called after Ready, one call at a time, from a goroutine
-	// of the session's bridge.Manager, and must not block for long.
+	// returns is called one call at a time, from a goroutine of the
+	// session's bridge.Manager, and must not block for long.
 	CommandsChanged func(sessionID string) func(ctx context.Context, cmds []runner.Command)
 	// Servers are the session's own MCP servers, already well-formed; the
 	// default servers are merged in and the per-server settings applied.
@@ -256,11 +251,6 @@ type OpenRequest struct {
 	// Replay, if set, is called with the stored turns once the history is
 	// attached, before the servers are connected.
 	Replay func([]store.Turn)
-	// Ready, if set, gates the session's turns: each waits until it is
-	// closed (at most CoreOptions.ReadyWait). A front end that sends
-	// notifications after the open closes it once they are sent, so they
-	// precede any turn's output. Close it also when Open fails.
-	Ready <-chan struct{}
 }
 
 // Open opens a session: it reads the stored record (a reopen, else
@@ -330,7 +320,7 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
-	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, ready: req.Ready, model: model}
+	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model}
 	opts := c.bridgeOptions(rec.ID, rec.Key, req)
 	if req.Ask != nil {
 		opts.Sampler = c.sampler(s, req.Ask(rec.ID))
@@ -475,7 +465,7 @@ func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 	log := c.log.With("session", id)
 	if o.OAuth != nil {
 		oauth := *o.OAuth
-		oauth.Prompt = signInPrompt(log, ed, tell, req.Ready)
+		oauth.Prompt = signInPrompt(log, ed, tell)
 		o.OAuth = &oauth
 	}
 	o.OnStateChanged = func(st bridge.ServerStatus) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
@@ -234,26 +233,6 @@ func TestSession_CancelEndsOnlyTheTurn(t *testing.T) {
 	}
 }
 
-func TestSession_TurnWaitsForReady(t *testing.T) {
-	c, _ := newTestCore(t, CoreOptions{ReadyWait: time.Hour})
-	ready := make(chan struct{})
-	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), Ready: ready})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var closed bool
-	go func() { closed = true; close(ready) }()
-	_, err = s.Turn(t.Context(), func(context.Context) (gateway.StopReason, error) {
-		if !closed {
-			t.Error("the turn ran before Ready was closed")
-		}
-		return gateway.StopEndTurn, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestCore_ShutdownRefusesNewSessions(t *testing.T) {
 	c, gw := newTestCore(t, CoreOptions{})
 	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir()})
@@ -271,23 +250,3 @@ func TestCore_ShutdownRefusesNewSessions(t *testing.T) {
 }
 
 func writeFile(name string) error { return os.WriteFile(name, []byte("x"), 0o600) }
-
-// A turn waits for Ready at most ReadyWait, then goes on.
-func TestSession_TurnGoesOnAfterReadyWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c, _ := newTestCore(t, CoreOptions{ReadyWait: time.Minute})
-		never := make(chan struct{})
-		s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), Ready: never})
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if _, err := s.Turn(t.Context(), func(context.Context) (gateway.StopReason, error) { return gateway.StopEndTurn, nil }); err != nil {
-			t.Fatal(err)
-		}
-		if waited := time.Since(start); waited != time.Minute {
-			t.Errorf("the turn waited %v for Ready, want ReadyWait (1m)", waited)
-		}
-		c.Shutdown()
-	})
-}

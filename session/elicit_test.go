@@ -87,7 +87,7 @@ func TestSignInPrompt_CompletesWhenSignedInBeforeTheAnswer(t *testing.T) {
 	ctx, signedIn := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- signInPrompt(slog.New(slog.DiscardHandler), ed, nil, nil)(ctx, "remote", "https://example.invalid/authorize")
+		done <- signInPrompt(slog.New(slog.DiscardHandler), ed, nil)(ctx, "remote", "https://example.invalid/authorize")
 	}()
 	var id string
 	select {

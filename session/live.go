@@ -23,8 +23,7 @@ type Session struct {
 	key     string // gateway session key
 	cwd     string
 	manager *bridge.Manager
-	ready   <-chan struct{} // OpenRequest.Ready, or nil
-	runs    atomic.Uint64   // numbers prompt turns for run IDs
+	runs    atomic.Uint64 // numbers prompt turns for run IDs
 
 	// turn is held for the whole of a turn: one turn at a time. Lock order:
 	// turn before mu.
@@ -135,22 +134,11 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 	})
 }
 
-// Turn runs f as the session's turn: after OpenRequest.Ready (bounded by
-// CoreOptions.ReadyWait), one turn at a time, with a context that Cancel
+// Turn runs f as the session's turn: one turn at a time, with a context that Cancel
 // and End cancel. It returns f's results, or ErrEnded when the session has
 // ended. Front ends run commands they answer themselves (acp: /servers)
 // through it, so those too wait for a running turn.
 func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) (gateway.StopReason, error)) (gateway.StopReason, error) {
-	if s.ready != nil {
-		timer := time.NewTimer(s.core.opts.ReadyWait)
-		select {
-		case <-s.ready:
-		case <-ctx.Done(): // the turn below ends at once, cancelled
-		case <-timer.C:
-			s.core.log.Warn("turn: the session's opening notifications are still not sent; going on", "session", s.id)
-		}
-		timer.Stop()
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.turn.Lock()

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
@@ -268,9 +267,8 @@ func contentText(c gateway.Content) string {
 }
 
 // commandsChanged returns the bridge.Options OnPromptsChanged of session
-// s: after OpenRequest.Ready (at most ReadyWait), it hands the session's
-// commands to OpenRequest.CommandsChanged, one call at a time so that the
-// last list sent is the newest.
+// s: it hands the session's commands to OpenRequest.CommandsChanged, one
+// call at a time so that the last list sent is the newest.
 func (c *Core) commandsChanged(s *Session, req OpenRequest) func() {
 	if req.CommandsChanged == nil {
 		return nil
@@ -278,14 +276,6 @@ func (c *Core) commandsChanged(s *Session, req OpenRequest) func() {
 	send := req.CommandsChanged(s.id)
 	var mu sync.Mutex
 	return func() {
-		if req.Ready != nil {
-			timer := time.NewTimer(c.opts.ReadyWait)
-			select {
-			case <-req.Ready:
-			case <-timer.C:
-			}
-			timer.Stop()
-		}
 		mu.Lock()
 		defer mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)

@@ -239,10 +239,10 @@ func TestSession_PromptCommandInDirectMode(t *testing.T) {
 	}
 }
 
-// TestSession_CommandsChangedAfterReady: a prompts/list_changed gives the
-// front end the new commands, never before Ready.
-func TestSession_CommandsChangedAfterReady(t *testing.T) {
-	ready := make(chan struct{})
+// TestSession_CommandsChanged: a prompts/list_changed gives the front end
+// the new commands (a front end that must first announce the session holds
+// them back itself: acp.TestAgent_HoldsBackUntilAnnounced).
+func TestSession_CommandsChanged(t *testing.T) {
 	got := make(chan []runner.Command, 10)
 	var srv *mcp.Server
 	rec := &recordingModel{}
@@ -254,15 +254,8 @@ func TestSession_CommandsChangedAfterReady(t *testing.T) {
 		return srv
 	}}}})
 	t.Cleanup(c.Shutdown)
-	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), Ready: ready, CommandsChanged: func(string) func(context.Context, []runner.Command) {
-		return func(_ context.Context, cmds []runner.Command) {
-			select {
-			case <-ready:
-			default:
-				t.Error("commands sent before Ready")
-			}
-			got <- cmds
-		}
+	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), CommandsChanged: func(string) func(context.Context, []runner.Command) {
+		return func(_ context.Context, cmds []runner.Command) { got <- cmds }
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -270,10 +263,8 @@ func TestSession_CommandsChangedAfterReady(t *testing.T) {
 	srv.AddPrompt(&mcp.Prompt{Name: "late"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{}, nil
 	})
-	// Wait for the refresh to land: its callback then waits for Ready.
 	testutil.WaitFor(t, 10*time.Second, func() bool { return has(s.Commands(), "docs:late") },
 		"the prompts were not refreshed after a prompt was added")
-	close(ready)
 	deadline := time.After(10 * time.Second)
 	for {
 		select {

@@ -14,22 +14,14 @@ import (
 // tellTimeout bounds one message sent with OpenRequest.Tell.
 const tellTimeout = 10 * time.Second
 
-// signInPrompt returns the bridge.OAuth Prompt of a session: once the
-// session is announced (ready), it asks the editor to open the sign-in link
+// signInPrompt returns the bridge.OAuth Prompt of a session: it asks the editor to open the sign-in link
 // (ACP elicitation in URL mode) when the editor can, and tells the client
 // that the interaction is complete when the sign-in ends; otherwise it
 // sends the link as a message (tell), and without either it only logs that
 // /servers shows it. A user who declines or cancels the elicitation ends
 // the sign-in.
-func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context, string), ready <-chan struct{}) func(ctx context.Context, server, authURL string) error {
+func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context, string)) func(ctx context.Context, server, authURL string) error {
 	return func(ctx context.Context, server, authURL string) error {
-		if ready != nil {
-			select {
-			case <-ready:
-			case <-ctx.Done():
-				return nil
-			}
-		}
 		if el, ok := ed.(editor.Elicitor); ok && ed.Capabilities().ElicitURL {
 			id := rand.Text()
 			res, err := el.Elicit(ctx, editor.ElicitRequest{

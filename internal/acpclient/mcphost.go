@@ -56,7 +56,7 @@ func (h *MCPHost) wrap(w io.Writer, r io.Reader) (io.Writer, io.Reader) {
 		_, err := lw.Write(p)
 		return err
 	}, slog.New(slog.DiscardHandler))
-	h.router.SetMux(mux)
+	h.router.SetConn(mux.Conn())
 	return lw, mux.Filter(r)
 }
 

@@ -25,18 +25,20 @@ type message struct {
 	Params       json.RawMessage `json:"params,omitempty"`
 }
 
-// Router routes the mcp/message of its Mux to the open Conns by
-// connectionId. Its methods are safe for concurrent use.
+// Router routes the mcp/message a connection receives to the open Conns by
+// connectionId, and its Conns send on that connection (SetConn). Its
+// methods are safe for concurrent use.
 type Router struct {
 	log   *slog.Logger
-	mux   atomic.Pointer[Mux]
+	conn  atomic.Pointer[acpsdk.Connection]
 	mu    sync.Mutex
 	conns map[string]*Conn
 	next  atomic.Int64 // ids of the requests handed to the Conns
 }
 
-// NewRouter returns an empty Router logging to log (nil discards). Give its
-// Handle to NewMux, then the Mux to SetMux.
+// NewRouter returns an empty Router logging to log (nil discards). Serve
+// mcp/message with its Handle, and give it the connection with SetConn
+// before any Open.
 func NewRouter(log *slog.Logger) *Router {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -44,23 +46,24 @@ func NewRouter(log *slog.Logger) *Router {
 	return &Router{log: log, conns: make(map[string]*Conn)}
 }
 
-// SetMux sets the Mux the Router's Conns send on.
-func (r *Router) SetMux(m *Mux) { r.mux.Store(m) }
+// SetConn sets the ACP connection the Router's Conns send on: the agent's
+// one connection, or a client's Mux.Conn.
+func (r *Router) SetConn(c *acpsdk.Connection) { r.conn.Store(c) }
 
-// Mux returns the Mux given to SetMux, or nil.
-func (r *Router) Mux() *Mux { return r.mux.Load() }
+// Conn returns the connection given to SetConn, or nil.
+func (r *Router) Conn() *acpsdk.Connection { return r.conn.Load() }
 
 // Open returns a new Conn for connectionID, which must not be open already;
 // onClose, if not nil, runs once when the Conn closes (after its pending
 // calls have ended), as the mcp/disconnect of the side that opened it.
 func (r *Router) Open(connectionID, server string, onClose func()) (*Conn, error) {
-	m := r.mux.Load()
+	m := r.conn.Load()
 	if m == nil {
 		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", server)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		r: r, mux: m, id: connectionID, server: server, onClose: onClose, ctx: ctx, cancel: cancel,
+		r: r, conn: m, id: connectionID, server: server, onClose: onClose, ctx: ctx, cancel: cancel,
 		ready: make(chan struct{}, 1), done: make(chan struct{}), waiting: make(map[string]chan *jsonrpc.Response),
 	}
 	r.mu.Lock()
@@ -93,7 +96,7 @@ func (r *Router) CloseAll() {
 	}
 }
 
-// Handle is the Mux's acpsdk.MethodHandler: it serves mcp/message. The
+// Handle is an acpsdk.MethodHandler that serves mcp/message. The
 // inner message goes to the Conn of its connectionId as an MCP request
 // (answered with the MCP response's result or error) or, when its method
 // starts with "notifications/" (every MCP notification's does), as an MCP
@@ -171,7 +174,7 @@ func (r *Router) Handle(ctx context.Context, method string, params json.RawMessa
 // ACP peer sends is read. It is safe for concurrent use.
 type Conn struct {
 	r       *Router
-	mux     *Mux
+	conn    *acpsdk.Connection
 	id      string
 	server  string
 	onClose func()
@@ -230,7 +233,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		select {
 		case <-c.ready:
 		case <-c.done:
-		case <-c.mux.Conn().Done():
+		case <-c.conn.Done():
 			return nil, io.EOF
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -257,7 +260,7 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	case *jsonrpc.Request:
 		params := message{ConnectionID: c.id, Method: m.Method, Params: m.Params}
 		if !m.ID.IsValid() {
-			return c.mux.Conn().SendNotification(ctx, MethodMessage, params)
+			return c.conn.SendNotification(ctx, MethodMessage, params)
 		}
 		go c.call(m.ID, params)
 		return nil
@@ -281,7 +284,7 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *Conn) call(id jsonrpc.ID, params message) {
 	defer c.calls.Done()
 	res := &jsonrpc.Response{ID: id}
-	result, err := acpsdk.SendRequest[json.RawMessage](c.mux.Conn(), c.ctx, MethodMessage, params)
+	result, err := acpsdk.SendRequest[json.RawMessage](c.conn, c.ctx, MethodMessage, params)
 	switch e := err.(type) {
 	case nil:
 		res.Result = result

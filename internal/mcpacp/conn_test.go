@@ -42,8 +42,8 @@ func newPair(t *testing.T) *pair {
 	}
 	p.ma = NewMux(p.a.Handle, []string{MethodMessage}, to(&p.mb), nil)
 	p.mb = NewMux(p.b.Handle, []string{MethodMessage}, to(&p.ma), nil)
-	p.a.SetMux(p.ma)
-	p.b.SetMux(p.mb)
+	p.a.SetConn(p.ma.Conn())
+	p.b.SetConn(p.mb.Conn())
 	t.Cleanup(func() { p.ma.Close(); p.mb.Close() })
 	return p
 }

@@ -6,13 +6,14 @@
 //
 // acp-go-sdk v0.13 has the proposal's types and sends mcp/connect and
 // mcp/disconnect, but neither side of it sends or dispatches mcp/message.
-// [Mux] fills that gap without forking it: a second acpsdk.Connection (the
-// SDK's own JSON-RPC engine: ids, correlation, cancellation) shares the
-// stream with the main one; the reader of the stream hands it the frames it
-// owns ([Mux.Wants], [Mux.Deliver]) and its requests carry ids of their own
-// ("mcpacp-<n>") so their responses can be told apart. [Router] serves
-// mcp/message on it and [Conn] is one MCP connection (a go-sdk
-// mcp.Connection).
+// [Router] serves mcp/message and sends on the connection it is given; [Conn]
+// is one MCP connection (a go-sdk mcp.Connection). The agent gives the
+// Router its one connection, whose dispatch table serves mcp/message. A
+// client built on acp-go-sdk's ClientSideConnection, which cannot dispatch
+// mcp/message, runs a [Mux] beside it: a second acpsdk.Connection sharing
+// the stream, handed the frames it owns ([Mux.Wants], [Mux.Deliver]), whose
+// requests carry ids of their own ("mcpacp-<n>") so their responses can be
+// told apart. Only the test client (internal/acpclient) does.
 package mcpacp
 
 import (

@@ -1,0 +1,313 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// The agent's one ACP connection. Its parts, each in one place:
+//
+//   - one reader: framing (framing.go) reads stdin and hands acp-go-sdk's
+//     engine only valid JSON-RPC 2.0 messages, answering the rest itself;
+//   - one writer: frameOut, which the engine and framing's error replies
+//     both write whole frames through;
+//   - one engine: acp-go-sdk's Connection (ids, correlation, $/cancel_request,
+//     ordered notifications), given the Agent's dispatch table as its
+//     handler, so every method is decoded in one place with acp-go-sdk's
+//     types, or with ours (wire.go) where it has none;
+//   - one dispatch table: methods, below.
+//
+// The engine cancels a request's context once its response is written
+// (acp-go-sdk Connection: the handler runs, the response is sent, then the
+// context ends). The agent builds two guarantees on that, pinned by tests:
+// the notifications that follow a session/new response are sent after it
+// (Agent.open), and every request read is answered before Serve returns
+// (calls).
+
+// frameOut is the one writer of the connection: each Write is one whole
+// frame (acp-go-sdk writes a frame per call; framing's writeFrame likewise),
+// and writes are serialized, so frames never interleave.
+type frameOut struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write writes one frame.
+func (o *frameOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Write(p)
+}
+
+// writeFrame implements frameWriter.
+func (o *frameOut) writeFrame(p []byte) error {
+	_, err := o.Write(p)
+	return err
+}
+
+// method is one entry of the dispatch table: it decodes params and handles
+// the call. A notification's result is dropped by the engine.
+type method func(ctx context.Context, params json.RawMessage) (any, error)
+
+// methods returns the dispatch table: every ACP method the agent serves,
+// by name. A method not in it is method_not_found (framing drops a
+// notification of one before the engine sees it).
+func (a *Agent) methods() map[string]method {
+	return map[string]method{
+		acpsdk.AgentMethodInitialize:             typed(a.initialize),
+		acpsdk.AgentMethodAuthenticate:           typed(a.authenticate),
+		acpsdk.AgentMethodLogout:                 typed(a.logout),
+		acpsdk.AgentMethodSessionNew:             withServers(a.newSession),
+		acpsdk.AgentMethodSessionLoad:            withServers(a.loadSession),
+		acpsdk.AgentMethodSessionResume:          withServers(a.resumeSession),
+		acpsdk.AgentMethodSessionList:            typed(a.listSessions),
+		acpsdk.AgentMethodSessionClose:           typed(a.closeSession),
+		acpsdk.AgentMethodSessionSetMode:         typed(a.setSessionMode),
+		acpsdk.AgentMethodSessionSetConfigOption: typed(a.setSessionConfigOption),
+		acpsdk.AgentMethodSessionPrompt:          typed(a.prompt),
+		acpsdk.AgentMethodSessionCancel:          typed(a.cancel),
+		methodMCPMessage:                         a.mcpMessage, // mcpacp.go
+	}
+}
+
+// dispatch is the engine's handler (acpsdk.MethodHandler): it runs the
+// method's entry of the table and maps its error to the JSON-RPC error the
+// client gets (toRequestError). A call (a request, as the framing layer
+// counted it) is recorded as answered when its context ends, which the
+// engine does once the response is written.
+func (a *Agent) dispatch(ctx context.Context, name string, params json.RawMessage) (any, *acpsdk.RequestError) {
+	if isCall(name, params) {
+		context.AfterFunc(ctx, a.calls.answered)
+		var done func()
+		ctx, done = a.calls.track(ctx)
+		defer done()
+	}
+	m, ok := a.table[name]
+	if !ok {
+		return nil, acpsdk.NewMethodNotFound(name)
+	}
+	res, err := m(ctx, params)
+	if err != nil {
+		var re *acpsdk.RequestError
+		if !errors.As(toRequestError(err), &re) {
+			re = acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+		}
+		return nil, re
+	}
+	return res, nil
+}
+
+// isCall reports whether a message of method with params is a call, which
+// must be answered: every request but session/cancel (a notification in
+// ACP) and an mcp/message carrying an MCP notification. The framing layer
+// counts requests by the same rule (and drops a notification that is a
+// call by it), so the count of calls read and answered is exact.
+func isCall(method string, params json.RawMessage) bool {
+	switch method {
+	case acpsdk.AgentMethodSessionCancel, "$/cancel_request":
+		return false
+	case methodMCPMessage:
+		var p struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return !strings.HasPrefix(p.Method, mcpNotificationPrefix)
+	}
+	return true
+}
+
+// typed is the entry of a method whose params decode into acp-go-sdk's
+// type P: a decoding or validation error is invalid_params, as acp-go-sdk
+// answers it.
+func typed[P, R any](f func(context.Context, P) (R, error)) method {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var p P
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		return f(ctx, p)
+	}
+}
+
+// decodeParams decodes raw into p (a pointer to acp-go-sdk's params type)
+// and validates it when the type has a Validate method.
+func decodeParams(raw json.RawMessage, p any) error {
+	if err := json.Unmarshal(raw, p); err != nil {
+		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	if v, ok := p.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+		}
+	}
+	return nil
+}
+
+// withServers is the entry of session/new, session/load and
+// session/resume: acp-go-sdk's type P for every member but mcpServers,
+// which goes to f as the client's own JSON (acp-go-sdk's decoder misreads
+// some stdio entries; ParseMCPServers reads them as the schema has them).
+// The framing layer has already refused a key that encoding/json could
+// read as mcpServers.
+func withServers[P, R any](f func(context.Context, P, json.RawMessage) (R, error)) method {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &members); err != nil {
+			return nil, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+		}
+		servers := members["mcpServers"]
+		if string(servers) == "null" {
+			servers = nil
+		}
+		if members != nil && servers != nil {
+			members["mcpServers"] = json.RawMessage("[]")
+			var err error
+			if raw, err = json.Marshal(members); err != nil {
+				return nil, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+			}
+		}
+		var p P
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		return f(ctx, p, servers)
+	}
+}
+
+// calls counts the calls the framing layer handed the engine and those
+// answered, so that at the end of input Serve writes every answer before
+// it returns (JSON-RPC 2.0: every request gets a response), and holds the
+// cancels of the calls under way, which end at the end of input. A call
+// counts as answered when the engine ends its context: after its response
+// is written, or when $/cancel_request cancels it (its response follows at
+// once). Safe for concurrent use.
+type calls struct {
+	mu      sync.Mutex
+	open    int
+	empty   chan struct{} // closed while open is 0
+	cancels map[*context.CancelFunc]struct{}
+	ended   bool // cancel was called: calls tracked from now on start cancelled
+}
+
+func newCalls() *calls {
+	e := make(chan struct{})
+	close(e)
+	return &calls{empty: e, cancels: make(map[*context.CancelFunc]struct{})}
+}
+
+// track returns a context of ctx that cancel cancels, and the func that
+// stops tracking it.
+func (c *calls) track(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := &cancel
+	c.mu.Lock()
+	if c.ended {
+		cancel()
+	}
+	c.cancels[key] = struct{}{}
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.cancels, key)
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels every call under way and every call tracked after it.
+func (c *calls) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = true
+	for f := range c.cancels {
+		(*f)()
+	}
+}
+
+// read records a call handed to the engine.
+func (c *calls) read() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == 0 {
+		c.empty = make(chan struct{})
+	}
+	c.open++
+}
+
+// answered records a call answered.
+func (c *calls) answered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == 0 {
+		return
+	}
+	c.open--
+	if c.open == 0 {
+		close(c.empty)
+	}
+}
+
+// wait returns once every call read is answered (nil), or ctx's error; it
+// reports how many were still open.
+func (c *calls) wait(ctx context.Context) (left int, err error) {
+	c.mu.Lock()
+	empty := c.empty
+	c.mu.Unlock()
+	select {
+	case <-empty:
+		return 0, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.open, ctx.Err()
+	}
+}
+
+// promptCancels are the contexts of the running session/prompt requests,
+// by sessionId: session/cancel cancels the session's, and a new prompt
+// cancels the one before it (as acp-go-sdk's agent side does). Safe for
+// concurrent use.
+type promptCancels struct {
+	mu sync.Mutex
+	m  map[string]*context.CancelFunc
+}
+
+// start returns ctx for the prompt of session sid, cancelling the previous
+// prompt's, and the func that ends it.
+func (p *promptCancels) start(ctx context.Context, sid string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := &cancel
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = make(map[string]*context.CancelFunc)
+	}
+	if prev, ok := p.m[sid]; ok {
+		(*prev)()
+	}
+	p.m[sid] = key
+	p.mu.Unlock()
+	return ctx, func() {
+		p.mu.Lock()
+		if p.m[sid] == key {
+			delete(p.m, sid)
+		}
+		p.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels the running prompt of session sid, if any.
+func (p *promptCancels) cancel(sid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.m[sid]; ok {
+		(*c)()
+		delete(p.m, sid)
+	}
+}

@@ -1,0 +1,160 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+func started() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// TestWithServers_HandsTheClientsOwnMCPServers: session/new's handler gets
+// acp-go-sdk's type without the entries (which its decoder misreads) and
+// the client's own mcpServers JSON, untouched; _meta stays the client's.
+func TestWithServers_HandsTheClientsOwnMCPServers(t *testing.T) {
+	var gotP acpsdk.NewSessionRequest
+	var gotServers json.RawMessage
+	m := withServers(func(_ context.Context, p acpsdk.NewSessionRequest, servers json.RawMessage) (any, error) {
+		gotP, gotServers = p, servers
+		return nil, nil
+	})
+	const entries = `[{"name":"fs","command":"node","args":[],"env":[]},{"type":"http","name":"h","url":"http://127.0.0.1:1/mcp","headers":[]}]`
+	if _, err := m(t.Context(), json.RawMessage(`{"cwd":"/tmp","mcpServers":`+entries+`,"_meta":{"keep":1}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if string(gotServers) != entries {
+		t.Errorf("mcpServers = %s, want the client's %s", gotServers, entries)
+	}
+	if gotP.Cwd != "/tmp" || len(gotP.McpServers) != 0 || gotP.Meta["keep"] != float64(1) {
+		t.Errorf("params = %+v", gotP)
+	}
+	for _, params := range []string{`{"mcpServers":[]}`, `{"cwd":"/tmp"}`} {
+		if _, err := m(t.Context(), json.RawMessage(params)); err == nil {
+			t.Errorf("%s: want invalid params from acp-go-sdk's validation", params)
+		} else if re, ok := err.(*acpsdk.RequestError); !ok || re.Code != -32602 {
+			t.Errorf("%s: err = %v, want invalid params", params, err)
+		}
+	}
+}
+
+// TestFraming_CountsCalls: the framing layer counts exactly the messages
+// the dispatch table answers (isCall): requests, but not a session/cancel
+// or an mcp/message carrying an MCP notification, and it drops an
+// mcp/message notification that carries an MCP request. Reads of any size
+// see whole frames.
+func TestFraming_CountsCalls(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"mcp/message","params":{"connectionId":"c","method":"ping"}}`,
+		`{"jsonrpc":"2.0","method":"mcp/message","params":{"connectionId":"c","method":"notifications/progress"}}`,
+		`{"jsonrpc":"2.0","method":"mcp/message","params":{"connectionId":"c","method":"tools/list"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"mcp/message","params":{"connectionId":"c","method":"notifications/cancelled"}}`,
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`,
+	}, "\n") + "\n"
+	c := newCalls()
+	f := newFraming(strings.NewReader(in), started(), &frameSink{}, nil, 0)
+	f.calls = c
+	var out []byte
+	buf := make([]byte, 3)
+	for {
+		n, err := f.Read(buf)
+		out = append(out, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.close()
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != 6 || strings.Contains(string(out), `"method":"tools/list"`) {
+		t.Errorf("forwarded %d frames, want 6 without the mcp/message notification of tools/list:\n%s", len(lines), out)
+	}
+	if c.open != 2 {
+		t.Errorf("calls read = %d, want 2 (initialize and the mcp/message of ping)", c.open)
+	}
+	c.answered()
+	c.answered()
+	c.answered() // one too many changes nothing
+	if left, err := c.wait(t.Context()); left != 0 || err != nil {
+		t.Errorf("wait = %d, %v", left, err)
+	}
+}
+
+// TestPromptCancels: session/cancel cancels the session's running prompt,
+// a newer prompt cancels the one before, and the end of an older prompt
+// does not unregister the newer one.
+func TestPromptCancels(t *testing.T) {
+	var p promptCancels
+	first, endFirst := p.start(t.Context(), "s")
+	second, endSecond := p.start(t.Context(), "s")
+	if first.Err() == nil {
+		t.Error("a newer prompt did not cancel the one before")
+	}
+	endFirst()
+	p.cancel("s")
+	if second.Err() == nil {
+		t.Error("session/cancel did not cancel the running prompt")
+	}
+	endSecond()
+	other, endOther := p.start(t.Context(), "t")
+	defer endOther()
+	p.cancel("s")
+	if other.Err() != nil {
+		t.Error("session/cancel of s cancelled t's prompt")
+	}
+}
+
+// TestAgent_HoldsBackUntilAnnounced: until the client knows a session (its
+// opening notifications are sent), its prompts and commands updates wait,
+// at most announceWait; a cancelled prompt does not wait.
+func TestAgent_HoldsBackUntilAnnounced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := New(nil)
+		announced := make(chan struct{})
+		a.announced.Store("s", (<-chan struct{})(announced))
+		done := make(chan struct{})
+		go func() { a.waitAnnounced(t.Context(), "s"); close(done) }()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("a prompt went on before the session was announced")
+		default:
+		}
+		close(announced)
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("a prompt still waits after the session was announced")
+		}
+
+		never := make(chan struct{})
+		a.announced.Store("n", (<-chan struct{})(never))
+		start := time.Now()
+		a.waitAnnounced(t.Context(), "n")
+		if waited := time.Since(start); waited != announceWait {
+			t.Errorf("waited %v, want announceWait (%v)", waited, announceWait)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		start = time.Now()
+		a.waitAnnounced(ctx, "n")
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("a cancelled prompt waited %v", waited)
+		}
+		a.waitAnnounced(t.Context(), "unknown") // a session opened elsewhere: no wait
+	})
+}
