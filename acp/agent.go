@@ -206,12 +206,9 @@ func (a *Agent) writeAnswers(d time.Duration) {
 	}
 }
 
-// editor returns the editor of session sid: the client's fs/* and
-// terminal/* methods it advertised at initialize (none before initialize).
-func (a *Agent) editor(sid string) editor.Editor { return a.clientEditor(sid, nil) }
-
-// clientEditor is editor with its elicitations held until announced is
-// closed (nil: not held).
+// clientEditor returns the editor of session sid: the client's fs/* and
+// terminal/* methods it advertised at initialize (none before initialize),
+// its elicitations held until announced is closed (nil: not held).
 func (a *Agent) clientEditor(sid string, announced <-chan struct{}) *clientEditor {
 	e := &clientEditor{rpc: a.connection(), sid: acpsdk.SessionId(sid), announced: announced}
 	if caps := a.caps.Load(); caps != nil {
