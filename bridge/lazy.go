@@ -108,7 +108,8 @@ func (s *server) connectIdle(ctx context.Context, initial bool) {
 		s.state, s.err = StateFailed, err
 		s.log.Warn("MCP server failed", "err", err)
 	default:
-		s.state, s.tools, s.info, s.err = StateConnected, tools, info, nil
+		s.state, s.info, s.err = StateConnected, info, nil
+		s.tools.set(tools)
 		s.log.Debug("in-process MCP server ready; it connects on first use", "tools", len(tools))
 	}
 }
@@ -124,10 +125,10 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 	s.abandon(cs) // ends the server session too (procCancel)
 	s.mu.Lock()
 	s.procCancel = nil
-	if s.lazy() {
-		s.built = nil // an idle session holds no server either
-	}
 	s.mu.Unlock()
+	if s.lazy() {
+		s.built.drop() // an idle session holds no server either
+	}
 	return tools, info, err
 }
 
@@ -187,13 +188,29 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
-// builtServer returns the server spec.NewServer built for s, building it on
-// the first call; nil when there is no NewServer or it returned nil.
-func (s *server) builtServer() *mcp.Server {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.built == nil && s.spec.NewServer != nil {
-		s.built = s.spec.NewServer()
+// builtServer is the server ServerSpec.NewServer built for a server, kept
+// while the server's connections use it. The zero value holds none.
+type builtServer struct {
+	// mu guards srv; it is held while NewServer runs, and never with
+	// another lock of the bridge.
+	mu  sync.Mutex
+	srv *mcp.Server // nil until built, and again after drop
+}
+
+// get returns the server newServer built, building it on the first call;
+// nil when newServer is nil or returned nil.
+func (b *builtServer) get(newServer func() *mcp.Server) *mcp.Server {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil && newServer != nil {
+		b.srv = newServer()
 	}
-	return s.built
+	return b.srv
+}
+
+// drop forgets the built server: the next get builds another.
+func (b *builtServer) drop() {
+	b.mu.Lock()
+	b.srv = nil
+	b.mu.Unlock()
 }

@@ -75,20 +75,25 @@ func PromptCommandNames(refs []ToolRef) []string {
 	return uniqueNames(refs, func(r ToolRef) string { return sanitizePiece(r.Server) + ":" + sanitizePiece(r.Tool) })
 }
 
-// promptState is a server's prompts. Lock order: server.mu before mu.
-type promptState struct {
-	mu      sync.Mutex
-	list    []*mcp.Prompt // from prompts/list, in server order
-	refresh rerun         // prompts/list_changed refreshes
+// promptCache is a server's prompts. The zero value is an empty list.
+type promptCache struct {
+	// mu guards list. It is never held with another lock of the bridge,
+	// nor across a request.
+	mu   sync.Mutex
+	list []*mcp.Prompt // from prompts/list, in server order; never modified once set
+
+	refresh rerun // prompts/list_changed refreshes
 }
 
-func (p *promptState) get() []*mcp.Prompt {
+// get returns the list; the slice must not be modified.
+func (p *promptCache) get() []*mcp.Prompt {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.list
 }
 
-func (p *promptState) set(list []*mcp.Prompt) {
+// set replaces the list.
+func (p *promptCache) set(list []*mcp.Prompt) {
 	p.mu.Lock()
 	p.list = list
 	p.mu.Unlock()

@@ -17,7 +17,6 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
-	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // State is the connection state of one MCP server of a session.
@@ -78,48 +77,38 @@ type server struct {
 	onStateChanged   func(*server) // after a connect that ended in the background
 	onPromptsChanged func()        // after a refresh of the prompts (prompts.go)
 
-	prompts promptState // the server's prompts (prompts.go)
+	// The feature caches: each guards its own fields with its own mutex.
+	tools    toolCache     // the server's tools (toolcache.go)
+	prompts  promptCache   // the server's prompts (prompts.go)
+	res      resourceCache // the server's resources and templates (resources.go)
+	progress progressTable // progress tokens of the calls in flight (progress.go)
+	calls    inflight      // tool calls in flight and pending URL elicitations (elicit.go)
+	signIn   signInCache   // an http or sse server's sign-in handler (signin.go)
+	built    builtServer   // what spec.NewServer built (lazy.go)
 
 	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
 	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
-
-	calls inflight // tool calls in flight and pending URL elicitations (elicit.go)
-
-	res resourceState // the server's resources and templates (resources.go)
 
 	// settled is closed once the first connect has connected, failed or
 	// started waiting for the user to sign in (signin.go).
 	settled    chan struct{}
 	settleOnce sync.Once
 
-	mu           sync.Mutex
-	state        State
-	err          error                   // why the server failed or was lost; nil when connected
-	retryAt      time.Time               // StateLost: no redial before; zero: at once
-	backoff      time.Duration           // the last wait between redials; 0 until a redial fails
-	cs           *mcp.ClientSession      // non-nil once connected, until closed
-	cmd          *exec.Cmd               // the stdio child, or nil
-	proc         *sandbox.Process        // the stdio child once started, or nil
-	procCancel   context.CancelFunc      // kills the stdio child's process group, or ends the HTTP streams
-	tools        []*mcp.Tool             // from tools/list, in server order
-	info         *mcp.Implementation     // serverInfo from initialize
-	progress     map[string]*progressFan // progress token → the call waiting for it
-	nextToken    int
-	closing      bool             // Close has begun; a lost connection is not a failure
-	signIn       *signin.Handler  // an http or sse server's sign-in, made on first use (signin.go)
-	signInURL    string           // StateSignIn: where the user signs in
-	deadline     *connectDeadline // the connect deadline of the dial in progress, or nil
-	detach       func() bool      // during the first connect: stops its request's end from cancelling it
-	watchers     sync.WaitGroup   // connection watchers and tool refreshes
-	toolsRefresh rerun            // tools/list_changed refreshes
-	built        *mcp.Server      // what spec.NewServer built, or nil until then (lazy.go)
-}
-
-// progressFan forwards progress notifications to one running call until the
-// call returns.
-type progressFan struct {
-	mu sync.Mutex
-	fn func(gateway.ToolUpdate) // nil once the call has returned
+	mu         sync.Mutex
+	state      State
+	err        error               // why the server failed or was lost; nil when connected
+	retryAt    time.Time           // StateLost: no redial before; zero: at once
+	backoff    time.Duration       // the last wait between redials; 0 until a redial fails
+	cs         *mcp.ClientSession  // non-nil once connected, until closed
+	cmd        *exec.Cmd           // the stdio child, or nil
+	proc       *sandbox.Process    // the stdio child once started, or nil
+	procCancel context.CancelFunc  // kills the stdio child's process group, or ends the HTTP streams
+	info       *mcp.Implementation // serverInfo from initialize
+	closing    bool                // Close has begun; a lost connection is not a failure
+	signInURL  string              // StateSignIn: where the user signs in
+	deadline   *connectDeadline    // the connect deadline of the dial in progress, or nil
+	detach     func() bool         // during the first connect: stops its request's end from cancelling it
+	watchers   sync.WaitGroup      // connection watchers and tool refreshes
 }
 
 func newServer(spec ServerSpec, opts *Options) *server {
@@ -134,7 +123,6 @@ func newServer(spec ServerSpec, opts *Options) *server {
 		log:      opts.Logger.With("server", spec.Name),
 		timeouts: spec.Timeouts.Or(opts.Timeouts),
 		limiter:  sandbox.NewCallLimiter(spec.Name, perMinute, opts.Clock),
-		progress: make(map[string]*progressFan),
 		life:     life,
 		endLife:  endLife,
 		settled:  make(chan struct{}),
@@ -145,7 +133,7 @@ func newServer(spec ServerSpec, opts *Options) *server {
 // listed again in the background (one refresh at a time; a notification
 // during a refresh runs one more), and the Manager is told.
 func (s *server) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
-	s.listChanged(&s.toolsRefresh, s.refreshTools)
+	s.listChanged(&s.tools.refresh, s.refreshTools)
 }
 
 // listChanged starts refresh through r (one at a time, one more for a
@@ -203,7 +191,7 @@ func (s *server) refreshTools() {
 	s.mu.Lock()
 	notify := err == nil && !s.closing
 	if notify {
-		s.tools = tools
+		s.tools.set(tools)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -272,7 +260,8 @@ func (s *server) connect(ctx context.Context, initial bool) {
 		s.log.Warn("MCP server failed", "err", err)
 		return
 	}
-	s.state, s.cs, s.tools, s.err = StateConnected, cs, tools, nil
+	s.state, s.cs, s.err = StateConnected, cs, nil
+	s.tools.set(tools)
 	s.info = cs.InitializeResult().ServerInfo
 	s.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected", "tools", len(tools))
@@ -432,7 +421,7 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
 	srv := s.spec.Server
 	if srv == nil {
-		srv = s.builtServer()
+		srv = s.built.get(s.spec.NewServer)
 	}
 	if srv == nil {
 		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server (NewServer returned nil)", ErrUnsupportedTransport)
@@ -608,7 +597,7 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 	if err == nil || ctx.Err() != nil || !s.redials() || !isSessionLost(err) {
 		return res, err
 	}
-	retry := neverReached(err) || s.idempotent(name)
+	retry := neverReached(err) || s.tools.idempotent(name)
 	s.log.Info("the MCP session was lost; initializing a new one", "tool", name, "retry", retry, "err", err)
 	cause := err
 	if cs, err = s.reconnect(ctx, cs, err); err != nil {
@@ -626,19 +615,6 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 		s.markLost(cs, err)
 	}
 	return res, err
-}
-
-// idempotent reports whether the server's tool named name says that calling
-// it twice does no more than once (readOnlyHint or idempotentHint).
-func (s *server) idempotent(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.tools {
-		if t.Name == name && t.Annotations != nil {
-			return t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint
-		}
-	}
-	return false
 }
 
 // liveSession returns the live client session; a lost server is dialed
@@ -693,9 +669,9 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	defer s.calls.add(cctx)()                 // an elicitation arriving now belongs to this call
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
-		token, fan := s.watchProgress(onUpdate)
+		token, fan := s.progress.watch(onUpdate)
 		params.SetProgressToken(token)
-		defer s.unwatchProgress(token, fan)
+		defer s.progress.unwatch(token, fan)
 	}
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
@@ -792,41 +768,6 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 	s.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected again")
 	return cs, nil
-}
-
-func (s *server) watchProgress(fn func(gateway.ToolUpdate)) (string, *progressFan) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextToken++
-	token := "acp-agent-" + strconv.Itoa(s.nextToken)
-	fan := &progressFan{fn: fn}
-	s.progress[token] = fan
-	return token, fan
-}
-
-func (s *server) unwatchProgress(token string, fan *progressFan) {
-	s.mu.Lock()
-	delete(s.progress, token)
-	s.mu.Unlock()
-	fan.mu.Lock()
-	fan.fn = nil // progress can arrive after the result; drop it
-	fan.mu.Unlock()
-}
-
-func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	token, _ := req.Params.ProgressToken.(string)
-	s.mu.Lock()
-	fan := s.progress[token]
-	s.mu.Unlock()
-	if fan == nil {
-		return
-	}
-	fan.mu.Lock()
-	defer fan.mu.Unlock()
-	if fan.fn != nil {
-		fan.fn(gateway.ToolUpdate{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message,
-			Show: showFromMeta(s.spec.Transport, req.Params.Meta)})
-	}
 }
 
 // close ends the connection and, for a stdio server, everything the child

@@ -54,10 +54,10 @@ func (s *server) oauthHandler() *signin.Handler {
 			return nil
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.signIn != nil {
-		return s.signIn
+	s.signIn.mu.Lock()
+	defer s.signIn.mu.Unlock()
+	if s.signIn.h != nil {
+		return s.signIn.h
 	}
 	u, err := s.opts.URLs.CheckURL(s.spec.URL)
 	if err != nil {
@@ -78,8 +78,17 @@ func (s *server) oauthHandler() *signin.Handler {
 	if o.Prompt != nil {
 		cfg.Prompt = func(ctx context.Context, authURL string) error { return o.Prompt(ctx, s.spec.Name, authURL) }
 	}
-	s.signIn = signin.New(cfg)
-	return s.signIn
+	s.signIn.h = signin.New(cfg)
+	return s.signIn.h
+}
+
+// signInCache is an http or sse server's sign-in handler, made on first
+// use (server.oauthHandler) and kept for the server's life.
+type signInCache struct {
+	// mu guards h; it is held while the handler is made (signin.New), and
+	// never with another lock of the bridge.
+	mu sync.Mutex
+	h  *signin.Handler // nil until made
 }
 
 // tokenKey is the server URL tokens are stored under: without userinfo,
@@ -266,7 +275,8 @@ func (m *Manager) Logout(ctx context.Context, name string) error {
 	s.mu.Lock()
 	cs, endStreams := s.cs, s.procCancel
 	if s.state != StateClosed {
-		s.state, s.err, s.cs, s.tools, s.signInURL = StateFailed, errSignedOut, nil, nil, ""
+		s.state, s.err, s.cs, s.signInURL = StateFailed, errSignedOut, nil, ""
+		s.tools.set(nil)
 	}
 	s.mu.Unlock()
 	if cs != nil {
