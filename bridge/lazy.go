@@ -88,7 +88,7 @@ func (s *server) lazy() bool {
 // key is new) and leaves the server StateConnected with no connection, or
 // StateFailed when listing failed. It settles the server.
 func (s *server) connectIdle(ctx context.Context, initial bool) {
-	lctx, cancel := context.WithCancel(s.life)
+	lctx, cancel := s.life.bind(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	tools, info, err := s.opts.ToolLists.get(lctx, s.spec.ToolsKey, s.listOnce)
@@ -162,9 +162,8 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	s.mu.Unlock()
 
 	s.log.Debug("connecting the in-process MCP server on first use")
-	dctx, cancel := context.WithCancel(ctx)
+	dctx, cancel := s.life.bind(ctx) // closing the server ends the connect
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)() // closing the server ends the connect
 	cs, err := s.dial(dctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -133,19 +133,19 @@ func (s *server) loadPrompts(ctx context.Context, cs *mcp.ClientSession) {
 
 // onPromptListChanged handles notifications/prompts/list_changed as
 // onToolListChanged does tools: one refresh at a time, in the background.
-func (s *server) onPromptListChanged(context.Context, *mcp.PromptListChangedRequest) {
-	s.listChanged(&s.prompts.refresh, s.refreshPrompts)
+func (s *server) onPromptListChanged(ctx context.Context, _ *mcp.PromptListChangedRequest) {
+	s.listChanged(ctx, &s.prompts.refresh, s.refreshPrompts)
 }
 
 // refreshPrompts lists the prompts again and, when that worked, tells the
-// Manager; a failure keeps the old list.
-func (s *server) refreshPrompts() {
+// Manager; a failure keeps the old list. ctx ends when the server closes.
+func (s *server) refreshPrompts(ctx context.Context) {
 	cs, err := s.session()
 	var list []*mcp.Prompt
 	if err == nil {
-		list, err = s.listPrompts(s.life, cs)
+		list, err = s.listPrompts(ctx, cs)
 	}
-	closing := s.life.Err() != nil
+	closing := ctx.Err() != nil
 	if err == nil && !closing {
 		s.prompts.set(list)
 	}
@@ -184,9 +184,8 @@ func (s *server) getPrompt(ctx context.Context, name string, args map[string]str
 }
 
 func (s *server) getPromptOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
+	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)()
 	res, err := cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	switch {
 	case err == nil:

@@ -208,18 +208,19 @@ func collect[T any](ctx context.Context, method string, seq iter.Seq2[T, error])
 // lists are fetched again in the background (one refresh at a time; a
 // notification during a refresh runs one more). When the server gains or
 // loses its last resource, the tools are bridged again.
-func (s *server) onResourceListChanged(context.Context, *mcp.ResourceListChangedRequest) {
-	s.listChanged(&s.res.refresh, s.refreshResources)
+func (s *server) onResourceListChanged(ctx context.Context, _ *mcp.ResourceListChangedRequest) {
+	s.listChanged(ctx, &s.res.refresh, s.refreshResources)
 }
 
 // refreshResources lists the resources and templates again; when the
-// server gained or lost its last one, the tools are bridged again.
-func (s *server) refreshResources() {
+// server gained or lost its last one, the tools are bridged again. ctx ends
+// when the server closes.
+func (s *server) refreshResources(ctx context.Context) {
 	changed := false
 	if cs, err := s.session(); err == nil {
-		changed = s.loadResources(s.life, cs)
+		changed = s.loadResources(ctx, cs)
 	}
-	if changed && s.life.Err() == nil && s.onToolsChanged != nil {
+	if changed && ctx.Err() == nil && s.onToolsChanged != nil {
 		s.onToolsChanged()
 	}
 }
@@ -247,9 +248,8 @@ func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, 
 	if err != nil {
 		return gateway.Result{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
+	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)()
 	res, err := cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
 		switch {

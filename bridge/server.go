@@ -69,11 +69,13 @@ type server struct {
 
 	redial sync.Mutex // serializes reconnects of a lost HTTP session
 
-	// life ends when the server closes; it bounds background work (tool
-	// refreshes). onToolsChanged is called after a refresh changed s.tools.
-	life             context.Context
-	endLife          context.CancelFunc
-	onToolsChanged   func()
+	// life ends when the server closes: it cancels the server's connects,
+	// requests and list refreshes (lifetime.go), whose contexts derive
+	// from their callers'. No context is stored.
+	life lifetime
+
+	// Set by the Manager before the first connect, read-only after.
+	onToolsChanged   func()        // after a refresh changed the tools, or the resources came or went
 	onStateChanged   func(*server) // after a connect that ended in the background
 	onPromptsChanged func()        // after a refresh of the prompts (prompts.go)
 
@@ -116,15 +118,12 @@ func newServer(spec ServerSpec, opts *Options) *server {
 	if perMinute == 0 {
 		perMinute = opts.CallsPerMinute
 	}
-	life, endLife := context.WithCancel(context.Background())
 	return &server{
 		spec:     spec,
 		opts:     opts,
 		log:      opts.Logger.With("server", spec.Name),
 		timeouts: spec.Timeouts.Or(opts.Timeouts),
 		limiter:  sandbox.NewCallLimiter(spec.Name, perMinute, opts.Clock),
-		life:     life,
-		endLife:  endLife,
 		settled:  make(chan struct{}),
 	}
 }
@@ -132,20 +131,25 @@ func newServer(spec ServerSpec, opts *Options) *server {
 // onToolListChanged handles notifications/tools/list_changed: the tools are
 // listed again in the background (one refresh at a time; a notification
 // during a refresh runs one more), and the Manager is told.
-func (s *server) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
-	s.listChanged(&s.tools.refresh, s.refreshTools)
+func (s *server) onToolListChanged(ctx context.Context, _ *mcp.ToolListChangedRequest) {
+	s.listChanged(ctx, &s.tools.refresh, s.refreshTools)
 }
 
 // listChanged starts refresh through r (one at a time, one more for a
 // notification during a refresh) while the server is connected; a server
-// still connecting lists everything itself.
-func (s *server) listChanged(r *rerun, refresh func()) {
+// still connecting lists everything itself. The refresh's context has the
+// values of ctx, the notification's, and ends when the server closes.
+func (s *server) listChanged(ctx context.Context, r *rerun, refresh func(context.Context)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != StateConnected || s.closing {
 		return
 	}
-	r.trigger(&s.watchers, refresh)
+	r.trigger(&s.watchers, func() {
+		rctx, release := s.life.bind(context.WithoutCancel(ctx))
+		defer release()
+		refresh(rctx)
+	})
 }
 
 // rerun runs a list refresh in the background, one at a time: a trigger
@@ -182,11 +186,11 @@ func (r *rerun) trigger(wg *sync.WaitGroup, run func()) {
 
 // refreshTools lists the tools again and, when that worked, tells the
 // Manager; a failure keeps the old list.
-func (s *server) refreshTools() {
+func (s *server) refreshTools(ctx context.Context) {
 	cs, err := s.session()
 	var tools []*mcp.Tool
 	if err == nil {
-		tools, err = s.listTools(s.life, cs)
+		tools, err = s.listTools(ctx, cs)
 	}
 	s.mu.Lock()
 	notify := err == nil && !s.closing
@@ -214,7 +218,9 @@ func (s *server) connect(ctx context.Context, initial bool) {
 		s.connectIdle(ctx, initial) // lazy.go
 		return
 	}
-	dctx, cancel := context.WithCancel(s.life)
+	// The dial is ctx's until detach (a sign-in), and always the server's:
+	// closing the server ends it.
+	dctx, cancel := s.life.bind(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	s.mu.Lock()
@@ -509,6 +515,14 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	}
 }
 
+// requestContext returns ctx bounded by d and by the server's life:
+// closing the server cancels it.
+func (s *server) requestContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	lctx, release := s.life.bind(ctx)
+	cctx, cancel := context.WithTimeout(lctx, d)
+	return cctx, func() { cancel(); release() }
+}
+
 // codeRejected is the go-sdk's "rejected by transport" error code: the
 // request failed in the transport (an HTTP request that got no response),
 // and the connection is still usable.
@@ -663,10 +677,9 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	if args == nil {
 		args = map[string]any{} // never "arguments": null (TS servers reject it)
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
+	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall) // closing the server cancels its calls (notifications/cancelled)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)() // closing the server cancels its calls (notifications/cancelled)
-	defer s.calls.add(cctx)()                 // an elicitation arriving now belongs to this call
+	defer s.calls.add(cctx)() // an elicitation arriving now belongs to this call
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
 		token, fan := s.progress.watch(onUpdate)
@@ -785,7 +798,7 @@ func (s *server) close() {
 	cs, proc, procCancel := s.cs, s.proc, s.procCancel
 	s.state, s.cs = StateClosed, nil
 	s.mu.Unlock()
-	s.endLife()
+	s.life.end()
 	start := time.Now()
 	defer func() { s.log.Debug("MCP server closed", "elapsed", time.Since(start)) }()
 
