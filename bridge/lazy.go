@@ -94,21 +94,21 @@ func (s *server) connectIdle(ctx context.Context, initial bool) {
 	tools, info, err := s.opts.ToolLists.get(lctx, s.spec.ToolsKey, s.listOnce)
 	tell := !initial
 	defer func() {
-		s.settle()
+		s.conn.settle()
 		if tell && s.onStateChanged != nil {
 			s.onStateChanged(s)
 		}
 	}()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
 	switch {
-	case s.closing:
+	case s.conn.closing:
 		tell = false
 	case err != nil:
-		s.state, s.err = StateFailed, err
+		s.conn.state, s.conn.err = StateFailed, err
 		s.log.Warn("MCP server failed", "err", err)
 	default:
-		s.state, s.info, s.err = StateConnected, info, nil
+		s.conn.state, s.conn.info, s.conn.err = StateConnected, info, nil
 		s.tools.set(tools)
 		s.log.Debug("in-process MCP server ready; it connects on first use", "tools", len(tools))
 	}
@@ -123,9 +123,9 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 	tools, err := s.listTools(ctx, cs)
 	info := cs.InitializeResult().ServerInfo
 	s.abandon(cs) // ends the server session too (procCancel)
-	s.mu.Lock()
-	s.procCancel = nil
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	s.conn.procCancel = nil
+	s.conn.mu.Unlock()
 	if s.lazy() {
 		s.built.drop() // an idle session holds no server either
 	}
@@ -137,41 +137,41 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 // connection ended). Concurrent callers share one connect. A failed connect
 // is returned, and leaves the server as it was: the next call tries again.
 func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
-	s.mu.Lock()
-	cs := s.cs
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	cs := s.conn.cs
+	s.conn.mu.Unlock()
 	if cs != nil {
 		return cs, nil
 	}
-	s.redial.Lock()
-	defer s.redial.Unlock()
-	s.mu.Lock()
+	s.conn.redial.Lock()
+	defer s.conn.redial.Unlock()
+	s.conn.mu.Lock()
 	switch {
-	case s.closing:
-		s.mu.Unlock()
+	case s.conn.closing:
+		s.conn.mu.Unlock()
 		return nil, ErrNotConnected
-	case s.cs != nil: // another call connected it
-		cs := s.cs
-		s.mu.Unlock()
+	case s.conn.cs != nil: // another call connected it
+		cs := s.conn.cs
+		s.conn.mu.Unlock()
 		return cs, nil
-	case s.state != StateConnected:
-		err := s.err
-		s.mu.Unlock()
+	case s.conn.state != StateConnected:
+		err := s.conn.err
+		s.conn.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
 	}
-	s.mu.Unlock()
+	s.conn.mu.Unlock()
 
 	s.log.Debug("connecting the in-process MCP server on first use")
 	dctx, cancel := s.life.bind(ctx) // closing the server ends the connect
 	defer cancel()
 	cs, err := s.dial(dctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	if s.conn.closing {
 		if cs != nil {
-			s.mu.Unlock()
+			s.conn.mu.Unlock()
 			s.stopSession(cs)
-			s.mu.Lock()
+			s.conn.mu.Lock()
 		}
 		return nil, ErrNotConnected
 	}
@@ -182,8 +182,8 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 		s.log.Warn("connecting the in-process MCP server on first use failed; the next call tries again", "err", err)
 		return nil, fmt.Errorf("connecting on first use failed (the next call tries again): %w", err)
 	}
-	s.cs = cs
-	s.watchers.Go(func() { s.watch(cs) })
+	s.conn.cs = cs
+	s.conn.watchers.Go(func() { s.watch(cs) })
 	return cs, nil
 }
 

@@ -224,7 +224,7 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 	}
 	m.mu.Unlock()
 	for _, s := range servers {
-		<-s.settled
+		<-s.conn.settled
 	}
 
 	m.mu.Lock()

@@ -140,7 +140,7 @@ func (s *server) onPromptListChanged(ctx context.Context, _ *mcp.PromptListChang
 // refreshPrompts lists the prompts again and, when that worked, tells the
 // Manager; a failure keeps the old list. ctx ends when the server closes.
 func (s *server) refreshPrompts(ctx context.Context) {
-	cs, err := s.session()
+	cs, err := s.conn.session()
 	var list []*mcp.Prompt
 	if err == nil {
 		list, err = s.listPrompts(ctx, cs)

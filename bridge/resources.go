@@ -217,7 +217,7 @@ func (s *server) onResourceListChanged(ctx context.Context, _ *mcp.ResourceListC
 // when the server closes.
 func (s *server) refreshResources(ctx context.Context) {
 	changed := false
-	if cs, err := s.session(); err == nil {
+	if cs, err := s.conn.session(); err == nil {
 		changed = s.loadResources(ctx, cs)
 	}
 	if changed && ctx.Err() == nil && s.onToolsChanged != nil {
