@@ -64,17 +64,20 @@ func (s State) String() string {
 // prompts, resources, progress, calls, sign-in, built server), each with
 // its own mutex guarding only its own fields, and its lifetime.
 //
-// Lock order (a lock may be taken while holding those to its left, never
-// the other way round):
+// Lock order: a lock on the right of an arrow may be taken while holding
+// the one on its left, never the other way round.
 //
-//	Manager.mu → conn.redial → conn.mu → {toolCache.mu, rerun.mu, tailWriter.mu}
-//	Manager.mu → {toolCache.mu, resourceCache.mu}
+//	conn.redial → conn.mu → {toolCache.mu, rerun.mu, tailWriter.mu}
+//	Manager.mu  → {toolCache.mu, resourceCache.mu}
 //
-// Every other lock of a server (promptCache.mu, resourceCache.mu but for
-// bridging, progressTable.mu, progressFan.mu, inflight.mu, signInCache.mu,
-// builtServer.mu, lifetime.mu, connectDeadline.mu, stdoutWatch.mu) is a leaf:
-// it is held alone, and never across a request. conn.mu is never held
-// across I/O either; conn.redial is, by design (one redial at a time).
+// Manager.mu and conn.mu are never held together. conn.redial is held
+// across a dial, so a lock the dial takes (conn.mu, signInCache.mu,
+// builtServer.mu, lifetime.mu) may be taken under it; conn.mu and the
+// caches' locks are never held across I/O. Every other lock of a server
+// (promptCache.mu, progressTable.mu, inflight.mu, signInCache.mu,
+// builtServer.mu, lifetime.mu, connectDeadline.mu, stdoutWatch.mu,
+// ToolLists.mu) is a leaf: no other lock of the bridge is taken while it
+// is held. progressFan.mu is held while the call's progress callback runs.
 type server struct {
 	spec     ServerSpec
 	opts     *Options // shared with the Manager, read-only

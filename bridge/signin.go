@@ -302,6 +302,8 @@ func (m *Manager) Login(name string) error {
 	if m.closed {
 		return ErrNotConnected
 	}
+	// Background: Login returns at once and no caller waits for the
+	// connect; the server's lifetime (connect binds it) ends it on Close.
 	m.bg.Go(func() { s.connect(context.Background(), false) })
 	return nil
 }
