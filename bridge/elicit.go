@@ -69,8 +69,10 @@ func (e *Elicitor) modes() *mcp.ElicitationCapabilities {
 const maxPendingURLs = 256
 
 // inflight are a server's tool calls in flight, and its URL-mode
-// elicitations waiting for completion.
+// elicitations waiting for completion. The zero value has none.
 type inflight struct {
+	// mu guards calls and urls. It is never held with another lock of the
+	// bridge, nor across a request.
 	mu    sync.Mutex
 	calls map[*inflightCall]struct{}
 	urls  map[string]struct{} // elicitation IDs sent to the user, not completed

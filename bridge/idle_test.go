@@ -114,9 +114,9 @@ func TestManager_ConnectedStdioKeepsNoStdoutHead(t *testing.T) {
 		t.Fatalf("status = %v %v, want connected", st.State, st.Err)
 	}
 	s := m.server("quiet")
-	s.mu.Lock()
-	w := s.stdout
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	w := s.conn.stdout
+	s.conn.mu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.head != nil {

@@ -88,27 +88,28 @@ func (s *server) lazy() bool {
 // key is new) and leaves the server StateConnected with no connection, or
 // StateFailed when listing failed. It settles the server.
 func (s *server) connectIdle(ctx context.Context, initial bool) {
-	lctx, cancel := context.WithCancel(s.life)
+	lctx, cancel := s.life.bind(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	tools, info, err := s.opts.ToolLists.get(lctx, s.spec.ToolsKey, s.listOnce)
 	tell := !initial
 	defer func() {
-		s.settle()
+		s.conn.settle()
 		if tell && s.onStateChanged != nil {
 			s.onStateChanged(s)
 		}
 	}()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
 	switch {
-	case s.closing:
+	case s.conn.closing:
 		tell = false
 	case err != nil:
-		s.state, s.err = StateFailed, err
+		s.conn.state, s.conn.err = StateFailed, err
 		s.log.Warn("MCP server failed", "err", err)
 	default:
-		s.state, s.tools, s.info, s.err = StateConnected, tools, info, nil
+		s.conn.state, s.conn.info, s.conn.err = StateConnected, info, nil
+		s.tools.set(tools)
 		s.log.Debug("in-process MCP server ready; it connects on first use", "tools", len(tools))
 	}
 }
@@ -122,12 +123,12 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 	tools, err := s.listTools(ctx, cs)
 	info := cs.InitializeResult().ServerInfo
 	s.abandon(cs) // ends the server session too (procCancel)
-	s.mu.Lock()
-	s.procCancel = nil
+	s.conn.mu.Lock()
+	s.conn.procCancel = nil
+	s.conn.mu.Unlock()
 	if s.lazy() {
-		s.built = nil // an idle session holds no server either
+		s.built.drop() // an idle session holds no server either
 	}
-	s.mu.Unlock()
 	return tools, info, err
 }
 
@@ -136,42 +137,41 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 // connection ended). Concurrent callers share one connect. A failed connect
 // is returned, and leaves the server as it was: the next call tries again.
 func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
-	s.mu.Lock()
-	cs := s.cs
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	cs := s.conn.cs
+	s.conn.mu.Unlock()
 	if cs != nil {
 		return cs, nil
 	}
-	s.redial.Lock()
-	defer s.redial.Unlock()
-	s.mu.Lock()
+	s.conn.redial.Lock()
+	defer s.conn.redial.Unlock()
+	s.conn.mu.Lock()
 	switch {
-	case s.closing:
-		s.mu.Unlock()
+	case s.conn.closing:
+		s.conn.mu.Unlock()
 		return nil, ErrNotConnected
-	case s.cs != nil: // another call connected it
-		cs := s.cs
-		s.mu.Unlock()
+	case s.conn.cs != nil: // another call connected it
+		cs := s.conn.cs
+		s.conn.mu.Unlock()
 		return cs, nil
-	case s.state != StateConnected:
-		err := s.err
-		s.mu.Unlock()
+	case s.conn.state != StateConnected:
+		err := s.conn.err
+		s.conn.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
 	}
-	s.mu.Unlock()
+	s.conn.mu.Unlock()
 
 	s.log.Debug("connecting the in-process MCP server on first use")
-	dctx, cancel := context.WithCancel(ctx)
+	dctx, cancel := s.life.bind(ctx) // closing the server ends the connect
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)() // closing the server ends the connect
 	cs, err := s.dial(dctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	if s.conn.closing {
 		if cs != nil {
-			s.mu.Unlock()
+			s.conn.mu.Unlock()
 			s.stopSession(cs)
-			s.mu.Lock()
+			s.conn.mu.Lock()
 		}
 		return nil, ErrNotConnected
 	}
@@ -182,18 +182,34 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 		s.log.Warn("connecting the in-process MCP server on first use failed; the next call tries again", "err", err)
 		return nil, fmt.Errorf("connecting on first use failed (the next call tries again): %w", err)
 	}
-	s.cs = cs
-	s.watchers.Go(func() { s.watch(cs) })
+	s.conn.cs = cs
+	s.conn.watchers.Go(func() { s.watch(cs) })
 	return cs, nil
 }
 
-// builtServer returns the server spec.NewServer built for s, building it on
-// the first call; nil when there is no NewServer or it returned nil.
-func (s *server) builtServer() *mcp.Server {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.built == nil && s.spec.NewServer != nil {
-		s.built = s.spec.NewServer()
+// builtServer is the server ServerSpec.NewServer built for a server, kept
+// while the server's connections use it. The zero value holds none.
+type builtServer struct {
+	// mu guards srv; it is held while NewServer runs, and never with
+	// another lock of the bridge.
+	mu  sync.Mutex
+	srv *mcp.Server // nil until built, and again after drop
+}
+
+// get returns the server newServer built, building it on the first call;
+// nil when newServer is nil or returned nil.
+func (b *builtServer) get(newServer func() *mcp.Server) *mcp.Server {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil && newServer != nil {
+		b.srv = newServer()
 	}
-	return s.built
+	return b.srv
+}
+
+// drop forgets the built server: the next get builds another.
+func (b *builtServer) drop() {
+	b.mu.Lock()
+	b.srv = nil
+	b.mu.Unlock()
 }

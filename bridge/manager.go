@@ -224,7 +224,7 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 	}
 	m.mu.Unlock()
 	for _, s := range servers {
-		<-s.settled
+		<-s.conn.settled
 	}
 
 	m.mu.Lock()
@@ -256,9 +256,7 @@ func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts ma
 	var refs []ToolRef
 	have := make([]int, len(servers))
 	for i, s := range servers {
-		s.mu.Lock()
-		own := s.tools
-		s.mu.Unlock()
+		own := s.tools.get()
 		// The resource tools (resources.go) come after the server's own.
 		srvTools := append(own[:len(own):len(own)], s.resourceTools(own)...)
 		for _, t := range srvTools {

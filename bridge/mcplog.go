@@ -41,9 +41,8 @@ func slogLevel(l mcp.LoggingLevel) slog.Level {
 
 // mcpLevel returns the least severe MCP level whose messages log would
 // record, for logging/setLevel: the server then sends nothing the agent's
-// log would drop.
-func mcpLevel(log *slog.Logger) mcp.LoggingLevel {
-	ctx := context.Background()
+// log would drop. ctx is the request's, for handlers that read it.
+func mcpLevel(ctx context.Context, log *slog.Logger) mcp.LoggingLevel {
 	switch {
 	case log.Enabled(ctx, slog.LevelDebug):
 		return "debug"
@@ -103,7 +102,7 @@ func (s *server) setLogLevel(ctx context.Context, cs *mcp.ClientSession) {
 	if res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil || newProtocol(res) {
 		return // from 2026-07-28 the level rides on every request (sendLogLevel)
 	}
-	level := mcpLevel(s.log)
+	level := mcpLevel(ctx, s.log)
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		s.log.Debug("logging/setLevel failed; the server's log messages may be missing", "level", string(level), "err", err)
 	}
@@ -137,7 +136,7 @@ func (s *server) sendLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 			meta = map[string]any{}
 		}
 		if _, ok := meta[mcp.MetaKeyLogLevel]; !ok {
-			meta[mcp.MetaKeyLogLevel] = mcpLevel(s.log)
+			meta[mcp.MetaKeyLogLevel] = mcpLevel(ctx, s.log)
 			params.SetMeta(meta)
 		}
 		return next(ctx, method, req)

@@ -75,20 +75,25 @@ func PromptCommandNames(refs []ToolRef) []string {
 	return uniqueNames(refs, func(r ToolRef) string { return sanitizePiece(r.Server) + ":" + sanitizePiece(r.Tool) })
 }
 
-// promptState is a server's prompts. Lock order: server.mu before mu.
-type promptState struct {
-	mu      sync.Mutex
-	list    []*mcp.Prompt // from prompts/list, in server order
-	refresh rerun         // prompts/list_changed refreshes
+// promptCache is a server's prompts. The zero value is an empty list.
+type promptCache struct {
+	// mu guards list. It is never held with another lock of the bridge,
+	// nor across a request.
+	mu   sync.Mutex
+	list []*mcp.Prompt // from prompts/list, in server order; never modified once set
+
+	refresh rerun // prompts/list_changed refreshes
 }
 
-func (p *promptState) get() []*mcp.Prompt {
+// get returns the list; the slice must not be modified.
+func (p *promptCache) get() []*mcp.Prompt {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.list
 }
 
-func (p *promptState) set(list []*mcp.Prompt) {
+// set replaces the list.
+func (p *promptCache) set(list []*mcp.Prompt) {
 	p.mu.Lock()
 	p.list = list
 	p.mu.Unlock()
@@ -128,19 +133,19 @@ func (s *server) loadPrompts(ctx context.Context, cs *mcp.ClientSession) {
 
 // onPromptListChanged handles notifications/prompts/list_changed as
 // onToolListChanged does tools: one refresh at a time, in the background.
-func (s *server) onPromptListChanged(context.Context, *mcp.PromptListChangedRequest) {
-	s.listChanged(&s.prompts.refresh, s.refreshPrompts)
+func (s *server) onPromptListChanged(ctx context.Context, _ *mcp.PromptListChangedRequest) {
+	s.listChanged(ctx, &s.prompts.refresh, s.refreshPrompts)
 }
 
 // refreshPrompts lists the prompts again and, when that worked, tells the
-// Manager; a failure keeps the old list.
-func (s *server) refreshPrompts() {
-	cs, err := s.session()
+// Manager; a failure keeps the old list. ctx ends when the server closes.
+func (s *server) refreshPrompts(ctx context.Context) {
+	cs, err := s.conn.session()
 	var list []*mcp.Prompt
 	if err == nil {
-		list, err = s.listPrompts(s.life, cs)
+		list, err = s.listPrompts(ctx, cs)
 	}
-	closing := s.life.Err() != nil
+	closing := ctx.Err() != nil
 	if err == nil && !closing {
 		s.prompts.set(list)
 	}
@@ -179,9 +184,8 @@ func (s *server) getPrompt(ctx context.Context, name string, args map[string]str
 }
 
 func (s *server) getPromptOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
+	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)()
 	res, err := cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	switch {
 	case err == nil:

@@ -55,10 +55,12 @@ type ServerResources struct {
 	Templates []ResourceTemplate
 }
 
-// resourceState is what a server offers as resources. Its fields are
-// guarded by mu, which is never held across a request; where both are
-// held, server.mu is taken first.
-type resourceState struct {
+// resourceCache is what a server offers as resources, and the bridge's
+// marks on them. The zero value is empty.
+type resourceCache struct {
+	// mu guards resources, templates, compiled, updated and subscribed. It
+	// is taken inside the Manager's mu (bridging asks has), never the other
+	// way round, and never held across a request.
 	mu         sync.Mutex
 	resources  []*mcp.Resource
 	templates  []*mcp.ResourceTemplate
@@ -70,7 +72,7 @@ type resourceState struct {
 
 // set replaces the lists and reports whether the server has resources now
 // and had them before.
-func (r *resourceState) set(res []*mcp.Resource, tpl []*mcp.ResourceTemplate) (had, has bool) {
+func (r *resourceCache) set(res []*mcp.Resource, tpl []*mcp.ResourceTemplate) (had, has bool) {
 	compiled := make([]*uritemplate.Template, len(tpl))
 	for i, t := range tpl {
 		compiled[i], _ = uritemplate.New(t.URITemplate) // a bad template just matches nothing
@@ -83,7 +85,7 @@ func (r *resourceState) set(res []*mcp.Resource, tpl []*mcp.ResourceTemplate) (h
 }
 
 // has reports whether the server lists any resource or template.
-func (r *resourceState) has() bool {
+func (r *resourceCache) has() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.resources)+len(r.templates) > 0
@@ -91,7 +93,7 @@ func (r *resourceState) has() bool {
 
 // serves reports whether the server lists uri (exact) or, failing that,
 // has a template matching it (RFC 6570 matching by uritemplate).
-func (r *resourceState) serves(uri string) (listed, matched bool) {
+func (r *resourceCache) serves(uri string) (listed, matched bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, res := range r.resources {
@@ -108,7 +110,7 @@ func (r *resourceState) serves(uri string) (listed, matched bool) {
 }
 
 // snapshot returns the lists for Manager.Resources.
-func (r *resourceState) snapshot(server string) ServerResources {
+func (r *resourceCache) snapshot(server string) ServerResources {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := ServerResources{Server: server}
@@ -121,6 +123,34 @@ func (r *resourceState) snapshot(server string) ServerResources {
 			Title: t.Title, Description: t.Description, MIMEType: t.MIMEType})
 	}
 	return out
+}
+
+// markUpdated marks uri updated (notifications/resources/updated) until it
+// is read again.
+func (r *resourceCache) markUpdated(uri string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.updated == nil {
+		r.updated = make(map[string]bool)
+	}
+	r.updated[uri] = true
+}
+
+// read clears the updated mark of uri after a read and reports whether the
+// bridge should subscribe to it now: canSubscribe (the server offers
+// subscriptions) and not subscribed before. It counts uri as subscribed.
+func (r *resourceCache) read(uri string, canSubscribe bool) (subscribe bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.updated, uri)
+	subscribe = canSubscribe && !r.subscribed[uri]
+	if subscribe {
+		if r.subscribed == nil {
+			r.subscribed = make(map[string]bool)
+		}
+		r.subscribed[uri] = true
+	}
+	return subscribe
 }
 
 // offersResources reports whether cs's server advertises resources.
@@ -178,18 +208,19 @@ func collect[T any](ctx context.Context, method string, seq iter.Seq2[T, error])
 // lists are fetched again in the background (one refresh at a time; a
 // notification during a refresh runs one more). When the server gains or
 // loses its last resource, the tools are bridged again.
-func (s *server) onResourceListChanged(context.Context, *mcp.ResourceListChangedRequest) {
-	s.listChanged(&s.res.refresh, s.refreshResources)
+func (s *server) onResourceListChanged(ctx context.Context, _ *mcp.ResourceListChangedRequest) {
+	s.listChanged(ctx, &s.res.refresh, s.refreshResources)
 }
 
 // refreshResources lists the resources and templates again; when the
-// server gained or lost its last one, the tools are bridged again.
-func (s *server) refreshResources() {
+// server gained or lost its last one, the tools are bridged again. ctx ends
+// when the server closes.
+func (s *server) refreshResources(ctx context.Context) {
 	changed := false
-	if cs, err := s.session(); err == nil {
-		changed = s.loadResources(s.life, cs)
+	if cs, err := s.conn.session(); err == nil {
+		changed = s.loadResources(ctx, cs)
 	}
-	if changed && s.life.Err() == nil && s.onToolsChanged != nil {
+	if changed && ctx.Err() == nil && s.onToolsChanged != nil {
 		s.onToolsChanged()
 	}
 }
@@ -200,12 +231,7 @@ func (s *server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNo
 	if req == nil || req.Params == nil {
 		return
 	}
-	s.res.mu.Lock()
-	defer s.res.mu.Unlock()
-	if s.res.updated == nil {
-		s.res.updated = make(map[string]bool)
-	}
-	s.res.updated[req.Params.URI] = true
+	s.res.markUpdated(req.Params.URI)
 }
 
 // readResource sends resources/read for uri, counted against the server's
@@ -222,9 +248,8 @@ func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, 
 	if err != nil {
 		return gateway.Result{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
+	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)()
 	res, err := cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
 		switch {
@@ -250,18 +275,8 @@ func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, 
 // afterRead clears the updated mark of uri and subscribes to it once, if the
 // server offers subscriptions.
 func (s *server) afterRead(ctx context.Context, cs *mcp.ClientSession, uri string) {
-	s.res.mu.Lock()
-	delete(s.res.updated, uri)
 	caps := offersResources(cs)
-	subscribe := caps != nil && caps.Subscribe && !s.res.subscribed[uri]
-	if subscribe {
-		if s.res.subscribed == nil {
-			s.res.subscribed = make(map[string]bool)
-		}
-		s.res.subscribed[uri] = true
-	}
-	s.res.mu.Unlock()
-	if subscribe {
+	if s.res.read(uri, caps != nil && caps.Subscribe) {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 			s.log.Debug("resources/subscribe failed", "uri", uri, "err", err)
 		}

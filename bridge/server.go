@@ -17,7 +17,6 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
-	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // State is the connection state of one MCP server of a session.
@@ -60,7 +59,25 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// server is the connection to one MCP server.
+// server is the connection to one MCP server: its identity and settings,
+// the connection state machine (conn, conn.go), the feature caches (tools,
+// prompts, resources, progress, calls, sign-in, built server), each with
+// its own mutex guarding only its own fields, and its lifetime.
+//
+// Lock order: a lock on the right of an arrow may be taken while holding
+// the one on its left, never the other way round.
+//
+//	conn.redial → conn.mu → {toolCache.mu, rerun.mu, tailWriter.mu}
+//	Manager.mu  → {toolCache.mu, resourceCache.mu}
+//
+// Manager.mu and conn.mu are never held together. conn.redial is held
+// across a dial, so a lock the dial takes (conn.mu, signInCache.mu,
+// builtServer.mu, lifetime.mu) may be taken under it; conn.mu and the
+// caches' locks are never held across I/O. Every other lock of a server
+// (promptCache.mu, progressTable.mu, inflight.mu, signInCache.mu,
+// builtServer.mu, lifetime.mu, connectDeadline.mu, stdoutWatch.mu,
+// ToolLists.mu) is a leaf: no other lock of the bridge is taken while it
+// is held. progressFan.mu is held while the call's progress callback runs.
 type server struct {
 	spec     ServerSpec
 	opts     *Options // shared with the Manager, read-only
@@ -68,58 +85,26 @@ type server struct {
 	timeouts Timeouts             // effective: the spec's, else the Manager's
 	limiter  *sandbox.CallLimiter // tools/call rate limit
 
-	redial sync.Mutex // serializes reconnects of a lost HTTP session
+	conn conn // the connection state machine and the MCP client session (conn.go)
 
-	// life ends when the server closes; it bounds background work (tool
-	// refreshes). onToolsChanged is called after a refresh changed s.tools.
-	life             context.Context
-	endLife          context.CancelFunc
-	onToolsChanged   func()
+	// life ends when the server closes: it cancels the server's connects,
+	// requests and list refreshes (lifetime.go), whose contexts derive
+	// from their callers'. No context is stored.
+	life lifetime
+
+	// Set by the Manager before the first connect, read-only after.
+	onToolsChanged   func()        // after a refresh changed the tools, or the resources came or went
 	onStateChanged   func(*server) // after a connect that ended in the background
 	onPromptsChanged func()        // after a refresh of the prompts (prompts.go)
 
-	prompts promptState // the server's prompts (prompts.go)
-
-	stderr *tailWriter  // last lines of a stdio child's stderr, for failure reasons
-	stdout *stdoutWatch // the start of a stdio child's stdout, for failure reasons
-
-	calls inflight // tool calls in flight and pending URL elicitations (elicit.go)
-
-	res resourceState // the server's resources and templates (resources.go)
-
-	// settled is closed once the first connect has connected, failed or
-	// started waiting for the user to sign in (signin.go).
-	settled    chan struct{}
-	settleOnce sync.Once
-
-	mu           sync.Mutex
-	state        State
-	err          error                   // why the server failed or was lost; nil when connected
-	retryAt      time.Time               // StateLost: no redial before; zero: at once
-	backoff      time.Duration           // the last wait between redials; 0 until a redial fails
-	cs           *mcp.ClientSession      // non-nil once connected, until closed
-	cmd          *exec.Cmd               // the stdio child, or nil
-	proc         *sandbox.Process        // the stdio child once started, or nil
-	procCancel   context.CancelFunc      // kills the stdio child's process group, or ends the HTTP streams
-	tools        []*mcp.Tool             // from tools/list, in server order
-	info         *mcp.Implementation     // serverInfo from initialize
-	progress     map[string]*progressFan // progress token → the call waiting for it
-	nextToken    int
-	closing      bool             // Close has begun; a lost connection is not a failure
-	signIn       *signin.Handler  // an http or sse server's sign-in, made on first use (signin.go)
-	signInURL    string           // StateSignIn: where the user signs in
-	deadline     *connectDeadline // the connect deadline of the dial in progress, or nil
-	detach       func() bool      // during the first connect: stops its request's end from cancelling it
-	watchers     sync.WaitGroup   // connection watchers and tool refreshes
-	toolsRefresh rerun            // tools/list_changed refreshes
-	built        *mcp.Server      // what spec.NewServer built, or nil until then (lazy.go)
-}
-
-// progressFan forwards progress notifications to one running call until the
-// call returns.
-type progressFan struct {
-	mu sync.Mutex
-	fn func(gateway.ToolUpdate) // nil once the call has returned
+	// The feature caches: each guards its own fields with its own mutex.
+	tools    toolCache     // the server's tools (toolcache.go)
+	prompts  promptCache   // the server's prompts (prompts.go)
+	res      resourceCache // the server's resources and templates (resources.go)
+	progress progressTable // progress tokens of the calls in flight (progress.go)
+	calls    inflight      // tool calls in flight and pending URL elicitations (elicit.go)
+	signIn   signInCache   // an http or sse server's sign-in handler (signin.go)
+	built    builtServer   // what spec.NewServer built (lazy.go)
 }
 
 func newServer(spec ServerSpec, opts *Options) *server {
@@ -127,37 +112,38 @@ func newServer(spec ServerSpec, opts *Options) *server {
 	if perMinute == 0 {
 		perMinute = opts.CallsPerMinute
 	}
-	life, endLife := context.WithCancel(context.Background())
 	return &server{
 		spec:     spec,
 		opts:     opts,
 		log:      opts.Logger.With("server", spec.Name),
 		timeouts: spec.Timeouts.Or(opts.Timeouts),
 		limiter:  sandbox.NewCallLimiter(spec.Name, perMinute, opts.Clock),
-		progress: make(map[string]*progressFan),
-		life:     life,
-		endLife:  endLife,
-		settled:  make(chan struct{}),
+		conn:     conn{settled: make(chan struct{})},
 	}
 }
 
 // onToolListChanged handles notifications/tools/list_changed: the tools are
 // listed again in the background (one refresh at a time; a notification
 // during a refresh runs one more), and the Manager is told.
-func (s *server) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
-	s.listChanged(&s.toolsRefresh, s.refreshTools)
+func (s *server) onToolListChanged(ctx context.Context, _ *mcp.ToolListChangedRequest) {
+	s.listChanged(ctx, &s.tools.refresh, s.refreshTools)
 }
 
 // listChanged starts refresh through r (one at a time, one more for a
 // notification during a refresh) while the server is connected; a server
-// still connecting lists everything itself.
-func (s *server) listChanged(r *rerun, refresh func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != StateConnected || s.closing {
+// still connecting lists everything itself. The refresh's context has the
+// values of ctx, the notification's, and ends when the server closes.
+func (s *server) listChanged(ctx context.Context, r *rerun, refresh func(context.Context)) {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	if s.conn.state != StateConnected || s.conn.closing {
 		return
 	}
-	r.trigger(&s.watchers, refresh)
+	r.trigger(&s.conn.watchers, func() {
+		rctx, release := s.life.bind(context.WithoutCancel(ctx))
+		defer release()
+		refresh(rctx)
+	})
 }
 
 // rerun runs a list refresh in the background, one at a time: a trigger
@@ -194,18 +180,18 @@ func (r *rerun) trigger(wg *sync.WaitGroup, run func()) {
 
 // refreshTools lists the tools again and, when that worked, tells the
 // Manager; a failure keeps the old list.
-func (s *server) refreshTools() {
-	cs, err := s.session()
+func (s *server) refreshTools(ctx context.Context) {
+	cs, err := s.conn.session()
 	var tools []*mcp.Tool
 	if err == nil {
-		tools, err = s.listTools(s.life, cs)
+		tools, err = s.listTools(ctx, cs)
 	}
-	s.mu.Lock()
-	notify := err == nil && !s.closing
+	s.conn.mu.Lock()
+	notify := err == nil && !s.conn.closing
 	if notify {
-		s.tools = tools
+		s.tools.set(tools)
 	}
-	s.mu.Unlock()
+	s.conn.mu.Unlock()
 	if err != nil {
 		s.log.Warn("refreshing the tools after tools/list_changed failed; keeping the old list", "err", err)
 	} else if notify && s.onToolsChanged != nil {
@@ -226,12 +212,14 @@ func (s *server) connect(ctx context.Context, initial bool) {
 		s.connectIdle(ctx, initial) // lazy.go
 		return
 	}
-	dctx, cancel := context.WithCancel(s.life)
+	// The dial is ctx's until detach (a sign-in), and always the server's:
+	// closing the server ends it.
+	dctx, cancel := s.life.bind(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
-	s.mu.Lock()
-	s.detach = stop
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	s.conn.detach = stop
+	s.conn.mu.Unlock()
 	cs, err := s.dial(dctx)
 	var tools []*mcp.Tool
 	if err == nil {
@@ -248,33 +236,34 @@ func (s *server) connect(ctx context.Context, initial bool) {
 			s.abandon(cs)
 		}
 	}
-	tell := !initial || s.isSettled()
+	tell := !initial || s.conn.isSettled()
 	defer func() {
-		s.settle()
+		s.conn.settle()
 		if tell && s.onStateChanged != nil {
 			s.onStateChanged(s)
 		}
 	}()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.detach, s.signInURL = nil, ""
-	if s.closing { // the Manager closed while we were connecting
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	s.conn.detach, s.conn.signInURL = nil, ""
+	if s.conn.closing { // the Manager closed while we were connecting
 		tell = false
 		if err == nil {
-			s.mu.Unlock()
+			s.conn.mu.Unlock()
 			s.stopSession(cs)
-			s.mu.Lock()
+			s.conn.mu.Lock()
 		}
 		return
 	}
 	if err != nil {
-		s.state, s.err = StateFailed, err
+		s.conn.state, s.conn.err = StateFailed, err
 		s.log.Warn("MCP server failed", "err", err)
 		return
 	}
-	s.state, s.cs, s.tools, s.err = StateConnected, cs, tools, nil
-	s.info = cs.InitializeResult().ServerInfo
-	s.watchers.Go(func() { s.watch(cs) })
+	s.conn.state, s.conn.cs, s.conn.err = StateConnected, cs, nil
+	s.tools.set(tools)
+	s.conn.info = cs.InitializeResult().ServerInfo
+	s.conn.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected", "tools", len(tools))
 }
 
@@ -324,15 +313,15 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	// The deadline pauses while the user signs in (signin.go).
 	cctx, dl, cancel := withConnectDeadline(ctx, s.timeouts.Connect)
 	defer cancel()
-	s.mu.Lock()
-	s.deadline = dl
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	s.conn.deadline = dl
+	s.conn.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		if s.deadline == dl {
-			s.deadline = nil
+		s.conn.mu.Lock()
+		if s.conn.deadline == dl {
+			s.conn.deadline = nil
 		}
-		s.mu.Unlock()
+		s.conn.mu.Unlock()
 	}()
 	// If the handshake outlives its deadline, kill the child (or end the HTTP
 	// streams) at once so that a hanging server costs no more than its timeout.
@@ -396,9 +385,9 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 		// The transport's streams live as long as the connection, not as long
 		// as the connect call: Connect gets a context of their own.
 		connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
-		s.mu.Lock()
-		s.procCancel = connCancel
-		s.mu.Unlock()
+		s.conn.mu.Lock()
+		s.conn.procCancel = connCancel
+		s.conn.mu.Unlock()
 		return &detached{Transport: t, ctx: connCtx}, nil, connCancel, nil
 	default:
 		return nil, nil, nil, fmt.Errorf("%w: unknown type %q", ErrUnsupportedTransport, s.spec.Transport)
@@ -412,15 +401,15 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	stderr := newTailWriter(s.log)
 	cmd.Stderr = stderr
 	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}}
-	s.mu.Lock()
-	s.cmd, s.proc, s.procCancel, s.stderr, s.stdout = cmd, nil, procCancel, stderr, st.out
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	s.conn.cmd, s.conn.proc, s.conn.procCancel, s.conn.stderr, s.conn.stdout = cmd, nil, procCancel, stderr, st.out
+	s.conn.mu.Unlock()
 	st.started = func(p *sandbox.Process) {
-		s.mu.Lock()
-		if s.cmd == cmd {
-			s.proc = p
+		s.conn.mu.Lock()
+		if s.conn.cmd == cmd {
+			s.conn.proc = p
 		}
-		s.mu.Unlock()
+		s.conn.mu.Unlock()
 	}
 	return st, cmd, procCancel, nil
 }
@@ -432,7 +421,7 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
 	srv := s.spec.Server
 	if srv == nil {
-		srv = s.builtServer()
+		srv = s.built.get(s.spec.NewServer)
 	}
 	if srv == nil {
 		return nil, nil, nil, fmt.Errorf("%w: inprocess server without an *mcp.Server (NewServer returned nil)", ErrUnsupportedTransport)
@@ -444,9 +433,9 @@ func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.C
 	}
 	var once sync.Once
 	stop := func() { once.Do(func() { _ = ss.Close() }) }
-	s.mu.Lock()
-	s.procCancel = stop
-	s.mu.Unlock()
+	s.conn.mu.Lock()
+	s.conn.procCancel = stop
+	s.conn.mu.Unlock()
 	return ct, nil, stop, nil
 }
 
@@ -474,17 +463,17 @@ func (s *server) describeDialError(err error, timedOut bool, cmd *exec.Cmd, kill
 		return fmt.Errorf("cannot start command %q: %w", s.spec.Command, err)
 	case timedOut:
 		return fmt.Errorf("%w: initialize took longer than %s", ErrTimeout, s.timeouts.Connect)
-	case cmd != nil && s.stdout.nonJSON() != nil:
-		return fmt.Errorf("%w%s", s.stdout.nonJSON(), s.stderr.suffix())
+	case cmd != nil && s.conn.stdout.nonJSON() != nil:
+		return fmt.Errorf("%w%s", s.conn.stdout.nonJSON(), s.conn.stderr.suffix())
 	case cmd != nil && cmd.ProcessState != nil && cmd.ProcessState.Exited():
-		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
-	case cmd != nil && s.stdout.closed() && cmd.ProcessState != nil && !cmd.ProcessState.Exited():
+		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.conn.stderr.suffix())
+	case cmd != nil && s.conn.stdout.closed() && cmd.ProcessState != nil && !cmd.ProcessState.Exited():
 		// The child was running when its stdout ended: dial killed it.
-		return fmt.Errorf("server closed its stdout during initialize while still running%s", s.stderr.suffix())
+		return fmt.Errorf("server closed its stdout during initialize while still running%s", s.conn.stderr.suffix())
 	case cmd != nil && cmd.ProcessState != nil && !killed:
-		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.stderr.suffix())
+		return fmt.Errorf("process exited during initialize (%s)%s", cmd.ProcessState, s.conn.stderr.suffix())
 	default:
-		return fmt.Errorf("initialize failed: %w%s", err, s.stderr.suffix())
+		return fmt.Errorf("initialize failed: %w%s", err, s.conn.stderr.suffix())
 	}
 }
 
@@ -520,6 +509,14 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	}
 }
 
+// requestContext returns ctx bounded by d and by the server's life:
+// closing the server cancels it.
+func (s *server) requestContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	lctx, release := s.life.bind(ctx)
+	cctx, cancel := context.WithTimeout(lctx, d)
+	return cctx, func() { cancel(); release() }
+}
+
 // codeRejected is the go-sdk's "rejected by transport" error code: the
 // request failed in the transport (an HTTP request that got no response),
 // and the connection is still usable.
@@ -536,48 +533,35 @@ func undelivered(err error) bool {
 // dials again) when its connection ends before Close.
 func (s *server) watch(cs *mcp.ClientSession) {
 	err := cs.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing || s.cs != cs {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	if s.conn.closing || s.conn.cs != cs {
 		return
 	}
 	if s.lazy() { // idle again: the next call connects (lazy.go)
-		s.cs = nil
+		s.conn.cs = nil
 		s.log.Warn("in-process MCP server connection ended; the next call connects again", "err", err)
 		return
 	}
-	s.state, s.cs = StateFailed, nil
+	s.conn.state, s.conn.cs = StateFailed, nil
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing):
-		s.err = fmt.Errorf("%w: %w", errSessionLost, err)
+		s.conn.err = fmt.Errorf("%w: %w", errSessionLost, err)
 	case err != nil && !errors.Is(err, mcp.ErrConnectionClosed):
-		s.err = fmt.Errorf("connection lost: %v%s", err, s.stderr.suffix())
+		s.conn.err = fmt.Errorf("connection lost: %v%s", err, s.conn.stderr.suffix())
 	default:
-		s.err = fmt.Errorf("connection lost%s", s.stderr.suffix())
+		s.conn.err = fmt.Errorf("connection lost%s", s.conn.stderr.suffix())
 	}
-	s.err = sandbox.RedactError(s.err)
+	s.conn.err = sandbox.RedactError(s.conn.err)
 	if s.redials() {
-		s.state = StateLost // retryAt stays: zero after a success, so the next call dials at once
-		s.log.Warn("MCP server connection lost; the next call dials it again", "err", s.err)
+		s.conn.state = StateLost // retryAt stays: zero after a success, so the next call dials at once
+		s.log.Warn("MCP server connection lost; the next call dials it again", "err", s.conn.err)
 		return
 	}
-	s.log.Warn("MCP server connection lost", "err", s.err)
-	if s.cmd != nil && s.procCancel != nil {
-		s.procCancel() // reap whatever is left of the group
+	s.log.Warn("MCP server connection lost", "err", s.conn.err)
+	if s.conn.cmd != nil && s.conn.procCancel != nil {
+		s.conn.procCancel() // reap whatever is left of the group
 	}
-}
-
-// session returns the live client session, or an error saying why there is none.
-func (s *server) session() (*mcp.ClientSession, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cs != nil {
-		return s.cs, nil
-	}
-	if s.err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.err)
-	}
-	return nil, ErrNotConnected
 }
 
 // call sends tools/call for the tool named name (the server's own name). A
@@ -608,7 +592,7 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 	if err == nil || ctx.Err() != nil || !s.redials() || !isSessionLost(err) {
 		return res, err
 	}
-	retry := neverReached(err) || s.idempotent(name)
+	retry := neverReached(err) || s.tools.idempotent(name)
 	s.log.Info("the MCP session was lost; initializing a new one", "tool", name, "retry", retry, "err", err)
 	cause := err
 	if cs, err = s.reconnect(ctx, cs, err); err != nil {
@@ -623,22 +607,9 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 	res, err = s.callOnce(ctx, cs, name, args, onUpdate)
 	if err != nil && ctx.Err() == nil && isSessionLost(err) {
 		err = fmt.Errorf("%w again right after a fresh initialize: %w", errSessionLost, err)
-		s.markLost(cs, err)
+		s.conn.markLost(cs, err, s.now())
 	}
 	return res, err
-}
-
-// idempotent reports whether the server's tool named name says that calling
-// it twice does no more than once (readOnlyHint or idempotentHint).
-func (s *server) idempotent(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.tools {
-		if t.Name == name && t.Annotations != nil {
-			return t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint
-		}
-	}
-	return false
 }
 
 // liveSession returns the live client session; a lost server is dialed
@@ -648,38 +619,15 @@ func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
 	if s.lazy() {
 		return s.wake(ctx) // lazy.go
 	}
-	s.mu.Lock()
+	s.conn.mu.Lock()
 	// Connecting with no session, once connected, is another call's redial:
 	// reconnect waits for it.
-	lost := s.cs == nil && !s.closing && s.redials() && (s.state == StateLost || s.state == StateConnecting && s.info != nil)
-	s.mu.Unlock()
+	lost := s.conn.cs == nil && !s.conn.closing && s.redials() && (s.conn.state == StateLost || s.conn.state == StateConnecting && s.conn.info != nil)
+	s.conn.mu.Unlock()
 	if lost {
 		return s.reconnect(ctx, nil, nil)
 	}
-	return s.session()
-}
-
-// markLost marks an http or sse server lost after its session cs failed
-// again right after a fresh initialize: the next call dials again, after
-// the backoff.
-func (s *server) markLost(cs *mcp.ClientSession, cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing || s.cs != cs {
-		return
-	}
-	s.backoff = nextBackoff(s.backoff)
-	s.state, s.cs, s.err, s.retryAt = StateLost, nil, sandbox.RedactError(cause), s.now().Add(s.backoff)
-	s.closeStale(cs)
-}
-
-// closeStale ends a replaced session in the background (for Streamable
-// HTTP, Close may send a DELETE to a server that is gone); s.watchers owns
-// the goroutine. s.mu must be held.
-func (s *server) closeStale(cs *mcp.ClientSession) {
-	if cs != nil {
-		s.watchers.Go(func() { _ = cs.Close() })
-	}
+	return s.conn.session()
 }
 
 // callOnce sends one tools/call on cs, bounded by the call timeout.
@@ -687,15 +635,14 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	if args == nil {
 		args = map[string]any{} // never "arguments": null (TS servers reject it)
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.timeouts.ToolCall)
+	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall) // closing the server cancels its calls (notifications/cancelled)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)() // closing the server cancels its calls (notifications/cancelled)
-	defer s.calls.add(cctx)()                 // an elicitation arriving now belongs to this call
+	defer s.calls.add(cctx)() // an elicitation arriving now belongs to this call
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if onUpdate != nil {
-		token, fan := s.watchProgress(onUpdate)
+		token, fan := s.progress.watch(onUpdate)
 		params.SetProgressToken(token)
-		defer s.unwatchProgress(token, fan)
+		defer s.progress.unwatch(token, fan)
 	}
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
@@ -722,111 +669,76 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 // redial marks the server lost and doubles the backoff (redialMinBackoff up
 // to redialMaxBackoff); a successful one resets it.
 func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause error) (*mcp.ClientSession, error) {
-	s.redial.Lock()
-	defer s.redial.Unlock()
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
+	s.conn.redial.Lock()
+	defer s.conn.redial.Unlock()
+	s.conn.mu.Lock()
+	if s.conn.closing {
+		s.conn.mu.Unlock()
 		return nil, ErrNotConnected
 	}
-	if s.cs != nil && s.cs != stale {
-		cs := s.cs // another call reconnected already
-		s.mu.Unlock()
+	if s.conn.cs != nil && s.conn.cs != stale {
+		cs := s.conn.cs // another call reconnected already
+		s.conn.mu.Unlock()
 		return cs, nil
 	}
-	if s.cs == nil { // lost: no session to retry at once, so the backoff rules
-		if s.state != StateLost {
-			err := s.err
-			s.mu.Unlock()
+	if s.conn.cs == nil { // lost: no session to retry at once, so the backoff rules
+		if s.conn.state != StateLost {
+			err := s.conn.err
+			s.conn.mu.Unlock()
 			return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
 		}
-		if wait := s.retryAt.Sub(s.now()); wait > 0 {
-			err := &backoffError{server: s.spec.Name, retryIn: wait, cause: s.err}
-			s.mu.Unlock()
+		if wait := s.conn.retryAt.Sub(s.now()); wait > 0 {
+			err := &backoffError{server: s.spec.Name, retryIn: wait, cause: s.conn.err}
+			s.conn.mu.Unlock()
 			return nil, err
 		}
 	}
-	if stale != nil && s.cs == stale {
-		s.closeStale(stale)
-		s.cs, s.err = nil, sandbox.RedactError(fmt.Errorf("%w: %w", errSessionLost, cause))
+	if stale != nil && s.conn.cs == stale {
+		s.conn.closeStale(stale)
+		s.conn.cs, s.conn.err = nil, sandbox.RedactError(fmt.Errorf("%w: %w", errSessionLost, cause))
 	}
-	s.state = StateConnecting
+	s.conn.state = StateConnecting
 	var endStreams context.CancelFunc
-	if s.cmd == nil {
-		endStreams = s.procCancel // the old HTTP streams' context; dial sets a new one
+	if s.conn.cmd == nil {
+		endStreams = s.conn.procCancel // the old HTTP streams' context; dial sets a new one
 	}
-	s.mu.Unlock()
+	s.conn.mu.Unlock()
 	if endStreams != nil {
 		defer endStreams()
 	}
 
 	s.log.Info("dialing the MCP server again")
 	cs, err := s.dial(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	if s.conn.closing {
 		if cs != nil {
-			s.mu.Unlock()
+			s.conn.mu.Unlock()
 			_ = cs.Close()
-			s.mu.Lock()
+			s.conn.mu.Lock()
 		}
 		return nil, ErrNotConnected
 	}
 	if err != nil && ctx.Err() != nil { // the call was cancelled: no backoff for that
-		s.state = StateLost
+		s.conn.state = StateLost
 		return nil, context.Cause(ctx)
 	}
 	if err != nil {
-		s.backoff = nextBackoff(s.backoff)
-		s.state, s.retryAt, s.cs = StateLost, s.now().Add(s.backoff), nil
+		s.conn.backoff = nextBackoff(s.conn.backoff)
+		s.conn.state, s.conn.retryAt, s.conn.cs = StateLost, s.now().Add(s.conn.backoff), nil
 		if cause != nil {
 			err = fmt.Errorf("%w (%v), and dialing again failed: %w", errSessionLost, cause, err)
 		} else {
 			err = fmt.Errorf("dialing again failed: %w", err)
 		}
-		s.err = sandbox.RedactError(err)
-		s.log.Warn("dialing the MCP server again failed", "err", s.err, "retryIn", s.backoff)
-		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.err)
+		s.conn.err = sandbox.RedactError(err)
+		s.log.Warn("dialing the MCP server again failed", "err", s.conn.err, "retryIn", s.conn.backoff)
+		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.conn.err)
 	}
-	s.state, s.err, s.cs, s.backoff, s.retryAt = StateConnected, nil, cs, 0, time.Time{}
-	s.watchers.Go(func() { s.watch(cs) })
+	s.conn.state, s.conn.err, s.conn.cs, s.conn.backoff, s.conn.retryAt = StateConnected, nil, cs, 0, time.Time{}
+	s.conn.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected again")
 	return cs, nil
-}
-
-func (s *server) watchProgress(fn func(gateway.ToolUpdate)) (string, *progressFan) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextToken++
-	token := "acp-agent-" + strconv.Itoa(s.nextToken)
-	fan := &progressFan{fn: fn}
-	s.progress[token] = fan
-	return token, fan
-}
-
-func (s *server) unwatchProgress(token string, fan *progressFan) {
-	s.mu.Lock()
-	delete(s.progress, token)
-	s.mu.Unlock()
-	fan.mu.Lock()
-	fan.fn = nil // progress can arrive after the result; drop it
-	fan.mu.Unlock()
-}
-
-func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	token, _ := req.Params.ProgressToken.(string)
-	s.mu.Lock()
-	fan := s.progress[token]
-	s.mu.Unlock()
-	if fan == nil {
-		return
-	}
-	fan.mu.Lock()
-	defer fan.mu.Unlock()
-	if fan.fn != nil {
-		fan.fn(gateway.ToolUpdate{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message,
-			Show: showFromMeta(s.spec.Transport, req.Params.Meta)})
-	}
 }
 
 // close ends the connection and, for a stdio server, everything the child
@@ -835,16 +747,11 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 // killed (sandbox.StopGroup). Requests still in flight get
 // notifications/cancelled first. It is idempotent and bounded in time.
 func (s *server) close() {
-	s.mu.Lock()
-	if s.state == StateClosed {
-		s.mu.Unlock()
+	cs, proc, procCancel, ok := s.conn.shut()
+	if !ok {
 		return
 	}
-	s.closing = true
-	cs, proc, procCancel := s.cs, s.proc, s.procCancel
-	s.state, s.cs = StateClosed, nil
-	s.mu.Unlock()
-	s.endLife()
+	s.life.end()
 	start := time.Now()
 	defer func() { s.log.Debug("MCP server closed", "elapsed", time.Since(start)) }()
 
@@ -859,15 +766,13 @@ func (s *server) close() {
 	if procCancel != nil {
 		procCancel()
 	}
-	s.watchers.Wait()
+	s.conn.watchers.Wait()
 }
 
 // stopSession closes a session that never became the server's live one
 // because the Manager closed while it connected: gracefully, as close does.
 func (s *server) stopSession(cs *mcp.ClientSession) {
-	s.mu.Lock()
-	proc, procCancel := s.proc, s.procCancel
-	s.mu.Unlock()
+	proc, procCancel := s.conn.process()
 	if proc != nil {
 		sandbox.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
 	} else {
@@ -883,9 +788,7 @@ func (s *server) stopSession(cs *mcp.ClientSession) {
 // after a failed initialize, so that a server that hangs and ignores
 // SIGTERM costs its timeout and no more.
 func (s *server) abandon(cs *mcp.ClientSession) {
-	s.mu.Lock()
-	proc, procCancel := s.proc, s.procCancel
-	s.mu.Unlock()
+	proc, procCancel := s.conn.process()
 	if proc != nil {
 		proc.Kill() // its stdout ends, so Close below cannot wait on it
 	}
@@ -897,16 +800,16 @@ func (s *server) abandon(cs *mcp.ClientSession) {
 
 // status reports the server's state for /servers.
 func (s *server) status(bridged int) ServerStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := ServerStatus{Name: s.spec.Name, Transport: s.spec.Transport, State: s.state, Err: s.err, Tools: bridged}
-	if s.state == StateLost {
-		st.RetryAt = s.retryAt
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	st := ServerStatus{Name: s.spec.Name, Transport: s.spec.Transport, State: s.conn.state, Err: s.conn.err, Tools: bridged}
+	if s.conn.state == StateLost {
+		st.RetryAt = s.conn.retryAt
 	}
-	st.SignInURL = s.signInURL
-	st.Idle = s.lazy() && s.state == StateConnected && s.cs == nil
-	if s.info != nil {
-		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
+	st.SignInURL = s.conn.signInURL
+	st.Idle = s.lazy() && s.conn.state == StateConnected && s.conn.cs == nil
+	if s.conn.info != nil {
+		st.ServerName, st.ServerVersion = s.conn.info.Name, s.conn.info.Version
 	}
 	return st
 }

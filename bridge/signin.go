@@ -54,10 +54,10 @@ func (s *server) oauthHandler() *signin.Handler {
 			return nil
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.signIn != nil {
-		return s.signIn
+	s.signIn.mu.Lock()
+	defer s.signIn.mu.Unlock()
+	if s.signIn.h != nil {
+		return s.signIn.h
 	}
 	u, err := s.opts.URLs.CheckURL(s.spec.URL)
 	if err != nil {
@@ -78,8 +78,17 @@ func (s *server) oauthHandler() *signin.Handler {
 	if o.Prompt != nil {
 		cfg.Prompt = func(ctx context.Context, authURL string) error { return o.Prompt(ctx, s.spec.Name, authURL) }
 	}
-	s.signIn = signin.New(cfg)
-	return s.signIn
+	s.signIn.h = signin.New(cfg)
+	return s.signIn.h
+}
+
+// signInCache is an http or sse server's sign-in handler, made on first
+// use (server.oauthHandler) and kept for the server's life.
+type signInCache struct {
+	// mu guards h; it is held while the handler is made (signin.New), and
+	// never with another lock of the bridge.
+	mu sync.Mutex
+	h  *signin.Handler // nil until made
 }
 
 // tokenKey is the server URL tokens are stored under: without userinfo,
@@ -96,45 +105,31 @@ func tokenKey(u *url.URL) string {
 // started it nor counts the wait against its connect timeout. The returned
 // function ends the report.
 func (s *server) signInWaiting(authURL string) (done func()) {
-	s.mu.Lock()
-	if s.state == StateConnecting {
-		s.state = StateSignIn
+	s.conn.mu.Lock()
+	if s.conn.state == StateConnecting {
+		s.conn.state = StateSignIn
 	}
-	s.signInURL = authURL
-	dl, detach := s.deadline, s.detach
-	s.mu.Unlock()
+	s.conn.signInURL = authURL
+	dl, detach := s.conn.deadline, s.conn.detach
+	s.conn.mu.Unlock()
 	if dl != nil {
 		dl.pause()
 	}
 	if detach != nil {
 		detach()
 	}
-	s.settle()
+	s.conn.settle()
 	s.log.Info("MCP server needs sign-in")
 	return func() {
-		s.mu.Lock()
-		if s.state == StateSignIn {
-			s.state = StateConnecting
+		s.conn.mu.Lock()
+		if s.conn.state == StateSignIn {
+			s.conn.state = StateConnecting
 		}
-		s.signInURL = ""
-		s.mu.Unlock()
+		s.conn.signInURL = ""
+		s.conn.mu.Unlock()
 		if dl != nil {
 			dl.resume()
 		}
-	}
-}
-
-// settle tells Manager.Connect that the server has connected, failed or is
-// waiting for the user; it is idempotent.
-func (s *server) settle() { s.settleOnce.Do(func() { close(s.settled) }) }
-
-// isSettled reports whether settle was called.
-func (s *server) isSettled() bool {
-	select {
-	case <-s.settled:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -263,12 +258,13 @@ func (m *Manager) Logout(ctx context.Context, name string) error {
 		return fmt.Errorf("MCP server %q does not sign in: only http and sse servers without an Authorization header do", name)
 	}
 	err := h.Logout(ctx)
-	s.mu.Lock()
-	cs, endStreams := s.cs, s.procCancel
-	if s.state != StateClosed {
-		s.state, s.err, s.cs, s.tools, s.signInURL = StateFailed, errSignedOut, nil, nil, ""
+	s.conn.mu.Lock()
+	cs, endStreams := s.conn.cs, s.conn.procCancel
+	if s.conn.state != StateClosed {
+		s.conn.state, s.conn.err, s.conn.cs, s.conn.signInURL = StateFailed, errSignedOut, nil, ""
+		s.tools.set(nil)
 	}
-	s.mu.Unlock()
+	s.conn.mu.Unlock()
 	if cs != nil {
 		_ = cs.Close()
 	}
@@ -293,19 +289,21 @@ func (m *Manager) Login(name string) error {
 	if s.oauthHandler() == nil {
 		return fmt.Errorf("MCP server %q does not sign in: only http and sse servers without an Authorization header do", name)
 	}
-	s.mu.Lock()
-	if s.state != StateFailed {
-		st := s.state
-		s.mu.Unlock()
+	s.conn.mu.Lock()
+	if s.conn.state != StateFailed {
+		st := s.conn.state
+		s.conn.mu.Unlock()
 		return fmt.Errorf("MCP server %q is %s: /login only retries a server that failed or was signed out", name, st)
 	}
-	s.state, s.err = StateConnecting, nil
-	s.mu.Unlock()
+	s.conn.state, s.conn.err = StateConnecting, nil
+	s.conn.mu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return ErrNotConnected
 	}
+	// Background: Login returns at once and no caller waits for the
+	// connect; the server's lifetime (connect binds it) ends it on Close.
 	m.bg.Go(func() { s.connect(context.Background(), false) })
 	return nil
 }

@@ -281,6 +281,8 @@ func (c *cancellingConn) Close() error {
 		_ = c.stdin.SetWriteDeadline(time.Now().Add(cancelWriteTimeout))
 		for _, id := range ids {
 			params, _ := json.Marshal(&mcp.CancelledParams{RequestID: id.Raw(), Reason: "the client is closing the connection"})
+			// Background: Close takes no context and its caller may be
+			// gone; the write is bounded by the deadline set above.
 			_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
 		}
 	}

@@ -38,6 +38,8 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
+		// Background: Write is io.Writer's, called by os/exec's copy of
+		// the child's stderr, which has no caller and no context.
 		w.log.Log(context.Background(), slog.LevelDebug, "stderr", "line", string(w.partial[:i]))
 		w.partial = w.partial[i+1:]
 	}
