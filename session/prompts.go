@@ -288,7 +288,7 @@ func (c *Core) commandsChanged(s *Session, req OpenRequest) func() {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
+		ctx, cancel := context.WithTimeout(s.base, tellTimeout)
 		defer cancel()
 		send(ctx, s.Commands())
 	}
