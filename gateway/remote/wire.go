@@ -37,7 +37,9 @@ const (
 	// CodeBusy: another holder (a replica, or another connection) runs a
 	// turn of the session: its lease is taken. The message names the
 	// session (its id, or the wire session key) and the replica that runs
-	// the turn, as store.LeasedError says it, the same on every replica.
+	// the turn, as store.LeasedError says it, the same on every replica,
+	// then what to do ("wait for it to end (or cancel it there), then
+	// prompt again").
 	CodeBusy int64 = -32005
 	// CodeConflict: a turn write fenced with a lease token that a later
 	// turn of the session has superseded (sessions.appendTurn).
