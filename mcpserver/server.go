@@ -79,6 +79,10 @@ func New(opts Options) (*mcp.Server, func()) {
 		}
 		opts.Cwd = wd
 	}
+	// base is the root of the turns the server runs in goroutines it owns:
+	// they outlive the ask_agent call that started them (a permission
+	// question waits across a retried call), and New has no caller's
+	// context to give; shutdown cancels it.
 	base, stop := context.WithCancel(context.Background())
 	sv := &server{
 		opts: opts, core: opts.Core, log: opts.Logger,

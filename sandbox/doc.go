@@ -2,6 +2,30 @@
 // reach, and the process control that enforces it. The other packages ask;
 // sandbox decides, and for processes it also acts.
 //
+// It holds four concepts, each in files of its own, named by a prefix:
+//
+//   - process supervision, process*.go: starting a stdio server's child
+//     and ending it with everything it started (process.go: [Command],
+//     [Start], [StopGroup], [Process]; process_linux.go: [Setup], the
+//     subreaper, the locked spawner thread, the teardown sweep;
+//     process_cgroup_linux.go: a cgroup v2 per child;
+//     process_tree_linux.go: descendants read from /proc;
+//     process_watchdog_linux.go: the watchdog that outlives the agent;
+//     process_other.go: process groups alone, outside Linux);
+//   - the URL egress policy, url*.go: which http and sse server URLs and
+//     addresses may be reached (urlpolicy.go: [URLPolicy], [PolicyError];
+//     urlpolicy_hosts.go: host spellings and address ranges;
+//     urlpolicy_signin.go: [URLPolicy.SignIn], a sign-in's OAuth requests)
+//     and credentials kept out of logs (urlredact.go: [RedactURL],
+//     [RedactingHandler]);
+//   - the environment policy, env.go: [EnvPolicy], [BaselineEnv], the
+//     injection keys;
+//   - quotas, quota*.go: a session's [Limits], a result's [TextBudget],
+//     [MediaNote] and [Size] (quota.go), a server's tool-call rate limit,
+//     [CallLimiter] (quota_ratelimit.go).
+//
+// Only process supervision performs I/O; the other three decide.
+//
 // # Environment
 //
 // [EnvPolicy.ChildEnv] builds a stdio MCP server's environment: the few

@@ -320,8 +320,8 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
-	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model}
-	opts := c.bridgeOptions(rec.ID, rec.Key, req)
+	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx)}
+	opts := c.bridgeOptions(s.base, rec.ID, rec.Key, req)
 	if req.Ask != nil {
 		opts.Sampler = c.sampler(s, req.Ask(rec.ID))
 	}
@@ -450,7 +450,10 @@ func serverRefs(specs []bridge.ServerSpec) []store.Server {
 // tools/list_changed re-registers the session's tools, seen on the next turn;
 // its servers may ask the user through the session's editor (elicitor) and
 // ask the user to sign in (signIn).
-func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
+//
+// The callbacks run outside any request of the session's client: their
+// contexts derive from base, the session's life (Session.base).
+func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenRequest) *bridge.Options {
 	o := c.opts.Bridge
 	o.Cwd = req.Cwd
 	var ed editor.Editor
@@ -472,7 +475,7 @@ func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 		if tell == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
+		ctx, cancel := context.WithTimeout(base, tellTimeout)
 		defer cancel()
 		tell(ctx, stateChangeText(st))
 	}
@@ -480,7 +483,7 @@ func (c *Core) bridgeOptions(id, key string, req OpenRequest) *bridge.Options {
 	o.ToolLists = &c.toolLists
 	o.Logger = log
 	o.OnToolsChanged = func(tools []*gateway.Tool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(base, 30*time.Second)
 		defer cancel()
 		if err := c.gw.SetExtraTools(ctx, key, tools); err != nil {
 			c.log.Warn("registering the refreshed tools failed", "session", id, "err", err)
@@ -549,6 +552,9 @@ func (c *Core) Shutdown() {
 		wg.Go(s.End)
 	}
 	wg.Wait()
+	// Shutdown takes no context (acp.Agent.Shutdown and cmd's mcp-server
+	// call it without one): this is the root, and each commit Flush waits
+	// for is bounded by commitTimeout.
 	_ = c.history.Flush(context.Background())
 }
 

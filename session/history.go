@@ -125,7 +125,7 @@ var errClosed = errors.New("the session history is closed (the agent is shutting
 // (gateway.ViewAfter: its messages, usage and compaction). The store's
 // error, if any, is returned and the view is left as it was. ctx is not
 // used to cancel the commit: a cancelled turn is stored too.
-func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error {
+func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) error {
 	h.mu.Lock()
 	l := h.live[key]
 	if l == nil {
@@ -141,7 +141,10 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 	h.queue = append(h.queue, c)
 	if !h.committing {
 		h.committing = true
-		h.committers.Go(h.committer)
+		// The committer commits other sessions' turns too, and outlives
+		// this call: it keeps ctx's values, never its cancellation.
+		base := context.WithoutCancel(ctx)
+		h.committers.Go(func() { h.committer(base) })
 	}
 	h.mu.Unlock()
 	<-c.done
@@ -162,8 +165,8 @@ func (h *History) Append(_ context.Context, key string, turn gateway.Turn) error
 }
 
 // committer commits the queued turns, a batch at a time, and returns once
-// the queue is empty.
-func (h *History) committer() {
+// the queue is empty. Each commit's context derives from base.
+func (h *History) committer(base context.Context) {
 	for {
 		h.mu.Lock()
 		n := min(len(h.queue), maxBatch)
@@ -175,14 +178,14 @@ func (h *History) committer() {
 		batch := slices.Clone(h.queue[:n])
 		h.queue = slices.Delete(h.queue, 0, n)
 		h.mu.Unlock()
-		h.commit(batch)
+		h.commit(base, batch)
 	}
 }
 
 // commit commits batch: in one transaction on a BatchStore, else (and when
 // that fails, to tell which turn the store refuses) one by one, in order.
-func (h *History) commit(batch []*commit) {
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+func (h *History) commit(base context.Context, batch []*commit) {
+	ctx, cancel := context.WithTimeout(base, commitTimeout)
 	defer cancel()
 	if bs, ok := h.store.(store.BatchStore); ok && len(batch) > 1 {
 		turns := make([]store.SessionTurn, len(batch))

@@ -24,6 +24,11 @@ type Session struct {
 	cwd     string
 	manager *bridge.Manager
 	runs    atomic.Uint64 // numbers prompt turns for run IDs
+	// base is the session's life: the values of Core.Open's context without
+	// its cancellation. What runs outside any caller's request derives from
+	// it: End's teardown and the bridge's callbacks (a server's state or
+	// tools changed, its prompts changed).
+	base context.Context
 
 	// turn is held for the whole of a turn: one turn at a time. Lock order:
 	// turn before mu.
@@ -204,7 +209,7 @@ func (s *Session) End() {
 			}
 			timer.Stop()
 		}
-		ctx := context.Background()
+		ctx := s.base // End takes no context: teardown is not abandoned
 		_ = s.manager.Close(ctx)
 		_ = s.core.gw.ClearExtraTools(ctx, s.key)
 		s.core.history.Forget(ctx, s.key)

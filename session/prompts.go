@@ -278,7 +278,7 @@ func (c *Core) commandsChanged(s *Session, req OpenRequest) func() {
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
+		ctx, cancel := context.WithTimeout(s.base, tellTimeout)
 		defer cancel()
 		send(ctx, s.Commands())
 	}

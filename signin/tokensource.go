@@ -83,6 +83,8 @@ func (ts *tokenSource) Token() (*oauth2.Token, error) {
 		return copyToken(rec.Token), nil
 	}
 
+	// oauth2.TokenSource's Token takes no context, and go-sdk calls it for
+	// each request: this refresh is its own root, bounded by refreshTimeout.
 	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
 	defer cancel()
 	var gone error // set when the grant is unusable and was deleted

@@ -123,7 +123,7 @@ func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
 		return nil, errors.Join(errs...)
 	}
 	r.setPeer(p, hello)
-	lctx, cancel := context.WithCancel(context.Background())
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // maintain outlives Dial's ctx; Close stops it
 	r.stop = cancel
 	r.wg.Go(func() { r.maintain(lctx, p) })
 	return r, nil
@@ -162,7 +162,7 @@ func (r *Client) dial(ctx context.Context, url string) (*peer, Hello, error) {
 		}
 		return nil, Hello{}, fmt.Errorf("gateway %s: %w", url, err)
 	}
-	p := newPeer(ws, r.log)
+	p := newPeer(ctx, ws, r.log)
 	p.handle = r.handle
 	p.onEvent = r.onEvent
 	p.start()
@@ -393,7 +393,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 	err = p.call(ctx, "chat.send", params, &res)
 	switch {
 	case ctx.Err() != nil:
-		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_ = p.call(actx, "chat.abort", ChatAbortParams{SessionKey: req.SessionKey, RunID: runID}, nil)
 		cancel()
 		return gateway.StopCancelled, nil

@@ -112,7 +112,8 @@ func (c *serverConn) release() {
 
 // busyError is the CodeBusy error of a turn of id (a stored session's id,
 // or a wire session key) that holder runs: the lease's message
-// (store.LeasedError), whichever replica or connection runs the turn.
+// (store.LeasedError) and what the user can do, whichever replica or
+// connection runs the turn.
 func busyError(id, holder string) error {
-	return wireError(CodeBusy, "%s", (&store.LeasedError{ID: id, Owner: holder}).Error())
+	return wireError(CodeBusy, "%s: wait for it to end (or cancel it there), then prompt again", &store.LeasedError{ID: id, Owner: holder})
 }

@@ -408,7 +408,7 @@ func TestPeer_SlowPeerIsDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	p := newPeer(<-conns, slog.New(slog.DiscardHandler))
+	p := newPeer(t.Context(), <-conns, slog.New(slog.DiscardHandler))
 	defer p.ws.Close()
 	s := (*peerStream)(p) // the writer is not started: nothing drains the queue
 	for i := range WriteQueueFrames {

@@ -149,7 +149,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader answered
 	}
 	c := &serverConn{s: s, exts: map[string]int{}, tools: make(map[string][]*gateway.Tool), runs: make(map[string]context.CancelCauseFunc), updates: make(map[string]func(gateway.ToolUpdate))}
-	c.p = newPeer(ws, s.log.With("remote", r.RemoteAddr))
+	c.p = newPeer(r.Context(), ws, s.log.With("remote", r.RemoteAddr))
 	c.p.handle = c.handle
 	c.p.onEvent = c.onEvent
 	c.p.authed = c.isAuthed

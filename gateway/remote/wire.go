@@ -37,7 +37,9 @@ const (
 	// CodeBusy: another holder (a replica, or another connection) runs a
 	// turn of the session: its lease is taken. The message names the
 	// session (its id, or the wire session key) and the replica that runs
-	// the turn, as store.LeasedError says it, the same on every replica.
+	// the turn, as store.LeasedError says it, the same on every replica,
+	// then what to do ("wait for it to end (or cancel it there), then
+	// prompt again").
 	CodeBusy int64 = -32005
 	// CodeConflict: a turn write fenced with a lease token that a later
 	// turn of the session has superseded (sessions.appendTurn).
@@ -145,8 +147,10 @@ type peer struct {
 	// start; read on the reader goroutine only.
 	authed func() bool
 
-	conn   *jsonrpc2.Conn
-	out    chan []byte // the write queue
+	conn *jsonrpc2.Conn
+	out  chan []byte // the write queue
+	// ctx is the connection's life: the values of the context newPeer was
+	// given, without its cancellation; cancel ends it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc // called first by close or a failed read
 
@@ -169,8 +173,11 @@ type peer struct {
 	serving map[jsonrpc2.ID]context.CancelFunc
 }
 
-func newPeer(ws *websocket.Conn, log *slog.Logger) *peer {
-	ctx, cancel := context.WithCancelCause(context.Background())
+// newPeer returns the peer of ws. The connection keeps ctx's values but not
+// its cancellation (a dial's timeout, an HTTP handler's request): it lives
+// until close or a failed read.
+func newPeer(ctx context.Context, ws *websocket.Conn, log *slog.Logger) *peer {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	return &peer{ws: ws, log: log, out: make(chan []byte, WriteQueueFrames), ctx: ctx, cancel: cancel,
 		closing: make(chan struct{}), started: make(chan struct{}), readerDone: make(chan struct{}), serving: make(map[jsonrpc2.ID]context.CancelFunc)}
 }
@@ -180,7 +187,9 @@ func (p *peer) start() {
 	p.ws.SetPongHandler(func(string) error { return p.ws.SetReadDeadline(time.Now().Add(pongWait)) })
 	p.wg.Add(1)
 	go p.writeLoop()
-	p.conn = jsonrpc2.NewConn(context.Background(), (*peerStream)(p), p, jsonrpc2.SetLogger(slogPrintf{p.log}))
+	// NewConn closes the connection when its context ends: the peer closes
+	// it through close (which flushes the queue first), never through p.ctx.
+	p.conn = jsonrpc2.NewConn(context.WithoutCancel(p.ctx), (*peerStream)(p), p, jsonrpc2.SetLogger(slogPrintf{p.log}))
 	close(p.started) // p.conn is set: the reader may serve frames that use it
 }
 
@@ -274,7 +283,7 @@ func (p *peer) call(ctx context.Context, method string, params, result any) erro
 	case errors.As(err, &je):
 		return &RemoteError{Method: method, Code: je.Code, Message: je.Message}
 	case ctx.Err() != nil:
-		_ = p.conn.Notify(context.Background(), methodCancel, map[string]jsonrpc2.ID{"id": id})
+		_ = p.conn.Notify(context.WithoutCancel(ctx), methodCancel, map[string]jsonrpc2.ID{"id": id})
 		return context.Cause(ctx)
 	case p.ctx.Err() != nil || errors.Is(err, jsonrpc2.ErrClosed):
 		return p.connErr(err)

@@ -229,14 +229,24 @@ func (h *LocalTerminals) KillTerminal(ctx context.Context, p acpsdk.KillTerminal
 	return acpsdk.KillTerminalResponse{}, t.kill(ctx)
 }
 
-// kill ends t's process group and waits for the command, until ctx is done.
-func (t *localTerminal) kill(ctx context.Context) error {
+// signalKill sends SIGKILL to t's process group, unless the command has
+// been waited for (its group id may be another's by now). A group already
+// gone is no error.
+func (t *localTerminal) signalKill() error {
 	select {
 	case <-t.done:
-		return nil // the group id may be another's by now
+		return nil
 	default:
 	}
 	if err := syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// kill ends t's process group and waits for the command, until ctx is done.
+func (t *localTerminal) kill(ctx context.Context) error {
+	if err := t.signalKill(); err != nil {
 		return err
 	}
 	select {
@@ -269,6 +279,8 @@ func (h *LocalTerminals) Close() {
 	h.terms = nil
 	h.mu.Unlock()
 	for _, t := range terms {
-		_ = t.kill(context.Background())
+		if t.signalKill() == nil {
+			<-t.done
+		}
 	}
 }

@@ -74,18 +74,20 @@ func Start(t testing.TB) string {
 	if !server.main.Load() {
 		t.Fatal("pgtest: call pgtest.Main(m) (or pgtest.Run) from the package's TestMain, so that the PostgreSQL server stops when the tests end")
 	}
-	server.once.Do(func() { server.err = start() })
+	tctx := t.Context()
+	server.once.Do(func() { server.err = start(tctx) })
 	if server.err != nil {
 		t.Fatalf("pgtest: %v", server.err)
 	}
 	name := fmt.Sprintf("test_%d", server.dbSeq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(tctx, time.Minute)
 	defer cancel()
 	if err := admin(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("pgtest: creating database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// t's context is cancelled before Cleanup runs.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(tctx), time.Minute)
 		defer cancel()
 		if err := admin(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("pgtest: dropping database %s: %v", name, err)
@@ -106,7 +108,7 @@ func admin(ctx context.Context, sql string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer c.Close(context.WithoutCancel(ctx)) // closed even if ctx ended
 	_, err = c.Exec(ctx, sql)
 	return err
 }
@@ -138,8 +140,10 @@ func findBinDir(lookPath func(string) (string, error), glob string) (string, err
 	return filepath.Dir(matches[0]), nil
 }
 
-// start runs initdb and the postmaster, and waits until it answers.
-func start() (err error) {
+// start runs initdb and the postmaster, and waits until it answers or ctx
+// (the context of the test that needs the server first) ends. The server
+// outlives ctx: it belongs to the test binary, and stop ends it.
+func start(ctx context.Context) (err error) {
 	bin, err := binDir()
 	if err != nil {
 		return err
@@ -204,8 +208,8 @@ func start() (err error) {
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := admin(ctx, "SELECT 1")
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := admin(actx, "SELECT 1")
 		cancel()
 		if err == nil {
 			return nil
@@ -214,6 +218,8 @@ func start() (err error) {
 		case <-server.exit:
 			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
 			return fmt.Errorf("postgres exited at start: %s", strings.TrimSpace(string(log)))
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for postgres to answer: %w", context.Cause(ctx))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -52,12 +52,17 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // LeasedError is the answer to Acquire while another holder has the lease.
+// It reads "session ID is running a turn on OWNER"; what the user should do
+// about it is for the front end that shows it to say (gateway/remote's
+// busy error does).
 type LeasedError struct {
+	// ID is the session; Owner the holder of its lease, as named at its
+	// Acquire (a replica's name, say).
 	ID, Owner string
 }
 
 func (e *LeasedError) Error() string {
-	return fmt.Sprintf("session %s is running a turn on %s: wait for it to end (or cancel it there), then prompt again", e.ID, e.Owner)
+	return fmt.Sprintf("session %s is running a turn on %s", e.ID, e.Owner)
 }
 
 // FencedStore is a Store whose turn writes can be fenced by a lease token.

@@ -87,6 +87,10 @@ func (s *Store) Acquire(ctx context.Context, id, owner string) (*store.Lease, er
 // it operations; between operations it waits on the connection, so that a
 // broken connection is seen at once, not at the next Acquire.
 type pgLeases struct {
+	// base is the lease connection's life: the values of Open's context
+	// without its cancellation. run's operations derive from it, each under
+	// its own bound, since they serve every caller of the store.
+	base      context.Context
 	cfg       *pgx.ConnConfig
 	name      string
 	log       *slog.Logger
@@ -115,14 +119,14 @@ type leaseOp struct {
 	done chan error
 }
 
-func newPgLeases(cfg *pgx.ConnConfig, name string, log *slog.Logger) *pgLeases {
+func newPgLeases(ctx context.Context, cfg *pgx.ConnConfig, name string, log *slog.Logger) *pgLeases {
 	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: leaseKeepIdle, Interval: leaseKeepInterval, Count: leaseKeepCount}}
 	cfg.DialFunc = d.DialContext
 	cfg.RuntimeParams["application_name"] = "acp-agent leases"
 	cfg.RuntimeParams["tcp_keepalives_idle"] = fmt.Sprint(leaseKeepIdle.Seconds())
 	cfg.RuntimeParams["tcp_keepalives_interval"] = fmt.Sprint(leaseKeepInterval.Seconds())
 	cfg.RuntimeParams["tcp_keepalives_count"] = fmt.Sprint(leaseKeepCount)
-	l := &pgLeases{cfg: cfg, name: name, log: log, ops: make(chan leaseOp), quit: make(chan struct{}), done: make(chan struct{}), held: make(map[int64]*pgHold)}
+	l := &pgLeases{base: context.WithoutCancel(ctx), cfg: cfg, name: name, log: log, ops: make(chan leaseOp), quit: make(chan struct{}), done: make(chan struct{}), held: make(map[int64]*pgHold)}
 	go l.run()
 	return l
 }
@@ -183,13 +187,14 @@ func (l *pgLeases) acquire(ctx context.Context, id, owner string) (*store.Lease,
 	if err != nil {
 		return nil, err
 	}
-	return store.NewLease(id, owner, h.token, h.lost, func(context.Context) error { return l.release(key, h) }), nil
+	return store.NewLease(id, owner, h.token, h.lost, func(ctx context.Context) error { return l.release(context.WithoutCancel(ctx), key, h) }), nil
 }
 
 // release unlocks h's key, unless h was lost meanwhile (its lock went with
-// its connection).
-func (l *pgLeases) release(key int64, h *pgHold) error {
-	err := l.do(context.Background(), func(ctx context.Context, conn *pgx.Conn) error { // a release is not abandoned
+// its connection). A release is not abandoned: callers pass a ctx without
+// cancellation (context.WithoutCancel).
+func (l *pgLeases) release(ctx context.Context, key int64, h *pgHold) error {
+	err := l.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		if l.held[key] != h {
 			return nil
 		}
@@ -223,7 +228,7 @@ func (l *pgLeases) run() {
 		// Idle: read the connection, which fails as soon as it breaks (the
 		// server's termination message, or a reset).
 		conn := l.conn
-		wctx, cancel := context.WithCancel(context.Background())
+		wctx, cancel := context.WithCancel(l.base)
 		werr := make(chan error, 1)
 		go func() { _, err := conn.WaitForNotification(wctx); werr <- err }() // waited for below
 		select {
@@ -256,7 +261,7 @@ func (l *pgLeases) checkIdle(err error, wctx context.Context) {
 func (l *pgLeases) run1(op leaseOp) {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), leaseOpTimeout)
+		ctx, cancel := context.WithTimeout(l.base, leaseOpTimeout)
 		if l.conn == nil {
 			l.conn, err = pgx.ConnectConfig(ctx, l.cfg)
 			if err != nil {
@@ -290,7 +295,7 @@ func (l *pgLeases) run1(op leaseOp) {
 // it may take the lease at once.
 func (l *pgLeases) drop() {
 	if l.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(l.base, time.Second)
 		if !l.conn.IsClosed() && len(l.held) > 0 {
 			_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 		}

@@ -195,7 +195,7 @@ func open(ctx context.Context, rawURL string, opts *Options, target int) (*Store
 		pool.Close()
 		return fail(err)
 	}
-	s.leases = newPgLeases(cfg.ConnConfig.Copy(), name, o.Logger)
+	s.leases = newPgLeases(ctx, cfg.ConnConfig.Copy(), name, o.Logger)
 	return s, nil
 }
 

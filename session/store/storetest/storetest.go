@@ -14,7 +14,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -364,7 +363,7 @@ func createTwice(t *testing.T, st store.Store) {
 // every turn is kept, each goroutine's turns in its order, and every turn's
 // usage is in the session's total.
 func concurrentAppends(t *testing.T, st store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const writers, turns = 4, 20
 	create(t, st, store.Record{ID: "shared", Key: "acp:shared", Cwd: "/w", Created: time.Now(), Updated: time.Now()})
 	for w := range writers {

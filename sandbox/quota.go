@@ -2,7 +2,11 @@ package sandbox
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Defaults of Limits.
@@ -93,22 +97,16 @@ func MediaNote(kind, mimeType string, n, max int) string {
 	return fmt.Sprintf("[acp-agent: %s (%s, %s) left out: over the limit of %s per block]", kind, mimeType, Size(n), Size(max))
 }
 
-// Size renders a byte count for people: "512 B", "12.5 KiB", "5 MiB".
+// Size renders a byte count for people in IEC units, as
+// github.com/dustin/go-humanize's IBytes does (three significant digits:
+// "512 B", "12.5 KiB", "256 KiB", "1.5 GiB"), except that a whole number
+// under ten units has no ".0" ("1 KiB", "5 MiB"), as the notes and errors
+// that quote limits have always read. A negative n reads "-1 B". It is the
+// one spelling of sizes in the agent's notes: TextBudget.Note, MediaNote,
+// and the front ends' limit errors.
 func Size(n int) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return trimZero(float64(n)/(1<<10)) + " KiB"
-	default:
-		return trimZero(float64(n)/(1<<20)) + " MiB"
+	if n < 0 {
+		return strconv.Itoa(n) + " B"
 	}
-}
-
-func trimZero(f float64) string {
-	s := fmt.Sprintf("%.1f", f)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		return s[:len(s)-2]
-	}
-	return s
+	return strings.Replace(humanize.IBytes(uint64(n)), ".0 ", " ", 1)
 }
