@@ -12,6 +12,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
@@ -20,41 +21,13 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/session"
-	"github.com/seed02d3eb6b/acp-agent/session/store"
-	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
-// Options configure an Agent. The zero value is valid.
+// Options configure an Agent; the zero value is valid.
 type Options struct {
-	// Name and Version are the agentInfo of initialize and the MCP clientInfo
-	// sent to servers. Empty means "acp-agent" and "dev".
+	// Name and Version are the agentInfo of initialize. Empty means
+	// "acp-agent" and "dev".
 	Name, Version string
-	// Gateway runs the turns. Nil means an in-process gateway with the direct
-	// provider (runner.NewLocal(nil)).
-	Gateway gateway.Gateway
-	// Bridge is the template of each session's bridge.Manager options; Cwd,
-	// ClientInfo and Logger are set per session. Bridge.Limits also holds the
-	// servers-per-session quota.
-	Bridge bridge.Options
-	// DefaultServers are connected in every session (config mcpServers),
-	// merged with the session's own list: a session entry with the same name
-	// replaces the default one.
-	DefaultServers []bridge.ServerSpec
-	// ServerSettings are per-server settings from the config, by server name;
-	// an entry's own _meta timeouts win over them.
-	ServerSettings map[string]ServerSettings
-	// InProcess are MCP servers of this process connected in every session
-	// before the others, over in-memory transports, and bridged like them
-	// (tools "mcp__<name>__<tool>"); see session.CoreOptions.InProcess. The
-	// agent's built-in tools are one: {Name: builtin.Name, New: builtin.New}
-	// (package bridge/builtin, name "acp").
-	InProcess []InProcessServer
-	// Store keeps sessions across restarts. Nil means memory.New().
-	Store store.Store
-	// History is the gateway's conversation history over Store; the agent
-	// attaches each session to it. Nil means a new session.History over
-	// Store, which is then also the History of the default Gateway.
-	History *session.History
 	// Logger receives the agent's logs. Nil discards them.
 	Logger *slog.Logger
 	// SignIn, if set, is the model API key sign-in the agent advertises
@@ -63,23 +36,13 @@ type Options struct {
 	SignIn *SignIn
 }
 
-// ServerSettings are the config's settings for the server of one name
-// (config "servers"); see session.ServerSettings.
-type ServerSettings = session.ServerSettings
-
-// InProcessServer is an in-process MCP server built per session; see
-// session.InProcessServer.
-type InProcessServer = session.InProcessServer
-
 // Agent is the ACP agent: the one connection (conn.go) and its dispatch
 // table, over the session core. Create it with New and run it with Serve;
 // its handlers run concurrently, one goroutine per request.
 type Agent struct {
-	opts  Options
-	gw    gateway.Gateway
-	store store.Store
-	core  *session.Core // the live sessions
-	log   *slog.Logger
+	opts Options
+	core *session.Core // the sessions, their servers, store and gateway
+	log  *slog.Logger
 
 	ready  chan struct{} // closed once rpc, out and frames are set
 	rpc    *acpsdk.Connection
@@ -109,9 +72,15 @@ type Agent struct {
 	beforeAnnounce func()
 }
 
-// New returns an Agent. opts may be nil.
-func New(opts *Options) *Agent {
-	a := &Agent{ready: make(chan struct{}), pace: newNotifyPacer(), calls: newCalls()}
+// New returns an Agent serving core: its sessions, their servers, the
+// store and the gateway (session.NewCore), as mcpserver.New does. opts may
+// be nil (every default); it is copied. The Agent ends every session of
+// core when Serve returns (Shutdown). It panics if core is nil.
+func New(core *session.Core, opts *Options) *Agent {
+	if core == nil {
+		panic("acp.New: core is nil")
+	}
+	a := &Agent{core: core, ready: make(chan struct{}), pace: newNotifyPacer(), calls: newCalls()}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -125,26 +94,7 @@ func New(opts *Options) *Agent {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	a.store = a.opts.Store
-	if a.store == nil {
-		a.store = memory.New()
-	}
-	history := a.opts.History
-	if history == nil {
-		history = session.NewHistory(a.store, a.log)
-	}
-	a.gw = a.opts.Gateway
-	if a.gw == nil {
-		a.gw = runner.NewLocal(&runner.Options{History: history, Logger: a.log})
-	}
 	a.mcpACP = &mcpOverACP{router: mcpacp.NewRouter(a.log.With("component", "mcp-over-acp")), ready: a.ready, log: a.log}
-	bridgeOpts := a.opts.Bridge
-	bridgeOpts.Dial = a.mcpACP.dial(bridgeOpts.Dial)
-	a.core = session.NewCore(session.CoreOptions{
-		Name: a.opts.Name, Version: a.opts.Version, Gateway: a.gw, Bridge: bridgeOpts,
-		DefaultServers: a.opts.DefaultServers, ServerSettings: a.opts.ServerSettings,
-		InProcess: a.opts.InProcess, Store: a.store, History: history, Logger: a.log,
-	})
 	a.table = a.methods()
 	return a
 }
@@ -164,7 +114,7 @@ func New(opts *Options) *Agent {
 // Shutdown releases.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.out = &frameOut{w: out}
-	a.frames = newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.opts.Bridge.Limits.MaxMedia)
+	a.frames = newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
 	a.frames.calls = a.calls
 	a.frames.holdEnd = true
 	a.rpc = acpsdk.NewConnection(a.dispatch, a.out, a.frames)
@@ -315,10 +265,7 @@ func ownServers(raw json.RawMessage) ([]bridge.ServerSpec, error) {
 // (announced), so the client never hears of a sessionId it does not know.
 func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (*session.Session, error) {
 	announced := make(chan struct{})
-	req.Editor = func(sid string) editor.Editor { return a.clientEditor(sid, announced) }
-	req.Ask = a.askFunc
-	req.Tell = func(sid string) func(context.Context, string) { return a.tell(sid, announced) }
-	req.CommandsChanged = func(sid string) func(context.Context, []runner.Command) { return a.commandsChanged(sid, announced) } // prompts.go
+	req.FrontEnd = &frontEnd{a: a, announced: announced}
 	s, err := a.core.Open(ctx, req)
 	if err != nil {
 		close(announced) // what waited for the session goes on
@@ -390,17 +337,44 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}) {
 	a.notify(ctx, s.ID(), availableCommands(s.Commands()))
 }
 
-// tell returns the session.OpenRequest Tell of session sid: an agent
-// message outside any turn, once the client knows the session (announced).
-func (a *Agent) tell(sid string, announced <-chan struct{}) func(ctx context.Context, text string) {
-	return func(ctx context.Context, text string) {
-		select {
-		case <-announced:
-		case <-ctx.Done():
-			return
-		}
-		a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
+// frontEnd is the session.FrontEnd of one session/new, load or resume:
+// what the client offers the session, its messages held back until the
+// client knows the session (announced, closed by afterNewSession).
+type frontEnd struct {
+	a         *Agent
+	announced chan struct{}
+}
+
+// Editor implements session.FrontEnd: the client's fs/*, terminal/* and
+// elicitation/* (editor.go), its elicitations held back.
+func (f *frontEnd) Editor(sid string) editor.Editor { return f.a.clientEditor(sid, f.announced) }
+
+// Ask implements session.FrontEnd: session/request_permission
+// (permission.go).
+func (f *frontEnd) Ask(sid string) gateway.AskFunc { return f.a.askFunc(sid) }
+
+// Tell implements session.FrontEnd: an agent message outside any turn,
+// once the client knows the session, unless ctx ends first.
+func (f *frontEnd) Tell(ctx context.Context, sid, text string) {
+	select {
+	case <-f.announced:
+	case <-ctx.Done():
+		return
 	}
+	f.a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
+}
+
+// CommandsChanged implements session.FrontEnd: an
+// available_commands_update (prompts.go), once the client knows the
+// session (at most announceWait).
+func (f *frontEnd) CommandsChanged(ctx context.Context, sid string, cmds []runner.Command) {
+	f.a.commandsChanged(ctx, sid, cmds, f.announced)
+}
+
+// Dial implements session.FrontEnd: a server the client hosts, over
+// MCP-over-ACP (mcpacp.go).
+func (f *frontEnd) Dial(_ context.Context, _ string, spec bridge.ServerSpec) (mcp.Transport, error) {
+	return &acpTransport{m: f.a.mcpACP, spec: spec}, nil
 }
 
 // notify sends one session/update, logging (not returning) a failure: a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // memServer is an in-process MCP server for the agent tests.
@@ -53,12 +57,39 @@ type harness struct {
 // in-process, any other entry uses the real transports.
 func startAgent(t *testing.T) *harness {
 	t.Helper()
-	return startAgentWith(t, Options{})
+	return startAgentWith(t, testOptions{})
+}
+
+// testOptions are the options of a test agent and of its session core.
+type testOptions struct {
+	Gateway   gateway.Gateway
+	Bridge    bridge.Options
+	Store     store.Store
+	History   *session.History
+	InProcess []session.InProcessServer
+	// DefaultServers and ServerSettings are the config's.
+	DefaultServers []bridge.ServerSpec
+	ServerSettings map[string]session.ServerSettings
+	Logger         *slog.Logger
+	SignIn         *SignIn
+}
+
+// newTestAgent returns an Agent over a new session core built from o (nil:
+// every default), as cmd/acp-agent composes them.
+func newTestAgent(o *testOptions) *Agent {
+	if o == nil {
+		o = &testOptions{}
+	}
+	core := session.NewCore(&session.CoreOptions{
+		Gateway: o.Gateway, Bridge: o.Bridge, Store: o.Store, History: o.History, InProcess: o.InProcess, Logger: o.Logger,
+		DefaultServers: o.DefaultServers, ServerSettings: o.ServerSettings,
+	})
+	return New(core, &Options{Logger: o.Logger, SignIn: o.SignIn})
 }
 
 // startAgentWith is startAgent with options (Bridge.Dial is set here
 // unless the options have one).
-func startAgentWith(t *testing.T, opts Options) *harness {
+func startAgentWith(t *testing.T, opts testOptions) *harness {
 	t.Helper()
 	dial := func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
 		if !strings.HasPrefix(spec.Name, "mem") {
@@ -73,7 +104,7 @@ func startAgentWith(t *testing.T, opts Options) *harness {
 	if opts.Bridge.Dial == nil {
 		opts.Bridge.Dial = dial
 	}
-	agent := New(&opts)
+	agent := newTestAgent(&opts)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	h := &harness{t: t, client: &acpclient.Recorder{}, agent: agent, done: make(chan struct{})}
@@ -148,7 +179,7 @@ func lastToolUpdate(updates []acpsdk.SessionNotification) *acpsdk.SessionToolCal
 func TestAgent_Initialize(t *testing.T) {
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
-	go func() { _ = New(nil).Serve(context.Background(), agentIn, agentOut) }()
+	go func() { _ = newTestAgent(nil).Serve(context.Background(), agentIn, agentOut) }()
 	conn := acpclient.NewConnection(&acpclient.Recorder{}, clientOut, clientIn)
 	defer clientOut.Close()
 	res, err := conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: 1})
@@ -321,7 +352,8 @@ func TestAgent_CancelEndsTurnCancelled(t *testing.T) {
 }
 
 func TestAgent_CloseSession(t *testing.T) {
-	h := startAgent(t)
+	gw := runner.NewLocal(nil)
+	h := startAgentWith(t, testOptions{Gateway: gw})
 	sid := h.newSession(acpclient.Stdio("mem", "unused", nil, nil))
 	if _, err := h.conn.CloseSession(t.Context(), acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)}); err != nil {
 		t.Fatal(err)
@@ -331,13 +363,13 @@ func TestAgent_CloseSession(t *testing.T) {
 	if !errors.As(err, &re) || re.Code != -32002 || !strings.Contains(re.Message, sid) {
 		t.Errorf("prompt after close: %v, want resource-not-found (-32002) naming the session", err)
 	}
-	if tools := h.agent.gw.(*runner.Local).Registry().Tools("acp:" + sid); len(tools) != 0 {
+	if tools := gw.Registry().Tools("acp:" + sid); len(tools) != 0 {
 		t.Errorf("%d tools still registered after session/close", len(tools))
 	}
 }
 
 func TestAgent_DefaultServersMergeAndLimits(t *testing.T) {
-	h := startAgentWith(t, Options{
+	h := startAgentWith(t, testOptions{
 		DefaultServers: []bridge.ServerSpec{
 			{Name: "memdefault", Transport: bridge.TransportStdio, Command: "unused"},
 			{Name: "memclash", Transport: bridge.TransportStdio, Command: "default-command-never-run"},

@@ -48,7 +48,7 @@ func (f *fakeSignIn) signIn() *SignIn {
 
 func TestAgent_InitializeAdvertisesTerminalSignIn(t *testing.T) {
 	f := &fakeSignIn{}
-	h := startAgentWith(t, Options{SignIn: f.signIn()})
+	h := startAgentWith(t, testOptions{SignIn: f.signIn()})
 	res, err := h.conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		ClientCapabilities: acpsdk.ClientCapabilities{Auth: acpsdk.AuthCapabilities{Terminal: true}}})
 	if err != nil {
@@ -82,7 +82,7 @@ func TestAgent_InitializeAdvertisesTerminalSignIn(t *testing.T) {
 
 func TestAgent_AuthenticateAndLogout(t *testing.T) {
 	f := &fakeSignIn{}
-	h := startAgentWith(t, Options{SignIn: f.signIn()})
+	h := startAgentWith(t, testOptions{SignIn: f.signIn()})
 	_, err := h.conn.Authenticate(t.Context(), acpsdk.AuthenticateRequest{MethodId: "acp-agent-login"})
 	var re *acpsdk.RequestError
 	if !errors.As(err, &re) || re.Code != -32000 || !strings.Contains(err.Error()+jsonText(re.Data), "acp-agent login") {
@@ -118,7 +118,7 @@ func TestAgent_LogoutWithoutSignInIsMethodNotFound(t *testing.T) {
 
 func TestAgent_NewSessionSaysTheKeyIsMissing(t *testing.T) {
 	f := &fakeSignIn{}
-	h := startAgentWith(t, Options{SignIn: f.signIn()})
+	h := startAgentWith(t, testOptions{SignIn: f.signIn()})
 	from := len(h.client.Updates())
 	sid := h.newSession()
 	var first string

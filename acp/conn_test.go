@@ -122,7 +122,7 @@ func TestPromptCancels(t *testing.T) {
 // at most announceWait; a cancelled prompt does not wait.
 func TestAgent_HoldsBackUntilAnnounced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := New(nil)
+		a := newTestAgent(nil)
 		announced := make(chan struct{})
 		a.announced.Store("s", (<-chan struct{})(announced))
 		done := make(chan struct{})

@@ -69,7 +69,7 @@ func TestServe_AnswersEveryRequestReadBeforeEOF(t *testing.T) {
 		fmt.Sprintf(`{"jsonrpc":"2.0","id":"two","method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, cwd) + "\n"
 	for i := range 30 {
 		out := &lineOut{}
-		if err := New(nil).Serve(t.Context(), strings.NewReader(in), out); err != nil {
+		if err := newTestAgent(nil).Serve(t.Context(), strings.NewReader(in), out); err != nil {
 			t.Fatal(err)
 		}
 		lines := out.read() // what was written when Serve returned
@@ -93,13 +93,13 @@ func TestServe_PromptUnderWayAtEOFAnswersCancelled(t *testing.T) {
 		}
 		return ct, nil
 	}
-	opts := &Options{}
+	opts := &testOptions{}
 	opts.Bridge.Dial = dial
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- New(opts).Serve(context.Background(), agentIn, agentOut)
+		served <- newTestAgent(opts).Serve(context.Background(), agentIn, agentOut)
 		agentOut.Close()
 	}()
 	lines := make(chan string, 256)

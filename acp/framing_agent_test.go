@@ -22,14 +22,14 @@ type rawClient struct {
 	seen  map[string][]map[string]json.RawMessage // responses read, by id, not yet asked for
 }
 
-func serveRaw(t *testing.T, opts *Options) *rawClient {
+func serveRaw(t *testing.T, opts *testOptions) *rawClient {
 	t.Helper()
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	c := &rawClient{t: t, w: clientOut, lines: make(chan string, 1<<16), done: make(chan struct{}), seen: map[string][]map[string]json.RawMessage{}}
 	go func() {
 		defer close(c.done)
-		_ = New(opts).Serve(context.Background(), agentIn, agentOut)
+		_ = newTestAgent(opts).Serve(context.Background(), agentIn, agentOut)
 		agentOut.Close()
 	}()
 	go func() {
@@ -110,7 +110,7 @@ func TestServe_CancelFloodKeepsServing(t *testing.T) {
 	var openOnce sync.Once
 	release := func() { openOnce.Do(func() { close(open) }) }
 	t.Cleanup(release)
-	c := serveRaw(t, &Options{Logger: slog.New(gatedHandler{Handler: slog.DiscardHandler, open: open})})
+	c := serveRaw(t, &testOptions{Logger: slog.New(gatedHandler{Handler: slog.DiscardHandler, open: open})})
 
 	wrote := make(chan struct{})
 	go func() {

@@ -67,7 +67,7 @@ func (g *recordingGateway) Send(ctx context.Context, req gateway.SendRequest, em
 // invalid_params instead of being passed on.
 func TestPrompt_MediaLimit(t *testing.T) {
 	gw := &recordingGateway{Gateway: runner.NewLocal(nil)}
-	h := startAgentWith(t, Options{Gateway: gw})
+	h := startAgentWith(t, testOptions{Gateway: gw})
 	sid := h.newSession()
 	img := make([]byte, 5<<20)
 	for i := range img {

@@ -55,7 +55,7 @@ func (a *Agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 // before anything wrong in the request's servers) and parses the request's
 // own servers; the session core reads the record again as it opens it.
 func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, servers json.RawMessage) ([]bridge.ServerSpec, error) {
-	_, err := a.store.Get(ctx, string(id))
+	_, err := a.core.Store().Get(ctx, string(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, unknownSession(id, "no stored session has that id")
 	}
@@ -148,7 +148,7 @@ func (a *Agent) listSessions(ctx context.Context, p acpsdk.ListSessionsRequest) 
 	if err := a.core.Flush(ctx); err != nil { // the titles and times of turns just ended
 		return acpsdk.ListSessionsResponse{}, toRequestError(err)
 	}
-	recs, next, err := a.store.List(ctx, opts)
+	recs, next, err := a.core.Store().List(ctx, opts)
 	if errors.Is(err, store.ErrBadCursor) {
 		return acpsdk.ListSessionsResponse{}, toRequestError(session.Invalidf("%v", err))
 	}

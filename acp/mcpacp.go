@@ -44,20 +44,6 @@ type mcpOverACP struct {
 	disconnects sync.WaitGroup
 }
 
-// dial is the bridge.Options.Dial of the agent's sessions: an acp spec gets
-// an acpTransport, any other spec next's transport (nil: the bridge's own).
-func (m *mcpOverACP) dial(next func(context.Context, bridge.ServerSpec) (mcp.Transport, error)) func(context.Context, bridge.ServerSpec) (mcp.Transport, error) {
-	return func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
-		if spec.Transport == bridge.TransportACP {
-			return &acpTransport{m: m, spec: spec}, nil
-		}
-		if next != nil {
-			return next(ctx, spec)
-		}
-		return nil, nil
-	}
-}
-
 // acpTransport is the go-sdk mcp.Transport of one acp entry: Connect sends
 // mcp/connect for its id and returns the connection the client named;
 // closing it sends mcp/disconnect.

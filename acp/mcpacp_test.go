@@ -54,7 +54,7 @@ func hostedServerShowing(shown func(context.Context)) *mcp.Server {
 // servers (by id).
 func startHostingAgent(t *testing.T, servers map[string]*mcp.Server) (*harness, *acpclient.MCPHost, acpsdk.InitializeResponse) {
 	t.Helper()
-	agent := New(&Options{})
+	agent := newTestAgent(nil)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	host := &acpclient.MCPHost{Servers: servers}
@@ -205,7 +205,7 @@ func TestMCPOverACP_ConnectNamesIDAsTheEntryDid(t *testing.T) {
 		defer client.Close()
 		m.router.SetConn(acpsdk.NewConnection(nil, writerFunc(out.write), in))
 		close(ready)
-		tr, err := m.dial(nil)(t.Context(), specs[0])
+		tr, err := (&frontEnd{a: &Agent{mcpACP: m}}).Dial(t.Context(), "sess_1", specs[0])
 		if err != nil || tr == nil {
 			t.Fatalf("dial: %v %v", tr, err)
 		}

@@ -57,7 +57,7 @@ func TestAgent_ModelTurnWithPermissions(t *testing.T) {
 		callTool("c3", "mcp__mem__image", nil), say("again, without asking"),
 	}}
 	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "script:1", Label: "Script", Provider: p}}})
-	h := startAgentWith(t, Options{Gateway: gw})
+	h := startAgentWith(t, testOptions{Gateway: gw})
 	var asked []string
 	var mu sync.Mutex
 	answer := "reject_once"
@@ -117,7 +117,7 @@ func TestAgent_SwitchModel(t *testing.T) {
 	a := &scriptProvider{responses: []gateway.Response{say("from a")}}
 	b := &scriptProvider{responses: []gateway.Response{say("from b")}}
 	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "a", Label: "A", Provider: a}, {ID: "b", Label: "B", Provider: b}}})
-	h := startAgentWith(t, Options{Gateway: gw})
+	h := startAgentWith(t, testOptions{Gateway: gw})
 	sid := h.newSession()
 	if _, out := h.prompt(t.Context(), sid, "hi"); joinText(out) != "from a" {
 		t.Errorf("default model: %q", joinText(out))
@@ -145,7 +145,7 @@ func TestAgent_SwitchModel(t *testing.T) {
 func TestAgent_ProviderErrorEndsTheTurnOnly(t *testing.T) {
 	failing := &failProvider{}
 	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "f", Provider: failing}}})
-	h := startAgentWith(t, Options{Gateway: gw})
+	h := startAgentWith(t, testOptions{Gateway: gw})
 	sid := h.newSession()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

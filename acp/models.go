@@ -18,7 +18,7 @@ const modelConfigID = "model"
 // when there is more than one model to choose from. It is never nil (the
 // schema of session/set_config_option wants an array).
 func (a *Agent) configOptions(current string) []acpsdk.SessionConfigOption {
-	models := a.gw.Models()
+	models := a.core.Models()
 	if len(models) < 2 {
 		return []acpsdk.SessionConfigOption{}
 	}

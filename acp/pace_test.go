@@ -15,7 +15,7 @@ import (
 // with it, ends the input, and returns when each line the agent wrote was
 // read, from the start.
 func sendTimes(send func(a *Agent)) []time.Duration {
-	a := New(nil)
+	a := newTestAgent(nil)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	served := make(chan struct{})

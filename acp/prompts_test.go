@@ -22,7 +22,7 @@ func TestAgent_PromptCommands(t *testing.T) {
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Hello " + req.Params.Arguments["who"]}}}}, nil
 		})
-	h := startAgentWith(t, Options{Bridge: bridge.Options{Dial: func(ctx context.Context, _ bridge.ServerSpec) (mcp.Transport, error) {
+	h := startAgentWith(t, testOptions{Bridge: bridge.Options{Dial: func(ctx context.Context, _ bridge.ServerSpec) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := srv.Connect(ctx, st, nil); err != nil {
 			return nil, err

@@ -31,7 +31,7 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	ctx, end := a.prompts.start(ctx, s.ID())
 	defer end()
 	a.waitAnnounced(ctx, s.ID())
-	if err := checkPromptMedia(p.Prompt, a.opts.Bridge.Limits.MaxMedia); err != nil {
+	if err := checkPromptMedia(p.Prompt, a.core.Limits().MaxMedia); err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
 	content := make([]gateway.Content, 0, len(p.Prompt))

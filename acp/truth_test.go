@@ -83,7 +83,7 @@ func TestAgent_UnknownSessionIsResourceNotFound(t *testing.T) {
 // "Invalid params: invalid params: …".
 func TestAgent_ErrorTextsSayTheirPrefixOnce(t *testing.T) {
 	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "a", Provider: &scriptProvider{}}}})
-	h := startAgentWith(t, Options{Gateway: gw})
+	h := startAgentWith(t, testOptions{Gateway: gw})
 	sid := h.newSession()
 	ctx := t.Context()
 	file := filepath.Join(t.TempDir(), "file")
@@ -153,7 +153,7 @@ func TestAgent_ErrorTextsSayTheirPrefixOnce(t *testing.T) {
 // option the session does not offer is invalid_params naming it.
 func TestAgent_SetConfigOption(t *testing.T) {
 	two := runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "a", Provider: &scriptProvider{}}}}) // a + direct
-	h := startAgentWith(t, Options{Gateway: two})
+	h := startAgentWith(t, testOptions{Gateway: two})
 	sid := acpsdk.SessionId(h.newSession())
 	res, err := h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "direct"}})
 	if err != nil || res.ConfigOptions == nil || res.ConfigOptions[0].Select.CurrentValue != "direct" {
@@ -231,7 +231,7 @@ func startStoreAgent(t *testing.T, path string, a, b gateway.Provider) *harness 
 	t.Cleanup(func() { st.Close() })
 	hist := session.NewHistory(st, nil)
 	gw := runner.NewLocal(&runner.Options{History: hist, Models: []gateway.Model{{ID: "a", Provider: a}, {ID: "b", Provider: b}}})
-	return startAgentWith(t, Options{Store: st, History: hist, Gateway: gw})
+	return startAgentWith(t, testOptions{Store: st, History: hist, Gateway: gw})
 }
 
 // The model chosen for a session is stored, and session/load and
@@ -297,7 +297,7 @@ func TestAgent_ToolCallIDsUniqueAcrossLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return startAgentWith(t, Options{Store: st}), st
+		return startAgentWith(t, testOptions{Store: st}), st
 	}
 	mem := []acpsdk.McpServer{acpclient.Stdio("mem", "unused", nil, nil)}
 	first, _ := open()

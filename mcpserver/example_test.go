@@ -24,9 +24,9 @@ func ExampleNew() {
 
 	store := memory.New()
 	history := session.NewHistory(store, nil)
-	core := session.NewCore(session.CoreOptions{Gateway: runner.NewLocal(&runner.Options{History: history}), Store: store, History: history})
+	core := session.NewCore(&session.CoreOptions{Gateway: runner.NewLocal(&runner.Options{History: history}), Store: store, History: history})
 	defer core.Shutdown()
-	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Cwd: dir})
+	srv, shutdown := mcpserver.New(core, &mcpserver.Options{Cwd: dir})
 	defer shutdown()
 
 	ct, st := mcp.NewInMemoryTransports()

@@ -25,11 +25,6 @@ const DefaultIdleTimeout = 10 * time.Minute
 
 // Options configure New.
 type Options struct {
-	// Core is the session core: the gateway (model, permissions policy,
-	// built-in tools), default servers, in-process servers and store. It
-	// must not be nil. The server opens its conversations in it; the caller
-	// still owns it (Core.Shutdown after the server's shutdown func).
-	Core *session.Core
 	// Name and Version are the serverInfo of initialize. Empty means
 	// "acp-agent" and "dev".
 	Name, Version string
@@ -49,15 +44,22 @@ type Options struct {
 // and Output once per process.
 var schemas = mcp.NewSchemaCache()
 
-// New returns the MCP server exposing ask_agent over opts.Core, and a
+// New returns the MCP server exposing ask_agent over core (the gateway:
+// model, permissions policy, built-in tools; default servers, in-process
+// servers and store: session.NewCore), as acp.New does, and a
 // function that ends every live conversation and waits for their turns and
 // the server's background work (call it once serving has stopped; it is
 // idempotent). The server may be served over any number of connections
 // (mcp.StdioTransport, mcp.NewStreamableHTTPHandler): conversations are
-// shared by key, not by connection.
-func New(opts Options) (*mcp.Server, func()) {
-	if opts.Core == nil {
-		panic("mcpserver.New: Options.Core is nil")
+// shared by key, not by connection. The caller still owns core: call
+// core.Shutdown after the shutdown func.
+func New(core *session.Core, o *Options) (*mcp.Server, func()) {
+	if core == nil {
+		panic("mcpserver.New: core is nil")
+	}
+	var opts Options
+	if o != nil {
+		opts = *o
 	}
 	if opts.Name == "" {
 		opts.Name = "acp-agent"
@@ -85,7 +87,7 @@ func New(opts Options) (*mcp.Server, func()) {
 	// context to give; shutdown cancels it.
 	base, stop := context.WithCancel(context.Background())
 	sv := &server{
-		opts: opts, core: opts.Core, log: opts.Logger,
+		opts: opts, core: core, log: opts.Logger,
 		base: base, stop: stop,
 		convs: make(map[string]*conv), parked: make(map[string]*parkedAsk),
 	}

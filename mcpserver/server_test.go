@@ -102,11 +102,12 @@ func start(t *testing.T, st setup) *env {
 			Model: "gpt-fake", APIKey: "test-key", BaseURL: st.fake.URL + "/v1", MaxRetries: -1,
 		})}}
 	}
-	core := session.NewCore(session.CoreOptions{
+	core := session.NewCore(&session.CoreOptions{
 		Gateway: runner.NewLocal(ro), Store: st.store, History: history,
 		InProcess: []session.InProcessServer{{Name: "kit", New: st.kit.server}},
 	})
-	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Cwd: t.TempDir(), IdleTimeout: st.idle})
+
+	srv, shutdown := mcpserver.New(core, &mcpserver.Options{Cwd: t.TempDir(), IdleTimeout: st.idle})
 	e := &env{t: t, core: core, srv: srv, shutdown: shutdown, kit: st.kit}
 	t.Cleanup(func() {
 		shutdown()

@@ -19,6 +19,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 	"github.com/seed02d3eb6b/acp-agent/signin"
@@ -66,13 +67,14 @@ func (e *KeyInUseError) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *KeyInUseError) Unwrap() error { return ErrInvalid }
 
-// CoreOptions configure a Core.
+// CoreOptions configure a Core; the zero value is valid.
 type CoreOptions struct {
 	// Name and Version are the MCP clientInfo sent to servers. Empty means
 	// "acp-agent" and "dev".
 	Name, Version string
-	// Gateway runs the turns and holds each session's bridged tools. It
-	// must not be nil.
+	// Gateway runs the turns and holds each session's bridged tools. Nil
+	// means an in-process gateway with the direct provider over History
+	// (runner.NewLocal).
 	Gateway gateway.Gateway
 	// Bridge is the template of each session's bridge.Manager options; Cwd,
 	// ClientInfo, Logger and OnToolsChanged are set per session.
@@ -178,10 +180,11 @@ type Core struct {
 	closing  bool // Shutdown has begun: Open fails with ErrClosed
 }
 
-// NewCore returns a Core. opts.Gateway must be set.
-func NewCore(opts CoreOptions) *Core {
-	if opts.Gateway == nil {
-		panic("session.NewCore: CoreOptions.Gateway is nil")
+// NewCore returns a Core. opts may be nil (every default); it is copied.
+func NewCore(o *CoreOptions) *Core {
+	var opts CoreOptions
+	if o != nil {
+		opts = *o
 	}
 	if opts.Name == "" {
 		opts.Name = "acp-agent"
@@ -198,6 +201,9 @@ func NewCore(opts CoreOptions) *Core {
 	if opts.History == nil {
 		opts.History = NewHistory(opts.Store, opts.Logger)
 	}
+	if opts.Gateway == nil {
+		opts.Gateway = runner.NewLocal(&runner.Options{History: opts.History, Logger: opts.Logger})
+	}
 	return &Core{
 		opts: opts, gw: opts.Gateway, store: opts.Store, history: opts.History, log: opts.Logger,
 		sessions: make(map[string]*Session), keys: make(map[string]bool),
@@ -206,6 +212,11 @@ func NewCore(opts CoreOptions) *Core {
 
 // Store returns the Core's store.
 func (c *Core) Store() store.Store { return c.store }
+
+// Limits returns the quotas every session's servers run under
+// (CoreOptions.Bridge.Limits); a front end applies the ones it checks
+// itself, such as MaxMedia in a prompt.
+func (c *Core) Limits() sandbox.Limits { return c.opts.Bridge.Limits }
 
 // OpenRequest says which session to open and how.
 type OpenRequest struct {
@@ -223,28 +234,10 @@ type OpenRequest struct {
 	// servers see them (InProcessEnv); they are not stored, so a reopen
 	// passes them again.
 	AdditionalDirectories []string
-	// Editor, if set, returns the editor of the session whose ID it is
-	// given; it is called once, before the in-process servers are built.
-	Editor func(sessionID string) editor.Editor
-	// Ask, if set, returns the permission asker of the session whose ID
-	// it is given (ACP session/request_permission); it is called once. The
-	// session's servers may then sample its model after asking the user
-	// (see bridge.Sampler). Nil means the servers are offered no sampling.
-	Ask func(sessionID string) gateway.AskFunc
-	// Tell, if set, returns the function that shows the user of the session
-	// whose ID it is given a message outside any turn (an ACP agent
-	// message): a server's sign-in link when the editor cannot open it, and
-	// what became of a server that connected after the open (a sign-in). It
-	// is called once. A front end whose client must first learn of the
-	// session holds the messages back itself.
-	Tell func(sessionID string) func(ctx context.Context, text string)
-	// CommandsChanged, if set, returns the function that gives the client
-	// of the session whose ID it is given the session's new slash commands
-	// (Session.Commands) after its servers' prompts changed (ACP
-	// available_commands_update). It is called once; the function it
-	// returns is called one call at a time, from a goroutine of the
-	// session's bridge.Manager, and must not block for long.
-	CommandsChanged func(sessionID string) func(ctx context.Context, cmds []runner.Command)
+	// FrontEnd is what the session's client offers: its editor,
+	// permission questions, messages outside a turn, commands updates and
+	// the servers it hosts. Nil offers none of them.
+	FrontEnd FrontEnd
 	// Servers are the session's own MCP servers, already well-formed; the
 	// default servers are merged in and the per-server settings applied.
 	Servers []bridge.ServerSpec
@@ -289,8 +282,8 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		id = NewID()
 	}
 	env := InProcessEnv{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: slices.Clone(req.AdditionalDirectories)}
-	if req.Editor != nil && len(c.opts.InProcess) > 0 {
-		env.Editor = req.Editor(id)
+	if req.FrontEnd != nil && len(c.opts.InProcess) > 0 {
+		env.Editor = req.FrontEnd.Editor(id)
 	}
 	specs, err = c.withInProcess(env, specs)
 	if err != nil {
@@ -322,8 +315,10 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	}
 	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx)}
 	opts := c.bridgeOptions(s.base, rec.ID, rec.Key, req)
-	if req.Ask != nil {
-		opts.Sampler = c.sampler(s, req.Ask(rec.ID))
+	if req.FrontEnd != nil {
+		if ask := req.FrontEnd.Ask(rec.ID); ask != nil {
+			opts.Sampler = c.sampler(s, ask)
+		}
 	}
 	opts.OnPromptsChanged = c.commandsChanged(s, req) // prompts.go
 	s.manager = bridge.NewManager(opts)
@@ -449,7 +444,8 @@ func serverRefs(specs []bridge.ServerSpec) []store.Server {
 // bridgeOptions returns the bridge.Manager options of a session: a server's
 // tools/list_changed re-registers the session's tools, seen on the next turn;
 // its servers may ask the user through the session's editor (elicitor) and
-// ask the user to sign in (signIn).
+// ask the user to sign in (signIn); a server the client hosts is dialed
+// through the front end.
 //
 // The callbacks run outside any request of the session's client: their
 // contexts derive from base, the session's life (Session.base).
@@ -457,13 +453,13 @@ func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenReque
 	o := c.opts.Bridge
 	o.Cwd = req.Cwd
 	var ed editor.Editor
-	if req.Editor != nil {
-		ed = req.Editor(id)
-		o.Elicitor = elicitor(ed)
-	}
 	var tell func(context.Context, string)
-	if req.Tell != nil {
-		tell = req.Tell(id)
+	if fe := req.FrontEnd; fe != nil {
+		if ed = fe.Editor(id); ed != nil {
+			o.Elicitor = elicitor(ed)
+		}
+		tell = func(ctx context.Context, text string) { fe.Tell(ctx, id, text) }
+		o.Dial = dialHosted(fe, id, o.Dial)
 	}
 	log := c.log.With("session", id)
 	if o.OAuth != nil {
@@ -597,4 +593,19 @@ func (c *Core) restoredModel(rec store.Record) string {
 		return c.DefaultModel()
 	}
 	return rec.Model
+}
+
+// dialHosted is the bridge.Options.Dial of a session with a front end: a
+// server the client hosts (bridge.TransportACP) through the front end, any
+// other through next (nil: the bridge's own).
+func dialHosted(fe FrontEnd, id string, next func(context.Context, bridge.ServerSpec) (mcp.Transport, error)) func(context.Context, bridge.ServerSpec) (mcp.Transport, error) {
+	return func(ctx context.Context, spec bridge.ServerSpec) (mcp.Transport, error) {
+		if spec.Transport == bridge.TransportACP {
+			return fe.Dial(ctx, id, spec)
+		}
+		if next != nil {
+			return next(ctx, spec)
+		}
+		return nil, nil
+	}
 }

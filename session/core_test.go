@@ -58,7 +58,7 @@ func newTestCore(t *testing.T, opts CoreOptions) (*Core, *recordingGateway) {
 		{ID: "other", Label: "Other", Provider: runner.NewDirect()},
 	}})}
 	opts.Gateway, opts.Store, opts.History = gw, st, history
-	c := NewCore(opts)
+	c := NewCore(&opts)
 	t.Cleanup(c.Shutdown)
 	return c, gw
 }

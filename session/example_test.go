@@ -39,12 +39,13 @@ func ExampleCore() {
 
 	st := memory.New()
 	history := session.NewHistory(st, nil)
-	core := session.NewCore(session.CoreOptions{
+	core := session.NewCore(&session.CoreOptions{
 		Gateway: runner.NewLocal(&runner.Options{History: history, Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		Bridge:  bridge.Options{Dial: dial},
 		Store:   st,
 		History: history,
 	})
+
 	defer core.Shutdown()
 
 	s, err := core.Open(ctx, session.OpenRequest{

@@ -42,15 +42,16 @@ func ExampleCoreOptions_inProcess() {
 			})
 		return s
 	}
-	core := session.NewCore(session.CoreOptions{
+	core := session.NewCore(&session.CoreOptions{
 		Gateway: runner.NewLocal(&runner.Options{Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		InProcess: []session.InProcessServer{
-			{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server { // "acp": read_file, write_file, …
+			{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
 				return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
 			}},
 			{Name: "clock", New: clock},
 		},
 	})
+
 	defer core.Shutdown()
 
 	s, err := core.Open(ctx, session.OpenRequest{Cwd: dir})
@@ -98,11 +99,12 @@ func TestCore_InProcessNamesAreTaken(t *testing.T) {
 		{"session server", nil, []bridge.ServerSpec{{Name: "mine", Transport: bridge.TransportStdio, Command: "x"}}},
 		{"default server", []bridge.ServerSpec{{Name: "mine", Transport: bridge.TransportStdio, Command: "x"}}, nil},
 	} {
-		core := session.NewCore(session.CoreOptions{
+		core := session.NewCore(&session.CoreOptions{
 			Gateway:        runner.NewLocal(nil),
 			DefaultServers: tc.defaults,
 			InProcess:      []session.InProcessServer{{Name: "mine", New: mine}},
 		})
+
 		_, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir(), Servers: tc.own})
 		if !errors.Is(err, session.ErrInvalid) || !strings.Contains(err.Error(), `"mine" is taken by an in-process server`) {
 			t.Errorf("%s named like an in-process server: Open = %v, want ErrInvalid naming it", tc.name, err)
@@ -117,10 +119,11 @@ func TestCore_InProcessNamesAreTaken(t *testing.T) {
 func TestCore_BuiltinPermissions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	core := session.NewCore(session.CoreOptions{
+	core := session.NewCore(&session.CoreOptions{
 		Gateway:   runner.NewLocal(nil),
 		InProcess: []session.InProcessServer{{Name: builtin.Name, New: builtinServer}},
 	})
+
 	defer core.Shutdown()
 	s, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -167,17 +170,18 @@ func TestCore_InProcessEnv(t *testing.T) {
 	defer cancel()
 	var got session.InProcessEnv
 	var editorFor string
-	core := session.NewCore(session.CoreOptions{
+	core := session.NewCore(&session.CoreOptions{
 		Gateway: runner.NewLocal(nil),
 		InProcess: []session.InProcessServer{{Name: "mine", New: func(env session.InProcessEnv) *mcp.Server {
 			got = env
 			return mcp.NewServer(&mcp.Implementation{Name: "mine"}, nil)
 		}}},
 	})
+
 	defer core.Shutdown()
 	cwd, extra := t.TempDir(), t.TempDir()
 	s, err := core.Open(ctx, session.OpenRequest{Cwd: cwd, AdditionalDirectories: []string{extra},
-		Editor: func(sid string) editor.Editor { editorFor = sid; return nullEditor{} }})
+		FrontEnd: testFrontEnd{editor: func(sid string) editor.Editor { editorFor = sid; return nullEditor{} }}})
 	if err != nil {
 		t.Fatal(err)
 	}

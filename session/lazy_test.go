@@ -26,7 +26,7 @@ func TestCore_LazyInProcessConnectsOnFirstCall(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var servers []*mcp.Server
-	core := session.NewCore(session.CoreOptions{
+	core := session.NewCore(&session.CoreOptions{
 		Gateway: runner.NewLocal(&runner.Options{Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		InProcess: []session.InProcessServer{{Name: builtin.Name, Lazy: true, New: func(env session.InProcessEnv) *mcp.Server {
 			srv := builtin.New(builtin.Options{Root: env.Cwd})
@@ -36,6 +36,7 @@ func TestCore_LazyInProcessConnectsOnFirstCall(t *testing.T) {
 			return srv
 		}}},
 	})
+
 	defer core.Shutdown()
 	open := func() int {
 		mu.Lock()

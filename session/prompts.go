@@ -267,19 +267,19 @@ func contentText(c gateway.Content) string {
 }
 
 // commandsChanged returns the bridge.Options OnPromptsChanged of session
-// s: it hands the session's commands to OpenRequest.CommandsChanged, one
-// call at a time so that the last list sent is the newest.
+// s: it hands the session's commands to its front end's CommandsChanged,
+// one call at a time so that the last list sent is the newest.
 func (c *Core) commandsChanged(s *Session, req OpenRequest) func() {
-	if req.CommandsChanged == nil {
+	fe := req.FrontEnd
+	if fe == nil {
 		return nil
 	}
-	send := req.CommandsChanged(s.id)
 	var mu sync.Mutex
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
 		ctx, cancel := context.WithTimeout(s.base, tellTimeout)
 		defer cancel()
-		send(ctx, s.Commands())
+		fe.CommandsChanged(ctx, s.id, s.Commands())
 	}
 }

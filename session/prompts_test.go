@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
@@ -84,7 +86,7 @@ func promptsSession(t *testing.T, req OpenRequest) (*Session, *recordingModel) {
 		{ID: runner.DirectModelID, Label: "Direct", Provider: runner.NewDirect()},
 		{ID: "rec", Label: "Rec", Provider: rec},
 	}})
-	c := NewCore(CoreOptions{Gateway: gw, Store: st, History: history, InProcess: []InProcessServer{{Name: "docs", New: promptsServer}}})
+	c := NewCore(&CoreOptions{Gateway: gw, Store: st, History: history, InProcess: []InProcessServer{{Name: "docs", New: promptsServer}}})
 	t.Cleanup(c.Shutdown)
 	req.Cwd = t.TempDir()
 	s, err := c.Open(t.Context(), req)
@@ -249,14 +251,13 @@ func TestSession_CommandsChanged(t *testing.T) {
 	st := memory.New()
 	history := NewHistory(st, nil)
 	gw := runner.NewLocal(&runner.Options{History: history, Models: []gateway.Model{{ID: "rec", Label: "Rec", Provider: rec}}})
-	c := NewCore(CoreOptions{Gateway: gw, Store: st, History: history, InProcess: []InProcessServer{{Name: "docs", New: func(env InProcessEnv) *mcp.Server {
+	c := NewCore(&CoreOptions{Gateway: gw, Store: st, History: history, InProcess: []InProcessServer{{Name: "docs", New: func(env InProcessEnv) *mcp.Server {
 		srv = promptsServer(env)
 		return srv
 	}}}})
+
 	t.Cleanup(c.Shutdown)
-	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), CommandsChanged: func(string) func(context.Context, []runner.Command) {
-		return func(_ context.Context, cmds []runner.Command) { got <- cmds }
-	}})
+	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), FrontEnd: commandsFrontEnd(got)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,4 +286,17 @@ func has(cmds []runner.Command, name string) bool {
 		}
 	}
 	return false
+}
+
+// commandsFrontEnd is a FrontEnd that only passes the commands updates on.
+type commandsFrontEnd chan<- []runner.Command
+
+func (commandsFrontEnd) Editor(string) editor.Editor          { return nil }
+func (commandsFrontEnd) Ask(string) gateway.AskFunc           { return nil }
+func (commandsFrontEnd) Tell(context.Context, string, string) {}
+func (f commandsFrontEnd) CommandsChanged(_ context.Context, _ string, cmds []runner.Command) {
+	f <- cmds
+}
+func (commandsFrontEnd) Dial(context.Context, string, bridge.ServerSpec) (mcp.Transport, error) {
+	return nil, errors.New("no hosted servers")
 }

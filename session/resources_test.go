@@ -36,7 +36,7 @@ func openDocs(t *testing.T) (*session.Session, *haikuModel) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	gw, h := haikuGateway()
-	core := session.NewCore(session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "docs", New: docsServer}}})
+	core := session.NewCore(&session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "docs", New: docsServer}}})
 	t.Cleanup(core.Shutdown)
 	s, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -68,7 +68,7 @@ func TestCommands_ReadFollowsTheTurnsContext(t *testing.T) {
 		return srv
 	}
 	gw, _ := haikuGateway()
-	core := session.NewCore(session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "slow", New: slow}}})
+	core := session.NewCore(&session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "slow", New: slow}}})
 	t.Cleanup(core.Shutdown)
 	s, err := core.Open(t.Context(), session.OpenRequest{Cwd: t.TempDir()})
 	if err != nil {

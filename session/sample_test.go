@@ -85,11 +85,11 @@ func sampleOnce(t *testing.T, gw gateway.Gateway, a *scriptedAsker, model string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	core := session.NewCore(session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "asker", New: samplingServer}}})
+	core := session.NewCore(&session.CoreOptions{Gateway: gw, InProcess: []session.InProcessServer{{Name: "asker", New: samplingServer}}})
 	defer core.Shutdown()
 	req := session.OpenRequest{Cwd: t.TempDir()}
 	if a != nil {
-		req.Ask = a.ask
+		req.FrontEnd = testFrontEnd{ask: a.ask}
 	}
 	s, err := core.Open(ctx, req)
 	if err != nil {

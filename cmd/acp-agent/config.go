@@ -602,18 +602,3 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 		},
 	}, nil
 }
-
-// agentOptions turns the config into the ACP agent's options: the same
-// core options as coreOptions.
-func (c *Config) agentOptions() (*acp.Options, error) {
-	co, err := c.coreOptions()
-	if err != nil {
-		return nil, err
-	}
-	return &acp.Options{
-		InProcess:      co.InProcess,
-		DefaultServers: co.DefaultServers,
-		ServerSettings: co.ServerSettings,
-		Bridge:         co.Bridge,
-	}, nil
-}

@@ -43,7 +43,7 @@ func TestParseConfig(t *testing.T) {
 	if web := specs[2]; web.Transport != bridge.TransportHTTP || web.URL != "https://mcp.example.com/mcp" || web.Headers[0] != (bridge.Header{Name: "Authorization", Value: "Bearer t"}) {
 		t.Errorf("web = %+v", web)
 	}
-	opts, err := cfg.agentOptions()
+	opts, err := cfg.coreOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestConfig_ToolsBuiltin(t *testing.T) {
 		if err := parseConfig([]byte(tt.json), &cfg); err != nil {
 			t.Fatal(err)
 		}
-		opts, err := cfg.agentOptions()
+		opts, err := cfg.coreOptions()
 		if err != nil {
 			t.Fatal(err)
 		}

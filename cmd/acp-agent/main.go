@@ -120,7 +120,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer env.close()
 	log, cfg := env.log, env.cfg
 
-	opts, err := cfg.agentOptions()
+	opts, err := cfg.coreOptions()
 	if err != nil {
 		return err
 	}
@@ -168,6 +168,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts.Bridge.OAuth.Store = tokens
 	opts.History = session.NewHistory(st, log)
 	defer opts.History.Close() // before the store closes: the commits under way
+	var signIn *acp.SignIn
 	if rc != nil {
 		rc.SetHistory(opts.History)
 	} else {
@@ -176,10 +177,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
-		opts.SignIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
+		signIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
-	agent := acp.New(opts)
+	agent := acp.New(session.NewCore(&opts), &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log, SignIn: signIn})
 	err = agent.Serve(ctx, stdin, stdout)
 	log.Info("stopped")
 	return err

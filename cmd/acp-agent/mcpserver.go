@@ -178,12 +178,12 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	defer opts.History.Close() // before the store closes: the commits under way
 	opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
-	core := session.NewCore(opts)
+	core := session.NewCore(&opts)
 	cwd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("mcp-server: the working directory, where conversations run: %w", err)
 	}
-	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Name: "acp-agent", Version: agentVersion(), Cwd: cwd, Logger: log})
+	srv, shutdown := mcpserver.New(core, &mcpserver.Options{Name: "acp-agent", Version: agentVersion(), Cwd: cwd, Logger: log})
 	end := func() {
 		log.Info("ending every conversation")
 		shutdown()
