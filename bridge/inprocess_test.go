@@ -28,7 +28,7 @@ func TestInProcessBuiltin(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := bridge.NewManager(&bridge.Options{Cwd: dir})
-	spec := bridge.ServerSpec{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: builtin.New(builtin.Options{Root: dir})}
+	spec := bridge.ServerSpec{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: builtin.New(&builtin.Options{Root: dir})}
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestLazyInProcess_IdleSessionsHoldNoConnection(t *testing.T) {
 	dir := t.TempDir()
 
 	eager := bridge.NewManager(&bridge.Options{Cwd: dir})
-	if err := eager.Connect(ctx, []bridge.ServerSpec{{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: builtin.New(builtin.Options{Root: dir})}}); err != nil {
+	if err := eager.Connect(ctx, []bridge.ServerSpec{{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: builtin.New(&builtin.Options{Root: dir})}}); err != nil {
 		t.Fatal(err)
 	}
 	want := eager.Tools()
@@ -83,7 +83,7 @@ func TestLazyInProcess_IdleSessionsHoldNoConnection(t *testing.T) {
 	var servers []*countingServer
 	var builds atomic.Int32
 	for i := range 3 {
-		srv := newCountingServer(builtin.New(builtin.Options{Root: dir}))
+		srv := newCountingServer(builtin.New(&builtin.Options{Root: dir}))
 		servers = append(servers, srv)
 		m := bridge.NewManager(&bridge.Options{Cwd: dir, ToolLists: &lists})
 		// The server is built on demand (NewServer): only to list, once.
@@ -131,7 +131,7 @@ func TestLazyInProcess_FirstCallsConnectOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	srv := newCountingServer(builtin.New(builtin.Options{Root: dir}))
+	srv := newCountingServer(builtin.New(&builtin.Options{Root: dir}))
 	// A nil ToolLists: the Manager lists through a connection of its own,
 	// closed at once.
 	m := bridge.NewManager(&bridge.Options{Cwd: dir})
@@ -189,7 +189,7 @@ func TestLazyInProcess_FailedConnectIsRetried(t *testing.T) {
 		}
 		return nil, nil // the built-in in-process transport
 	}})
-	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: builtin.New(builtin.Options{Root: dir}), ToolsKey: "builtin"}}); err != nil {
+	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: builtin.New(&builtin.Options{Root: dir}), ToolsKey: "builtin"}}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = m.Close(ctx) }()

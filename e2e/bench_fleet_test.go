@@ -44,8 +44,9 @@ func dialFleet(b *testing.B, url string) *fleetTranslator {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := remote.Dial(ctx, remote.ClientOptions{URLs: []string{url}, Token: fleetBenchToken, Logger: log,
+	r, err := remote.Dial(ctx, &remote.ClientOptions{URLs: []string{url}, Token: fleetBenchToken, Logger: log,
 		Info: remote.PeerInfo{Name: "fleet-bench", Version: "1"}, Extensions: map[string]int{remote.ExtSessions: remote.ExtSessionsVersion}})
+
 	if err != nil {
 		b.Fatalf("dialing replica %s: %v", url, err)
 	}

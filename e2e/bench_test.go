@@ -151,7 +151,7 @@ func BenchmarkGatewayLoad(b *testing.B) {
 	}
 	var sessions []sess
 	for c := range conns {
-		r, err := remote.Dial(context.Background(), remote.ClientOptions{URL: g.url(), Info: remote.PeerInfo{Name: "bench", Version: "1"}})
+		r, err := remote.Dial(context.Background(), &remote.ClientOptions{URL: g.url(), Info: remote.PeerInfo{Name: "bench", Version: "1"}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -98,7 +98,7 @@ func start(t *testing.T, st setup) *env {
 		ro.Permissions.Mode = runner.PermissionAsk
 	}
 	if st.fake != nil {
-		ro.Models = []gateway.Model{{ID: "openai:gpt-fake", Label: "fake", Provider: openai.New(provider.Options{
+		ro.Models = []gateway.Model{{ID: "openai:gpt-fake", Label: "fake", Provider: openai.New(&provider.Options{
 			Model: "gpt-fake", APIKey: "test-key", BaseURL: st.fake.URL + "/v1", MaxRetries: -1,
 		})}}
 	}

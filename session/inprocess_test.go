@@ -46,7 +46,7 @@ func ExampleCoreOptions_inProcess() {
 		Gateway: runner.NewLocal(&runner.Options{Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		InProcess: []session.InProcessServer{
 			{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
-				return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+				return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
 			}},
 			{Name: "clock", New: clock},
 		},
@@ -154,7 +154,7 @@ func TestCore_BuiltinPermissions(t *testing.T) {
 
 // builtinServer builds the built-in server of a session, as the agent does.
 func builtinServer(env session.InProcessEnv) *mcp.Server {
-	return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+	return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
 }
 
 // nullEditor is an editor.Editor that offers nothing.

@@ -29,7 +29,7 @@ func TestCore_LazyInProcessConnectsOnFirstCall(t *testing.T) {
 	core := session.NewCore(&session.CoreOptions{
 		Gateway: runner.NewLocal(&runner.Options{Permissions: runner.Permissions{Mode: runner.PermissionAllow}}),
 		InProcess: []session.InProcessServer{{Name: builtin.Name, Lazy: true, New: func(env session.InProcessEnv) *mcp.Server {
-			srv := builtin.New(builtin.Options{Root: env.Cwd})
+			srv := builtin.New(&builtin.Options{Root: env.Cwd})
 			mu.Lock()
 			servers = append(servers, srv)
 			mu.Unlock()

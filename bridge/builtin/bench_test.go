@@ -111,7 +111,7 @@ func BenchmarkReadFileBridged(b *testing.B) {
 	dir := benchDir(b)
 	ctx := context.Background()
 	m := bridge.NewManager(&bridge.Options{Cwd: dir})
-	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: Name, Transport: bridge.TransportInProcess, Server: New(Options{Root: dir}), CallsPerMinute: -1}}); err != nil {
+	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: Name, Transport: bridge.TransportInProcess, Server: New(&Options{Root: dir}), CallsPerMinute: -1}}); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = m.Close(ctx) }()

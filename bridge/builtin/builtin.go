@@ -128,9 +128,14 @@ type Options struct {
 // session: they are closed when its last session ends (the bridge ends it
 // with the ACP session) and opened again if a session connects later. A
 // directory that cannot be opened allows nothing: a tool's path in it is an
-// error naming the directory.
-func New(opts Options) *mcp.Server {
-	return newTools(opts).server()
+// error naming the directory. opts may be nil (no Root: nothing allowed);
+// it is copied.
+func New(opts *Options) *mcp.Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return newTools(o).server()
 }
 
 // server returns the MCP server of the tools t.

@@ -19,7 +19,7 @@ import (
 func connect(t *testing.T, ctx context.Context, dir string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := New(Options{Root: dir}).Connect(ctx, st, nil)
+	ss, err := New(&Options{Root: dir}).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

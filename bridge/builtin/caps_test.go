@@ -19,7 +19,7 @@ func TestNew_ToolsDoNotAdvertiseListChanged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := New(Options{Root: t.TempDir()}).Connect(ctx, st, nil)
+	ss, err := New(&Options{Root: t.TempDir()}).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

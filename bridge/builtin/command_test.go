@@ -104,7 +104,7 @@ func (t fakeTerminal) Release(ctx context.Context) error {
 func connectOpts(t *testing.T, ctx context.Context, opts Options, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := New(opts).Connect(ctx, st, nil)
+	ss, err := New(&opts).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestRunCommand_LocalCancel(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			c1, c2 := net.Pipe()
-			ss, err := New(Options{Root: dir}).Connect(ctx, &mcp.IOTransport{Reader: c2, Writer: c2}, nil)
+			ss, err := New(&Options{Root: dir}).Connect(ctx, &mcp.IOTransport{Reader: c2, Writer: c2}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func callWith(t *testing.T, opts Options, tool string, args map[string]any) *mcp
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := New(opts).Connect(ctx, st, nil)
+	ss, err := New(&opts).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func (t ToolsConfig) inProcess() []session.InProcessServer {
 		return nil
 	}
 	return []session.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
-		return builtin.New(builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+		return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
 	}, Timeouts: bridge.Timeouts{ToolCall: builtin.CallTimeout}, Lazy: true}}
 }
 

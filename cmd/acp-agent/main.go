@@ -143,8 +143,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			exts = map[string]int{remote.ExtSessions: remote.ExtSessionsVersion}
 		}
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		rc, err = remote.Dial(dctx, remote.ClientOptions{URLs: urls, Token: token, Extensions: exts,
+		rc, err = remote.Dial(dctx, &remote.ClientOptions{URLs: urls, Token: token, Extensions: exts,
 			Info: remote.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
+
 		cancel()
 		if err != nil {
 			return err

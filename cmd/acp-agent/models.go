@@ -69,9 +69,9 @@ type modelProvider struct {
 // providers are the model providers, in the order discovery offers them.
 var providers = []modelProvider{
 	{id: "anthropic", label: "Anthropic", keyEnv: "ANTHROPIC_API_KEY", defaultModel: "claude-sonnet-4-5",
-		new: func(o provider.Options) gateway.Provider { return anthropic.New(o) }, checkKey: anthropic.CheckKey},
+		new: func(o provider.Options) gateway.Provider { return anthropic.New(&o) }, checkKey: anthropic.CheckKey},
 	{id: "openai", label: "OpenAI", keyEnv: "OPENAI_API_KEY", baseURLEnv: "OPENAI_BASE_URL", defaultModel: "gpt-4.1",
-		new: func(o provider.Options) gateway.Provider { return openai.New(o) }, checkKey: openai.CheckKey},
+		new: func(o provider.Options) gateway.Provider { return openai.New(&o) }, checkKey: openai.CheckKey},
 }
 
 // lookupProvider returns the provider with id.

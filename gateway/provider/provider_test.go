@@ -25,10 +25,10 @@ type providerCase struct {
 
 var providerCases = []providerCase{
 	{"anthropic", fakemodel.NewAnthropic, func(u string) gateway.Provider {
-		return anthropic.New(provider.Options{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
+		return anthropic.New(&provider.Options{Model: "claude-test", APIKey: "k", BaseURL: u, MaxRetries: 2})
 	}},
 	{"openai", fakemodel.NewOpenAI, func(u string) gateway.Provider {
-		return openai.New(provider.Options{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
+		return openai.New(&provider.Options{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
 	}},
 }
 
@@ -270,7 +270,7 @@ func TestProviders_PromptContent(t *testing.T) {
 
 func TestAnthropic_ThinkingBudget(t *testing.T) {
 	s := fakemodel.NewAnthropic(t, fakemodel.Turn{Thinking: "step by step", Text: "42"})
-	p := anthropic.New(provider.Options{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
+	p := anthropic.New(&provider.Options{Model: "claude-test", APIKey: "k", BaseURL: s.URL, ThinkingBudget: 2048})
 	r, _ := newRunner(p)
 	_, rec, err := run(t, r, "think")
 	if err != nil || rec.count(gateway.EventThoughtDelta) == 0 {

@@ -42,15 +42,15 @@ func TestProviders_UnreachableNamesHostAndKeyVariable(t *testing.T) {
 		p    gateway.Provider
 		want []string
 	}{
-		{"anthropic offline", anthropic.New(provider.Options{Model: "m", APIKey: "k", MaxRetries: -1, HTTPClient: offlineClient()}),
+		{"anthropic offline", anthropic.New(&provider.Options{Model: "m", APIKey: "k", MaxRetries: -1, HTTPClient: offlineClient()}),
 			[]string{"anthropic: could not reach api.anthropic.com", "no such host", "ANTHROPIC_API_KEY", `"acp-agent login"`}},
-		{"openai offline", openai.New(provider.Options{Model: "m", APIKey: "k", MaxRetries: -1, HTTPClient: offlineClient()}),
+		{"openai offline", openai.New(&provider.Options{Model: "m", APIKey: "k", MaxRetries: -1, HTTPClient: offlineClient()}),
 			[]string{"openai: could not reach api.openai.com", "no such host", "OPENAI_API_KEY", `"acp-agent login"`}},
-		{"openai base URL refused", openai.New(provider.Options{Model: "m", BaseURL: closed + "/v1", APIKeyEnv: "MY_KEY", MaxRetries: -1}),
+		{"openai base URL refused", openai.New(&provider.Options{Model: "m", BaseURL: closed + "/v1", APIKeyEnv: "MY_KEY", MaxRetries: -1}),
 			[]string{"openai: could not reach " + strings.TrimPrefix(closed, "http://"), "MY_KEY"}},
-		{"anthropic no key", anthropic.New(provider.Options{Model: "m", MaxRetries: -1, HTTPClient: offlineClient()}),
+		{"anthropic no key", anthropic.New(&provider.Options{Model: "m", MaxRetries: -1, HTTPClient: offlineClient()}),
 			[]string{"anthropic: no API key", "set ANTHROPIC_API_KEY", `"acp-agent login"`}},
-		{"openai no key", openai.New(provider.Options{Model: "m", MaxRetries: -1, HTTPClient: offlineClient()}),
+		{"openai no key", openai.New(&provider.Options{Model: "m", MaxRetries: -1, HTTPClient: offlineClient()}),
 			[]string{"openai: no API key", "set OPENAI_API_KEY", `"acp-agent login"`}},
 	}
 	for _, c := range cases {
@@ -72,7 +72,7 @@ func TestProviders_UnreachableNamesHostAndKeyVariable(t *testing.T) {
 func TestProviders_APIKeyFuncIsReadPerRequestAndRefusedKeyNamesLogin(t *testing.T) {
 	s := fakemodel.NewAnthropic(t, fakemodel.Turn{Text: "ok"}, fakemodel.Turn{Status: http.StatusUnauthorized, Text: "invalid x-api-key"})
 	key := "first"
-	p := anthropic.New(provider.Options{Model: "m", BaseURL: s.URL, MaxRetries: -1, APIKeyFunc: func() string { return key }})
+	p := anthropic.New(&provider.Options{Model: "m", BaseURL: s.URL, MaxRetries: -1, APIKeyFunc: func() string { return key }})
 	req := &gateway.Request{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{{Type: gateway.ContentText, Text: "hi"}}}}}
 	if _, err := p.Complete(t.Context(), req, func(gateway.Event) {}); err != nil {
 		t.Fatal(err)

@@ -86,8 +86,12 @@ var _ gateway.Gateway = (*Client)(nil)
 
 // Dial connects to the gateway at opts.URL (or the first of opts.URLs that
 // answers) and keeps a connection up until Close. The first connection must
-// succeed.
-func Dial(ctx context.Context, opts ClientOptions) (*Client, error) {
+// succeed. o is copied; nil, like an empty URL, is an error.
+func Dial(ctx context.Context, o *ClientOptions) (*Client, error) {
+	if o == nil {
+		return nil, errors.New("gateway: no URL to dial")
+	}
+	opts := *o
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
 	}

@@ -19,8 +19,9 @@ import (
 // dialStore dials url with the sessions extension, as token's tenant.
 func dialStore(t *testing.T, token string, urls ...string) *Client {
 	t.Helper()
-	r, err := Dial(t.Context(), ClientOptions{URLs: urls, Token: token, Info: PeerInfo{Name: "test", Version: "1"},
+	r, err := Dial(t.Context(), &ClientOptions{URLs: urls, Token: token, Info: PeerInfo{Name: "test", Version: "1"},
 		Extensions: map[string]int{ExtSessions: ExtSessionsVersion}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestStore_RoundTripsOverTheProtocol(t *testing.T) {
 
 func TestStore_GatewayWithoutStoreIsRefusedAtDial(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "s3cret"})
-	_, err := Dial(t.Context(), ClientOptions{URL: url, Token: "s3cret", Extensions: map[string]int{ExtSessions: ExtSessionsVersion}})
+	_, err := Dial(t.Context(), &ClientOptions{URL: url, Token: "s3cret", Extensions: map[string]int{ExtSessions: ExtSessionsVersion}})
 	if err == nil || !strings.Contains(err.Error(), "keeps no sessions") || !strings.Contains(err.Error(), "--store") {
 		t.Fatalf("Dial to a gateway without a store: %v", err)
 	}
@@ -173,7 +174,7 @@ func TestTenants_NeverSeeEachOthersSessions(t *testing.T) {
 		t.Fatalf("bob's turn ran %s's tool", got)
 	}
 	// A wrong token is refused.
-	if _, err := Dial(ctx, ClientOptions{URL: url, Token: "tok-c"}); err == nil || !strings.Contains(err.Error(), "wrong or missing token") {
+	if _, err := Dial(ctx, &ClientOptions{URL: url, Token: "tok-c"}); err == nil || !strings.Contains(err.Error(), "wrong or missing token") {
 		t.Fatalf("Dial with an unknown token: %v", err)
 	}
 }
@@ -325,7 +326,7 @@ func deadURL(t *testing.T) string {
 
 func dialURLs(t *testing.T, urls ...string) *Client {
 	t.Helper()
-	c, err := Dial(t.Context(), ClientOptions{URLs: urls, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	c, err := Dial(t.Context(), &ClientOptions{URLs: urls, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestClient_SeveralURLs_FirstDownSecondAnswers(t *testing.T) {
 	}
 	// Every URL down: Dial names each.
 	d1, d2 := deadURL(t), deadURL(t)
-	_, err := Dial(t.Context(), ClientOptions{URLs: []string{d1, d2}})
+	_, err := Dial(t.Context(), &ClientOptions{URLs: []string{d1, d2}})
 	if err == nil || !strings.Contains(err.Error(), d1) || !strings.Contains(err.Error(), d2) {
 		t.Fatalf("Dial with every URL down: %v", err)
 	}

@@ -105,7 +105,7 @@ func TestGolden_ClientFrames(t *testing.T) {
 		case <-time.After(30 * time.Second):
 		}
 	})
-	c, err := Dial(t.Context(), ClientOptions{URL: "ws" + strings.TrimPrefix(ts.URL, "http"), Token: "s3cret", Info: PeerInfo{Name: "acp-agent", Version: "1.0.0"}})
+	c, err := Dial(t.Context(), &ClientOptions{URL: "ws" + strings.TrimPrefix(ts.URL, "http"), Token: "s3cret", Info: PeerInfo{Name: "acp-agent", Version: "1.0.0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func wsServer(t *testing.T, opts *ServerOptions) (*Server, string) {
 
 func dialRemote(t *testing.T, url, token string) *Client {
 	t.Helper()
-	r, err := Dial(t.Context(), ClientOptions{URL: url, Token: token, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	r, err := Dial(t.Context(), &ClientOptions{URL: url, Token: token, Info: PeerInfo{Name: "test", Version: "1"}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +90,10 @@ func TestRemote_ToolsRunInTheTranslator(t *testing.T) {
 
 func TestServer_RefusesWrongTokenOriginAndProtocol(t *testing.T) {
 	_, url := wsServer(t, &ServerOptions{Token: "right", AllowedOrigins: []string{"https://ide.example"}})
-	if _, err := Dial(t.Context(), ClientOptions{URL: url, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+	if _, err := Dial(t.Context(), &ClientOptions{URL: url, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("wrong token: %v", err)
 	}
-	if _, err := Dial(t.Context(), ClientOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+	if _, err := Dial(t.Context(), &ClientOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("missing token: %v", err)
 	}
 	_, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {"https://evil.example"}})

@@ -180,11 +180,11 @@ func runEconomy(tb testing.TB, api string, search runner.ToolSearch, turns int) 
 	switch api {
 	case "anthropic":
 		srv = fakemodel.NewAnthropicWith(tb, &fakemodel.Options{ContextWindow: 200_000, Respond: scriptedModel})
-		prov = anthropic.New(provider.Options{Model: "claude-sonnet-4-5", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})
+		prov = anthropic.New(&provider.Options{Model: "claude-sonnet-4-5", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})
 		model.ContextWindow = 200_000
 	default:
 		srv = fakemodel.NewOpenAIWith(tb, &fakemodel.Options{ContextWindow: 1_047_576, Respond: scriptedModel})
-		prov = openai.New(provider.Options{Model: "gpt-4.1", APIKey: "test", BaseURL: srv.URL + "/v1", MaxRetries: -1})
+		prov = openai.New(&provider.Options{Model: "gpt-4.1", APIKey: "test", BaseURL: srv.URL + "/v1", MaxRetries: -1})
 		model.ContextWindow = 1_047_576
 	}
 	model.Provider = prov
@@ -282,7 +282,7 @@ func BenchmarkEconomy30Turns(b *testing.B) {
 func TestReportedWindow_CompactsBeforeIt(t *testing.T) {
 	var calls atomic.Int32
 	srv := fakemodel.NewAnthropicWith(t, &fakemodel.Options{ContextWindow: 30_000, Respond: scriptedModel})
-	model := gateway.Model{ID: "anthropic:claude-unlisted", Provider: anthropic.New(provider.Options{Model: "claude-unlisted", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})}
+	model := gateway.Model{ID: "anthropic:claude-unlisted", Provider: anthropic.New(&provider.Options{Model: "claude-unlisted", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})}
 	tools := econTools(10, &calls)
 	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{model}, Permissions: runner.Permissions{Mode: runner.PermissionAllow}})
 	_ = gw.SetExtraTools(t.Context(), "w", tools)
@@ -318,7 +318,7 @@ func TestReportedWindow_OpenAICompatible(t *testing.T) {
 		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"other","object":"model","created":0,"owned_by":"x","max_model_len":1},{"id":"qwen2.5","object":"model","created":0,"owned_by":"vllm","max_model_len":32768}]}`))
 	}))
 	t.Cleanup(srv.Close)
-	p := openai.New(provider.Options{Model: "qwen2.5", APIKey: "x", BaseURL: srv.URL + "/v1", MaxRetries: -1})
+	p := openai.New(&provider.Options{Model: "qwen2.5", APIKey: "x", BaseURL: srv.URL + "/v1", MaxRetries: -1})
 	if n, err := p.ReportedWindow(t.Context()); err != nil || n != 32768 {
 		t.Errorf("ReportedWindow = %d, %v; want 32768", n, err)
 	}
@@ -343,10 +343,10 @@ func runLongSession(tb testing.TB, api string, turns, size int) longSession {
 	switch api {
 	case "anthropic":
 		srv = fakemodel.NewAnthropicWith(tb, &fakemodel.Options{ContextWindow: window, Respond: scriptedModel})
-		prov = anthropic.New(provider.Options{Model: "claude-sonnet-4-5", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})
+		prov = anthropic.New(&provider.Options{Model: "claude-sonnet-4-5", APIKey: "test", BaseURL: srv.URL, MaxRetries: -1})
 	default:
 		srv = fakemodel.NewOpenAIWith(tb, &fakemodel.Options{ContextWindow: window, Respond: scriptedModel})
-		prov = openai.New(provider.Options{Model: "gpt-4.1", APIKey: "test", BaseURL: srv.URL + "/v1", MaxRetries: -1})
+		prov = openai.New(&provider.Options{Model: "gpt-4.1", APIKey: "test", BaseURL: srv.URL + "/v1", MaxRetries: -1})
 	}
 	tool := &gateway.Tool{Name: "mcp__logs__tail", Group: "logs", Description: "Tail the build log.",
 		InputSchema: json.RawMessage(`{"type":"object"}`),

@@ -48,8 +48,13 @@ type Provider struct {
 
 var _ gateway.Provider = (*Provider)(nil)
 
-// New returns an Anthropic provider.
-func New(opts provider.Options) *Provider {
+// New returns an Anthropic provider. o may be nil (every default); it is
+// copied.
+func New(o *provider.Options) *Provider {
+	var opts provider.Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = provider.DefaultMaxTokens
 	}

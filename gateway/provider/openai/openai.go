@@ -33,8 +33,13 @@ type Provider struct {
 
 var _ gateway.Provider = (*Provider)(nil)
 
-// New returns an OpenAI-compatible provider.
-func New(opts provider.Options) *Provider {
+// New returns an OpenAI-compatible provider. o may be nil (every default); it is
+// copied.
+func New(o *provider.Options) *Provider {
+	var opts provider.Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = provider.DefaultMaxTokens
 	}
@@ -312,7 +317,7 @@ const DefaultHost = "api.openai.com"
 // API cannot be reached).
 func CheckKey(ctx context.Context, opts provider.Options) error {
 	opts.MaxRetries = -1
-	o := New(opts)
+	o := New(&opts)
 	if _, err := o.client.Models.List(ctx); err != nil {
 		return o.describe(err)
 	}
