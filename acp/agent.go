@@ -125,14 +125,14 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	case <-a.frames.inputEnded():
 		a.log.Info("client disconnected")
 		a.calls.cancel() // the requests under way end, cancelled
-		a.writeAnswers(eofAnswerWait)
+		a.writeAnswers(ctx, eofAnswerWait)
 		a.frames.endInput() // the engine closes: what is left fails at once
 	case <-a.rpc.Done(): // not reached: the end of input is held back
 	case <-ctx.Done():
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
 	a.Shutdown()
-	a.writeAnswers(shutdownAnswerWait)
+	a.writeAnswers(ctx, shutdownAnswerWait)
 	a.mcpACP.disconnects.Wait() // the sessions' mcp/disconnect, bounded
 	a.frames.close()
 	return nil
@@ -148,8 +148,8 @@ const (
 
 // writeAnswers waits up to d for every request handed to the SDK to be
 // answered.
-func (a *Agent) writeAnswers(d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+func (a *Agent) writeAnswers(ctx context.Context, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
 	if left, err := a.calls.wait(ctx); err != nil {
 		a.log.Warn("requests left unanswered", "count", left, "waited", d)
@@ -276,7 +276,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	}
 	a.announced.Store(s.ID(), (<-chan struct{})(announced))
 	if known {
-		a.afterNewSession(s, announced)
+		a.afterNewSession(ctx, s, announced)
 		return s, nil
 	}
 	a.tasks.Go(func() {
@@ -284,7 +284,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 		case <-ctx.Done(): // the response is written
 		case <-a.rpc.Done():
 		}
-		a.afterNewSession(s, announced)
+		a.afterNewSession(context.WithoutCancel(ctx), s, announced)
 	})
 	return s, nil
 }
@@ -311,7 +311,7 @@ func (a *Agent) waitAnnounced(ctx context.Context, sid string) {
 // notice of a missing API key (SignIn.Notice), one agent message per failed
 // server, and the available slash commands. It closes announced when done,
 // whatever happens.
-func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}) {
+func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announced chan struct{}) {
 	defer close(announced)
 	select {
 	case <-a.rpc.Done():
@@ -321,7 +321,6 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}) {
 	if a.beforeAnnounce != nil {
 		a.beforeAnnounce()
 	}
-	ctx := context.Background()
 	if n := a.signInNotice(); n != "" {
 		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
 	}

@@ -75,9 +75,9 @@ func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, fmt.Errorf("MCP-over-ACP server %q: the client's mcp/connect response has no connectionId", t.spec.Name)
 	}
 	id := res.ConnectionId
-	conn, err := t.m.router.Open(string(id), t.spec.Name, func() {
+	conn, err := t.m.router.Open(ctx, string(id), t.spec.Name, func() {
 		t.m.disconnects.Go(func() {
-			dctx, cancel := context.WithTimeout(context.Background(), mcpDisconnectTimeout)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mcpDisconnectTimeout)
 			defer cancel()
 			if _, err := acpsdk.SendRequest[acpsdk.UnstableDisconnectMcpResponse](rpc, dctx, acpsdk.ClientMethodMcpDisconnect, acpsdk.UnstableDisconnectMcpRequest{ConnectionId: id}); err != nil {
 				t.m.log.Debug("mcp/disconnect failed", "server", t.spec.Name, "connectionId", id, "err", err)

@@ -111,7 +111,7 @@ func (h *MCPHost) connect(ctx context.Context, p acpsdk.UnstableConnectMcpReques
 	h.next++
 	connID := fmt.Sprintf("conn-%d", h.next)
 	h.mu.Unlock()
-	conn, err := h.router.Open(connID, string(p.AcpId), nil)
+	conn, err := h.router.Open(ctx, connID, string(p.AcpId), nil)
 	if err != nil {
 		return acpsdk.UnstableConnectMcpResponse{}, err
 	}

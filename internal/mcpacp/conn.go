@@ -55,13 +55,14 @@ func (r *Router) Conn() *acpsdk.Connection { return r.conn.Load() }
 
 // Open returns a new Conn for connectionID, which must not be open already;
 // onClose, if not nil, runs once when the Conn closes (after its pending
-// calls have ended), as the mcp/disconnect of the side that opened it.
-func (r *Router) Open(connectionID, server string, onClose func()) (*Conn, error) {
+// calls have ended), as the mcp/disconnect of the side that opened it. The
+// Conn's calls carry ctx's values; they end on Close, not when ctx does.
+func (r *Router) Open(ctx context.Context, connectionID, server string, onClose func()) (*Conn, error) {
 	m := r.conn.Load()
 	if m == nil {
 		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", server)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &Conn{
 		r: r, conn: m, id: connectionID, server: server, onClose: onClose, ctx: ctx, cancel: cancel,
 		ready: make(chan struct{}, 1), done: make(chan struct{}), waiting: make(map[string]chan *jsonrpc.Response),

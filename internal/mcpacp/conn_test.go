@@ -55,15 +55,15 @@ func newPair(t *testing.T) *pair {
 func TestConn_ClientAndServerBothWays(t *testing.T) {
 	p := newPair(t)
 	disconnected := make(chan struct{})
-	ca, err := p.a.Open("c1", "hosted", func() { close(disconnected) })
+	ca, err := p.a.Open(t.Context(), "c1", "hosted", func() { close(disconnected) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := p.b.Open("c1", "hosted", nil)
+	cb, err := p.b.Open(t.Context(), "c1", "hosted", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.a.Open("c1", "again", nil); err == nil || !strings.Contains(err.Error(), `connectionId "c1" is already open`) {
+	if _, err := p.a.Open(t.Context(), "c1", "again", nil); err == nil || !strings.Contains(err.Error(), `connectionId "c1" is already open`) {
 		t.Errorf("second Open of c1: %v", err)
 	}
 
@@ -154,7 +154,7 @@ func TestConn_ClientAndServerBothWays(t *testing.T) {
 // flight fails instead of waiting.
 func TestConn_ReadEndsWhenTheACPConnectionEnds(t *testing.T) {
 	p := newPair(t)
-	ca, err := p.a.Open("c1", "hosted", nil)
+	ca, err := p.a.Open(t.Context(), "c1", "hosted", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
