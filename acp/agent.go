@@ -127,7 +127,8 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		a.calls.cancel() // the requests under way end, cancelled
 		a.writeAnswers(ctx, eofAnswerWait)
 		a.frames.endInput() // the engine closes: what is left fails at once
-	case <-a.rpc.Done(): // not reached: the end of input is held back
+	case <-a.rpc.Done(): // the engine gave up on its own (framing keeps that from happening)
+		a.log.Warn("the ACP connection closed")
 	case <-ctx.Done():
 		a.log.Info("stopping", "cause", context.Cause(ctx))
 	}
