@@ -19,6 +19,7 @@ require (
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.35.0
 	golang.org/x/time v0.16.0
+	golang.org/x/tools v0.52.0
 	modernc.org/sqlite v1.61.1
 )
 
@@ -31,7 +32,6 @@ require (
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	gotest.tools/gotestsum v1.13.0 // indirect
 )
 
