@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // The agent's one ACP connection. Its parts, each in one place:
@@ -83,10 +87,13 @@ func (a *Agent) methods() map[string]method {
 // engine does once the response is written.
 func (a *Agent) dispatch(ctx context.Context, name string, params json.RawMessage) (any, *acpsdk.RequestError) {
 	if isCall(name, params) {
+		// Both end with the engine's context, after the response is
+		// written: the handler's context must not end before (Agent.open
+		// waits for it to send what follows a session/new response).
 		context.AfterFunc(ctx, a.calls.answered)
-		var done func()
-		ctx, done = a.calls.track(ctx)
-		defer done()
+		tracked, done := a.calls.track(ctx)
+		context.AfterFunc(ctx, done)
+		ctx = tracked
 	}
 	m, ok := a.table[name]
 	if !ok {
@@ -136,17 +143,64 @@ func typed[P, R any](f func(context.Context, P) (R, error)) method {
 }
 
 // decodeParams decodes raw into p (a pointer to acp-go-sdk's params type)
-// and validates it when the type has a Validate method.
+// and validates it when the type has a Validate method, as acp-go-sdk's
+// agent side does. A fault is invalid_params naming the member in the
+// schema's words ("params.prompt must be an array, not a string"), not Go's.
 func decodeParams(raw json.RawMessage, p any) error {
 	if err := json.Unmarshal(raw, p); err != nil {
-		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return session.Invalidf("params.%s must be %s, not %s", te.Field, jsonKind(te.Type), withArticle(te.Value))
+		}
+		return session.Invalidf("params: %v", err)
 	}
 	if v, ok := p.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
-			return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+			if msg := err.Error(); memberFirst.MatchString(msg) {
+				return session.Invalidf("params.%s", msg) // "cwd is required"
+			}
+			return session.Invalidf("params: %v", err)
 		}
 	}
 	return nil
+}
+
+// memberFirst matches acp-go-sdk's validation messages that start with
+// the member they are about.
+var memberFirst = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]* `)
+
+// jsonKind names the JSON value that decodes into t.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another JSON value"
+}
+
+// withArticle is encoding/json's name of a JSON value ("string",
+// "number 3", "array") with its article.
+func withArticle(v string) string {
+	switch {
+	case strings.HasPrefix(v, "array"), strings.HasPrefix(v, "object"):
+		return "an " + v
+	case v == "bool":
+		return "a boolean"
+	}
+	return "a " + v
 }
 
 // withServers is the entry of session/new, session/load and

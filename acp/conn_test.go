@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 func started() <-chan struct{} {
@@ -41,8 +44,8 @@ func TestWithServers_HandsTheClientsOwnMCPServers(t *testing.T) {
 	for _, params := range []string{`{"mcpServers":[]}`, `{"cwd":"/tmp"}`} {
 		if _, err := m(t.Context(), json.RawMessage(params)); err == nil {
 			t.Errorf("%s: want invalid params from acp-go-sdk's validation", params)
-		} else if re, ok := err.(*acpsdk.RequestError); !ok || re.Code != -32602 {
-			t.Errorf("%s: err = %v, want invalid params", params, err)
+		} else if !errors.Is(err, session.ErrInvalid) || !strings.HasPrefix(err.Error(), "params.") {
+			t.Errorf("%s: err = %v, want invalid params naming the member", params, err)
 		}
 	}
 }

@@ -95,11 +95,10 @@ const transcriptWait = 60 * time.Second
 // the test constructs an Agent.
 func newTranscriptAgent(t *testing.T) *Agent {
 	t.Helper()
-	return New(&Options{
-		Name:      "acp-agent",
-		Version:   "test",
-		InProcess: []InProcessServer{{Name: "t", New: func(session.InProcessEnv) *mcp.Server { return transcriptServer() }}},
+	core := session.NewCore(&session.CoreOptions{
+		InProcess: []session.InProcessServer{{Name: "t", New: func(session.InProcessEnv) *mcp.Server { return transcriptServer() }}},
 	})
+	return New(core, &Options{Name: "acp-agent", Version: "test"})
 }
 
 // transcriptServer is the in-process MCP server of the transcripts:
