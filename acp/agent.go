@@ -380,7 +380,7 @@ func (a *Agent) afterNewSession(s *session.Session, announced chan struct{}) {
 	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
-			msg := fmt.Sprintf("MCP server %q failed: %v\n", st.Name, st.Err)
+			msg := fmt.Sprintf("MCP server %q failed: %s\n", st.Name, bridge.ErrorText(st.Err))
 			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
 		}
 		if len(st.LeftOut) > 0 {
