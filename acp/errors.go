@@ -7,6 +7,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -65,4 +66,17 @@ func toRequestError(err error) error {
 	}
 	cause := err.Error()
 	return &acpsdk.RequestError{Code: code, Message: title + ": " + cause, Data: map[string]any{"error": cause}}
+}
+
+// turnFailure is what the agent message "The turn failed: …" says of err,
+// the error of a turn: err's text, and what the user can do about it where
+// the error carries no such words (a *gateway.TurnLostError: the next
+// prompt works once the gateway is back).
+func turnFailure(err error) string {
+	msg := err.Error()
+	var lost *gateway.TurnLostError
+	if errors.As(err, &lost) {
+		msg += "; the next prompt will work once it is back"
+	}
+	return msg
 }

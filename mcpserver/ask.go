@@ -204,7 +204,7 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.c.key, r.err)
 	case r.err != nil:
 		out.StopReason = string(gateway.StopEndTurn)
-		msg := fmt.Sprintf("ask_agent: the turn failed: %v", r.err)
+		msg := "ask_agent: the turn failed: " + turnFailure(r.err)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: joinText(text, msg)}}}, out, nil
 	case r.stop == gateway.StopCancelled:
 		msg := "ask_agent: the turn was cancelled (its tool calls in flight too)"
@@ -214,6 +214,19 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		text = "(the agent gave no text answer; stop reason " + string(r.stop) + ")"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// turnFailure is what ask_agent's result says of err, the error of a turn:
+// err's text, and what the caller can do about it where the error carries no
+// such words (a *gateway.TurnLostError: the next call works once the
+// gateway is back).
+func turnFailure(err error) string {
+	msg := err.Error()
+	var lost *gateway.TurnLostError
+	if errors.As(err, &lost) {
+		msg += "; the next prompt will work once it is back"
+	}
+	return msg
 }
 
 func joinText(a, b string) string {

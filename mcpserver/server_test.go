@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -73,6 +74,8 @@ type setup struct {
 	ask   bool              // permissions policy "ask" (else "allow")
 	idle  time.Duration
 	kit   *kit
+	// gateway, if set, wraps the runner's gateway (a fault injected).
+	gateway func(gateway.Gateway) gateway.Gateway
 }
 
 // env is a running server and its core.
@@ -102,8 +105,12 @@ func start(t *testing.T, st setup) *env {
 			Model: "gpt-fake", APIKey: "test-key", BaseURL: st.fake.URL + "/v1", MaxRetries: -1,
 		})}}
 	}
+	var gw gateway.Gateway = runner.NewLocal(ro)
+	if st.gateway != nil {
+		gw = st.gateway(gw)
+	}
 	core := session.NewCore(session.CoreOptions{
-		Gateway: runner.NewLocal(ro), Store: st.store, History: history,
+		Gateway: gw, Store: st.store, History: history,
 		InProcess: []session.InProcessServer{{Name: "kit", New: st.kit.server}},
 	})
 	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Cwd: t.TempDir(), IdleTimeout: st.idle})
@@ -565,4 +572,27 @@ func TestModel_ProviderErrorIsError(t *testing.T) {
 	if r2 := ask(t, cs, "again", r.out.SessionKey).ok(t); r2.text != "Recovered." {
 		t.Errorf("next turn answered %q", r2.text)
 	}
+}
+
+// TestModel_LostGatewayTurnIsError: a turn cut by a lost gateway connection
+// is an isError result saying what happened and what to do.
+func TestModel_LostGatewayTurnIsError(t *testing.T) {
+	e := start(t, setup{gateway: func(gw gateway.Gateway) gateway.Gateway { return lostGateway{gw} }})
+	r := ask(t, e.connect(nil), "hello", "")
+	want := "ask_agent: the turn failed: the connection to the gateway ws://gw.test/ was lost during the turn (gateway connection closed: test); the next prompt will work once it is back"
+	if !r.IsError || r.text != want {
+		t.Fatalf("result %v %q\nwant isError %q", r.IsError, r.text, want)
+	}
+}
+
+// lostGateway is a gateway with a model whose turns are cut by a lost
+// connection.
+type lostGateway struct{ gateway.Gateway }
+
+func (lostGateway) Models() []gateway.ModelInfo {
+	return []gateway.ModelInfo{{ID: "remote:m", Label: "m"}}
+}
+
+func (lostGateway) Send(context.Context, gateway.SendRequest, func(gateway.Event)) (gateway.StopReason, error) {
+	return "", &gateway.TurnLostError{URL: "ws://gw.test/", Err: errors.New("gateway connection closed: test")}
 }

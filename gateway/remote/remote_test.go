@@ -300,6 +300,47 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 	}
 }
 
+// A connection that drops during a turn ends the turn with a
+// *gateway.TurnLostError naming the gateway's URL; the words that tell the
+// user what to do are the front ends'.
+func TestClient_DropDuringTheTurnIsTurnLost(t *testing.T) {
+	srv, url := wsServer(t, nil)
+	r := dialRemote(t, url, "")
+	started := make(chan struct{})
+	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}
+	if err := r.SetExtraTools(t.Context(), "acp:s", []*gateway.Tool{block}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
+		done <- err
+	}()
+	<-started
+	srv.mu.Lock()
+	for c := range srv.conns {
+		c.p.close(websocket.CloseGoingAway, "test drop")
+	}
+	srv.mu.Unlock()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn did not end")
+	}
+	var lost *gateway.TurnLostError
+	if !errors.As(err, &lost) || lost.URL != url || !errors.Is(err, errConnClosed) {
+		t.Fatalf("err = %v (%T), want a *gateway.TurnLostError naming %s", err, err, url)
+	}
+	if want := "the connection to the gateway " + url + " was lost during the turn ("; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %q, want it to start with %q", err, want)
+	}
+}
+
 // TestServer_SmallFramesUntilAuthenticated: before connect succeeds the
 // gateway reads at most MaxPreAuthFrameBytes of a frame (the connection is
 // closed with 1009, message too big); after it, frames up to MaxFrameBytes
