@@ -8,6 +8,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -70,13 +71,18 @@ func toRequestError(err error) error {
 
 // turnFailure is what the agent message "The turn failed: …" says of err,
 // the error of a turn: err's text, and what the user can do about it where
-// the error carries no such words (a *gateway.TurnLostError: the next
-// prompt works once the gateway is back).
+// the error leaves that to the front end (a *provider.Error's Hint, in
+// parentheses; for a *gateway.TurnLostError, that the next prompt works
+// once the gateway is back).
 func turnFailure(err error) string {
 	msg := err.Error()
 	var lost *gateway.TurnLostError
-	if errors.As(err, &lost) {
+	var pe *provider.Error
+	switch {
+	case errors.As(err, &lost):
 		msg += "; the next prompt will work once it is back"
+	case errors.As(err, &pe) && pe.Hint != "":
+		msg += " (" + pe.Hint + ")"
 	}
 	return msg
 }

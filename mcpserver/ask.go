@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -217,14 +218,19 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 }
 
 // turnFailure is what ask_agent's result says of err, the error of a turn:
-// err's text, and what the caller can do about it where the error carries no
-// such words (a *gateway.TurnLostError: the next call works once the
-// gateway is back).
+// err's text, and what the caller can do about it where the error leaves
+// that to the front end (a *provider.Error's Hint, in parentheses; for a
+// *gateway.TurnLostError, that the next prompt works once the gateway is
+// back).
 func turnFailure(err error) string {
 	msg := err.Error()
 	var lost *gateway.TurnLostError
-	if errors.As(err, &lost) {
+	var pe *provider.Error
+	switch {
+	case errors.As(err, &lost):
 		msg += "; the next prompt will work once it is back"
+	case errors.As(err, &pe) && pe.Hint != "":
+		msg += " (" + pe.Hint + ")"
 	}
 	return msg
 }

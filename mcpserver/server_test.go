@@ -566,7 +566,8 @@ func TestModel_ProviderErrorIsError(t *testing.T) {
 	e := start(t, setup{fake: fake})
 	cs := e.connect(nil)
 	r := ask(t, cs, "hello", "")
-	if !r.IsError || !strings.Contains(r.text, "the turn failed") || !strings.Contains(r.text, "401") || !strings.HasPrefix(r.out.SessionKey, "sess_") {
+	const failed = `ask_agent: the turn failed: openai: HTTP 401 Unauthorized: invalid api key for the fake (set OPENAI_API_KEY to a valid API key, or run "acp-agent login")`
+	if !r.IsError || !strings.Contains(r.text, failed) || !strings.HasPrefix(r.out.SessionKey, "sess_") {
 		t.Fatalf("result %v %q %+v: want isError naming the provider's failure, and the key", r.IsError, r.text, r.out)
 	}
 	if r2 := ask(t, cs, "again", r.out.SessionKey).ok(t); r2.text != "Recovered." {
