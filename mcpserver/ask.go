@@ -64,7 +64,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	for attempt := 1; ; attempt++ {
 		c, err := sv.acquire(ctx, in.SessionKey)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, openFailure(err)
 		}
 		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
 			sv.release(c)
@@ -215,6 +215,17 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		text = "(the agent gave no text answer; stop reason " + string(r.stop) + ")"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// openFailure is err, the error of opening a conversation, as the caller is
+// shown it: where the error leaves what to do to the front end (a
+// *session.NameTakenError), followed by it ("; choose another name").
+func openFailure(err error) error {
+	var taken *session.NameTakenError
+	if errors.As(err, &taken) {
+		return fmt.Errorf("%w; choose another name", err)
+	}
+	return err
 }
 
 // turnFailure is what ask_agent's result says of err, the error of a turn:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
@@ -76,6 +77,8 @@ type setup struct {
 	kit   *kit
 	// gateway, if set, wraps the runner's gateway (a fault injected).
 	gateway func(gateway.Gateway) gateway.Gateway
+	// servers are the default MCP servers of every conversation.
+	servers []bridge.ServerSpec
 }
 
 // env is a running server and its core.
@@ -110,7 +113,7 @@ func start(t *testing.T, st setup) *env {
 		gw = st.gateway(gw)
 	}
 	core := session.NewCore(session.CoreOptions{
-		Gateway: gw, Store: st.store, History: history,
+		Gateway: gw, Store: st.store, History: history, DefaultServers: st.servers,
 		InProcess: []session.InProcessServer{{Name: "kit", New: st.kit.server}},
 	})
 	srv, shutdown := mcpserver.New(mcpserver.Options{Core: core, Cwd: t.TempDir(), IdleTimeout: st.idle})
@@ -596,4 +599,15 @@ func (lostGateway) Models() []gateway.ModelInfo {
 
 func (lostGateway) Send(context.Context, gateway.SendRequest, func(gateway.Event)) (gateway.StopReason, error) {
 	return "", &gateway.TurnLostError{URL: "ws://gw.test/", Err: errors.New("gateway connection closed: test")}
+}
+
+// TestOpen_ServerNamedLikeAnInProcessOneIsError: a default server with the
+// name of an in-process server fails the call, saying what to do.
+func TestOpen_ServerNamedLikeAnInProcessOneIsError(t *testing.T) {
+	e := start(t, setup{servers: []bridge.ServerSpec{{Name: "kit", Transport: bridge.TransportStdio, Command: "x"}}})
+	r := ask(t, e.connect(nil), "/help", "")
+	want := `ask_agent: opening a new conversation: mcpServers: server name "kit" is taken by an in-process server of the agent; choose another name`
+	if !r.IsError || r.text != want {
+		t.Fatalf("result %v %q\nwant isError %q", r.IsError, r.text, want)
+	}
 }
