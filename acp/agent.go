@@ -327,7 +327,7 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
-			msg := fmt.Sprintf("MCP server %q failed: %v\n", st.Name, st.Err)
+			msg := fmt.Sprintf("MCP server %q failed: %s\n", st.Name, bridge.ErrorText(st.Err))
 			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
 		}
 		if len(st.LeftOut) > 0 {

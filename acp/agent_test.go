@@ -233,7 +233,7 @@ func TestAgent_SessionReportsFailedServersAfterResponse(t *testing.T) {
 	}
 	updates := h.client.Updates()[:i]
 	text := joinText(updates)
-	for _, want := range []string{`MCP server "ghost" failed: cannot start command "acp-agent-no-such-command"`, `MCP server "web" failed: URL "http://example.invalid/mcp" refused`} {
+	for _, want := range []string{`MCP server "ghost" failed: cannot start command "acp-agent-no-such-command"`, `MCP server "web" failed: URL "http://example.invalid/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts` + "\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("startup messages %q lack %q", text, want)
 		}

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +154,28 @@ func TestAgent_ProviderErrorEndsTheTurnOnly(t *testing.T) {
 	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(joinText(out), "The turn failed: anthropic: HTTP 401 Unauthorized (set ANTHROPIC_API_KEY to a valid API key)") {
 		t.Errorf("%s %q", stop, joinText(out))
 	}
+}
+
+// A turn cut by a lost gateway connection ends with a message saying what
+// happened and what to do; the session goes on.
+func TestAgent_LostGatewayTurnSaysWhatToDo(t *testing.T) {
+	gw := &lostGateway{Gateway: runner.NewLocal(nil)}
+	h := startAgentWith(t, testOptions{Gateway: gw})
+	sid := h.newSession()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	stop, out := h.prompt(ctx, sid, "hi")
+	want := "\nThe turn failed: the connection to the gateway ws://gw.test/ was lost during the turn (gateway connection closed: test); the next prompt will work once it is back\n"
+	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(joinText(out), want) {
+		t.Errorf("%s %q\nwant %q", stop, joinText(out), want)
+	}
+}
+
+// lostGateway is a gateway whose turns are cut by a lost connection.
+type lostGateway struct{ gateway.Gateway }
+
+func (lostGateway) Send(context.Context, gateway.SendRequest, func(gateway.Event)) (gateway.StopReason, error) {
+	return "", &gateway.TurnLostError{URL: "ws://gw.test/", Err: errors.New("gateway connection closed: test")}
 }
 
 type failProvider struct{}

@@ -100,8 +100,8 @@ type backoffError struct {
 }
 
 func (e *backoffError) Error() string {
-	return fmt.Sprintf("MCP server %q is unreachable (%v); the agent dials it again on the first call after %s",
-		e.server, e.cause, e.retryIn.Round(100*time.Millisecond))
+	return fmt.Sprintf("MCP server %q is unreachable (%s); the agent dials it again on the first call after %s",
+		e.server, ErrorText(e.cause), e.retryIn.Round(100*time.Millisecond))
 }
 
 func (e *backoffError) Unwrap() error { return ErrNotConnected }

@@ -163,11 +163,11 @@ func (s *server) refreshPrompts(ctx context.Context) {
 // nothing, so asking twice is safe), as tool calls are (server.call).
 func (s *server) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	if err := s.limiter.Allow(); err != nil {
-		return nil, err
+		return nil, advised(err)
 	}
 	cs, err := s.liveSession(ctx)
 	if err != nil {
-		return nil, err
+		return nil, advised(err)
 	}
 	if args == nil {
 		args = map[string]string{}

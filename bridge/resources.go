@@ -242,11 +242,11 @@ func (s *server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNo
 // subscribed to when the server offers subscriptions (best effort).
 func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, error) {
 	if err := s.limiter.Allow(); err != nil {
-		return gateway.Result{}, err
+		return gateway.Result{}, advised(err)
 	}
 	cs, err := s.liveSession(ctx)
 	if err != nil {
-		return gateway.Result{}, err
+		return gateway.Result{}, advised(err)
 	}
 	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()

@@ -573,14 +573,14 @@ func (s *server) watch(cs *mcp.ClientSession) {
 // tried again. Errors are redacted (sandbox.RedactError).
 func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 	if err := s.limiter.Allow(); err != nil {
-		return gateway.ErrorResult(err.Error()), nil
+		return gateway.ErrorResult(ErrorText(err)), nil
 	}
 	res, err := s.callRetrying(ctx, name, args, onUpdate)
 	var wait *backoffError
 	if errors.As(err, &wait) {
 		return gateway.ErrorResult(sandbox.RedactURLs(wait.Error())), nil
 	}
-	return res, sandbox.RedactError(err)
+	return res, advised(sandbox.RedactError(err))
 }
 
 func (s *server) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {

@@ -1,6 +1,9 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Gateway is what the ACP translator drives: the extra tools of each session
 // and its prompt turns. It is implemented in process by Local; a remote
@@ -15,11 +18,33 @@ type Gateway interface {
 	ClearExtraTools(ctx context.Context, sessionKey string) error
 	// Send runs one prompt turn (chat.send); cancelling ctx aborts it
 	// (chat.abort) and the turn ends with StopCancelled. Events reach emit in
-	// order, from one goroutine at a time.
+	// order, from one goroutine at a time. A remote gateway whose
+	// connection drops during the turn returns a *TurnLostError.
 	Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error)
 	// Models lists the models a session can choose from, the default first.
 	Models() []ModelInfo
 }
+
+// TurnLostError is the error of a turn cut short because the connection to
+// a remote gateway was lost while it ran (gateway/remote's Client.Send). The
+// turn's outcome is unknown and it is not in the history; the session stays
+// usable, and its next turn runs once the connection is back. The front end
+// tells the user so.
+type TurnLostError struct {
+	// URL is the gateway's URL, as the client was given it.
+	URL string
+	// Err is why the connection ended.
+	Err error
+}
+
+// Error reads like "the connection to the gateway ws://… was lost during
+// the turn (gateway connection closed: …)".
+func (e *TurnLostError) Error() string {
+	return fmt.Sprintf("the connection to the gateway %s was lost during the turn (%v)", e.URL, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *TurnLostError) Unwrap() error { return e.Err }
 
 // ModelInfo describes a model a session can choose.
 type ModelInfo struct {

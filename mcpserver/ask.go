@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -63,7 +64,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	for attempt := 1; ; attempt++ {
 		c, err := sv.acquire(ctx, in.SessionKey)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, openFailure(err)
 		}
 		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
 			sv.release(c)
@@ -204,7 +205,7 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.c.key, r.err)
 	case r.err != nil:
 		out.StopReason = string(gateway.StopEndTurn)
-		msg := fmt.Sprintf("ask_agent: the turn failed: %v", r.err)
+		msg := "ask_agent: the turn failed: " + turnFailure(r.err)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: joinText(text, msg)}}}, out, nil
 	case r.stop == gateway.StopCancelled:
 		msg := "ask_agent: the turn was cancelled (its tool calls in flight too)"
@@ -214,6 +215,35 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		text = "(the agent gave no text answer; stop reason " + string(r.stop) + ")"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// openFailure is err, the error of opening a conversation, as the caller is
+// shown it: where the error leaves what to do to the front end (a
+// *session.NameTakenError), followed by it ("; choose another name").
+func openFailure(err error) error {
+	var taken *session.NameTakenError
+	if errors.As(err, &taken) {
+		return fmt.Errorf("%w; choose another name", err)
+	}
+	return err
+}
+
+// turnFailure is what ask_agent's result says of err, the error of a turn:
+// err's text, and what the caller can do about it where the error leaves
+// that to the front end (a *provider.Error's Hint, in parentheses; for a
+// *gateway.TurnLostError, that the next prompt works once the gateway is
+// back).
+func turnFailure(err error) string {
+	msg := err.Error()
+	var lost *gateway.TurnLostError
+	var pe *provider.Error
+	switch {
+	case errors.As(err, &lost):
+		msg += "; the next prompt will work once it is back"
+	case errors.As(err, &pe) && pe.Hint != "":
+		msg += " (" + pe.Hint + ")"
+	}
+	return msg
 }
 
 func joinText(a, b string) string {

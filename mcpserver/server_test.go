@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
@@ -73,6 +75,10 @@ type setup struct {
 	ask   bool              // permissions policy "ask" (else "allow")
 	idle  time.Duration
 	kit   *kit
+	// gateway, if set, wraps the runner's gateway (a fault injected).
+	gateway func(gateway.Gateway) gateway.Gateway
+	// servers are the default MCP servers of every conversation.
+	servers []bridge.ServerSpec
 }
 
 // env is a running server and its core.
@@ -102,8 +108,12 @@ func start(t *testing.T, st setup) *env {
 			Model: "gpt-fake", APIKey: "test-key", BaseURL: st.fake.URL + "/v1", MaxRetries: -1,
 		})}}
 	}
+	var gw gateway.Gateway = runner.NewLocal(ro)
+	if st.gateway != nil {
+		gw = st.gateway(gw)
+	}
 	core := session.NewCore(&session.CoreOptions{
-		Gateway: runner.NewLocal(ro), Store: st.store, History: history,
+		Gateway: gw, Store: st.store, History: history, DefaultServers: st.servers,
 		InProcess: []session.InProcessServer{{Name: "kit", New: st.kit.server}},
 	})
 
@@ -560,10 +570,45 @@ func TestModel_ProviderErrorIsError(t *testing.T) {
 	e := start(t, setup{fake: fake})
 	cs := e.connect(nil)
 	r := ask(t, cs, "hello", "")
-	if !r.IsError || !strings.Contains(r.text, "the turn failed") || !strings.Contains(r.text, "401") || !strings.HasPrefix(r.out.SessionKey, "sess_") {
+	const failed = `ask_agent: the turn failed: openai: HTTP 401 Unauthorized: invalid api key for the fake (set OPENAI_API_KEY to a valid API key, or run "acp-agent login")`
+	if !r.IsError || !strings.Contains(r.text, failed) || !strings.HasPrefix(r.out.SessionKey, "sess_") {
 		t.Fatalf("result %v %q %+v: want isError naming the provider's failure, and the key", r.IsError, r.text, r.out)
 	}
 	if r2 := ask(t, cs, "again", r.out.SessionKey).ok(t); r2.text != "Recovered." {
 		t.Errorf("next turn answered %q", r2.text)
+	}
+}
+
+// TestModel_LostGatewayTurnIsError: a turn cut by a lost gateway connection
+// is an isError result saying what happened and what to do.
+func TestModel_LostGatewayTurnIsError(t *testing.T) {
+	e := start(t, setup{gateway: func(gw gateway.Gateway) gateway.Gateway { return lostGateway{gw} }})
+	r := ask(t, e.connect(nil), "hello", "")
+	want := "ask_agent: the turn failed: the connection to the gateway ws://gw.test/ was lost during the turn (gateway connection closed: test); the next prompt will work once it is back"
+	if !r.IsError || r.text != want {
+		t.Fatalf("result %v %q\nwant isError %q", r.IsError, r.text, want)
+	}
+}
+
+// lostGateway is a gateway with a model whose turns are cut by a lost
+// connection.
+type lostGateway struct{ gateway.Gateway }
+
+func (lostGateway) Models() []gateway.ModelInfo {
+	return []gateway.ModelInfo{{ID: "remote:m", Label: "m"}}
+}
+
+func (lostGateway) Send(context.Context, gateway.SendRequest, func(gateway.Event)) (gateway.StopReason, error) {
+	return "", &gateway.TurnLostError{URL: "ws://gw.test/", Err: errors.New("gateway connection closed: test")}
+}
+
+// TestOpen_ServerNamedLikeAnInProcessOneIsError: a default server with the
+// name of an in-process server fails the call, saying what to do.
+func TestOpen_ServerNamedLikeAnInProcessOneIsError(t *testing.T) {
+	e := start(t, setup{servers: []bridge.ServerSpec{{Name: "kit", Transport: bridge.TransportStdio, Command: "x"}}})
+	r := ask(t, e.connect(nil), "/help", "")
+	want := `ask_agent: opening a new conversation: mcpServers: server name "kit" is taken by an in-process server of the agent; choose another name`
+	if !r.IsError || r.text != want {
+		t.Fatalf("result %v %q\nwant isError %q", r.IsError, r.text, want)
 	}
 }

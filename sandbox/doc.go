@@ -83,13 +83,16 @@
 // [URLPolicy.CheckURL] checks a URL before connecting, and the policy's
 // dialer and redirect check ([URLPolicy.HTTPClient]) check every address
 // actually dialed, so that DNS cannot smuggle a private address past it.
-// Refusals are [*PolicyError] values wrapping [ErrRefused].
+// Refusals are [*PolicyError] values wrapping [ErrRefused]; they state the
+// rule broken, and name in Setting the configuration key that would lift it
+// for the front end to tell the user (bridge.ErrorText).
 //
 // # Quotas and redaction
 //
 // [Limits] are a session's quotas (servers, tools, result and media sizes),
 // [TextBudget] enforces the text quota of one tool result, and [CallLimiter]
-// is a server's tool-call rate limit ([ErrRateLimited]). [RedactURL],
+// is a server's tool-call rate limit ([ErrRateLimited]; a [*RateLimitError]
+// carries the wait, which the front end states). [RedactURL],
 // [RedactURLs], [RedactError] and [RedactingHandler] take credentials out of
 // URLs before they reach logs or the client.
 package sandbox

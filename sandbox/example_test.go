@@ -10,7 +10,9 @@ import (
 // CheckURL applies the policy's static rules to an http or sse server's URL
 // before any connection; the default policy (the zero value) allows https
 // to public hosts and plain http only to loopback. Refusals wrap ErrRefused
-// and name the rule; the URL in the message has its query redacted.
+// and name the rule; the URL in the message has its query redacted. A
+// refusal that a setting of the configuration would lift names it in
+// PolicyError.Setting, for the front end to tell the user.
 func ExampleURLPolicy_CheckURL() {
 	var policy sandbox.URLPolicy
 	for _, raw := range []string{
@@ -22,8 +24,12 @@ func ExampleURLPolicy_CheckURL() {
 		"file:///etc/passwd",
 	} {
 		u, err := policy.CheckURL(raw)
-		if err != nil {
+		var pe *sandbox.PolicyError
+		if errors.As(err, &pe) {
 			fmt.Printf("refused (%v): %v\n", errors.Is(err, sandbox.ErrRefused), err)
+			if pe.Setting != "" {
+				fmt.Println("  allowed by:", pe.Setting)
+			}
 			continue
 		}
 		fmt.Println("allowed:", u.Host)
@@ -36,8 +42,10 @@ func ExampleURLPolicy_CheckURL() {
 	// Output:
 	// allowed: mcp.example.com
 	// allowed: 127.0.0.1:8080
-	// refused (true): URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts
-	// refused (true): URL "https://10.0.0.7/mcp?REDACTED" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)
+	// refused (true): URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1)
+	//   allowed by: sandbox.allowHosts
+	// refused (true): URL "https://10.0.0.7/mcp?REDACTED" refused: private network address 10.0.0.7
+	//   allowed by: sandbox.allowPrivateNetworks
 	// refused (true): URL "http://169.254.169.254/latest/meta-data" refused: cloud metadata address 169.254.169.254
 	// refused (true): URL "file:///etc/passwd" refused: scheme "file" not allowed (only http and https)
 	// allowed with AllowHosts: 10.0.0.7

@@ -15,17 +15,26 @@ const DefaultCallsPerMinute = 100
 // ErrRateLimited is wrapped by every *RateLimitError.
 var ErrRateLimited = errors.New("rate limit")
 
-// RateLimitError is a tool call refused by a server's rate limit.
+// RateLimitError is a call refused by a server's rate limit
+// ([CallLimiter.Allow]). Its text states the limit; a front end that shows
+// it says when to retry, from RetryAfter (see [RateLimitError.RetrySeconds]).
 type RateLimitError struct {
-	Server     string
-	PerMinute  int
+	// Server is the MCP server's name.
+	Server string
+	// PerMinute is the server's limit, in calls a minute.
+	PerMinute int
+	// RetryAfter is how long until the limit allows the next call.
 	RetryAfter time.Duration
 }
 
+// Error reads like "rate limit: server github allows 3 calls/min".
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("rate limit: server %s allows %d calls/min; retry in %d s",
-		e.Server, e.PerMinute, int(math.Ceil(e.RetryAfter.Seconds())))
+	return fmt.Sprintf("rate limit: server %s allows %d calls/min", e.Server, e.PerMinute)
 }
+
+// RetrySeconds is RetryAfter in whole seconds, rounded up: the wait a user
+// is told ("retry in 20 s").
+func (e *RateLimitError) RetrySeconds() int { return int(math.Ceil(e.RetryAfter.Seconds())) }
 
 // Unwrap makes errors.Is(err, ErrRateLimited) true.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }

@@ -20,8 +20,11 @@ func TestCallLimiter(t *testing.T) {
 	if !errors.As(err, &rle) || !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("4th call: %v, want a RateLimitError", err)
 	}
-	if want := "rate limit: server github allows 3 calls/min; retry in 20 s"; err.Error() != want {
+	if want := "rate limit: server github allows 3 calls/min"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
+	}
+	if rle.Server != "github" || rle.PerMinute != 3 || rle.RetryAfter != 20*time.Second || rle.RetrySeconds() != 20 {
+		t.Errorf("error = %+v (retry in %d s), want github, 3/min, retry after 20 s", rle, rle.RetrySeconds())
 	}
 	// A refused call takes no token: 20 s later exactly one call is allowed.
 	now = now.Add(20 * time.Second)

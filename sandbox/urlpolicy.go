@@ -19,21 +19,39 @@ import (
 // tells a refusal by the URL policy from a network failure.
 var ErrRefused = errors.New("refused by the URL policy")
 
-// PolicyError is a URL or address the URL policy refuses.
+// The settings of the agent's configuration that widen the URL policy, as a
+// PolicyError's Setting names them.
+const (
+	// SettingAllowPrivateNetworks is the configuration key of
+	// URLPolicy.AllowPrivateNetworks: set, it allows a refused private
+	// network address.
+	SettingAllowPrivateNetworks = "sandbox.allowPrivateNetworks"
+	// SettingAllowHosts is the configuration key of URLPolicy.AllowHosts:
+	// a host listed there may be reached over plain http.
+	SettingAllowHosts = "sandbox.allowHosts"
+)
+
+// PolicyError is a URL or address the URL policy refuses. It states the
+// fact; a front end that shows it to a user says what to do from Setting.
 type PolicyError struct {
 	// URL is the refused URL, redacted (RedactURL: no query values, no
 	// password). It is empty for a refusal at dial time, which sets Addr.
 	URL string
 	// Addr is the host:port being dialed, for a refusal at dial time.
 	Addr string
-	// Rule names the rule, such as "private network address 10.0.0.1 (set
-	// sandbox.allowPrivateNetworks to allow it)".
+	// Rule names the rule, such as "private network address 10.0.0.1".
 	Rule string
+	// Setting is the configuration key that would allow the URL or
+	// address: SettingAllowPrivateNetworks for a private network address,
+	// SettingAllowHosts for plain http to a host not on loopback; "" when
+	// no setting allows it (a cloud metadata address, a malformed URL, a
+	// redirect to another origin, a sign-in's rules).
+	Setting string
 }
 
 // Error reads like `URL "http://10.0.0.1/mcp" refused: private network
-// address 10.0.0.1 (set sandbox.allowPrivateNetworks to allow it)`, or
-// `address "x.example:443" refused: x.example resolves to …` at dial time.
+// address 10.0.0.1`, or `address "x.example:443" refused: x.example
+// resolves to …` at dial time. It does not name Setting.
 func (e *PolicyError) Error() string {
 	if e.URL == "" && e.Addr != "" {
 		return fmt.Sprintf("address %q refused: %s", e.Addr, e.Rule)
@@ -134,6 +152,9 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 	refuse := func(format string, args ...any) (*url.URL, error) {
 		return nil, &PolicyError{URL: shown, Rule: fmt.Sprintf(format, args...)}
 	}
+	refuseFor := func(setting, rule string) (*url.URL, error) {
+		return nil, &PolicyError{URL: shown, Rule: rule, Setting: setting}
+	}
 	host := canonHost(u.Hostname())
 	ip, isIP := parseIP(host)
 	if host != "" && matchAny(p.DenyHosts, host, ip, isIP) {
@@ -162,7 +183,7 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 	if isIP {
 		c, rule := classify(ip)
 		if rule := p.addrRule(c, rule, allowed); rule != "" {
-			return refuse("%s", rule)
+			return refuseFor(settingOf(c), rule)
 		}
 		loopback = c == addrLoopback
 	} else {
@@ -172,7 +193,7 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 		loopback = isLoopbackName(host)
 	}
 	if u.Scheme == "http" && !loopback && !allowed {
-		return refuse("plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts")
+		return refuseFor(SettingAllowHosts, "plain http only to loopback (localhost, 127.0.0.0/8, ::1)")
 	}
 	return u, nil
 }
@@ -288,7 +309,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 		prefix = host + " resolves to "
 	}
 	var ok []netip.Addr
-	var skipped string // the rule of the first skipped address
+	var skipped, skippedSetting string // the rule of the first skipped address, and its Setting
 	for _, a := range addrs {
 		if !isIP && matchAny(p.DenyHosts, a.String(), a, true) {
 			return nil, refuse("%s%s, which is in sandbox.denyHosts", prefix, a)
@@ -297,19 +318,19 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 		if c == addrRefused {
 			return nil, refuse("%s%s", prefix, classRule)
 		}
-		var rule string
+		var rule, setting string
 		if lim.addr != nil {
 			rule = lim.addr(ctx, a, c)
 		}
 		if rule == "" {
-			rule = p.addrRule(c, classRule, allowed)
+			rule, setting = p.addrRule(c, classRule, allowed), settingOf(c)
 		}
 		if rule == "" && loopbackOnly && c != addrLoopback {
-			rule = fmt.Sprintf("%s, and plain http goes only to loopback", a)
+			rule, setting = fmt.Sprintf("%s, and plain http goes only to loopback", a), ""
 		}
 		if rule != "" {
 			if skipped == "" {
-				skipped = prefix + rule
+				skipped, skippedSetting = prefix+rule, setting
 			}
 			continue
 		}
@@ -320,7 +341,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 	}
 	if len(ok) == 0 {
 		if skipped != "" {
-			return nil, refuse("%s", skipped)
+			return nil, &PolicyError{Addr: addr, Rule: skipped, Setting: skippedSetting}
 		}
 		return nil, fmt.Errorf("sandbox: dial %s %s: no address of that family", network, addr)
 	}
@@ -356,6 +377,15 @@ func (p *URLPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, err
 		err = fmt.Errorf("sandbox: lookup %s: no addresses", host)
 	}
 	return addrs, err
+}
+
+// settingOf returns the PolicyError.Setting of a refused address of class c:
+// SettingAllowPrivateNetworks for a private one, else "".
+func settingOf(c addrClass) string {
+	if c == addrPrivate {
+		return SettingAllowPrivateNetworks
+	}
+	return ""
 }
 
 // addrRule returns the rule refusing an address of class c (whose own rule

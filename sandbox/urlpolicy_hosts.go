@@ -162,8 +162,6 @@ var (
 	nat64       = netip.MustParsePrefix("64:ff9b::/96")
 )
 
-const privateHint = " (set sandbox.allowPrivateNetworks to allow it)"
-
 // classify says what a is; for a private or always-refused address it also
 // returns the rule, naming the address.
 func classify(a netip.Addr) (addrClass, string) {
@@ -189,11 +187,11 @@ func classify(a netip.Addr) (addrClass, string) {
 	case v.IsLoopback() && (how == "" || how == "IPv4-mapped"):
 		return addrLoopback, ""
 	case v.IsLoopback():
-		return addrPrivate, fmt.Sprintf("loopback address %s%s reaches another host's loopback%s", v, note, privateHint)
+		return addrPrivate, fmt.Sprintf("loopback address %s%s reaches another host's loopback", v, note)
 	}
 	for _, pre := range privatePrefixes {
 		if pre.Contains(v) {
-			return addrPrivate, fmt.Sprintf("private network address %s%s%s", v, note, privateHint)
+			return addrPrivate, fmt.Sprintf("private network address %s%s", v, note)
 		}
 	}
 	return addrPublic, ""

@@ -90,7 +90,7 @@ var checkURLCases = []checkURLCase{
 	{"IPv4-compatible metadata", URLPolicy{}, "https://[::169.254.169.254]/", "(as IPv4-compatible"},
 	{"IPv4-compatible zero net", URLPolicy{}, "https://[::2]/", "unspecified address 0.0.0.2"},
 	// Private ranges.
-	{"10/8", URLPolicy{}, "https://10.0.0.1/mcp", wantPrivate + " 10.0.0.1 (set sandbox.allowPrivateNetworks to allow it)"},
+	{"10/8", URLPolicy{}, "https://10.0.0.1/mcp", wantPrivate + " 10.0.0.1"},
 	{"172.16/12", URLPolicy{}, "https://172.31.255.254/", wantPrivate},
 	{"172.32 is public", URLPolicy{}, "https://172.32.0.1/", ""},
 	{"192.168/16", URLPolicy{}, "https://192.168.1.10/", wantPrivate},
@@ -178,17 +178,33 @@ func TestURLPolicy_CheckURL(t *testing.T) {
 	}
 }
 
+// A refusal states the fact; Setting names the configuration key that
+// would allow it, for the front end to say.
 func TestURLPolicy_ErrorText(t *testing.T) {
 	var p *URLPolicy // nil is the default policy
-	_, err := p.CheckURL("http://10.0.0.1/mcp")
-	want := `URL "http://10.0.0.1/mcp" refused: private network address 10.0.0.1 (set sandbox.allowPrivateNetworks to allow it)`
-	if err == nil || err.Error() != want {
-		t.Errorf("err = %v\nwant %s", err, want)
+	for _, tt := range []struct{ url, text, setting string }{
+		{"http://10.0.0.1/mcp", `URL "http://10.0.0.1/mcp" refused: private network address 10.0.0.1`, SettingAllowPrivateNetworks},
+		{"http://mcp.example.com/mcp", `URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1)`, SettingAllowHosts},
+		{"http://169.254.169.254/", `URL "http://169.254.169.254/" refused: cloud metadata address 169.254.169.254`, ""},
+	} {
+		_, err := p.CheckURL(tt.url)
+		var pe *PolicyError
+		if !errors.As(err, &pe) || err.Error() != tt.text || pe.Setting != tt.setting {
+			t.Errorf("CheckURL(%q) = %v (%#v)\nwant %s, Setting %q", tt.url, err, pe, tt.text, tt.setting)
+		}
 	}
-	_, err = p.CheckURL("https://user:s3cret@mcp.example.com/")
+	_, err := p.CheckURL("https://user:s3cret@mcp.example.com/")
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("err = %v, want a refusal without the password", err)
 	}
+}
+
+// settingFor is the Setting a dial-time refusal with rule carries.
+func settingFor(rule string) string {
+	if strings.Contains(rule, "private network address") {
+		return SettingAllowPrivateNetworks
+	}
+	return ""
 }
 
 // fakeNet is a Resolver and a Dialer that never touch the network.
@@ -294,6 +310,9 @@ func TestURLPolicy_DialContext(t *testing.T) {
 				}
 				if !strings.Contains(pe.Rule, tt.refused) || pe.Addr != tt.addr {
 					t.Errorf("refusal = %+v, want addr %q and rule containing %q", pe, tt.addr, tt.refused)
+				}
+				if want := settingFor(pe.Rule); pe.Setting != want {
+					t.Errorf("refusal = %+v, want Setting %q", pe, want)
 				}
 				if len(f.dialed) != 0 {
 					t.Errorf("dialed %v despite the refusal", f.dialed)

@@ -89,11 +89,11 @@ func ServersText(servers []bridge.ServerStatus, toolLimit int) string {
 			}
 			b.WriteString(")\n")
 		case bridge.StateFailed:
-			fmt.Fprintf(&b, "- %s: failed (%s): %v\n", s.Name, s.Transport, s.Err)
+			fmt.Fprintf(&b, "- %s: failed (%s): %s\n", s.Name, s.Transport, bridge.ErrorText(s.Err))
 		case bridge.StateSignIn:
 			fmt.Fprintf(&b, "- %s: needs sign-in (%s): open %s\n", s.Name, s.Transport, s.SignInURL)
 		case bridge.StateLost:
-			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %v; %s\n", s.Name, s.Transport, s.Tools, s.Err, redialText(s.RetryAt, time.Now()))
+			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %s; %s\n", s.Name, s.Transport, s.Tools, bridge.ErrorText(s.Err), redialText(s.RetryAt, time.Now()))
 		default:
 			fmt.Fprintf(&b, "- %s: %s (%s)\n", s.Name, s.State, s.Transport)
 		}

@@ -367,7 +367,7 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 	specs = append(specs, own...)
 	for _, s := range specs {
 		if slices.ContainsFunc(c.opts.InProcess, func(p InProcessServer) bool { return p.Name == s.Name }) {
-			return nil, Invalidf("mcpServers: server name %q is taken by an in-process server of the agent; choose another name", s.Name)
+			return nil, &NameTakenError{Name: s.Name}
 		}
 	}
 	for i := range specs {

@@ -44,9 +44,11 @@
 // # Errors
 //
 // Open and the Session methods return errors wrapping [ErrInvalid] (the
-// caller's request is wrong; a [*KeyInUseError] among them),
-// [store.ErrNotFound], [ErrClosed] and [ErrEnded]; front ends map them to
-// their protocol's errors.
+// caller's request is wrong; a [*KeyInUseError] and a [*NameTakenError]
+// among them), [store.ErrNotFound], [ErrClosed] and [ErrEnded]; front ends
+// map them to their protocol's errors. The errors state facts; what the
+// user can do about them is the front end's to say (a *NameTakenError:
+// choose another name).
 //
 // # Concurrency
 //

@@ -106,8 +106,9 @@ func TestCore_InProcessNamesAreTaken(t *testing.T) {
 		})
 
 		_, err := core.Open(ctx, session.OpenRequest{Cwd: t.TempDir(), Servers: tc.own})
-		if !errors.Is(err, session.ErrInvalid) || !strings.Contains(err.Error(), `"mine" is taken by an in-process server`) {
-			t.Errorf("%s named like an in-process server: Open = %v, want ErrInvalid naming it", tc.name, err)
+		var taken *session.NameTakenError
+		if !errors.Is(err, session.ErrInvalid) || !errors.As(err, &taken) || taken.Name != "mine" {
+			t.Errorf("%s named like an in-process server: Open = %v, want a *NameTakenError naming it", tc.name, err)
 		}
 		core.Shutdown()
 	}

@@ -66,7 +66,7 @@ func stateChangeText(st bridge.ServerStatus) string {
 	case bridge.StateConnected:
 		return fmt.Sprintf("MCP server %q is connected: %d tools joined the session.\n", st.Name, st.Tools)
 	case bridge.StateFailed:
-		return fmt.Sprintf("MCP server %q failed: %v; /login %s tries again.\n", st.Name, st.Err, st.Name)
+		return fmt.Sprintf("MCP server %q failed: %s; /login %s tries again.\n", st.Name, bridge.ErrorText(st.Err), st.Name)
 	}
 	return fmt.Sprintf("MCP server %q is %s.\n", st.Name, st.State)
 }

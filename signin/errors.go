@@ -49,12 +49,13 @@ func (e *EndpointError) Unwrap() error { return e.Err }
 
 // signedOut returns the error a token source reports when it has no usable
 // grant: an invalid_grant [oauth2.RetrieveError], which go-sdk's Streamable
-// HTTP transport answers by sending the request without an Authorization
-// header, so that the server's 401 starts a new sign-in.
+// HTTP transport (and bridge's for SSE) answers by sending the request
+// without an Authorization header, so that the server's 401 starts a new
+// sign-in: the front end's sign-in link is what the user is told to do.
 func signedOut(serverURL, why string) error {
 	return &oauth2.RetrieveError{
 		ErrorCode:        "invalid_grant",
-		ErrorDescription: fmt.Sprintf("no usable grant for MCP server %s: %s; sign in again", serverURL, why),
+		ErrorDescription: fmt.Sprintf("no usable grant for MCP server %s: %s", serverURL, why),
 	}
 }
 

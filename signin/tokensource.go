@@ -102,7 +102,7 @@ func (ts *tokenSource) Token() (*oauth2.Token, error) {
 		tok, err := ts.refresh(ctx, cur)
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
-			gone = redact(fmt.Sprintf("signin: the authorization server of %s refused the refresh token (sign in again)", ts.k.server), re, cur.secrets()...)
+			gone = redact(fmt.Sprintf("signin: the authorization server of %s refused the refresh token", ts.k.server), re, cur.secrets()...)
 			return nil, ErrDeleteRecord
 		}
 		if err != nil {

@@ -175,7 +175,11 @@ func checkLoginKey(p modelProvider, opts provider.Options, l *loginIO) (bool, er
 	if errors.As(err, &pe) && pe.Status == http.StatusUnauthorized {
 		return false, fmt.Errorf("login: the %s API refused the key (HTTP 401%s); nothing stored", p.label, apiMessage(pe))
 	}
-	fmt.Fprintf(l.out, "Could not check the key: %v\n", err)
+	msg := err.Error()
+	if pe != nil && pe.Hint != "" { // what to do, after the error as in a turn's failure
+		msg += " (" + pe.Hint + ")"
+	}
+	fmt.Fprintf(l.out, "Could not check the key: %s\n", msg)
 	answer, aerr := l.ask("Store it anyway? [y/N]: ", "answer")
 	if aerr != nil {
 		return false, aerr

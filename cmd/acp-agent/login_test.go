@@ -142,7 +142,7 @@ func TestLogin_UncheckedKeyAsksFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing stored") {
 		t.Fatalf("answer n: err = %v\n%s", err, out)
 	}
-	for _, want := range []string{"Could not check the key", "could not reach " + strings.TrimPrefix(closed, "http://"), "Store it anyway? [y/N]"} {
+	for _, want := range []string{"Could not check the key", "could not reach " + strings.TrimPrefix(closed, "http://"), `(check the network connection; the API key is read from OPENAI_API_KEY or stored by "acp-agent login")`, "Store it anyway? [y/N]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

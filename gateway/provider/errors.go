@@ -13,14 +13,18 @@ import (
 )
 
 // Error is a model request that failed for good (after the SDK's own
-// retries): it names the provider, the HTTP status and what to do about it.
+// retries): it names the provider and the HTTP status; Hint says what to do
+// about it, for the front end to show after the error's text.
 type Error struct {
 	Provider string
 	// Status is the HTTP status, or 0 when the request got no response.
 	Status int
 	// Message is the API's own error message, if any.
 	Message string
-	// Hint says how to fix it, such as which environment variable to set.
+	// Hint says how to fix it, such as which environment variable to set
+	// ("set ANTHROPIC_API_KEY to a valid API key, or run \"acp-agent
+	// login\""), or "". It is not part of Error's text: a front end shows
+	// it after that text, in parentheses.
 	Hint string
 	// Host is the API host a request could not reach (Status 0), such as
 	// "api.anthropic.com"; "" otherwise.
@@ -95,26 +99,22 @@ func isTooLong(status int, msg string) bool {
 // file, named in the hints of a missing or refused key.
 const LoginCommand = "acp-agent login"
 
+// Error states what failed, without Hint: "anthropic: HTTP 401
+// Unauthorized: invalid x-api-key", "openai: could not reach
+// api.openai.com: …", "anthropic: no API key".
 func (e *Error) Error() string {
 	if e.Status == 0 {
-		s := fmt.Sprintf("%s: request failed: %v", e.Provider, e.Err)
 		switch {
 		case errors.Is(e.Err, ErrNoAPIKey):
-			s = fmt.Sprintf("%s: %v", e.Provider, e.Err)
+			return fmt.Sprintf("%s: %v", e.Provider, e.Err)
 		case e.Host != "":
-			s = fmt.Sprintf("%s: could not reach %s: %v", e.Provider, e.Host, e.Err)
+			return fmt.Sprintf("%s: could not reach %s: %v", e.Provider, e.Host, e.Err)
 		}
-		if e.Hint != "" {
-			s += " (" + e.Hint + ")"
-		}
-		return s
+		return fmt.Sprintf("%s: request failed: %v", e.Provider, e.Err)
 	}
 	s := fmt.Sprintf("%s: HTTP %d %s", e.Provider, e.Status, http.StatusText(e.Status))
 	if e.Message != "" {
 		s += ": " + e.Message
-	}
-	if e.Hint != "" {
-		s += " (" + e.Hint + ")"
 	}
 	return s
 }

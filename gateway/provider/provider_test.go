@@ -215,8 +215,8 @@ func TestProviders_RetryAndErrors(t *testing.T) {
 				if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), pc.name+": HTTP") || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%d: err = %v", tt.status, err)
 				}
-				if tt.status == 401 && !strings.Contains(err.Error(), "_API_KEY") {
-					t.Errorf("401 does not say which variable to set: %v", err)
+				if tt.status == 401 && !strings.Contains(pe.Hint, "_API_KEY") {
+					t.Errorf("401 does not say which variable to set: %v (hint %q)", err, pe.Hint)
 				}
 			}
 		})

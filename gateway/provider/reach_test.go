@@ -40,18 +40,19 @@ func TestProviders_UnreachableNamesHostAndKeyVariable(t *testing.T) {
 	cases := []struct {
 		name string
 		p    gateway.Provider
-		want []string
+		want []string // in the error's text
+		hint []string // in its Hint
 	}{
 		{"anthropic offline", anthropic.New(&provider.Options{Model: "m", APIKey: "k", MaxRetries: -1, HTTPClient: offlineClient()}),
-			[]string{"anthropic: could not reach api.anthropic.com", "no such host", "ANTHROPIC_API_KEY", `"acp-agent login"`}},
+			[]string{"anthropic: could not reach api.anthropic.com", "no such host"}, []string{"ANTHROPIC_API_KEY", `"acp-agent login"`}},
 		{"openai offline", openai.New(&provider.Options{Model: "m", APIKey: "k", MaxRetries: -1, HTTPClient: offlineClient()}),
-			[]string{"openai: could not reach api.openai.com", "no such host", "OPENAI_API_KEY", `"acp-agent login"`}},
+			[]string{"openai: could not reach api.openai.com", "no such host"}, []string{"OPENAI_API_KEY", `"acp-agent login"`}},
 		{"openai base URL refused", openai.New(&provider.Options{Model: "m", BaseURL: closed + "/v1", APIKeyEnv: "MY_KEY", MaxRetries: -1}),
-			[]string{"openai: could not reach " + strings.TrimPrefix(closed, "http://"), "MY_KEY"}},
+			[]string{"openai: could not reach " + strings.TrimPrefix(closed, "http://")}, []string{"MY_KEY"}},
 		{"anthropic no key", anthropic.New(&provider.Options{Model: "m", MaxRetries: -1, HTTPClient: offlineClient()}),
-			[]string{"anthropic: no API key", "set ANTHROPIC_API_KEY", `"acp-agent login"`}},
+			[]string{"anthropic: no API key"}, []string{"set ANTHROPIC_API_KEY", `"acp-agent login"`}},
 		{"openai no key", openai.New(&provider.Options{Model: "m", MaxRetries: -1, HTTPClient: offlineClient()}),
-			[]string{"openai: no API key", "set OPENAI_API_KEY", `"acp-agent login"`}},
+			[]string{"openai: no API key"}, []string{"set OPENAI_API_KEY", `"acp-agent login"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,6 +64,11 @@ func TestProviders_UnreachableNamesHostAndKeyVariable(t *testing.T) {
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			for _, w := range c.hint {
+				if !strings.Contains(pe.Hint, w) || strings.Contains(err.Error(), w) {
+					t.Errorf("hint %q lacks %q, or the error %q has it", pe.Hint, w, err)
 				}
 			}
 		})
@@ -79,8 +85,9 @@ func TestProviders_APIKeyFuncIsReadPerRequestAndRefusedKeyNamesLogin(t *testing.
 	}
 	key = "second"
 	_, err := p.Complete(t.Context(), req, func(gateway.Event) {})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), `"acp-agent login"`) {
-		t.Errorf("401 error = %v, want HTTP 401 naming acp-agent login", err)
+	var pe *provider.Error
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(pe.Hint, `"acp-agent login"`) {
+		t.Errorf("401 error = %v, want HTTP 401 with a hint naming acp-agent login", err)
 	}
 	rs := s.Requests()
 	if len(rs) != 2 || rs[0].Header.Get("x-api-key") != "first" || rs[1].Header.Get("x-api-key") != "second" {

@@ -361,7 +361,7 @@ func (r *Client) Models() []gateway.ModelInfo {
 }
 
 // Send implements [gateway.Gateway]: chat.send, with chat.abort when ctx ends. A
-// dropped connection ends the turn with an error saying so.
+// dropped connection ends the turn with a *gateway.TurnLostError.
 func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event)) (gateway.StopReason, error) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	p, err := r.current(wctx)
@@ -402,7 +402,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 		cancel()
 		return gateway.StopCancelled, nil
 	case errors.Is(err, errConnClosed):
-		return "", fmt.Errorf("the connection to the gateway %s was lost during the turn (%v); the next prompt will work once it is back", r.currentURL(), err)
+		return "", &gateway.TurnLostError{URL: r.currentURL(), Err: err}
 	case err != nil:
 		return "", fmt.Errorf("gateway: %w", err)
 	}

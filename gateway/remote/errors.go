@@ -7,6 +7,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
@@ -68,4 +69,16 @@ func (c *serverConn) shown(method string, err error) error {
 		return err
 	}
 	return c.internalError(CodeInternal, method, err)
+}
+
+// turnErrorText is what the translator is told of err, the error of a
+// turn the gateway ran (chat.error, chat.send's error): err's text and, for
+// a *provider.Error, its Hint in parentheses, the words the translator's
+// front end shows its user.
+func turnErrorText(err error) string {
+	var pe *provider.Error
+	if errors.As(err, &pe) && pe.Hint != "" {
+		return err.Error() + " (" + pe.Hint + ")"
+	}
+	return err.Error()
 }

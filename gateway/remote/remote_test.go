@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
@@ -298,6 +299,74 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 	}) {
 		t.Fatalf("not back after a drop: %v", err)
 	}
+}
+
+// A connection that drops during a turn ends the turn with a
+// *gateway.TurnLostError naming the gateway's URL; the words that tell the
+// user what to do are the front ends'.
+func TestClient_DropDuringTheTurnIsTurnLost(t *testing.T) {
+	srv, url := wsServer(t, nil)
+	r := dialRemote(t, url, "")
+	started := make(chan struct{})
+	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}
+	if err := r.SetExtraTools(t.Context(), "acp:s", []*gateway.Tool{block}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
+		done <- err
+	}()
+	<-started
+	srv.mu.Lock()
+	for c := range srv.conns {
+		c.p.close(websocket.CloseGoingAway, "test drop")
+	}
+	srv.mu.Unlock()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn did not end")
+	}
+	var lost *gateway.TurnLostError
+	if !errors.As(err, &lost) || lost.URL != url || !errors.Is(err, errConnClosed) {
+		t.Fatalf("err = %v (%T), want a *gateway.TurnLostError naming %s", err, err, url)
+	}
+	if want := "the connection to the gateway " + url + " was lost during the turn ("; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %q, want it to start with %q", err, want)
+	}
+}
+
+// A provider's failure reaches the translator with its hint, the words
+// its user is shown.
+func TestServer_ProviderErrorReachesTheTranslatorWithItsHint(t *testing.T) {
+	failing := failingProvider{err: &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY to a valid API key"}}
+	srv := NewServer(runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "f", Provider: failing}}}), nil)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		ts.Close()
+	})
+	r := dialRemote(t, "ws"+strings.TrimPrefix(ts.URL, "http"), "")
+	_, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r", Model: "f", Message: []gateway.Content{gateway.TextContent("hi")}}, func(gateway.Event) {})
+	if want := "anthropic: HTTP 401 Unauthorized (set ANTHROPIC_API_KEY to a valid API key)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say %q", err, want)
+	}
+}
+
+// failingProvider is a model whose every request fails with err.
+type failingProvider struct{ err error }
+
+func (failingProvider) Name() string { return "failing" }
+func (p failingProvider) Complete(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
+	return nil, p.err
 }
 
 // TestServer_SmallFramesUntilAuthenticated: before connect succeeds the

@@ -478,8 +478,9 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		_ = c.p.event("chat.error", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: cause.Error()})
 		return nil, wireError(CodeUnavailable, "%s", cause.Error())
 	case err != nil:
-		_ = c.p.event("chat.error", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: err.Error()})
-		return nil, wireError(CodeInternal, "%s", err.Error())
+		msg := turnErrorText(err)
+		_ = c.p.event("chat.error", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "error", Error: msg})
+		return nil, wireError(CodeInternal, "%s", msg)
 	case stop == gateway.StopCancelled:
 		_ = c.p.event("chat.aborted", &ChatEvent{SessionKey: p.SessionKey, RunID: p.RunID, Kind: "aborted", StopReason: stop})
 	default:

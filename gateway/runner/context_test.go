@@ -180,6 +180,36 @@ func TestRunner_CompactsNearTheWindow(t *testing.T) {
 	}
 }
 
+// A compaction whose summary request fails is reported with the
+// provider's error and its hint, the words the front ends show; the turn
+// goes on.
+func TestRunner_FailedCompactionReportsTheHint(t *testing.T) {
+	hist := &gateway.MemoryHistory{}
+	bigHistory(t, hist, 20, 4000)
+	refused := &provider.Error{Provider: "fake", Status: 500, Hint: "the provider failed, still after the retries; try again later"}
+	failing := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+		if isSummaryRequest(req) {
+			return nil, refused
+		}
+		return say("ok", gateway.Usage{})
+	}}
+	r := New(&gateway.Registry{}, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: failing, ContextWindow: 20_000}}})
+	evs, emit := collect()
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("newest")}, emit); err != nil {
+		t.Fatal(err)
+	}
+	want := "fake: HTTP 500 Internal Server Error (the provider failed, still after the retries; try again later)"
+	var got []string
+	for _, e := range *evs {
+		if e.Kind == gateway.EventCompaction {
+			got = append(got, e.Compaction.Err)
+		}
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("compaction errors = %q, want [%q]", got, want)
+	}
+}
+
 // A provider's "prompt is too long" compacts and retries once.
 func TestRunner_TooLongCompactsAndRetries(t *testing.T) {
 	hist := &gateway.MemoryHistory{}

@@ -482,7 +482,7 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 	if err != nil {
 		r.opts.Logger.Warn("compaction failed", "session", t.req.SessionKey, "reason", reason, "err", err)
 		if ctx.Err() == nil {
-			t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: &gateway.CompactionReport{Reason: reason, Before: before, Err: err.Error()}})
+			t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: &gateway.CompactionReport{Reason: reason, Before: before, Err: errorText(err)}})
 		}
 		return err
 	}

@@ -38,7 +38,7 @@ func (r *Runner) compactCommand(ctx context.Context, t *turnState) string {
 	case errors.Is(err, errNothingToCompact):
 		return "Nothing to compact yet: the conversation has no earlier messages."
 	case err != nil:
-		return fmt.Sprintf("The compaction failed: %v. The conversation goes on as it was.", err)
+		return fmt.Sprintf("The compaction failed: %s. The conversation goes on as it was.", errorText(err))
 	}
 	after, _ := r.request(t, false)
 	return fmt.Sprintf("Compacted the conversation: the model now sees a summary of it (its context is about %s tokens).",

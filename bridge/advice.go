@@ -1,0 +1,61 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+)
+
+// ErrorText is the text a user (or the model) is shown for err, an error
+// of a session's MCP servers (ServerStatus.Err, a tool call's failure): err's
+// own text, followed by what to do about the refusals of the policies the
+// bridge enforces, whose errors state only the fact:
+//
+//   - a *sandbox.PolicyError that a setting would lift: " (set
+//     sandbox.allowPrivateNetworks to allow it)", or "; use https, or add
+//     the host to sandbox.allowHosts" for plain http;
+//   - a *sandbox.RateLimitError: "; retry in N s".
+//
+// Any other error is its own text. A nil err is "".
+func ErrorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error() + advice(err)
+}
+
+// advice is what ErrorText adds to err's text, or "".
+func advice(err error) string {
+	var pe *sandbox.PolicyError
+	var rle *sandbox.RateLimitError
+	switch {
+	case errors.As(err, &pe) && pe.Setting == sandbox.SettingAllowHosts:
+		return "; use https, or add the host to " + pe.Setting
+	case errors.As(err, &pe) && pe.Setting != "":
+		return " (set " + pe.Setting + " to allow it)"
+	case errors.As(err, &rle):
+		return fmt.Sprintf("; retry in %d s", rle.RetrySeconds())
+	}
+	return ""
+}
+
+// advised returns err with the text ErrorText gives it, for the errors the
+// bridge returns to be shown as they are (a tool call's, a prompt's, a
+// resource read's); errors.Is and errors.As see through it. It returns err
+// itself when there is nothing to add.
+func advised(err error) error {
+	if err == nil || advice(err) == "" {
+		return err
+	}
+	return &advisedError{err: err, msg: ErrorText(err)}
+}
+
+// advisedError is an error shown with the advice ErrorText adds.
+type advisedError struct {
+	err error
+	msg string
+}
+
+func (e *advisedError) Error() string { return e.msg }
+func (e *advisedError) Unwrap() error { return e.err }

@@ -1,0 +1,63 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/sandbox"
+)
+
+// The policies' errors state the fact; ErrorText, which the front ends show
+// them with, says what to do.
+func TestErrorText(t *testing.T) {
+	var p sandbox.URLPolicy
+	_, private := p.CheckURL("https://10.0.0.7/mcp")
+	_, plain := p.CheckURL("http://mcp.example.com/mcp")
+	_, metadata := p.CheckURL("http://169.254.169.254/")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"private", private, `URL "https://10.0.0.7/mcp" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)`},
+		{"plain http", plain, `URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts`},
+		{"wrapped", fmt.Errorf("initialize failed: %w", private), `initialize failed: URL "https://10.0.0.7/mcp" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)`},
+		{"no setting", metadata, `URL "http://169.254.169.254/" refused: cloud metadata address 169.254.169.254`},
+		{"rate limit", &sandbox.RateLimitError{Server: "gh", PerMinute: 3, RetryAfter: 19500 * time.Millisecond}, "rate limit: server gh allows 3 calls/min; retry in 20 s"},
+		{"other", errors.New("boom"), "boom"},
+		{"nil", nil, ""},
+	}
+	for _, tt := range tests {
+		if got := ErrorText(tt.err); got != tt.want {
+			t.Errorf("%s: ErrorText = %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+	if err := advised(private); err.Error() != ErrorText(private) || !errors.Is(err, sandbox.ErrRefused) {
+		t.Errorf("advised = %v, want ErrorText's text over the same error", err)
+	}
+}
+
+// A server whose name resolves to a private address is refused when it is
+// dialed; its status keeps the *sandbox.PolicyError, so ErrorText ends with
+// the setting that would allow it.
+func TestErrorText_DialRefusal(t *testing.T) {
+	urls := &sandbox.URLPolicy{Resolver: func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("10.0.0.5")}, nil
+	}}
+	m := NewManager(&Options{URLs: urls})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	_ = m.Connect(t.Context(), []ServerSpec{{Name: "corp", Transport: TransportHTTP, URL: "https://corp.test/mcp"}})
+	st := m.Servers()[0]
+	var pe *sandbox.PolicyError
+	if st.State != StateFailed || !errors.As(st.Err, &pe) || pe.Setting != sandbox.SettingAllowPrivateNetworks {
+		t.Fatalf("status = %v %v, want failed with a private-network refusal", st.State, st.Err)
+	}
+	const hint = "corp.test resolves to private network address 10.0.0.5 (set sandbox.allowPrivateNetworks to allow it)"
+	if got := ErrorText(st.Err); len(got) < len(hint) || got[len(got)-len(hint):] != hint {
+		t.Errorf("ErrorText = %q, want it to end with %q", got, hint)
+	}
+}
