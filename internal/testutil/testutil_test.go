@@ -1,10 +1,8 @@
 package testutil
 
 import (
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,29 +42,6 @@ func TestAliveAndWaitGone(t *testing.T) {
 	_ = cmd.Wait()
 	if Alive(pid) {
 		t.Errorf("reaped child %d alive", pid)
-	}
-}
-
-func TestFreePortAndWaitListening(t *testing.T) {
-	port := FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if WaitListening(addr, 0) {
-		t.Fatalf("%s accepted before anyone listened", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		if c, err := ln.Accept(); err == nil {
-			c.Close()
-		}
-	}()
-	defer func() { ln.Close(); <-accepted }()
-	if !WaitListening(addr, 30*time.Second) {
-		t.Errorf("%s never accepted", addr)
 	}
 }
 
