@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -129,12 +129,7 @@ func TestAPIKey_MissingKeyIsSaidAtStartAndOffline(t *testing.T) {
 	}
 
 	// A key but an unreachable API: the host and the variable are named.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := ln.Addr().String()
-	ln.Close()
+	host := testutil.RefusedAddr(t)
 	b := startAgentWith(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir(), "OPENAI_API_KEY=k", "OPENAI_BASE_URL=http://" + host + "/v1"}, "--model", "openai:gpt-x")
 	sid = b.newSession(t.TempDir())
 	_, out = b.prompt(sid, "hi")

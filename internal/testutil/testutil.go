@@ -19,7 +19,8 @@
 // There is no helper that picks a free port: a test server listens on port
 // 0 and reports the port it got (a log line, or the listener itself), since
 // a port found free and then closed can be taken by anyone before it is
-// listened on again.
+// listened on again. [RefusedAddr] is an address where connections are
+// refused, held for the test.
 package testutil
 
 import (

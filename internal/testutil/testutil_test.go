@@ -1,10 +1,13 @@
 package testutil
 
 import (
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -42,6 +45,24 @@ func TestAliveAndWaitGone(t *testing.T) {
 	_ = cmd.Wait()
 	if Alive(pid) {
 		t.Errorf("reaped child %d alive", pid)
+	}
+}
+
+func TestRefusedAddr(t *testing.T) {
+	addr := RefusedAddr(t)
+	for range 2 { // refused every time: the port stays reserved
+		c, err := net.DialTimeout("tcp", addr, 30*time.Second)
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s accepted a connection", addr)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dial %s: %v, want connection refused", addr, err)
+		}
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Fatalf("another listener took %s", addr)
 	}
 }
 
