@@ -27,6 +27,7 @@ const storedKey = "sk-ant-e2e-STORED-7f3a9c"
 // the key into a server's environment, its log or the session store; ACP
 // logout removes it.
 func TestAPIKey_LoginStoresKeyTheAgentUsesAndNeverLeaks(t *testing.T) {
+	t.Parallel()
 	cfgHome, stateHome := t.TempDir(), t.TempDir()
 	models := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/models" || r.Header.Get("x-api-key") != storedKey {
@@ -111,6 +112,7 @@ func TestAPIKey_LoginStoresKeyTheAgentUsesAndNeverLeaks(t *testing.T) {
 // no key is reported in the log and in the session's first message, and a
 // turn against an unreachable API names the host and the variable.
 func TestAPIKey_MissingKeyIsSaidAtStartAndOffline(t *testing.T) {
+	t.Parallel()
 	a := startAgentWith(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}, "--model", "anthropic:claude-x")
 	from := len(a.Client.Updates())
 	sid := a.newSession(t.TempDir())
