@@ -231,8 +231,10 @@ func runEconomy(tb testing.TB, api string, search runner.ToolSearch, turns int) 
 // most 15 % of the naive session's, and the first request's tool
 // definitions at most 10 % of all 300 schemas.
 func TestEconomy_ToolSearchAndCaching(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"anthropic", "openai"} {
 		t.Run(api, func(t *testing.T) {
+			t.Parallel()
 			agent := runEconomy(t, api, runner.ToolSearchAuto, 30)
 			naive := runEconomy(t, api, runner.ToolSearchOff, 30)
 			if agent.reached != 30 || agent.failed != 0 || naive.reached != 30 {
@@ -405,8 +407,10 @@ func runLongSession(tb testing.TB, api string, turns, size int) longSession {
 // turns of 20 KB): no turn fails, no request passes the window, the newest
 // user message is in every request.
 func TestEconomy_LongSessionNeverFails(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"anthropic", "openai"} {
 		t.Run(api, func(t *testing.T) {
+			t.Parallel()
 			s := runLongSession(t, api, 40, 80_000)
 			t.Logf("%s: %d turns, %d failed, %d compactions, largest prompt %d tokens, billed-equivalent input %.0f (%.0f a turn)",
 				api, s.turns, s.failed, s.compactions, s.maxPrompt, s.usage.Billed(), s.usage.Billed()/float64(s.turns))
