@@ -234,7 +234,6 @@ func TestEconomy_ToolSearchAndCaching(t *testing.T) {
 	t.Parallel()
 	for _, api := range []string{"anthropic", "openai"} {
 		t.Run(api, func(t *testing.T) {
-			t.Parallel()
 			agent := runEconomy(t, api, runner.ToolSearchAuto, 30)
 			naive := runEconomy(t, api, runner.ToolSearchOff, 30)
 			if agent.reached != 30 || agent.failed != 0 || naive.reached != 30 {
@@ -410,7 +409,6 @@ func TestEconomy_LongSessionNeverFails(t *testing.T) {
 	t.Parallel()
 	for _, api := range []string{"anthropic", "openai"} {
 		t.Run(api, func(t *testing.T) {
-			t.Parallel()
 			s := runLongSession(t, api, 40, 80_000)
 			t.Logf("%s: %d turns, %d failed, %d compactions, largest prompt %d tokens, billed-equivalent input %.0f (%.0f a turn)",
 				api, s.turns, s.failed, s.compactions, s.maxPrompt, s.usage.Billed(), s.usage.Billed()/float64(s.turns))
