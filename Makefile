@@ -86,8 +86,15 @@ GOTESTSUM := $(GO) tool gotestsum
 # the slowest-tests list printed at the end.
 TESTFORMAT ?= testname
 SLOWEST    ?= 10s
-# TESTPKGS are the packages `make test` runs (all of them by default).
-TESTPKGS   ?= ./...
+# TESTPKGS are the packages `make test` runs (all of them by default), e2e
+# first: it takes most of the run, and go test starts packages in the order
+# given (GOMAXPROCS of them at once), so the others run beside it.
+TESTPKGS   ?= ./e2e ./...
+# TESTPARALLEL is go test's -parallel: how many t.Parallel tests of one
+# package run at once (go test's default is GOMAXPROCS). Most e2e tests
+# spend their time waiting on child processes (the agent, node servers)
+# rather than computing, so twice the cores keeps the CPUs busy.
+TESTPARALLEL ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
 
 # test runs every test, e2e included, with the race detector, printing each
 # test as it ends, the failures' output, and then the tests slower than
@@ -95,7 +102,7 @@ TESTPKGS   ?= ./...
 test: e2e-deps pg-deps
 	@mkdir -p $(BIN)
 	@$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json \
-		-- -race -count=1 -timeout 20m $(TESTPKGS); status=$$?; \
+		-- -race -count=1 -timeout 20m -parallel $(TESTPARALLEL) $(TESTPKGS); status=$$?; \
 	echo "Tests slower than $(SLOWEST):"; \
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test.json --threshold $(SLOWEST); \
 	exit $$status

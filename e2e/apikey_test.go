@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -27,6 +27,7 @@ const storedKey = "sk-ant-e2e-STORED-7f3a9c"
 // the key into a server's environment, its log or the session store; ACP
 // logout removes it.
 func TestAPIKey_LoginStoresKeyTheAgentUsesAndNeverLeaks(t *testing.T) {
+	t.Parallel()
 	cfgHome, stateHome := t.TempDir(), t.TempDir()
 	models := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/models" || r.Header.Get("x-api-key") != storedKey {
@@ -111,6 +112,7 @@ func TestAPIKey_LoginStoresKeyTheAgentUsesAndNeverLeaks(t *testing.T) {
 // no key is reported in the log and in the session's first message, and a
 // turn against an unreachable API names the host and the variable.
 func TestAPIKey_MissingKeyIsSaidAtStartAndOffline(t *testing.T) {
+	t.Parallel()
 	a := startAgentWith(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}, "--model", "anthropic:claude-x")
 	from := len(a.Client.Updates())
 	sid := a.newSession(t.TempDir())
@@ -129,12 +131,7 @@ func TestAPIKey_MissingKeyIsSaidAtStartAndOffline(t *testing.T) {
 	}
 
 	// A key but an unreachable API: the host and the variable are named.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := ln.Addr().String()
-	ln.Close()
+	host := testutil.RefusedAddr(t)
 	b := startAgentWith(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir(), "OPENAI_API_KEY=k", "OPENAI_BASE_URL=http://" + host + "/v1"}, "--model", "openai:gpt-x")
 	sid = b.newSession(t.TempDir())
 	_, out = b.prompt(sid, "hi")

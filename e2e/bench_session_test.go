@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // goneDeadline is how long the guard benchmarks wait for the agent and its
@@ -317,15 +319,16 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 // in the next session/new.
 func settle(b *testing.B, pid int) {
 	b.Helper()
-	last := cpuTime(b, pid)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		now := cpuTime(b, pid)
-		if now-last < 100*time.Microsecond {
-			return
+	last, at := cpuTime(b, pid), time.Now()
+	testutil.Eventually(5*time.Second, func() bool {
+		if time.Since(at) < 50*time.Millisecond {
+			return false
 		}
-		last = now
-	}
+		now := cpuTime(b, pid)
+		idle := now-last < 100*time.Microsecond
+		last, at = now, time.Now()
+		return idle
+	}) // not settled within 5 s: measure anyway, as before
 }
 
 // ms is d in milliseconds.

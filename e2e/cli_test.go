@@ -14,6 +14,7 @@ import (
 // an unknown flag or a config mistake printed once, exit 1; no stack
 // frames.
 func TestCLI_HelpAndErrorsPrintedOnce(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
 	bad := filepath.Join(t.TempDir(), "config.json")
@@ -64,6 +65,7 @@ func TestCLI_HelpAndErrorsPrintedOnce(t *testing.T) {
 // Run at a terminal (a pseudo-terminal from util-linux script(1)), the
 // agent says what it is and how to use it, and exits 2 at once.
 func TestCLI_TerminalBanner(t *testing.T) {
+	t.Parallel()
 	script, err := exec.LookPath("script")
 	if err != nil {
 		t.Fatalf("script(1) from util-linux is required: %v", err)

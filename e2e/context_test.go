@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,10 +280,25 @@ func TestContext_LongTurnCompactsInside(t *testing.T) {
 	}
 }
 
+// cpuSlots bounds how many CPU-bound tests run at once: one a core. They
+// are the long-context sessions, whose requests of up to 640 KB of JSON the
+// race detector makes about eight times slower to encode and decode. make
+// test runs more tests than cores at once, for the others mostly wait on
+// child processes; four of these at once, beside the unit packages on two
+// cores, took a turn past its 60 s deadline.
+var cpuSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// cpuBound waits for a slot of cpuSlots and frees it when t ends.
+func cpuBound(t *testing.T) {
+	cpuSlots <- struct{}{}
+	t.Cleanup(func() { <-cpuSlots })
+}
+
 // longSession runs turns prompts of calls tool calls each, every call
 // returning about size bytes, then restarts the agent and continues the
 // session with one more prompt of one call.
 func longSession(t *testing.T, be ctxBackend, turns, calls, size int) {
+	cpuBound(t)
 	const window = 200_000
 	start := time.Now()
 	model := &toolThenAnswer{tool: "mcp__fx__env", args: `{}`, perTurn: calls}

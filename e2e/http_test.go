@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,27 +19,42 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
-// startNodeServer runs a node HTTP MCP server on loopback and waits until its
-// port accepts connections (they take about 2 s to start).
+// nodeListening is the line testdata/loopback.cjs prints on stderr once the
+// node server it is preloaded into listens, with the port it got.
+var nodeListening = regexp.MustCompile(`loopback\.cjs: listening on 127\.0\.0\.1:(\d+)`)
+
+// startNodeServer runs a node HTTP MCP server on a loopback port the system
+// picks and returns that port; the server ends with the test.
 func startNodeServer(t testing.TB, env []string, args ...string) int {
 	t.Helper()
+	_, port := runNodeServer(t, 0, env, args...)
+	return port
+}
+
+// runNodeServer starts a node HTTP MCP server on loopback port (0: a port
+// the system picks), given as PORT in its environment and in place of
+// "{port}" in args, with testdata/loopback.cjs preloaded. It waits until the
+// server listens, as loopback.cjs reports (they take about 2 s to start),
+// and returns the process and the port it listens on. The process is killed
+// when the test ends, if it has not been before.
+func runNodeServer(t testing.TB, port int, env []string, args ...string) (*exec.Cmd, int) {
+	t.Helper()
 	loopback, _ := filepath.Abs("testdata/loopback.cjs")
-	port := testutil.FreePort(t)
 	cmd := exec.Command("node", append([]string{"-r", loopback}, args...)...)
 	for i, a := range cmd.Args {
 		cmd.Args[i] = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
 	}
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PORT=" + strconv.Itoa(port)}, env...)
-	stderr := &testutil.Buffer{}
-	cmd.Stderr, cmd.Stdout = stderr, stderr
+	out := &testutil.Buffer{}
+	cmd.Stderr, cmd.Stdout = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if !testutil.WaitListening(fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second) {
-		t.Fatalf("%v never listened on %d:\n%s", args, port, stderr.String())
-	}
-	return port
+	testutil.WaitFor(t, 60*time.Second, func() bool { return nodeListening.MatchString(out.String()) },
+		"%v never listened on 127.0.0.1:%d:\n%s", args, port, out)
+	got, _ := strconv.Atoi(nodeListening.FindStringSubmatch(out.String())[1])
+	return cmd, got
 }
 
 // startFixtureHTTP runs the Go fixture in HTTP mode, with env on top of PATH,

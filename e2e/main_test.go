@@ -4,12 +4,12 @@
 // pinned npm servers of package.json, installed by `make test` with npm ci).
 // Nothing here is skipped: a missing dependency fails the suite.
 //
-// Top-level tests call t.Parallel (go test runs GOMAXPROCS of them at once),
-// except those that bound a latency (a turn ends within 2 s of a cancel or a
-// kill, processes go within the teardown grace), the replay-throughput test
-// and the conformance suites:
-// those run first, one at a time, as go test runs every serial test before
-// the parallel ones.
+// Top-level tests call t.Parallel (go test runs -parallel of them at once:
+// GOMAXPROCS by default, twice the cores under make test), except those that
+// bound a latency (a turn ends within 2 s of a cancel or a kill, processes go
+// within the teardown grace), the replay-throughput test and the conformance
+// suites: those run first, one at a time, as go test runs every serial test
+// before the parallel ones.
 package e2e
 
 import (

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,17 +17,20 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
-// restartableProc runs a server process that listens on one fixed loopback
-// port, and can be killed and started again on it, as a deploy would.
+// restartableProc runs a server process on a loopback port, and can kill it
+// and start it again on the same port, as a deploy would. The first start
+// takes a port the system picks (0); restarts reuse the port it got, which
+// the test owns from then on.
 type restartableProc struct {
 	t     *testing.T
-	start func() *exec.Cmd // starts the process; the port is ready when it returns
+	start func(port int) (*exec.Cmd, int) // starts the process on port; it listens on the port returned
 	cmd   *exec.Cmd
+	port  int
 }
 
-func newRestartableProc(t *testing.T, start func() *exec.Cmd) *restartableProc {
+func newRestartableProc(t *testing.T, start func(port int) (*exec.Cmd, int)) *restartableProc {
 	p := &restartableProc{t: t, start: start}
-	p.cmd = start()
+	p.cmd, p.port = start(0)
 	t.Cleanup(p.kill)
 	return p
 }
@@ -41,12 +45,17 @@ func (p *restartableProc) kill() {
 
 func (p *restartableProc) restart() {
 	p.kill()
-	p.cmd = p.start()
+	var port int
+	p.cmd, port = p.start(p.port)
+	if port != p.port {
+		p.t.Fatalf("restarted on port %d, want %d", port, p.port)
+	}
 }
 
-// fixtureOnPort starts the Go fixture's HTTP mode on port.
-func fixtureOnPort(t *testing.T, port int) func() *exec.Cmd {
-	return func() *exec.Cmd {
+// fixtureOnPort starts the Go fixture's HTTP mode on port (0: one the system
+// picks) and returns it with the port it listens on, which it prints.
+func fixtureOnPort(t *testing.T) func(port int) (*exec.Cmd, int) {
+	return func(port int) (*exec.Cmd, int) {
 		cmd := exec.Command(fixtureBin, "-http", fmt.Sprintf("127.0.0.1:%d", port))
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 		_, _ = cmd.StdinPipe() // kept open: EOF on stdin ends the fixture
@@ -54,28 +63,28 @@ func fixtureOnPort(t *testing.T, port int) func() *exec.Cmd {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 			t.Fatalf("fixture -http on %d: %v", port, err)
 		}
-		return cmd
+		u, err := url.Parse(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("fixture -http on %d printed %q: %v", port, line, err)
+		}
+		got, _ := strconv.Atoi(u.Port())
+		return cmd, got
 	}
 }
 
 // supergatewayOnPort starts server-filesystem behind supergateway (stateful
-// Streamable HTTP, the TypeScript SDK's session handling) on port.
-func supergatewayOnPort(t *testing.T, port int, root string) func() *exec.Cmd {
-	return func() *exec.Cmd {
-		loopback, _ := filepath.Abs("testdata/loopback.cjs")
-		cmd := exec.Command("node", "-r", loopback, supergateway, "--stdio", "node "+filesystem+" "+root,
-			"--outputTransport", "streamableHttp", "--stateful", "--port", strconv.Itoa(port), "--logLevel", "none")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if !testutil.WaitListening(fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second) {
-			t.Fatalf("supergateway never listened on %d", port)
-		}
-		return cmd
+// Streamable HTTP, the TypeScript SDK's session handling) on port (0: one
+// the system picks).
+func supergatewayOnPort(t *testing.T, root string) func(port int) (*exec.Cmd, int) {
+	return func(port int) (*exec.Cmd, int) {
+		return runNodeServer(t, port, nil, supergateway, "--stdio", "node "+filesystem+" "+root,
+			"--outputTransport", "streamableHttp", "--stateful", "--port", "{port}", "--logLevel", "none")
 	}
 }
 
@@ -108,14 +117,13 @@ func TestMCP_HTTPServerRestartedMidSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("still here"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fixPort, sgPort := testutil.FreePort(t), testutil.FreePort(t)
-	fixture := newRestartableProc(t, fixtureOnPort(t, fixPort))
-	gateway := newRestartableProc(t, supergatewayOnPort(t, sgPort, root))
+	fixture := newRestartableProc(t, fixtureOnPort(t))
+	gateway := newRestartableProc(t, supergatewayOnPort(t, root))
 
 	a := startAgent(t)
 	sid := a.newSession(root,
-		httpServer("fixture", fmt.Sprintf("http://127.0.0.1:%d/mcp?token=e2e-url-secret", fixPort), nil),
-		httpServer("fs", fmt.Sprintf("http://127.0.0.1:%d/mcp", sgPort), nil),
+		httpServer("fixture", fmt.Sprintf("http://127.0.0.1:%d/mcp?token=e2e-url-secret", fixture.port), nil),
+		httpServer("fs", fmt.Sprintf("http://127.0.0.1:%d/mcp", gateway.port), nil),
 	)
 	if startup := text(a.Client.Updates()); strings.Contains(startup, "failed") {
 		t.Fatalf("a server failed:\n%s", startup)

@@ -25,6 +25,7 @@ func TestContext_TooLongIsCompactedAndRetried(t *testing.T) {
 	for _, be := range ctxBackends {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
+			cpuBound(t)
 			model := &toolThenAnswer{tool: "mcp__fx__env", args: `{}`}
 			fake := be.fake(t, &fakemodel.Options{ContextWindow: window, Respond: model.respond})
 			a := startCtxAgent(t, map[string]any{

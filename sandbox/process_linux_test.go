@@ -130,13 +130,36 @@ func TestSweep_SparesChildrenStartedBeforeTheServer(t *testing.T) {
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
 	// Start times count in clock ticks (10 ms): let the server start in a
 	// later one, as anything started by other code a moment before does.
-	time.Sleep(30 * time.Millisecond)
+	info, ok := readProc(other.Process.Pid)
+	if !ok {
+		t.Fatalf("no /proc/%d/stat", other.Process.Pid)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() bool { return uptimeTicks(t) > info.start },
+		"the clock tick in which process %d started (%d) never passed", other.Process.Pid, info.start)
 	dir := t.TempDir()
 	p, closeStdin := startScript(t, dir, "read line; exit 0")
 	StopGroup(p, 5*time.Second, closeStdin)
 	if !testutil.Alive(other.Process.Pid) {
 		t.Fatal("ending the last server killed a child of this process started before it, not by Start")
 	}
+}
+
+// uptimeTicks is the time since boot in clock ticks (USER_HZ, 100 a
+// second), the unit and clock of a process's start time in /proc: from
+// /proc/uptime, seconds since boot with two decimals.
+func uptimeTicks(t *testing.T) uint64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, _, _ := strings.Cut(string(data), " ")
+	whole, frac, _ := strings.Cut(secs, ".")
+	ticks, err := strconv.ParseUint(whole+frac, 10, 64)
+	if err != nil || len(frac) != 2 {
+		t.Fatalf("/proc/uptime: %q", data)
+	}
+	return ticks
 }
 
 // waitLeftGroup waits until pid runs in a process group other than pgid

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -132,12 +132,7 @@ func TestLogin_RefusedKeyIsNotStored(t *testing.T) {
 
 func TestLogin_UncheckedKeyAsksFirst(t *testing.T) {
 	creds := loginEnv(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + testutil.RefusedAddr(t)
 	out, err := login(t, "openai\n"+testKey+"\nn\n", "--base-url", closed)
 	if err == nil || !strings.Contains(err.Error(), "nothing stored") {
 		t.Fatalf("answer n: err = %v\n%s", err, out)

@@ -12,6 +12,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -24,15 +25,9 @@ func offlineClient() *http.Client {
 	}}}
 }
 
-// closedURL is a loopback URL nobody listens on.
+// closedURL is a loopback URL that refuses connections.
 func closedURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + testutil.RefusedAddr(t)
 }
 
 func TestProviders_UnreachableNamesHostAndKeyVariable(t *testing.T) {

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -312,16 +311,10 @@ func TestLease_TurnWriteIsFencedByTheTurnsLease(t *testing.T) {
 	}
 }
 
-// deadURL returns a loopback ws:// URL nothing listens on.
+// deadURL returns a loopback ws:// URL that refuses connections.
 func deadURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "ws://" + addr
+	return "ws://" + testutil.RefusedAddr(t)
 }
 
 func dialURLs(t *testing.T, urls ...string) *Client {

@@ -231,6 +231,7 @@ func runEconomy(tb testing.TB, api string, search runner.ToolSearch, turns int) 
 // most 15 % of the naive session's, and the first request's tool
 // definitions at most 10 % of all 300 schemas.
 func TestEconomy_ToolSearchAndCaching(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"anthropic", "openai"} {
 		t.Run(api, func(t *testing.T) {
 			agent := runEconomy(t, api, runner.ToolSearchAuto, 30)
@@ -405,6 +406,7 @@ func runLongSession(tb testing.TB, api string, turns, size int) longSession {
 // turns of 20 KB): no turn fails, no request passes the window, the newest
 // user message is in every request.
 func TestEconomy_LongSessionNeverFails(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"anthropic", "openai"} {
 		t.Run(api, func(t *testing.T) {
 			s := runLongSession(t, api, 40, 80_000)

@@ -1,5 +1,6 @@
 // Package testutil holds the helpers acp-agent's tests share: polling with a
-// deadline, process checks and loopback listeners. It is for tests only.
+// deadline, process checks, a buffer safe for concurrent use and
+// pseudo-terminals. It is for tests only.
 //
 // # Waiting
 //
@@ -13,15 +14,17 @@
 // [Alive] reports whether a process exists and is not a zombie; [WaitGone]
 // waits until it does not.
 //
-// # Listeners
+// # Ports
 //
-// [FreePort] finds a free loopback port and [WaitListening] waits until an
-// address accepts TCP connections.
+// There is no helper that picks a free port: a test server listens on port
+// 0 and reports the port it got (a log line, or the listener itself), since
+// a port found free and then closed can be taken by anyone before it is
+// listened on again. [RefusedAddr] is an address where connections are
+// refused, held for the test.
 package testutil
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"time"
 )
@@ -51,28 +54,4 @@ func WaitFor(t testing.TB, d time.Duration, cond func() bool, format string, arg
 	if !Eventually(d, cond) {
 		t.Fatalf("%s (waited %v)", fmt.Sprintf(format, args...), d)
 	}
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// WaitListening reports whether addr ("host:port") accepted a TCP
-// connection before d passed; each attempt is bounded by a second.
-func WaitListening(addr string, d time.Duration) bool {
-	return Eventually(d, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	})
 }

@@ -1,12 +1,13 @@
 package testutil
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,26 +48,21 @@ func TestAliveAndWaitGone(t *testing.T) {
 	}
 }
 
-func TestFreePortAndWaitListening(t *testing.T) {
-	port := FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if WaitListening(addr, 0) {
-		t.Fatalf("%s accepted before anyone listened", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		if c, err := ln.Accept(); err == nil {
+func TestRefusedAddr(t *testing.T) {
+	addr := RefusedAddr(t)
+	for range 2 { // refused every time: the port stays reserved
+		c, err := net.DialTimeout("tcp", addr, 30*time.Second)
+		if err == nil {
 			c.Close()
+			t.Fatalf("%s accepted a connection", addr)
 		}
-	}()
-	defer func() { ln.Close(); <-accepted }()
-	if !WaitListening(addr, 30*time.Second) {
-		t.Errorf("%s never accepted", addr)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dial %s: %v, want connection refused", addr, err)
+		}
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Fatalf("another listener took %s", addr)
 	}
 }
 

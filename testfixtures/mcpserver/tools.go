@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // longToolName needs truncation once bridged as mcp__<server>__<tool>.
@@ -359,13 +361,11 @@ func spawnEscapee(_ context.Context, _ *mcp.CallToolRequest, in escapeeIn) (*mcp
 			return nil, nil, fmt.Errorf("spawn_escapee: pid %q: %v", out, err)
 		}
 		// Answer once setsid has run, so the caller sees it out of the group.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if sid, err := unix.Getsid(pid); err != nil || sid == pid {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, nil, fmt.Errorf("spawn_escapee: %d never left the session", pid)
-			}
+		if !testutil.Eventually(10*time.Second, func() bool {
+			sid, err := unix.Getsid(pid)
+			return err != nil || sid == pid
+		}) {
+			return nil, nil, fmt.Errorf("spawn_escapee: %d never left the session", pid)
 		}
 		return text(strconv.Itoa(pid)), nil, nil
 	}
