@@ -397,13 +397,12 @@ func (a *Agent) lookup(id acpsdk.SessionId) (*session.Session, error) {
 
 // cancel serves session/cancel
 // (https://agentclientprotocol.com/protocol/prompt-turn#cancellation): it
-// cancels the context of the session's running prompt, whose turn then
-// ends with stopReason cancelled, and tells the framing layer that this
-// queued cancel is handled.
+// cancels the context of the session's prompt read before it (running, or
+// not started yet), whose turn then ends with stopReason cancelled, and
+// tells the framing layer that this queued cancel is handled.
 func (a *Agent) cancel(_ context.Context, p acpsdk.CancelNotification) (any, error) {
-	defer a.frames.cancelHandled(string(p.SessionId))
 	a.log.Info("session/cancel", "session", p.SessionId)
-	a.prompts.cancel(string(p.SessionId))
+	a.prompts.cancel(string(p.SessionId), a.frames.cancelHandled(string(p.SessionId)))
 	return nil, nil
 }
 
@@ -418,6 +417,7 @@ func (a *Agent) closeSession(_ context.Context, p acpsdk.CloseSessionRequest) (a
 	a.log.Info("session/close", "session", p.SessionId)
 	s.End()
 	a.announced.Delete(s.ID())
+	a.prompts.forget(s.ID())
 	return acpsdk.CloseSessionResponse{}, nil
 }
 

@@ -74,7 +74,7 @@ func (a *Agent) methods() map[string]method {
 		acpsdk.AgentMethodSessionClose:           typed(a.closeSession),
 		acpsdk.AgentMethodSessionSetMode:         typed(a.setSessionMode),
 		acpsdk.AgentMethodSessionSetConfigOption: typed(a.setSessionConfigOption),
-		acpsdk.AgentMethodSessionPrompt:          typed(a.prompt),
+		acpsdk.AgentMethodSessionPrompt:          a.promptEntry, // session.go
 		acpsdk.AgentMethodSessionCancel:          typed(a.cancel),
 		methodMCPMessage:                         a.mcpMessage, // mcpacp.go
 	}
@@ -324,31 +324,49 @@ func (c *calls) wait(ctx context.Context) (left int, err error) {
 }
 
 // promptCancels are the contexts of the running session/prompt requests,
-// by sessionId: session/cancel cancels the session's, and a new prompt
-// cancels the one before it (as acp-go-sdk's agent side does). Safe for
-// concurrent use.
+// by sessionId. A session/cancel cancels the session's prompts read before
+// it, and only those: the engine handles the cancel on its notification
+// goroutine and each request on its own, so a prompt read after a cancel
+// may start before the cancel is handled, and one read before may start
+// after. Prompts and cancels carry their place in the input (ordinals from
+// the framing layer) to tell them apart. A new prompt also cancels the one
+// before it (as acp-go-sdk's agent side does). Safe for concurrent use.
 type promptCancels struct {
 	mu sync.Mutex
-	m  map[string]*context.CancelFunc
+	m  map[string]runningPrompt // by sessionId
+	// cut is, by sessionId, the most requests read before a session/cancel
+	// handled: a prompt whose ordinal is not above it starts cancelled.
+	cut map[string]uint64
 }
 
-// start returns ctx for the prompt of session sid, cancelling the previous
-// prompt's, and the func that ends it.
-func (p *promptCancels) start(ctx context.Context, sid string) (context.Context, func()) {
+// runningPrompt is a running prompt's cancel and ordinal.
+type runningPrompt struct {
+	cancel  *context.CancelFunc
+	ordinal uint64
+}
+
+// start returns ctx for the prompt of session sid with ordinal (0: not
+// known), cancelling the previous prompt's, and the func that ends it. The
+// context starts cancelled when a cancel read after the prompt has been
+// handled already.
+func (p *promptCancels) start(ctx context.Context, sid string, ordinal uint64) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	key := &cancel
 	p.mu.Lock()
 	if p.m == nil {
-		p.m = make(map[string]*context.CancelFunc)
+		p.m, p.cut = make(map[string]runningPrompt), make(map[string]uint64)
 	}
 	if prev, ok := p.m[sid]; ok {
-		(*prev)()
+		(*prev.cancel)()
 	}
-	p.m[sid] = key
+	if ordinal != 0 && ordinal <= p.cut[sid] {
+		cancel()
+	}
+	p.m[sid] = runningPrompt{cancel: key, ordinal: ordinal}
 	p.mu.Unlock()
 	return ctx, func() {
 		p.mu.Lock()
-		if p.m[sid] == key {
+		if p.m[sid].cancel == key {
 			delete(p.m, sid)
 		}
 		p.mu.Unlock()
@@ -356,12 +374,24 @@ func (p *promptCancels) start(ctx context.Context, sid string) (context.Context,
 	}
 }
 
-// cancel cancels the running prompt of session sid, if any.
-func (p *promptCancels) cancel(sid string) {
+// cancel cancels session sid's prompts among the first upTo requests read:
+// the running one, and one that has not started yet.
+func (p *promptCancels) cancel(sid string, upTo uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.m[sid]; ok {
-		(*c)()
+	if p.m == nil {
+		p.m, p.cut = make(map[string]runningPrompt), make(map[string]uint64)
+	}
+	p.cut[sid] = max(p.cut[sid], upTo)
+	if r, ok := p.m[sid]; ok && r.ordinal <= upTo {
+		(*r.cancel)()
 		delete(p.m, sid)
 	}
+}
+
+// forget drops what is kept of session sid (its session ended).
+func (p *promptCancels) forget(sid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.cut, sid)
 }

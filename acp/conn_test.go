@@ -101,22 +101,47 @@ func TestFraming_CountsCalls(t *testing.T) {
 // does not unregister the newer one.
 func TestPromptCancels(t *testing.T) {
 	var p promptCancels
-	first, endFirst := p.start(t.Context(), "s")
-	second, endSecond := p.start(t.Context(), "s")
+	first, endFirst := p.start(t.Context(), "s", 1)
+	second, endSecond := p.start(t.Context(), "s", 2)
 	if first.Err() == nil {
 		t.Error("a newer prompt did not cancel the one before")
 	}
 	endFirst()
-	p.cancel("s")
+	p.cancel("s", 2)
 	if second.Err() == nil {
 		t.Error("session/cancel did not cancel the running prompt")
 	}
 	endSecond()
-	other, endOther := p.start(t.Context(), "t")
+	other, endOther := p.start(t.Context(), "t", 3)
 	defer endOther()
-	p.cancel("s")
+	p.cancel("s", 3)
 	if other.Err() != nil {
 		t.Error("session/cancel of s cancelled t's prompt")
+	}
+
+	// A cancel read before a prompt (ordinal 4 > 3) but handled after it
+	// started leaves it running; one read after it (5) cancels it.
+	later, endLater := p.start(t.Context(), "s", 4)
+	defer endLater()
+	p.cancel("s", 3)
+	if later.Err() != nil {
+		t.Error("a cancel read before the prompt cancelled it")
+	}
+	p.cancel("s", 5)
+	if later.Err() == nil {
+		t.Error("a cancel read after the prompt did not cancel it")
+	}
+	// A prompt read before a cancel handled already starts cancelled.
+	p.cancel("u", 7)
+	early, endEarly := p.start(t.Context(), "u", 6)
+	defer endEarly()
+	if early.Err() == nil {
+		t.Error("a prompt read before a handled cancel was not cancelled")
+	}
+	fresh, endFresh := p.start(t.Context(), "u", 8)
+	defer endFresh()
+	if fresh.Err() != nil {
+		t.Error("a prompt read after the cancel started cancelled")
 	}
 }
 
@@ -160,4 +185,33 @@ func TestAgent_HoldsBackUntilAnnounced(t *testing.T) {
 		}
 		a.waitAnnounced(t.Context(), "unknown") // a session opened elsewhere: no wait
 	})
+}
+
+// TestFraming_OrdersPromptsAndCancels: the framing layer gives each prompt
+// its place in the input and each cancel the number of requests read
+// before it, so a cancel cancels only the prompts read before it.
+func TestFraming_OrdersPromptsAndCancels(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}`,
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"other","prompt":[]}}`,
+	}, "\n") + "\n"
+	f := newFraming(strings.NewReader(in), started(), &frameSink{}, nil, 0)
+	if _, err := io.ReadAll(f); err != nil {
+		t.Fatal(err)
+	}
+	f.close()
+	if got := f.claimPrompt("s"); got != 1 {
+		t.Errorf("first prompt of s: ordinal %d, want 1", got)
+	}
+	if got := f.cancelHandled("s"); got != 1 {
+		t.Errorf("the cancel: %d requests read before it, want 1", got)
+	}
+	if got := f.claimPrompt("s"); got != 2 {
+		t.Errorf("second prompt of s: ordinal %d, want 2", got)
+	}
+	if got, none := f.claimPrompt("other"), f.claimPrompt("s"); got != 3 || none != 0 {
+		t.Errorf("prompt of other: %d, want 3; s has none left: %d", got, none)
+	}
 }

@@ -146,7 +146,11 @@ type framing struct {
 	pending []pendingCancel
 	// requests counts the requests forwarded so far.
 	requests uint64
-	closed   bool
+	// prompts are the ordinals (requests, as each was forwarded) of the
+	// session/prompt requests forwarded and not yet claimed, by sessionId,
+	// oldest first.
+	prompts map[string][]uint64
+	closed  bool
 }
 
 // pendingCancel is a forwarded session/cancel: its sessionId, and the
@@ -172,6 +176,7 @@ func newFraming(in io.Reader, start <-chan struct{}, out frameWriter, log *slog.
 		ended: make(chan struct{}), release: make(chan struct{}),
 	}
 	f.cond = sync.NewCond(&f.mu)
+	f.prompts = make(map[string][]uint64)
 	go f.writeReplies()
 	return f
 }
@@ -376,7 +381,8 @@ func (f *framing) frame(line []byte) []byte {
 			return nil
 		}
 	}
-	if why := checkParams(method, msg["params"]); why != "" {
+	why, sessionID := checkParams(method, msg["params"])
+	if why != "" {
 		f.reply(id, codeInvalidParams, why, nil)
 		return nil
 	}
@@ -391,6 +397,9 @@ func (f *framing) frame(line []byte) []byte {
 	}
 	f.mu.Lock()
 	f.requests++
+	if method == acpsdk.AgentMethodSessionPrompt {
+		f.prompts[sessionID] = append(f.prompts[sessionID], f.requests)
+	}
 	f.mu.Unlock()
 	if f.calls != nil && isCall(method, msg["params"]) {
 		f.calls.read()
@@ -619,19 +628,43 @@ func (f *framing) notification(method string, params json.RawMessage) []byte {
 	return line
 }
 
-// cancelHandled records that Agent.Cancel has run for sessionID. The SDK
-// handles notifications one at a time in order, so every cancel forwarded
-// before it is done too (those the SDK refused never reach Agent.Cancel).
-func (f *framing) cancelHandled(sessionID string) {
+// cancelHandled records that the session/cancel of sessionID is being
+// handled, and returns how many requests were read before it: the prompts
+// it cancels are those read before it (claimPrompt gives a prompt's
+// ordinal). The engine handles notifications one at a time in order, so
+// every cancel forwarded before it is done too (those it refused never
+// reach the handler).
+func (f *framing) cancelHandled(sessionID string) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, c := range f.pending {
 		if c.session == sessionID {
 			f.pending = append(f.pending[:0], f.pending[i+1:]...)
 			f.cond.Broadcast()
-			return
+			return c.requests
 		}
 	}
+	return f.requests
+}
+
+// claimPrompt returns the ordinal of the oldest session/prompt of
+// sessionID forwarded and not yet claimed: its place among the requests
+// read (1 for the first). The prompt handler claims its own as it starts
+// (prompts of one session start in the order read, as their turns are
+// taken one at a time); 0 means none is known.
+func (f *framing) claimPrompt(sessionID string) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.prompts[sessionID]
+	if len(q) == 0 {
+		return 0
+	}
+	if len(q) == 1 {
+		delete(f.prompts, sessionID)
+	} else {
+		f.prompts[sessionID] = q[1:]
+	}
+	return q[0]
 }
 
 // oversize handles a line over MaxFrameBytes of size bytes (see framing).

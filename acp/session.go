@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,22 @@ import (
 // notifications (Agent.open).
 const announceWait = 15 * time.Second
 
+// promptEntry is session/prompt's entry in the dispatch table: typed, and a
+// prompt whose params do not decode still spends its place in the input
+// (framing.claimPrompt), so the next prompt of its session gets its own.
+func (a *Agent) promptEntry(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p acpsdk.PromptRequest
+	if err := decodeParams(raw, &p); err != nil {
+		var id struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(raw, &id)
+		a.frames.claimPrompt(id.SessionID)
+		return nil, err
+	}
+	return a.prompt(ctx, p)
+}
+
 // prompt serves session/prompt
 // (https://agentclientprotocol.com/protocol/prompt-turn). The turn runs in
 // the gateway through the session core (session.Session.Prompt, one turn at
@@ -24,11 +41,12 @@ const announceWait = 15 * time.Second
 // cancelled by session/cancel, by a newer prompt of the session (as
 // acp-go-sdk's agent side does), and by session/close.
 func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+	ordinal := a.frames.claimPrompt(string(p.SessionId))
 	s, err := a.lookup(p.SessionId)
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
-	ctx, end := a.prompts.start(ctx, s.ID())
+	ctx, end := a.prompts.start(ctx, s.ID(), ordinal)
 	defer end()
 	a.waitAnnounced(ctx, s.ID())
 	if err := checkPromptMedia(p.Prompt, a.core.Limits().MaxMedia); err != nil {
