@@ -12,14 +12,17 @@ import "golang.org/x/time/rate"
 // outran such a client. Paced, a client that handles notifications at
 // notifyRate a second on average never has more than notifyBurst queued,
 // plus what arrives while it stalls: a stall of up to
-// (1024-notifyBurst)/notifyRate = 150 ms is absorbed. A 500-turn transcript
-// takes about half a second. Live turns are not paced: each sends its
+// (1024-notifyBurst)/notifyRate = 384 ms is absorbed. A 500-turn transcript
+// (2,500 updates) takes about 1.1 s. The rate was 5,000 a second (half a
+// second for that transcript) until a client short of CPU (race detector,
+// two test runs on two cores) handled fewer than 3,000 a second and lost
+// its connection in 1 load of 4; at 2,000 it keeps it. Live turns are not paced: each sends its
 // updates as they happen, at the pace of its model and tools, and a pacer
 // shared by every session capped 500 concurrent sessions at about 2,500
 // calls a second, each waiting about 200 ms.
 const (
 	notifyBurst = 256
-	notifyRate  = 5000
+	notifyRate  = 2000
 )
 
 // newNotifyPacer returns the token bucket replayed notifications wait on
