@@ -18,7 +18,9 @@ import (
 //     the host to sandbox.allowHosts" for plain http;
 //   - a *sandbox.RateLimitError: "; retry in N s";
 //   - a *signin.CorruptError (the sign-in token file): ": delete it and
-//     sign in to its MCP servers again".
+//     sign in to its MCP servers again";
+//   - a server's reason after Manager.Logout ("signed out"): " (/logout);
+//     /login signs in again".
 //
 // Any other error is its own text. A nil err is "".
 func ErrorText(err error) string {
@@ -42,6 +44,8 @@ func advice(err error) string {
 		return fmt.Sprintf("; retry in %d s", rle.RetrySeconds())
 	case errors.As(err, &corrupt):
 		return ": delete it and sign in to its MCP servers again"
+	case errors.Is(err, errSignedOut):
+		return " (/logout); /login signs in again"
 	}
 	return ""
 }

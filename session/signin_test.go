@@ -33,7 +33,8 @@ func (tellFrontEnd) Dial(context.Context, string, bridge.ServerSpec) (mcp.Transp
 }
 
 // The sign-in errors state the fact; the front-end commands say what to do:
-// /logout over a corrupt token file says to delete it.
+// /logout over a corrupt token file says to delete it, and /servers says
+// that /login signs a signed-out server in again.
 func TestLogout_SaysWhatToDo(t *testing.T) {
 	srv, err := oauthtest.Start(oauthtest.Options{})
 	if err != nil {
@@ -85,5 +86,9 @@ func TestLogout_SaysWhatToDo(t *testing.T) {
 	want := `deleting the stored sign-in of MCP server "remote": signin: corrupt token file ` + path + ` (version 7, want 1): delete it and sign in to its MCP servers again.`
 	if got := run("/logout remote"); got != want {
 		t.Errorf("/logout over a corrupt token file:\n%s\nwant\n%s", got, want)
+	}
+	want = "- remote: failed (http): signed out (/logout); /login signs in again"
+	if got := run("/servers"); !strings.Contains(got, want) {
+		t.Errorf("/servers after /logout:\n%s\nwant a line %q", got, want)
 	}
 }
