@@ -10,6 +10,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Errors the Agent returns; toRequestError maps them to JSON-RPC errors.
@@ -46,8 +47,10 @@ func unknownSession(id acpsdk.SessionId, why string) error {
 // (-32002), cancellation is "request cancelled" (-32800), anything else is
 // an internal error (-32603). The message is the class's title followed by
 // the cause ("Invalid params: cwd \"/x\" does not exist") and what to do,
-// where the error leaves that to the front end (requestAdvice), the title
-// said once; data.error repeats the cause.
+// where the error leaves that to the front end (store.ErrorText for a
+// session store's file: a prompt whose turn could not be stored,
+// session/load; requestAdvice), the title said once; data.error repeats
+// the cause.
 func toRequestError(err error) error {
 	if err == nil {
 		return nil
@@ -66,7 +69,7 @@ func toRequestError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return acpsdk.NewRequestCancelled(map[string]any{"error": err.Error()})
 	}
-	cause := err.Error() + requestAdvice(err)
+	cause := store.ErrorText(err) + requestAdvice(err)
 	return &acpsdk.RequestError{Code: code, Message: title + ": " + cause, Data: map[string]any{"error": cause}}
 }
 

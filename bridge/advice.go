@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // ErrorText is the text a user (or the model) is shown for err, an error
@@ -15,7 +16,11 @@ import (
 //   - a *sandbox.PolicyError that a setting would lift: " (set
 //     sandbox.allowPrivateNetworks to allow it)", or "; use https, or add
 //     the host to sandbox.allowHosts" for plain http;
-//   - a *sandbox.RateLimitError: "; retry in N s".
+//   - a *sandbox.RateLimitError: "; retry in N s";
+//   - a *signin.CorruptError (the sign-in token file): ": delete it and
+//     sign in to its MCP servers again";
+//   - a server's reason after Manager.Logout ("signed out"): " (/logout);
+//     /login signs in again".
 //
 // Any other error is its own text. A nil err is "".
 func ErrorText(err error) string {
@@ -29,6 +34,7 @@ func ErrorText(err error) string {
 func advice(err error) string {
 	var pe *sandbox.PolicyError
 	var rle *sandbox.RateLimitError
+	var corrupt *signin.CorruptError
 	switch {
 	case errors.As(err, &pe) && pe.Setting == sandbox.SettingAllowHosts:
 		return "; use https, or add the host to " + pe.Setting
@@ -36,6 +42,10 @@ func advice(err error) string {
 		return " (set " + pe.Setting + " to allow it)"
 	case errors.As(err, &rle):
 		return fmt.Sprintf("; retry in %d s", rle.RetrySeconds())
+	case errors.As(err, &corrupt):
+		return ": delete it and sign in to its MCP servers again"
+	case errors.Is(err, errSignedOut):
+		return " (/logout); /login signs in again"
 	}
 	return ""
 }

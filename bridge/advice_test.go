@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
-// The policies' errors state the fact; ErrorText, which the front ends show
-// them with, says what to do.
+// The policies', the token file's and a signed-out server's errors state
+// the fact; ErrorText, which the front ends show them with, says what to
+// do.
 func TestErrorText(t *testing.T) {
 	var p sandbox.URLPolicy
 	_, private := p.CheckURL("https://10.0.0.7/mcp")
@@ -28,6 +30,10 @@ func TestErrorText(t *testing.T) {
 		{"wrapped", fmt.Errorf("initialize failed: %w", private), `initialize failed: URL "https://10.0.0.7/mcp" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)`},
 		{"no setting", metadata, `URL "http://169.254.169.254/" refused: cloud metadata address 169.254.169.254`},
 		{"rate limit", &sandbox.RateLimitError{Server: "gh", PerMinute: 3, RetryAfter: 19500 * time.Millisecond}, "rate limit: server gh allows 3 calls/min; retry in 20 s"},
+		{"corrupt token file", fmt.Errorf("deleting the stored sign-in of MCP server %q: %w", "remote", &signin.CorruptError{Path: "/state/oauth-tokens.json", Err: errors.New("version 7, want 1")}),
+			`deleting the stored sign-in of MCP server "remote": signin: corrupt token file /state/oauth-tokens.json (version 7, want 1): delete it and sign in to its MCP servers again`},
+		{"signed out", errSignedOut, "signed out (/logout); /login signs in again"},
+		{"signed out, calling", fmt.Errorf("%w: %w", ErrNotConnected, errSignedOut), "server not connected: signed out (/logout); /login signs in again"},
 		{"other", errors.New("boom"), "boom"},
 		{"nil", nil, ""},
 	}

@@ -36,8 +36,9 @@ type OAuth struct {
 	Prompt func(ctx context.Context, server, authURL string) error
 }
 
-// errSignedOut is the reason of a server after Manager.Logout.
-var errSignedOut = errors.New("signed out (/logout); /login signs in again")
+// errSignedOut is the reason of a server after Manager.Logout; ErrorText
+// says how to sign in again.
+var errSignedOut = errors.New("signed out")
 
 // oauthHandler returns the sign-in handler of an http or sse server, made
 // on first use and kept for the server's life; nil when sign-in is off or

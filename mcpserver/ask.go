@@ -13,6 +13,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Input is the arguments of ask_agent.
@@ -218,23 +219,40 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 }
 
 // openFailure is err, the error of opening a conversation, as the caller is
-// shown it: where the error leaves what to do to the front end (a
-// *session.NameTakenError), followed by it ("; choose another name").
+// shown it: where the error leaves what to do to the front end, followed by
+// it (for a session store's file, store.ErrorText's words; for a
+// *session.NameTakenError, "; choose another name"). errors.Is and
+// errors.As see err.
 func openFailure(err error) error {
+	msg := store.ErrorText(err)
 	var taken *session.NameTakenError
 	if errors.As(err, &taken) {
-		return fmt.Errorf("%w; choose another name", err)
+		msg += "; choose another name"
 	}
-	return err
+	if msg == err.Error() {
+		return err
+	}
+	return &shownError{err: err, msg: msg}
 }
+
+// shownError is an error shown with the words the front end added (msg);
+// errors.Is and errors.As see err.
+type shownError struct {
+	err error
+	msg string
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
 
 // turnFailure is what ask_agent's result says of err, the error of a turn:
 // err's text, and what the caller can do about it where the error leaves
-// that to the front end (a *provider.Error's Hint, in parentheses; for a
-// *gateway.TurnLostError, that the next prompt works once the gateway is
-// back).
+// that to the front end (for a session store's file, as a turn that could
+// not be stored has, store.ErrorText's words; a *provider.Error's Hint, in
+// parentheses; for a *gateway.TurnLostError, that the next prompt works
+// once the gateway is back).
 func turnFailure(err error) string {
-	msg := err.Error()
+	msg := store.ErrorText(err)
 	var lost *gateway.TurnLostError
 	var pe *provider.Error
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -610,5 +611,50 @@ func TestOpen_ServerNamedLikeAnInProcessOneIsError(t *testing.T) {
 	want := `ask_agent: opening a new conversation: mcpServers: server name "kit" is taken by an in-process server of the agent; choose another name`
 	if !r.IsError || r.text != want {
 		t.Fatalf("result %v %q\nwant isError %q", r.IsError, r.text, want)
+	}
+}
+
+// brokenStore is a memory store whose file, were it one, fails: AppendTurn
+// with appendErr, Get with getErr (when set).
+type brokenStore struct {
+	store.Store
+	appendErr, getErr error
+}
+
+func (s *brokenStore) AppendTurn(ctx context.Context, id string, t store.Turn) error {
+	if s.appendErr != nil {
+		return s.appendErr
+	}
+	return s.Store.AppendTurn(ctx, id, t)
+}
+
+func (s *brokenStore) Get(ctx context.Context, id string) (store.Record, error) {
+	if s.getErr != nil {
+		return store.Record{}, s.getErr
+	}
+	return s.Store.Get(ctx, id)
+}
+
+// TestStore_FileErrorsSayWhatToDo: a store's file that cannot grow or is
+// damaged fails the call with the store's error and what to do about it
+// (store.ErrorText's words).
+func TestStore_FileErrorsSayWhatToDo(t *testing.T) {
+	st := &brokenStore{Store: memory.New(), appendErr: &store.FileError{Path: "/state/sessions.db", Err: fmt.Errorf("%w: %w", errors.New("disk I/O error (778)"), store.ErrFull)}}
+	e := start(t, setup{store: st})
+	cs := e.connect(nil)
+	r := ask(t, cs, "/help", "")
+	want := "ask_agent: the turn failed: the turn could not be stored, so the conversation goes on without it: session store /state/sessions.db: disk I/O error (778): the disk may be full or the file not allowed to grow; once there is room, writes succeed again"
+	if !r.IsError || !strings.HasSuffix(r.text, want) {
+		t.Fatalf("turn on a full disk: result %v %q\nwant isError ending %q", r.IsError, r.text, want)
+	}
+
+	st.appendErr = nil
+	key := ask(t, cs, "/help", "").ok(t).out.SessionKey
+	// Another server over the same store reopens the conversation from it.
+	e2 := start(t, setup{store: &brokenStore{Store: st.Store, getErr: &store.FileError{Path: "/state/sessions.db", Err: fmt.Errorf("%w (%w)", store.ErrDamaged, errors.New("database disk image is malformed (11)"))}}})
+	r = ask(t, e2.connect(nil), "/help", key)
+	want = fmt.Sprintf("ask_agent: sessionKey %q: reopening the conversation: reading the session store: session store /state/sessions.db: the database is damaged (database disk image is malformed (11)): move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store", key)
+	if !r.IsError || r.text != want {
+		t.Fatalf("reopening from a damaged store: result %v %q\nwant isError %q", r.IsError, r.text, want)
 	}
 }

@@ -35,7 +35,7 @@ var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest str
 		ctx, cancel := context.WithTimeout(ctx, logoutTimeout)
 		defer cancel()
 		if err := s.Manager().Logout(ctx, rest); err != nil {
-			return err.Error() + "."
+			return bridge.ErrorText(err) + "."
 		}
 		return fmt.Sprintf("Signed out of MCP server %q: its tokens are deleted and revoked, and it is disconnected. /login %s signs in again.", rest, rest)
 	},

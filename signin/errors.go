@@ -12,9 +12,31 @@ import (
 // the record of the key instead of saving one; Update then returns nil, nil.
 var ErrDeleteRecord = errors.New("signin: delete the record")
 
-// ErrCorrupt is wrapped by the errors a [FileStore] returns when its file is
-// not a token file it can read.
+// ErrCorrupt: a [FileStore]'s file is not a token file it can read. The
+// store's errors are a [*CorruptError], which is ErrCorrupt to errors.Is.
 var ErrCorrupt = errors.New("signin: corrupt token file")
+
+// CorruptError is the error of a [FileStore] whose file Path is not a
+// token file it can read (not JSON, another version, an invalid record).
+// It reads "signin: corrupt token file <Path> (<Err>)"; the file is kept
+// as it is, for the user to delete or repair, and what to say about that
+// is the front end's (bridge.ErrorText). errors.Is(err, ErrCorrupt) holds;
+// errors.As sees Err.
+type CorruptError struct {
+	// Path is the token file.
+	Path string
+	// Err is what is wrong with it, such as the JSON decoder's error or
+	// "version 7, want 1".
+	Err error
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("%v %s (%v)", ErrCorrupt, e.Path, e.Err) }
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// Unwrap returns Err.
+func (e *CorruptError) Unwrap() error { return e.Err }
 
 // EndpointError is a URL of the sign-in of an MCP server that the URL
 // policy refused (sandbox.SignInPolicy): a request or redirect the flow

@@ -43,8 +43,7 @@ var _ Store = (*FileStore)(nil)
 // 0700) if missing. The file itself is created by the first write. An existing
 // file with permissions wider than 0600 is chmod'ed to 0600. The content is
 // read by each call, so a corrupt file is reported by the calls that read it
-// (with an error wrapping [ErrCorrupt] that names the file and says to delete
-// it), not by OpenFile.
+// (a [*CorruptError] naming the file), not by OpenFile.
 func OpenFile(path string) (*FileStore, error) {
 	if path == "" {
 		return nil, errors.New("signin: empty token file path")
@@ -160,21 +159,17 @@ func (s *FileStore) read() (records, error) {
 	}
 	var c fileContent
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, s.corrupt(err.Error())
+		return nil, &CorruptError{Path: s.path, Err: err}
 	}
 	if c.Version != fileVersion {
-		return nil, s.corrupt(fmt.Sprintf("version %d, want %d", c.Version, fileVersion))
+		return nil, &CorruptError{Path: s.path, Err: fmt.Errorf("version %d, want %d", c.Version, fileVersion)}
 	}
 	for i, r := range c.Records {
 		if err := r.validate(); err != nil {
-			return nil, s.corrupt(fmt.Sprintf("record %d: %v", i, err))
+			return nil, &CorruptError{Path: s.path, Err: fmt.Errorf("record %d: %w", i, err)}
 		}
 	}
 	return c.Records, nil
-}
-
-func (s *FileStore) corrupt(why string) error {
-	return fmt.Errorf("%w %s (%s): delete it and sign in to its MCP servers again", ErrCorrupt, s.path, why)
 }
 
 // write replaces the file with recs atomically: a temporary file of mode 0600

@@ -60,8 +60,12 @@ func TestFileStore_CorruptFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = st.Latest(context.Background(), "https://a.example/mcp")
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "delete it") {
-				t.Fatalf("Latest err = %v; want ErrCorrupt naming %s and saying to delete it", err, path)
+			var ce *CorruptError
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Path != path || ce.Err == nil {
+				t.Fatalf("Latest err = %v; want a *CorruptError naming %s and what is wrong", err, path)
+			}
+			if want := "signin: corrupt token file " + path + " (" + ce.Err.Error() + ")"; err.Error() != want {
+				t.Errorf("Latest err = %q, want %q (what to do is the front end's)", err, want)
 			}
 			if err := st.Save(context.Background(), testRecord("https://a.example/mcp", "https://as.example/token", "at1")); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Save over a corrupt file: err = %v; want ErrCorrupt (the file is kept for the user)", err)

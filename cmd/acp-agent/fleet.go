@@ -93,7 +93,7 @@ func openGatewayStore(flag string, log *slog.Logger) (store.Store, error) {
 	defer cancel()
 	st, err := sqlite.Open(ctx, flag)
 	if err != nil {
-		return nil, fmt.Errorf("--store: %w", err)
+		return nil, fmt.Errorf("--store: %w", openFailure(err, false))
 	}
 	return st, nil
 }

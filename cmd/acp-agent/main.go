@@ -348,8 +348,9 @@ func (e *runEnv) models() ([]gateway.Model, error) {
 // PostgreSQL store (openStoreURL), with sign-in tokens in memory (logged).
 // Otherwise the tokens live next to the session database, in
 // oauth-tokens.json (mode 0600), never in it. A store that cannot be opened
-// is a startup error naming the path or URL and the cause; a damaged one
-// also says what to do.
+// is a startup error naming the path or URL, the cause and, where the
+// store's error leaves it to us, what to do (openFailure); a damaged one
+// also says to start with --store memory.
 func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (store.Store, signin.Store, error) {
 	path := storeSetting(flagStore, cfg)
 	if path == "memory" {
@@ -376,10 +377,13 @@ func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (store.Store
 	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
 	defer cancel()
 	st, err := sqlite.Open(ctx, path)
-	if errors.Is(err, store.ErrDamaged) {
-		return nil, nil, storeErr(err)
+	switch {
+	case errors.Is(err, store.ErrDamaged):
+		return nil, nil, storeErr(openFailure(err, false))
+	case err != nil:
+		return nil, nil, openFailure(err, false)
 	}
-	return st, tokens, err
+	return st, tokens, nil
 }
 
 // openTokens opens the sign-in token store of a translator whose sessions

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
 )
 
@@ -24,7 +26,7 @@ func openStoreURL(ctx context.Context, rawURL string, log *slog.Logger) (*postgr
 	defer cancel()
 	st, err := postgres.Open(ctx, rawURL, &postgres.Options{Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, openFailure(err, true)
 	}
 	log.Info("session store: PostgreSQL", "url", st.Name(), "schema", postgres.SchemaVersion)
 	return st, nil
@@ -54,7 +56,7 @@ func (c *configChecker) checkStoreConfig(s StoreConfig) error {
 			return c.errAt("store.url", "must be a postgres:// or postgresql:// URL, such as \"postgres://acp@db.example/acp?sslmode=verify-full\" (a SQLite file goes in store.path)")
 		}
 		if err := postgres.CheckURL(s.URL); err != nil {
-			return c.errAt("store.url", "%v", err)
+			return c.errAt("store.url", "%v", openFailure(err, true))
 		}
 	}
 	if postgres.IsURL(s.Path) {
@@ -71,3 +73,45 @@ const pgTokensNote = "sign-in tokens of MCP servers (OAuth grants) are kept in m
 func storeErr(err error) error {
 	return fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
 }
+
+// openFailure is err, the error of opening a session store (PostgreSQL if
+// pg, else SQLite), as acp-agent shows it: the store's text with what to do
+// about a damaged or full file (store.ErrorText), and what to do where the
+// store's error leaves that to the program that names the store:
+//
+//   - postgres.ErrPassword: ": set PGPASSWORD in the environment or put it
+//     in ~/.pgpass (PGPASSFILE), which the driver reads";
+//   - a *store.SchemaError: ": upgrade acp-agent, or point store.path
+//     elsewhere" (SQLite), ": upgrade acp-agent (every replica), or point
+//     --store (store.url) elsewhere" (PostgreSQL).
+//
+// errors.Is and errors.As see err. A nil err is nil.
+func openFailure(err error, pg bool) error {
+	if err == nil {
+		return nil
+	}
+	msg := store.ErrorText(err)
+	var schema *store.SchemaError
+	switch {
+	case errors.Is(err, postgres.ErrPassword):
+		msg += ": set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads"
+	case errors.As(err, &schema) && pg:
+		msg += ": upgrade acp-agent (every replica), or point --store (store.url) elsewhere"
+	case errors.As(err, &schema):
+		msg += ": upgrade acp-agent, or point store.path elsewhere"
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &shownError{err: err, msg: msg}
+}
+
+// shownError is an error shown with the words its front end added (msg);
+// errors.Is and errors.As see err.
+type shownError struct {
+	err error
+	msg string
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }

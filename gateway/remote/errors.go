@@ -32,13 +32,13 @@ func newRef() string {
 }
 
 // internalError logs err, the cause of what (such as "sessions.get: the
-// session store"), with its details and a fresh reference, and returns the
-// error the translator gets: code, what failed and the reference, nothing
-// of err.
+// session store"), with its details (and, for a session store's file, what
+// to do: store.ErrorText) and a fresh reference, and returns the error the
+// translator gets: code, what failed and the reference, nothing of err.
 func (c *serverConn) internalError(code int64, what string, err error) *jsonrpc2.Error {
 	ref := newRef()
 	tenant, client := c.who()
-	c.s.log.Error(what+" failed", "ref", ref, "tenant", tenant, "client", client, "err", err)
+	c.s.log.Error(what+" failed", "ref", ref, "tenant", tenant, "client", client, "err", store.ErrorText(err))
 	return wireError(code, "%s failed (ref %s); see the gateway's log", what, ref)
 }
 

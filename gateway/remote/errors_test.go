@@ -279,3 +279,17 @@ func TestTenants_ErrorsRevealNothingOfOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A store's failure is logged with what its operator can do about the
+// store's file (store.ErrorText), and the translator gets the reference.
+func TestStoreError_LogSaysWhatToDo(t *testing.T) {
+	var log syncBuffer
+	c := &serverConn{s: &Server{log: slog.New(slog.NewTextHandler(&log, nil))}}
+	err := c.storeError("sessions.get", &store.FileError{Path: "/state/sessions.db", Err: store.ErrDamaged})
+	if err == nil || !refPattern.MatchString(err.Error()) || strings.Contains(err.Error(), "sessions.db") {
+		t.Errorf("storeError = %v, want a reference and nothing of the store", err)
+	}
+	if want := "session store /state/sessions.db: the database is damaged: move the file away"; !strings.Contains(log.String(), want) {
+		t.Errorf("log:\n%s\nwant %q", log.String(), want)
+	}
+}

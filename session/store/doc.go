@@ -21,9 +21,13 @@
 //
 // Stores return errors wrapping [ErrNotFound] (no such session),
 // [ErrBadCursor] (a List cursor the store did not issue), [ErrFenced] (a
-// fenced write from a lease that has moved on) and [ErrDamaged] (a
-// damaged database file); Acquire returns a [*LeasedError] while another
-// holder has the lease. Other errors are the engine's, naming its database.
+// fenced write from a lease that has moved on), [ErrDamaged] (a
+// damaged database file) and [ErrFull] (a file that cannot grow); Open of
+// an engine returns a [*SchemaError] for a database a newer build wrote;
+// Acquire returns a [*LeasedError] while another holder has the lease.
+// Other errors are the engine's, naming its database (a [*FileError] names
+// a file). The errors state the fact; what the user can do about it is
+// the front end's to say, through [ErrorText] for a store's file.
 //
 // # Concurrency
 //

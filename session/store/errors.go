@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrNotFound: no session has that ID (or gateway key).
 var ErrNotFound = errors.New("session not found")
@@ -14,8 +17,15 @@ var ErrFenced = errors.New("the session's lease has moved on: this write comes f
 
 // ErrDamaged marks a store whose database SQLite finds corrupt (quick_check
 // at open, or a corrupt page later) or that is not a SQLite database. The
-// error names the file and says what to do with it.
+// error names the file (a *FileError); what to do is the front end's to
+// say ([ErrorText]).
 var ErrDamaged = errors.New("the database is damaged")
+
+// ErrFull marks a write the store's file could not take: SQLite reported
+// the disk full or an I/O error (a file not allowed to grow fails as
+// either). Writes succeed again once there is room. The error names the
+// file (a *FileError); [ErrorText] says what to expect.
+var ErrFull = errors.New("the disk may be full or the file not allowed to grow")
 
 // FileError is an error of the store kept in the file Path (SQLite): its
 // text names the file, "session store <Path>: <Err>". errors.Is and
@@ -29,3 +39,20 @@ func (e *FileError) Error() string { return "session store " + e.Path + ": " + e
 
 // Unwrap returns Err.
 func (e *FileError) Unwrap() error { return e.Err }
+
+// SchemaError is a store's refusal of a database whose schema version Have
+// is newer than Want, the newest this build knows: a newer acp-agent wrote
+// it. It reads "the database has schema version 9, newer than this
+// acp-agent's 5"; the engine's error around it names the database. What to
+// do (upgrade, or use another database) depends on how the program names
+// its store, so the front end that opened it says it.
+type SchemaError struct {
+	// Have is the database's schema version.
+	Have int
+	// Want is the schema version this build writes.
+	Want int
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("the database has schema version %d, newer than this acp-agent's %d", e.Have, e.Want)
+}

@@ -112,8 +112,10 @@ var (
 )
 
 // ErrPassword: a PostgreSQL URL carries a password, which would end
-// up in a config file, a process list or a log.
-var ErrPassword = errors.New("a PostgreSQL URL must not carry a password: set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads")
+// up in a config file, a process list or a log. The driver reads the
+// password from PGPASSWORD or ~/.pgpass (PGPASSFILE) instead: saying so is
+// the front end's part.
+var ErrPassword = errors.New("a PostgreSQL URL must not carry a password")
 
 // IsURL reports whether store names a PostgreSQL database
 // (postgres:// or postgresql://) rather than a SQLite file.
@@ -160,7 +162,8 @@ func redactURL(raw string) string {
 // password comes from PGPASSWORD or ~/.pgpass, never the URL:
 // ErrPassword), creates or upgrades its schema (one transaction per
 // migration, serialized across replicas by an advisory lock) and refuses a
-// database whose schema is newer than this build's. Errors name the URL.
+// database whose schema is newer than this build's (a *store.SchemaError).
+// Errors name the URL.
 // Close releases the pool and the lease connection.
 func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
 	return open(ctx, rawURL, opts, SchemaVersion)
@@ -222,7 +225,7 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		return fmt.Errorf("reading the schema version: %w", err)
 	}
 	if version > SchemaVersion {
-		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent (every replica), or point --store (store.url) elsewhere", version, SchemaVersion)
+		return &store.SchemaError{Have: version, Want: SchemaVersion}
 	}
 	for v := version; v < target; v++ {
 		if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {

@@ -123,9 +123,11 @@ func DefaultPath() (string, error) {
 // Open opens (creating if needed) the store at path, checks it with
 // SQLite's quick_check and upgrades an older schema. A database that cannot
 // be opened, is locked past the busy timeout, is damaged (not a database, or
-// corrupt pages), or has a newer schema is an error naming the path, the
-// cause and what to do; there is no silent fallback. Every later error of
-// the store names the path too.
+// corrupt pages: store.ErrDamaged), or has a newer schema (a
+// *store.SchemaError) is a *store.FileError naming the path and the cause;
+// there is no silent fallback. Every later error of the store names the
+// path too. What to do about them is the front end's to say
+// (store.ErrorText).
 func Open(ctx context.Context, path string) (*Store, error) {
 	return open(ctx, path, SchemaVersion)
 }
@@ -206,12 +208,11 @@ func (s *Store) check(ctx context.Context) error {
 	return nil
 }
 
-// damagedAdvice says what to do with a damaged store file.
-const damagedAdvice = "move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store"
-
-// wrap names the database file in a store error, and for a damaged
-// database says what to do. store.ErrNotFound and store.ErrBadCursor pass
-// unchanged: they are about the request, not the file.
+// wrap names the database file in a store error (a *store.FileError) and
+// marks a damaged database (store.ErrDamaged) and a file that cannot grow
+// (store.ErrFull); store.ErrorText says what to do about them.
+// store.ErrNotFound and store.ErrBadCursor pass unchanged: they are about
+// the request, not the file.
 func (s *Store) wrap(err error) error {
 	var fe *store.FileError
 	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrBadCursor) || errors.As(err, &fe) && fe.Path == s.path {
@@ -219,12 +220,11 @@ func (s *Store) wrap(err error) error {
 	}
 	var se *driver.Error
 	switch {
-	case errors.Is(err, store.ErrDamaged):
-		err = fmt.Errorf("%w: %s", err, damagedAdvice)
+	case errors.Is(err, store.ErrDamaged): // check's finding: marked already
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB):
-		err = fmt.Errorf("%w (%w): %s", store.ErrDamaged, err, damagedAdvice)
+		err = fmt.Errorf("%w (%w)", store.ErrDamaged, err)
 	case errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code()&0xff == sqlite3.SQLITE_IOERR):
-		err = fmt.Errorf("%w: the disk may be full or the file not allowed to grow; once there is room, writes succeed again", err)
+		err = fmt.Errorf("%w: %w", err, store.ErrFull)
 	}
 	return &store.FileError{Path: s.path, Err: err}
 }
@@ -237,7 +237,7 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		return fmt.Errorf("reading the schema version: %w", err)
 	}
 	if version > SchemaVersion {
-		return fmt.Errorf("the database has schema version %d, newer than this acp-agent's %d: upgrade acp-agent, or point store.path elsewhere", version, SchemaVersion)
+		return &store.SchemaError{Have: version, Want: SchemaVersion}
 	}
 	for v := version; v < target; v++ {
 		tx, err := s.db.BeginTx(ctx, nil)

@@ -88,12 +88,18 @@ func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
 	db, _ := sql.Open("sqlite", newer)
 	db.Exec("PRAGMA user_version = 99")
 	db.Close()
-	if _, err := Open(t.Context(), newer); err == nil || !strings.Contains(err.Error(), newer) || !strings.Contains(err.Error(), "newer") {
-		t.Errorf("newer schema: %v", err)
+	_, err := Open(t.Context(), newer)
+	var schema *store.SchemaError
+	var fe *store.FileError
+	if !errors.As(err, &schema) || *schema != (store.SchemaError{Have: 99, Want: SchemaVersion}) || !errors.As(err, &fe) || fe.Path != newer {
+		t.Errorf("newer schema: %v; want a *store.SchemaError{99, %d} in a *store.FileError naming %s", err, SchemaVersion, newer)
+	}
+	if want := fmt.Sprintf("session store %s: the database has schema version 99, newer than this acp-agent's %d", newer, SchemaVersion); err == nil || err.Error() != want {
+		t.Errorf("newer schema: %q, want %q (what to do is the front end's)", err, want)
 	}
 	corrupt := filepath.Join(dir, "corrupt.db")
 	os.WriteFile(corrupt, []byte(strings.Repeat("not a database ", 100)), 0o600)
-	if _, err := Open(t.Context(), corrupt); !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), corrupt) {
+	if _, err := Open(t.Context(), corrupt); !errors.Is(err, store.ErrDamaged) || !errors.As(err, &fe) || fe.Path != corrupt {
 		t.Errorf("corrupt file: %v", err)
 	}
 	ro := filepath.Join(dir, "ro")

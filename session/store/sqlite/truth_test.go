@@ -62,8 +62,12 @@ func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(t.Context(), path)
-	if err == nil || !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file away") {
-		t.Errorf("open of a corrupt store = %v; want an error naming %s and what to do", err, path)
+	var fe *store.FileError
+	if !errors.Is(err, store.ErrDamaged) || !errors.As(err, &fe) || fe.Path != path || !strings.HasPrefix(err.Error(), "session store "+path+": the database is damaged: quick_check found: ") {
+		t.Errorf("open of a corrupt store = %v; want store.ErrDamaged in a *store.FileError naming %s, with quick_check's findings", err, path)
+	}
+	if strings.Contains(err.Error(), "move the file away") {
+		t.Errorf("open of a corrupt store = %v; what to do is the front end's (store.ErrorText)", err)
 	}
 }
 

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/oauthtest"
+	"github.com/seed02d3eb6b/acp-agent/signin"
+)
+
+// tellFrontEnd is a FrontEnd with no editor whose Tell sends each message
+// on told.
+type tellFrontEnd struct{ told chan string }
+
+func (tellFrontEnd) Editor(string) editor.Editor                               { return nil }
+func (tellFrontEnd) Ask(string) gateway.AskFunc                                { return nil }
+func (f tellFrontEnd) Tell(_ context.Context, _, text string)                  { f.told <- text }
+func (tellFrontEnd) CommandsChanged(context.Context, string, []runner.Command) {}
+func (tellFrontEnd) Dial(context.Context, string, bridge.ServerSpec) (mcp.Transport, error) {
+	return nil, bridge.ErrUnsupportedTransport
+}
+
+// The sign-in errors state the fact; the front-end commands say what to do:
+// /logout over a corrupt token file says to delete it, and /servers says
+// that /login signs a signed-out server in again.
+func TestLogout_SaysWhatToDo(t *testing.T) {
+	srv, err := oauthtest.Start(oauthtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	path := filepath.Join(t.TempDir(), "oauth-tokens.json")
+	tokens, err := signin.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := newTestCore(t, CoreOptions{Bridge: bridge.Options{OAuth: &bridge.OAuth{Store: tokens}}})
+	fe := tellFrontEnd{told: make(chan string, 16)}
+	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), FrontEnd: fe,
+		Servers: []bridge.ServerSpec{{Name: "remote", Transport: bridge.TransportHTTP, URL: srv.URL()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := func(want string) string {
+		t.Helper()
+		for {
+			select {
+			case text := <-fe.told:
+				if strings.Contains(text, want) {
+					return text
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no message with %q", want)
+			}
+		}
+	}
+	link := regexp.MustCompile(`open (\S+)`).FindStringSubmatch(told("needs you to sign in"))
+	if err := acpclient.FollowSignIn(t.Context(), link[1]); err != nil {
+		t.Fatal(err)
+	}
+	told(`MCP server "remote" is connected`)
+	run := func(text string) string {
+		t.Helper()
+		answer, ok := FrontEndCommand(s, text)
+		if !ok {
+			t.Fatalf("%s is not a front-end command", text)
+		}
+		return answer(t.Context())
+	}
+
+	if err := os.WriteFile(path, []byte(`{"version":7,"records":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := `deleting the stored sign-in of MCP server "remote": signin: corrupt token file ` + path + ` (version 7, want 1): delete it and sign in to its MCP servers again.`
+	if got := run("/logout remote"); got != want {
+		t.Errorf("/logout over a corrupt token file:\n%s\nwant\n%s", got, want)
+	}
+	want = "- remote: failed (http): signed out (/logout); /login signs in again"
+	if got := run("/servers"); !strings.Contains(got, want) {
+		t.Errorf("/servers after /logout:\n%s\nwant a line %q", got, want)
+	}
+}
