@@ -7,10 +7,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session"
-	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Errors the Agent returns; toRequestError maps them to JSON-RPC errors.
@@ -47,10 +44,10 @@ func unknownSession(id acpsdk.SessionId, why string) error {
 // (-32002), cancellation is "request cancelled" (-32800), anything else is
 // an internal error (-32603). The message is the class's title followed by
 // the cause ("Invalid params: cwd \"/x\" does not exist") and what to do,
-// where the error leaves that to the front end (store.ErrorText for a
-// session store's file: a prompt whose turn could not be stored,
-// session/load; requestAdvice), the title said once; data.error repeats
-// the cause.
+// where the error leaves that to the front end (session.ErrorText: a
+// session store's file, for a prompt whose turn could not be stored or
+// session/load; a server name taken), the title said once; data.error
+// repeats the cause.
 func toRequestError(err error) error {
 	if err == nil {
 		return nil
@@ -69,35 +66,6 @@ func toRequestError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return acpsdk.NewRequestCancelled(map[string]any{"error": err.Error()})
 	}
-	cause := store.ErrorText(err) + requestAdvice(err)
+	cause := session.ErrorText(err)
 	return &acpsdk.RequestError{Code: code, Message: title + ": " + cause, Data: map[string]any{"error": cause}}
-}
-
-// requestAdvice is what toRequestError adds to the cause of an error whose
-// text leaves what to do to the front end: for a *session.NameTakenError,
-// "; choose another name". Else "".
-func requestAdvice(err error) string {
-	var taken *session.NameTakenError
-	if errors.As(err, &taken) {
-		return "; choose another name"
-	}
-	return ""
-}
-
-// turnFailure is what the agent message "The turn failed: …" says of err,
-// the error of a turn: err's text, and what the user can do about it where
-// the error leaves that to the front end (a *provider.Error's Hint, in
-// parentheses; for a *gateway.TurnLostError, that the next prompt works
-// once the gateway is back).
-func turnFailure(err error) string {
-	msg := err.Error()
-	var lost *gateway.TurnLostError
-	var pe *provider.Error
-	switch {
-	case errors.As(err, &lost):
-		msg += "; the next prompt will work once it is back"
-	case errors.As(err, &pe) && pe.Hint != "":
-		msg += " (" + pe.Hint + ")"
-	}
-	return msg
 }

@@ -94,7 +94,7 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	case err != nil:
 		// The provider failed: say so in the conversation and end the turn;
 		// the session stays usable.
-		send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", turnFailure(err))))
+		send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", session.ErrorText(err))))
 		stop = gateway.StopEndTurn
 	}
 	resp := acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}

@@ -10,10 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
-	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Input is the arguments of ask_agent.
@@ -65,7 +63,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	for attempt := 1; ; attempt++ {
 		c, err := sv.acquire(ctx, in.SessionKey)
 		if err != nil {
-			return nil, nil, openFailure(err)
+			return nil, nil, session.Shown(err)
 		}
 		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
 			sv.release(c)
@@ -206,7 +204,7 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.c.key, r.err)
 	case r.err != nil:
 		out.StopReason = string(gateway.StopEndTurn)
-		msg := "ask_agent: the turn failed: " + turnFailure(r.err)
+		msg := "ask_agent: the turn failed: " + session.ErrorText(r.err)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: joinText(text, msg)}}}, out, nil
 	case r.stop == gateway.StopCancelled:
 		msg := "ask_agent: the turn was cancelled (its tool calls in flight too)"
@@ -216,52 +214,6 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		text = "(the agent gave no text answer; stop reason " + string(r.stop) + ")"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
-}
-
-// openFailure is err, the error of opening a conversation, as the caller is
-// shown it: where the error leaves what to do to the front end, followed by
-// it (for a session store's file, store.ErrorText's words; for a
-// *session.NameTakenError, "; choose another name"). errors.Is and
-// errors.As see err.
-func openFailure(err error) error {
-	msg := store.ErrorText(err)
-	var taken *session.NameTakenError
-	if errors.As(err, &taken) {
-		msg += "; choose another name"
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &shownError{err: err, msg: msg}
-}
-
-// shownError is an error shown with the words the front end added (msg);
-// errors.Is and errors.As see err.
-type shownError struct {
-	err error
-	msg string
-}
-
-func (e *shownError) Error() string { return e.msg }
-func (e *shownError) Unwrap() error { return e.err }
-
-// turnFailure is what ask_agent's result says of err, the error of a turn:
-// err's text, and what the caller can do about it where the error leaves
-// that to the front end (for a session store's file, as a turn that could
-// not be stored has, store.ErrorText's words; a *provider.Error's Hint, in
-// parentheses; for a *gateway.TurnLostError, that the next prompt works
-// once the gateway is back).
-func turnFailure(err error) string {
-	msg := store.ErrorText(err)
-	var lost *gateway.TurnLostError
-	var pe *provider.Error
-	switch {
-	case errors.As(err, &lost):
-		msg += "; the next prompt will work once it is back"
-	case errors.As(err, &pe) && pe.Hint != "":
-		msg += " (" + pe.Hint + ")"
-	}
-	return msg
 }
 
 func joinText(a, b string) string {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
 )
@@ -103,15 +104,5 @@ func openFailure(err error, pg bool) error {
 	if msg == err.Error() {
 		return err
 	}
-	return &shownError{err: err, msg: msg}
+	return &session.ShownError{Err: err, Text: msg}
 }
-
-// shownError is an error shown with the words its front end added (msg);
-// errors.Is and errors.As see err.
-type shownError struct {
-	err error
-	msg string
-}
-
-func (e *shownError) Error() string { return e.msg }
-func (e *shownError) Unwrap() error { return e.err }

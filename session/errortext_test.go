@@ -1,0 +1,41 @@
+package session_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// TestErrorText: the words a front end adds to errors that state only the
+// fact, written once for acp, mcpserver and cmd; Shown keeps the error for
+// errors.As.
+func TestErrorText(t *testing.T) {
+	taken := fmt.Errorf("opening: %w", &session.NameTakenError{Name: "acp"})
+	lost := &gateway.TurnLostError{URL: "ws://gw/", Err: errors.New("closed")}
+	hinted := &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{taken, taken.Error() + "; choose another name"},
+		{lost, lost.Error() + "; the next prompt will work once it is back"},
+		{hinted, hinted.Error() + " (set ANTHROPIC_API_KEY)"},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := session.ErrorText(tc.err); got != tc.want {
+			t.Errorf("ErrorText(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	shown := session.Shown(taken)
+	var nt *session.NameTakenError
+	if shown.Error() != taken.Error()+"; choose another name" || !errors.As(shown, &nt) || nt.Name != "acp" {
+		t.Errorf("Shown = %v (As %v)", shown, nt)
+	}
+	if plain := errors.New("plain"); session.Shown(plain) != plain {
+		t.Error("Shown wrapped an error with nothing to add")
+	}
+}
