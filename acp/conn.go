@@ -12,6 +12,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -242,47 +243,30 @@ func withServers[P, R any](f func(context.Context, P, json.RawMessage) (R, error
 // is written, or when $/cancel_request cancels it (its response follows at
 // once). Safe for concurrent use.
 type calls struct {
-	mu      sync.Mutex
-	open    int
-	empty   chan struct{} // closed while open is 0
-	cancels map[*context.CancelFunc]struct{}
-	ended   bool // cancel was called: calls tracked from now on start cancelled
+	// life holds the calls under way: cancel ends them, and any tracked
+	// after it at once.
+	life lifetime.Lifetime
+
+	mu    sync.Mutex // guards open and empty
+	open  int
+	empty chan struct{} // closed while open is 0
 }
 
 func newCalls() *calls {
 	e := make(chan struct{})
 	close(e)
-	return &calls{empty: e, cancels: make(map[*context.CancelFunc]struct{})}
+	return &calls{empty: e}
 }
 
 // track returns a context of ctx that cancel cancels, and the func that
 // stops tracking it.
 func (c *calls) track(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	key := &cancel
-	c.mu.Lock()
-	if c.ended {
-		cancel()
-	}
-	c.cancels[key] = struct{}{}
-	c.mu.Unlock()
-	return ctx, func() {
-		c.mu.Lock()
-		delete(c.cancels, key)
-		c.mu.Unlock()
-		cancel()
-	}
+	ctx, release := c.life.Bind(ctx)
+	return ctx, release
 }
 
 // cancel cancels every call under way and every call tracked after it.
-func (c *calls) cancel() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ended = true
-	for f := range c.cancels {
-		(*f)()
-	}
-}
+func (c *calls) cancel() { c.life.End() }
 
 // read records a call handed to the engine.
 func (c *calls) read() {

@@ -88,7 +88,7 @@ func (s *server) lazy() bool {
 // key is new) and leaves the server StateConnected with no connection, or
 // StateFailed when listing failed. It settles the server.
 func (s *server) connectIdle(ctx context.Context, initial bool) {
-	lctx, cancel := s.life.bind(context.WithoutCancel(ctx))
+	lctx, cancel := s.life.Bind(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	tools, info, err := s.opts.ToolLists.get(lctx, s.spec.ToolsKey, s.listOnce)
@@ -162,7 +162,7 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	s.conn.mu.Unlock()
 
 	s.log.Debug("connecting the in-process MCP server on first use")
-	dctx, cancel := s.life.bind(ctx) // closing the server ends the connect
+	dctx, cancel := s.life.Bind(ctx) // closing the server ends the connect
 	defer cancel()
 	cs, err := s.dial(dctx)
 	s.conn.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -88,9 +89,9 @@ type server struct {
 	conn conn // the connection state machine and the MCP client session (conn.go)
 
 	// life ends when the server closes: it cancels the server's connects,
-	// requests and list refreshes (lifetime.go), whose contexts derive
+	// requests and list refreshes (internal/lifetime), whose contexts derive
 	// from their callers'. No context is stored.
-	life lifetime
+	life lifetime.Lifetime
 
 	// Set by the Manager before the first connect, read-only after.
 	onToolsChanged   func()        // after a refresh changed the tools, or the resources came or went
@@ -140,7 +141,7 @@ func (s *server) listChanged(ctx context.Context, r *rerun, refresh func(context
 		return
 	}
 	r.trigger(&s.conn.watchers, func() {
-		rctx, release := s.life.bind(context.WithoutCancel(ctx))
+		rctx, release := s.life.Bind(context.WithoutCancel(ctx))
 		defer release()
 		refresh(rctx)
 	})
@@ -214,7 +215,7 @@ func (s *server) connect(ctx context.Context, initial bool) {
 	}
 	// The dial is ctx's until detach (a sign-in), and always the server's:
 	// closing the server ends it.
-	dctx, cancel := s.life.bind(context.WithoutCancel(ctx))
+	dctx, cancel := s.life.Bind(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	s.conn.mu.Lock()
@@ -512,7 +513,7 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 // requestContext returns ctx bounded by d and by the server's life:
 // closing the server cancels it.
 func (s *server) requestContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	lctx, release := s.life.bind(ctx)
+	lctx, release := s.life.Bind(ctx)
 	cctx, cancel := context.WithTimeout(lctx, d)
 	return cctx, func() { cancel(); release() }
 }
@@ -751,7 +752,7 @@ func (s *server) close() {
 	if !ok {
 		return
 	}
-	s.life.end()
+	s.life.End()
 	start := time.Now()
 	defer func() { s.log.Debug("MCP server closed", "elapsed", time.Since(start)) }()
 

@@ -239,21 +239,7 @@ func TestServer_SessionKeysAreTakenByTheFleetsRule(t *testing.T) {
 func TestServer_TranslatorLostMidToolFailsTheCallOnly(t *testing.T) {
 	srv, url := wsServer(t, nil)
 	a := dialRemote(t, url, "")
-	started := make(chan struct{})
-	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
-		close(started)
-		<-ctx.Done()
-		return gateway.Result{}, ctx.Err()
-	}}
-	if err := a.SetExtraTools(t.Context(), "acp:a", []*gateway.Tool{block}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.Send(context.Background(), gateway.SendRequest{SessionKey: "acp:a", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
-		done <- err
-	}()
-	<-started
+	done := blockedTurn(context.Background(), t, a, "acp:a")
 	a.Close() // the translator goes away mid-tool
 	select {
 	case err := <-done:
@@ -307,21 +293,7 @@ func TestRemote_ReconnectsAndRegistersToolsAgain(t *testing.T) {
 func TestClient_DropDuringTheTurnIsTurnLost(t *testing.T) {
 	srv, url := wsServer(t, nil)
 	r := dialRemote(t, url, "")
-	started := make(chan struct{})
-	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
-		close(started)
-		<-ctx.Done()
-		return gateway.Result{}, ctx.Err()
-	}}
-	if err := r.SetExtraTools(t.Context(), "acp:s", []*gateway.Tool{block}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
-		done <- err
-	}()
-	<-started
+	done := blockedTurn(t.Context(), t, r, "acp:s")
 	srv.mu.Lock()
 	for c := range srv.conns {
 		c.p.close(websocket.CloseGoingAway, "test drop")
@@ -513,4 +485,27 @@ func TestServer_ClosesOnAFrameThatIsNoJSONRPC(t *testing.T) {
 		}
 		ws.Close()
 	}
+}
+
+// blockedTurn starts a turn of session key on c that calls a tool blocking
+// until its context ends, and returns once the tool runs; the channel gets
+// the turn's error. ctx is the turn's.
+func blockedTurn(ctx context.Context, t *testing.T, c *Client, key string) <-chan error {
+	t.Helper()
+	started := make(chan struct{})
+	block := &gateway.Tool{Name: "block", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, _ string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return gateway.Result{}, ctx.Err()
+	}}
+	if err := c.SetExtraTools(t.Context(), key, []*gateway.Tool{block}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ctx, gateway.SendRequest{SessionKey: key, RunID: "r", Message: []gateway.Content{gateway.TextContent("/call block")}}, func(gateway.Event) {})
+		done <- err
+	}()
+	<-started
+	return done
 }

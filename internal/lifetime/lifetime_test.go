@@ -1,4 +1,4 @@
-package bridge
+package lifetime
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 // pass through.
 func TestLifetime_EndCancelsBound(t *testing.T) {
 	type key struct{}
-	var l lifetime
+	var l Lifetime
 	parent := context.WithValue(t.Context(), key{}, "v")
-	live, releaseLive := l.bind(parent)
+	live, releaseLive := l.Bind(parent)
 	defer releaseLive()
-	done, releaseDone := l.bind(parent)
+	done, releaseDone := l.Bind(parent)
 	releaseDone()
 	if done.Err() == nil {
 		t.Fatal("a released context is not cancelled")
@@ -25,12 +25,12 @@ func TestLifetime_EndCancelsBound(t *testing.T) {
 	if live.Err() != nil || live.Value(key{}) != "v" {
 		t.Fatalf("a bound context: err %v, value %v; want live with the caller's value", live.Err(), live.Value(key{}))
 	}
-	l.end()
-	l.end() // idempotent
+	l.End()
+	l.End() // idempotent
 	if live.Err() == nil {
 		t.Fatal("end did not cancel a bound context")
 	}
-	late, releaseLate := l.bind(parent)
+	late, releaseLate := l.Bind(parent)
 	defer releaseLate()
 	if late.Err() == nil {
 		t.Fatal("a context bound after end is live")
