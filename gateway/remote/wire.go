@@ -276,6 +276,13 @@ func (p *peer) call(ctx context.Context, method string, params, result any) erro
 	defer stop()
 	defer context.AfterFunc(p.ctx, stop)()
 	err = w.Wait(wctx, result)
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil && p.ctx.Err() != nil {
+		// The connection is closing. A response read before its end is
+		// delivered already, and the wait above may have seen the end
+		// first: wait again, for that response or for the jsonrpc2
+		// connection to fail the call as it closes.
+		err = w.Wait(ctx, result)
+	}
 	var je *jsonrpc2.Error
 	switch {
 	case err == nil:
