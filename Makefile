@@ -139,7 +139,7 @@ bench: e2e-deps pg-deps
 		      if (fa && fd) printf "first agent_message_chunk: the agent adds %.0f us to the first delta of the provider (%.0f us vs %.0f us)\n", (fa-fd)/1000, fa/1000, fd/1000; \
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \
 		      if (rb && rd) printf "built-in read_file: the in-process MCP hop adds %.0f us (%.0f us bridged vs %.0f us direct)\n", (rb-rd)/1000, rb/1000, rd/1000; \
-		      if (d1 && d32) printf "durability: a prompt's response waits for its turn's SQLite commit, %.0f us alone, %.0f us per turn with 32 sessions (group commit); before, 0 (written behind, lost on a crash)\n", d1, d32 }' $(BIN)/bench.txt
+		      if (d1 && d32) printf "durability: the response to a prompt waits for the SQLite commit of its turn, %.0f us alone, %.0f us per turn with 32 sessions (group commit); before, 0 (written behind, lost on a crash)\n", d1, d32 }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name) } \
 		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Fleet|Economy)/ { \
 		  line = name ":"; for (i = 5; i < NF; i += 2) line = line " " $$(i+1) " " $$i; print line }' $(BIN)/bench.txt

@@ -13,7 +13,7 @@ import "golang.org/x/time/rate"
 // notifyRate a second on average never has more than notifyBurst queued,
 // plus what arrives while it stalls: a stall of up to
 // (1024-notifyBurst)/notifyRate = 384 ms is absorbed. A 500-turn transcript
-// (2,500 updates) takes about 1.1 s. The rate was 5,000 a second (half a
+// (2,500 updates) takes about 1.2 s. The rate was 5,000 a second (half a
 // second for that transcript) until a client short of CPU (race detector,
 // two test runs on two cores) handled fewer than 3,000 a second and lost
 // its connection in 1 load of 4; at 2,000 it keeps it. Live turns are not paced: each sends its
