@@ -117,6 +117,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.frames = newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
 	a.frames.calls = a.calls
 	a.frames.holdEnd = true
+	a.frames.requireInit = true
 	a.rpc = acpsdk.NewConnection(a.dispatch, a.out, a.frames)
 	a.rpc.SetLogger(a.log.With("component", "acp-conn"))
 	a.mcpACP.router.SetConn(a.rpc)

@@ -130,11 +130,17 @@ func startAgentWith(t *testing.T, opts testOptions) *harness {
 
 func (h *harness) newSession(servers ...acpsdk.McpServer) string {
 	h.t.Helper()
+	return h.newSessionIn(h.t.TempDir(), servers...)
+}
+
+// newSessionIn is newSession with the session's cwd.
+func (h *harness) newSessionIn(cwd string, servers ...acpsdk.McpServer) string {
+	h.t.Helper()
 	if servers == nil {
 		servers = []acpsdk.McpServer{}
 	}
 	from := len(h.client.Updates())
-	res, err := h.conn.NewSession(h.t.Context(), acpsdk.NewSessionRequest{Cwd: h.t.TempDir(), McpServers: servers})
+	res, err := h.conn.NewSession(h.t.Context(), acpsdk.NewSessionRequest{Cwd: cwd, McpServers: servers})
 	if err != nil {
 		h.t.Fatal(err)
 	}

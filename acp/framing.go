@@ -133,11 +133,16 @@ type framing struct {
 	// holdEnd set (before reads start), the end reaches the engine only
 	// once release is closed (endInput, close), so that the calls under way
 	// are answered on a connection still open.
-	holdEnd     bool
-	ended       chan struct{}
-	endOnce     sync.Once
-	release     chan struct{}
-	releaseOnce sync.Once
+	holdEnd bool
+	// requireInit, if set (before reads start), refuses every request read
+	// before the first initialize (-32600) and drops such notifications:
+	// ACP's client initializes the connection first. initRead is set once
+	// an initialize request has been read; the reader alone uses both.
+	requireInit, initRead bool
+	ended                 chan struct{}
+	endOnce               sync.Once
+	release               chan struct{}
+	releaseOnce           sync.Once
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when pending shrinks or closed is set
@@ -358,6 +363,10 @@ func (f *framing) frame(line []byte) []byte {
 			f.log.Warn(`notification dropped: jsonrpc must be "2.0"`, "method", method)
 			return nil
 		}
+		if f.requireInit && !f.initRead && method != "$/cancel_request" {
+			f.log.Warn("notification dropped: the connection is not initialized", "method", method)
+			return nil
+		}
 		return f.notification(method, msg["params"])
 	}
 	if id == nil {
@@ -366,6 +375,12 @@ func (f *framing) frame(line []byte) []byte {
 	}
 	if version != "2.0" {
 		f.reply(id, codeInvalidRequest, fmt.Sprintf(`Invalid Request: %s: jsonrpc must be "2.0"`, method), nil)
+		return nil
+	}
+	if method == acpsdk.AgentMethodInitialize {
+		f.initRead = true
+	} else if f.requireInit && !f.initRead {
+		f.reply(id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s: the connection is not initialized: send initialize first", method), nil)
 		return nil
 	}
 	if p, ok := msg["params"]; !ok || string(bytes.TrimSpace(p)) == "null" {

@@ -149,6 +149,7 @@ func TestServe_HostileLinesKeepServing(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"t","method":"initialize","params":{"protocolVersion":`,
 		`{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":1}}`,
 		big,
+		`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"session/list"}`,
 	}
 	go func() { // the writes block if the agent has died

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -22,7 +24,7 @@ import (
 // and the model continues with the restored history. A session still live
 // in this process is ended first.
 func (a *Agent) loadSession(ctx context.Context, p acpsdk.LoadSessionRequest, servers json.RawMessage) (acpsdk.LoadSessionResponse, error) {
-	own, err := a.reopen(ctx, p.SessionId, servers)
+	own, err := a.reopen(ctx, acpsdk.AgentMethodSessionLoad, p.SessionId, p.Cwd, servers)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
@@ -39,7 +41,7 @@ func (a *Agent) loadSession(ctx context.Context, p acpsdk.LoadSessionRequest, se
 // resumeSession serves session/resume: like session/load, without the
 // replay.
 func (a *Agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest, servers json.RawMessage) (acpsdk.ResumeSessionResponse, error) {
-	own, err := a.reopen(ctx, p.SessionId, servers)
+	own, err := a.reopen(ctx, acpsdk.AgentMethodSessionResume, p.SessionId, p.Cwd, servers)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
@@ -52,15 +54,22 @@ func (a *Agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 }
 
 // reopen checks that the session is stored (an unknown sessionId is said
-// before anything wrong in the request's servers) and parses the request's
-// own servers; the session core reads the record again as it opens it.
-func (a *Agent) reopen(ctx context.Context, id acpsdk.SessionId, servers json.RawMessage) ([]bridge.ServerSpec, error) {
-	_, err := a.core.Store().Get(ctx, string(id))
+// before anything wrong in the request's servers) and that cwd, when it is
+// a directory, is the session's own: a session reopens where it was
+// created, where its transcript's paths and its servers' roots are (a cwd
+// that is no directory is the core's to refuse, saying so). Then it parses
+// the request's own servers; the core reads the record again as it opens
+// it.
+func (a *Agent) reopen(ctx context.Context, method string, id acpsdk.SessionId, cwd string, servers json.RawMessage) ([]bridge.ServerSpec, error) {
+	rec, err := a.core.Store().Get(ctx, string(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, unknownSession(id, "no stored session has that id")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the session store: %w", err)
+	}
+	if fi, err := os.Stat(cwd); err == nil && fi.IsDir() && filepath.IsAbs(cwd) && filepath.Clean(cwd) != filepath.Clean(rec.Cwd) {
+		return nil, session.Invalidf("%s: cwd %q is not the cwd of session %s, %q: a session reopens in the directory it was created in", method, cwd, id, rec.Cwd)
 	}
 	return ownServers(servers)
 }

@@ -90,6 +90,7 @@ func TestAgent_ErrorTextsSayTheirPrefixOnce(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	other := t.TempDir() // a directory, not the session's
 	tests := []struct {
 		name, want string
 		call       func() error
@@ -112,6 +113,14 @@ func TestAgent_ErrorTextsSayTheirPrefixOnce(t *testing.T) {
 		}},
 		{"resume with a file cwd", `is not a directory`, func() error {
 			_, err := h.conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: file})
+			return err
+		}},
+		{"load in another directory", `is not the cwd of session ` + sid, func() error {
+			_, err := h.conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: other, McpServers: []acpsdk.McpServer{}})
+			return err
+		}},
+		{"resume in another directory", `session/resume: cwd "` + other + `"`, func() error {
+			_, err := h.conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: other})
 			return err
 		}},
 		{"broken mcpServers", `mcpServers[0] name`, func() error {
@@ -239,7 +248,8 @@ func startStoreAgent(t *testing.T, path string, a, b gateway.Provider) *harness 
 func TestAgent_ModelRestoredByLoadAndResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	first := startStoreAgent(t, path, &scriptProvider{}, &scriptProvider{})
-	sid := acpsdk.SessionId(first.newSession())
+	cwd := t.TempDir() // a session reopens in its own cwd
+	sid := acpsdk.SessionId(first.newSessionIn(cwd))
 	if _, err := first.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "b"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +259,7 @@ func TestAgent_ModelRestoredByLoadAndResume(t *testing.T) {
 
 	b := &scriptProvider{responses: []gateway.Response{say("from b"), say("from b again")}}
 	second := startStoreAgent(t, path, &scriptProvider{responses: []gateway.Response{say("from a")}}, b)
-	loaded, err := second.conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: sid, Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{}})
+	loaded, err := second.conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}})
 	if err != nil || len(loaded.ConfigOptions) != 1 || loaded.ConfigOptions[0].Select.CurrentValue != "b" {
 		t.Fatalf("session/load: %+v, %v; want the model b", loaded, err)
 	}
@@ -258,7 +268,7 @@ func TestAgent_ModelRestoredByLoadAndResume(t *testing.T) {
 	}
 
 	third := startStoreAgent(t, path, &scriptProvider{responses: []gateway.Response{say("from a")}}, b)
-	resumed, err := third.conn.ResumeSession(t.Context(), acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: t.TempDir()})
+	resumed, err := third.conn.ResumeSession(t.Context(), acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: cwd})
 	if err != nil || len(resumed.ConfigOptions) != 1 || resumed.ConfigOptions[0].Select.CurrentValue != "b" {
 		t.Fatalf("session/resume: %+v, %v; want the model b", resumed, err)
 	}
@@ -276,12 +286,13 @@ func TestAgent_RestoredModelNoLongerConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := st.Create(t.Context(), store.Record{ID: "sess_gone", Key: "acp:sess_gone", Cwd: "/w", Created: now, Updated: now, Model: "retired"}); err != nil {
+	cwd := t.TempDir()
+	if err := st.Create(t.Context(), store.Record{ID: "sess_gone", Key: "acp:sess_gone", Cwd: cwd, Created: now, Updated: now, Model: "retired"}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	h := startStoreAgent(t, path, &scriptProvider{}, &scriptProvider{})
-	res, err := h.conn.ResumeSession(t.Context(), acpsdk.ResumeSessionRequest{SessionId: "sess_gone", Cwd: t.TempDir()})
+	res, err := h.conn.ResumeSession(t.Context(), acpsdk.ResumeSessionRequest{SessionId: "sess_gone", Cwd: cwd})
 	if err != nil || len(res.ConfigOptions) != 1 || res.ConfigOptions[0].Select.CurrentValue != "a" {
 		t.Errorf("resume: %+v, %v; want the default model a", res, err)
 	}
@@ -301,7 +312,8 @@ func TestAgent_ToolCallIDsUniqueAcrossLoad(t *testing.T) {
 	}
 	mem := []acpsdk.McpServer{acpclient.Stdio("mem", "unused", nil, nil)}
 	first, _ := open()
-	sid := first.newSession(mem...)
+	cwd := t.TempDir()
+	sid := first.newSessionIn(cwd, mem...)
 	if _, out := first.prompt(t.Context(), sid, `/call mcp__mem__echo {"message":"one"}`); lastToolUpdate(out) == nil {
 		t.Fatal("no tool call in the first turn")
 	}
@@ -309,7 +321,7 @@ func TestAgent_ToolCallIDsUniqueAcrossLoad(t *testing.T) {
 
 	second, st := open()
 	from := len(second.client.Updates())
-	if _, err := second.conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: t.TempDir(), McpServers: mem}); err != nil {
+	if _, err := second.conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: mem}); err != nil {
 		t.Fatal(err)
 	}
 	replayed := map[acpsdk.ToolCallId]bool{}

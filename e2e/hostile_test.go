@@ -285,3 +285,33 @@ func TestStderrNeverRead(t *testing.T) {
 		a.result(fmt.Sprint(i))
 	}
 }
+
+// TestInitializeFirst: through the binary, a request before initialize is
+// refused (-32600, saying so) and a notification dropped; after initialize
+// the same requests work, and session/load reopens a session only in its
+// own cwd (another directory is refused naming both).
+func TestInitializeFirst(t *testing.T) {
+	t.Parallel()
+	a := startRaw(t, nil)
+	cwd, other := t.TempDir(), t.TempDir()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
+	if e := a.error("1"); e.Code != -32600 || !strings.Contains(e.Message, "session/new: the connection is not initialized: send initialize first") {
+		t.Errorf("session/new before initialize: %+v", e)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_x"}}`)
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`)
+	a.result("2")
+	a.send(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(a.result("3"), &sess); err != nil || sess.SessionID == "" {
+		t.Fatalf("session/new after initialize: %v", err)
+	}
+	a.send(`{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"sessionId":"` + sess.SessionID + `","cwd":"` + other + `","mcpServers":[]}}`)
+	if e := a.error("4"); e.Code != -32602 || !strings.Contains(e.Message, `cwd "`+other+`" is not the cwd of session `+sess.SessionID+`, "`+cwd+`"`) {
+		t.Errorf("session/load in another directory: %+v", e)
+	}
+	a.send(`{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":"` + sess.SessionID + `","cwd":"` + cwd + `","mcpServers":[]}}`)
+	a.result("5")
+}

@@ -28,7 +28,8 @@ func TestStore_PostgresRestartAndLoad(t *testing.T) {
 	fake := fakemodel.NewOpenAI(t)
 	fake.Push(fakemodel.Turn{Text: "remembered"})
 	a := storeAgent(t, url, fake.URL)
-	sid := a.newSession(t.TempDir())
+	cwd := t.TempDir()
+	sid := a.newSession(cwd)
 	if _, err := a.Prompt(t.Context(), sid, "remember this"); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestStore_PostgresRestartAndLoad(t *testing.T) {
 		t.Fatalf("after a restart: %+v, %v", res, err)
 	}
 	from := len(b.Client.Updates())
-	if _, err := b.Conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: "/", McpServers: []acpsdk.McpServer{}}); err != nil {
+	if _, err := b.Conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(transcript(b.Client.Updates()[from:]), "\n"); !strings.Contains(got, "agent:remembered") {

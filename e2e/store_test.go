@@ -212,6 +212,7 @@ func TestStore_TwoAgentsShareTheDatabase(t *testing.T) {
 func twoAgentsShare(t *testing.T, store string) {
 	fake := fakemodel.NewOpenAI(t)
 	agents := []*agent{storeAgent(t, store, fake.URL), storeAgent(t, store, fake.URL)}
+	cwd := t.TempDir() // every session's: a session reopens in its own cwd
 	const prompts = 15
 	for range 2 * 2 * prompts {
 		fake.Push(fakemodel.Turn{Text: "ok"})
@@ -221,7 +222,7 @@ func twoAgentsShare(t *testing.T, store string) {
 	var mu sync.Mutex
 	for _, a := range agents {
 		for range 2 {
-			sid := a.newSession(t.TempDir())
+			sid := a.newSession(cwd)
 			mu.Lock()
 			sids = append(sids, sid)
 			mu.Unlock()
@@ -248,7 +249,7 @@ func twoAgentsShare(t *testing.T, store string) {
 	c := agents[1]
 	for _, sid := range sids[:2] { // written by the other agent
 		from := len(c.Client.Updates())
-		if _, err := c.Conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: "/", McpServers: []acpsdk.McpServer{}}); err != nil {
+		if _, err := c.Conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
 			t.Fatal(err)
 		}
 		if n := strings.Count(strings.Join(transcript(c.Client.Updates()[from:]), "\n"), "agent:ok"); n != prompts {
