@@ -231,8 +231,8 @@ func TestManager_ToolPresentation(t *testing.T) {
 		tool, title string
 		kind        gateway.ToolKind
 	}{
-		{"titled", "Tool Title", ""},
-		{"annotated", "Annotation Title", ""},
+		{"titled", "Tool Title (p)", ""}, // the server named beside the title
+		{"annotated", "Annotation Title (p)", ""},
 		{"plain", "p/plain", ""},
 		{"reader", "p/reader", gateway.ToolKindRead},
 		{"searcher", "p/searcher", gateway.ToolKindFetch},

@@ -115,15 +115,22 @@ const MetaToolKind = "acp-agent/kind"
 
 // toolTitle is the title of t's calls (ACP tool_call title): the tool's
 // title, else its annotations' title (the display-name order of MCP
-// "Tool": title, then annotations.title), else "<server>/<tool>".
+// "Tool": title, then annotations.title), followed by its server in
+// parentheses, so that two servers' "Echo Tool" are told apart ("Echo Tool
+// (everything)"); the agent's own built-in tools (ReservedServerName) keep
+// the bare title. A tool with neither title is "<server>/<tool>".
 func toolTitle(server string, t *mcp.Tool) string {
-	switch {
-	case t.Title != "":
-		return t.Title
-	case t.Annotations != nil && t.Annotations.Title != "":
-		return t.Annotations.Title
+	title := t.Title
+	if title == "" && t.Annotations != nil {
+		title = t.Annotations.Title
 	}
-	return server + "/" + t.Name
+	switch {
+	case title == "":
+		return server + "/" + t.Name
+	case server == ReservedServerName:
+		return title
+	}
+	return title + " (" + server + ")"
 }
 
 // toolKind returns the ACP tool kind of t's calls: the one t declares in

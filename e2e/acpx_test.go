@@ -69,7 +69,7 @@ func TestAcpx(t *testing.T) {
 		}
 		u := msg.Params.Update
 		switch {
-		case u.SessionUpdate == "tool_call" && u.Title == "Echo Tool":
+		case u.SessionUpdate == "tool_call" && u.Title == "Echo Tool (everything)":
 			toolCallID = u.ToolCallID
 		case u.SessionUpdate == "tool_call_update" && u.ToolCallID == toolCallID && u.Status == "completed":
 			completed = len(u.Content) == 1 && u.Content[0].Content.Text == "Echo: from acpx"

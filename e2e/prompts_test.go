@@ -142,8 +142,8 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 		kind          acpsdk.ToolKind
 		content       string
 	}{
-		{"/call mcp__fixture__weather", "Weather Report", acpsdk.ToolKindFetch, `{"celsius":21,"sky":"clear"}`},
-		{`/call mcp__everything__echo {"message":"hi"}`, "Echo Tool", acpsdk.ToolKindRead, "Echo: hi"},
+		{"/call mcp__fixture__weather", "Weather Report (fixture)", acpsdk.ToolKindFetch, `{"celsius":21,"sky":"clear"}`},
+		{`/call mcp__everything__echo {"message":"hi"}`, "Echo Tool (everything)", acpsdk.ToolKindRead, "Echo: hi"},
 		{"/call mcp__fixture__slow {\"seconds\":0}", "fixture/slow", acpsdk.ToolKindOther, ""},
 	} {
 		_, out := a.prompt(sid, tt.prompt)
@@ -161,7 +161,7 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 		if tt.content != "" && contentText(end) != tt.content {
 			t.Errorf("%s: content %q, want %q", tt.prompt, contentText(end), tt.content)
 		}
-		if tt.title == "Weather Report" {
+		if tt.title == "Weather Report (fixture)" {
 			raw, _ := json.Marshal(end.RawOutput)
 			if !strings.Contains(string(raw), `"structuredContent":{"celsius":21,"sky":"clear"}`) {
 				t.Errorf("rawOutput = %s, want the structured content", raw)

@@ -62,7 +62,7 @@ func TestSession_ThreeServers(t *testing.T) {
 				break
 			}
 		}
-		if start == nil || start.Title != "Echo Tool" || start.Status != acpsdk.ToolCallStatusInProgress { // nothing to ask: announced running
+		if start == nil || start.Title != "Echo Tool (everything)" || start.Status != acpsdk.ToolCallStatusInProgress { // nothing to ask: announced running
 			t.Fatalf("tool_call = %+v\n%s", start, dump(out))
 		}
 		end := finalToolUpdate(t, out)
