@@ -69,6 +69,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/mcpserver/startclock"
@@ -94,7 +95,7 @@ func main() {
 	srv := newServer()
 	reportReady()
 	// Run returns nil when the client closes stdin.
-	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	if err := srv.Run(context.Background(), cancelLogging{&mcp.StdioTransport{}}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -217,15 +218,11 @@ func maxProtocol(max string) []string {
 	return out
 }
 
-// logCalls records "called <tool>" for each tools/call, and "received
-// notifications/cancelled" for each cancellation the client sends.
+// logCalls records "called <tool>" for each tools/call.
 func logCalls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
 			record("called " + p.Name)
-		}
-		if method == "notifications/cancelled" {
-			record("received notifications/cancelled")
 		}
 		return next(ctx, method, req)
 	}
@@ -273,4 +270,30 @@ func record(line string) {
 	if err := f.Close(); err != nil {
 		log.Print(err)
 	}
+}
+
+// cancelLogging is a transport whose connection records "received
+// notifications/cancelled" as it reads each one, in the read loop: before
+// it can read the end of stdin and Run returns, so a cancellation sent just
+// before the client closes the pipe is recorded before the process exits
+// (a handler of the notification might not run by then).
+type cancelLogging struct{ mcp.Transport }
+
+// Connect implements mcp.Transport.
+func (t cancelLogging) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cancelLoggingConn{c}, nil
+}
+
+type cancelLoggingConn struct{ mcp.Connection }
+
+func (c cancelLoggingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
+		record("received notifications/cancelled")
+	}
+	return msg, err
 }
