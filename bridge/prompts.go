@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -75,29 +74,9 @@ func PromptCommandNames(refs []ToolRef) []string {
 	return uniqueNames(refs, func(r ToolRef) string { return sanitizePiece(r.Server) + ":" + sanitizePiece(r.Tool) })
 }
 
-// promptCache is a server's prompts. The zero value is an empty list.
-type promptCache struct {
-	// mu guards list. It is never held with another lock of the bridge,
-	// nor across a request.
-	mu   sync.Mutex
-	list []*mcp.Prompt // from prompts/list, in server order; never modified once set
-
-	refresh rerun // prompts/list_changed refreshes
-}
-
-// get returns the list; the slice must not be modified.
-func (p *promptCache) get() []*mcp.Prompt {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.list
-}
-
-// set replaces the list.
-func (p *promptCache) set(list []*mcp.Prompt) {
-	p.mu.Lock()
-	p.list = list
-	p.mu.Unlock()
-}
+// promptCache is a server's prompts (prompts/list): listCache, in
+// toolcache.go.
+type promptCache = listCache[*mcp.Prompt]
 
 // listPrompts pages through prompts/list when the server offers prompts,
 // bounded by the list timeout like tools/list.

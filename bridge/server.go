@@ -100,7 +100,7 @@ type server struct {
 
 	// The feature caches: each guards its own fields with its own mutex.
 	tools    toolCache     // the server's tools (toolcache.go)
-	prompts  promptCache   // the server's prompts (prompts.go)
+	prompts  promptCache   // the server's prompts (a listCache: toolcache.go)
 	res      resourceCache // the server's resources and templates (resources.go)
 	progress progressTable // progress tokens of the calls in flight (progress.go)
 	calls    inflight      // tool calls in flight and pending URL elicitations (elicit.go)

@@ -6,31 +6,36 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// toolCache is a server's tool list (tools/list), which the Manager bridges
-// and a retried call reads hints from. The zero value is an empty list.
-type toolCache struct {
-	// mu guards list. It is taken inside the Manager's mu and the
-	// server's connection mu, never the other way round, and never held
-	// across a request.
+// listCache is a server's list of one feature (its tools, its prompts)
+// and the refresh its list_changed notification runs. The zero value is an
+// empty list.
+type listCache[T any] struct {
+	// mu guards list. It is a leaf: never held across a request nor while
+	// another lock is taken (it may be taken inside the Manager's mu and
+	// the server's connection mu).
 	mu   sync.Mutex
-	list []*mcp.Tool // from tools/list, in server order; never modified once set
+	list []T // from the feature's list request, in server order; never modified once set
 
-	refresh rerun // tools/list_changed refreshes
+	refresh rerun // list_changed refreshes
 }
 
 // get returns the list; the slice must not be modified.
-func (c *toolCache) get() []*mcp.Tool {
+func (c *listCache[T]) get() []T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.list
 }
 
 // set replaces the list.
-func (c *toolCache) set(list []*mcp.Tool) {
+func (c *listCache[T]) set(list []T) {
 	c.mu.Lock()
 	c.list = list
 	c.mu.Unlock()
 }
+
+// toolCache is a server's tool list (tools/list), which the Manager bridges
+// and a retried call reads hints from.
+type toolCache struct{ listCache[*mcp.Tool] }
 
 // idempotent reports whether the tool named name says that calling it twice
 // does no more than once (readOnlyHint or idempotentHint).
