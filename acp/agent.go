@@ -66,6 +66,8 @@ type Agent struct {
 	// caps are the client's fs, terminal and elicitation capabilities from
 	// initialize.
 	caps atomic.Pointer[editor.Capabilities]
+	// authOffer is how initialize offered the sign-in method (auth.go).
+	authOffer atomic.Int32
 
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
 	// notifications are sent.

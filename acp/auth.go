@@ -40,18 +40,39 @@ type SignIn struct {
 // predates the "terminal" type (Zed): {command, args, label}.
 const terminalAuthMeta = "terminal-auth"
 
+// authOffer is how the sign-in method was offered to the client at its
+// last initialize.
+type authOffer int32
+
+const (
+	// authNotOffered: no sign-in, or a client that cannot run terminal
+	// methods.
+	authNotOffered authOffer = iota
+	// authTerminal: as a "terminal" method, to a client that enabled
+	// clientCapabilities.auth.terminal; it runs the method itself and must
+	// not pass it to authenticate.
+	authTerminal
+	// authLegacy: to a client that only set _meta["terminal-auth"], the
+	// convention that predates the type (Zed), whose client runs the
+	// command and then calls authenticate to check the result.
+	authLegacy
+)
+
 // authMethods returns initialize's authMethods: the sign-in method when
 // there is one and the client can run terminal methods (clientCapabilities
 // auth.terminal, or _meta["terminal-auth"] true), as ACP requires; else
-// none.
+// none. It records how the method was offered, for authenticate.
 func (a *Agent) authMethods(caps acpsdk.ClientCapabilities) []acpsdk.AuthMethod {
 	si := a.opts.SignIn
-	if si == nil {
-		return []acpsdk.AuthMethod{}
-	}
 	legacy, _ := caps.Meta[terminalAuthMeta].(bool)
-	if !caps.Auth.Terminal && !legacy {
+	switch {
+	case si == nil || !caps.Auth.Terminal && !legacy:
+		a.authOffer.Store(int32(authNotOffered))
 		return []acpsdk.AuthMethod{}
+	case caps.Auth.Terminal:
+		a.authOffer.Store(int32(authTerminal))
+	default:
+		a.authOffer.Store(int32(authLegacy))
 	}
 	m := &acpsdk.AuthMethodTerminalInline{Id: si.MethodID, Name: si.Name, Args: si.Args}
 	if si.Description != "" {
@@ -73,13 +94,20 @@ func (a *Agent) authCapabilities() acpsdk.AgentAuthCapabilities {
 
 // authenticate serves authenticate
 // (https://agentclientprotocol.com/protocol/initialization#authentication).
-// For the sign-in method it succeeds when SignIn.Check finds a key (after
-// the terminal login stored one), else it is auth_required saying what to
-// do; any other methodId is invalid_params.
+// A methodId the client was not offered is invalid_params, and so is the
+// sign-in method offered as a "terminal" method: the client runs it and
+// must not pass it to authenticate (the schema's AuthMethodTerminal). To a
+// client of the older _meta["terminal-auth"] convention, which runs the
+// command and then calls authenticate, it succeeds when SignIn.Check finds
+// a key (the login stored one), else it is auth_required saying what to
+// do.
 func (a *Agent) authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
 	si := a.opts.SignIn
-	if si == nil || p.MethodId != si.MethodID {
-		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is not an advertised auth method", p.MethodId))
+	if si == nil || p.MethodId != si.MethodID || authOffer(a.authOffer.Load()) == authNotOffered {
+		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is not an auth method initialize advertised to this client", p.MethodId))
+	}
+	if authOffer(a.authOffer.Load()) == authTerminal {
+		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is a terminal auth method: the client runs it in a terminal (%q with args %q) and must not pass it to authenticate; the sessions opened after it use the key it stored", p.MethodId, si.Name, si.Args))
 	}
 	if si.Check != nil {
 		if err := si.Check(); err != nil {

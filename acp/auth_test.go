@@ -83,8 +83,30 @@ func TestAgent_InitializeAdvertisesTerminalSignIn(t *testing.T) {
 func TestAgent_AuthenticateAndLogout(t *testing.T) {
 	f := &fakeSignIn{}
 	h := startAgentWith(t, testOptions{SignIn: f.signIn()})
+	// Offered to no client (the harness's initialize enabled no terminal
+	// methods), the method is not an advertised one.
 	_, err := h.conn.Authenticate(t.Context(), acpsdk.AuthenticateRequest{MethodId: "acp-agent-login"})
 	var re *acpsdk.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(jsonText(re.Data), "not an auth method initialize advertised") {
+		t.Fatalf("authenticate of a method not offered = %v, want invalid_params", err)
+	}
+	// Offered as a "terminal" method, the client runs it and must not pass
+	// it to authenticate.
+	if _, err := h.conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		ClientCapabilities: acpsdk.ClientCapabilities{Auth: acpsdk.AuthCapabilities{Terminal: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.conn.Authenticate(t.Context(), acpsdk.AuthenticateRequest{MethodId: "acp-agent-login"})
+	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(jsonText(re.Data), "must not pass it to authenticate") {
+		t.Fatalf("authenticate of a terminal method = %v, want invalid_params saying the client must not send it", err)
+	}
+	// A client of the _meta["terminal-auth"] convention runs the login and
+	// then calls authenticate to check it.
+	if _, err := h.conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal-auth": true}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.conn.Authenticate(t.Context(), acpsdk.AuthenticateRequest{MethodId: "acp-agent-login"})
 	if !errors.As(err, &re) || re.Code != -32000 || !strings.Contains(err.Error()+jsonText(re.Data), "acp-agent login") {
 		t.Fatalf("authenticate without a key = %v, want auth_required naming acp-agent login", err)
 	}

@@ -64,6 +64,16 @@ func TestAPIKey_LoginStoresKeyTheAgentUsesAndNeverLeaks(t *testing.T) {
 	if err != nil || len(res.AuthMethods) != 1 || res.AuthMethods[0].Terminal == nil || strings.Join(res.AuthMethods[0].Terminal.Args, " ") != "login" {
 		t.Fatalf("initialize authMethods = %+v, %v; want the terminal login", res.AuthMethods, err)
 	}
+	// A client of the current schema runs the terminal method itself and
+	// must not pass it to authenticate; one of the older
+	// _meta["terminal-auth"] convention (Zed's) calls it after the login.
+	if _, err := a.Conn.Authenticate(t.Context(), acpsdk.AuthenticateRequest{MethodId: res.AuthMethods[0].Terminal.Id}); err == nil || !strings.Contains(jsonOf(err), "must not pass it to authenticate") {
+		t.Errorf("authenticate of the terminal method = %v, want invalid_params saying the client must not send it", err)
+	}
+	if _, err := a.Conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal-auth": true}}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := a.Conn.Authenticate(t.Context(), acpsdk.AuthenticateRequest{MethodId: res.AuthMethods[0].Terminal.Id}); err != nil {
 		t.Errorf("authenticate with a stored key: %v", err)
 	}
