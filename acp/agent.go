@@ -383,7 +383,13 @@ func (f *frontEnd) Dial(_ context.Context, _ string, spec bridge.ServerSpec) (mc
 // notify sends one session/update, logging (not returning) a failure: a
 // client that has gone away cannot be told anything more.
 func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
-	err := a.connection().SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sessionID), Update: u})
+	a.send(ctx, sessionID, sdkUpdate(u))
+}
+
+// send is notify of an update that may carry what acp-go-sdk lacks
+// (wire.go).
+func (a *Agent) send(ctx context.Context, sessionID string, u update) {
+	err := a.connection().SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, sessionNotification{SessionID: acpsdk.SessionId(sessionID), Update: u})
 	if err != nil {
 		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
 	}

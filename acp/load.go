@@ -86,17 +86,17 @@ func (a *Agent) replay(ctx context.Context, sessionID string, turns []store.Turn
 }
 
 // notifyPaced is notify after waiting for the replay pacer.
-func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
+func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u update) {
 	if err := a.pace.Wait(ctx); err != nil {
 		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
 		return
 	}
-	a.notify(ctx, sessionID, u)
+	a.send(ctx, sessionID, u)
 }
 
 // replayUpdates maps stored turns to the session/updates that replay them.
-func replayUpdates(turns []store.Turn) []acpsdk.SessionUpdate {
-	var out []acpsdk.SessionUpdate
+func replayUpdates(turns []store.Turn) []update {
+	var out []update
 	for _, t := range turns {
 		// How each call was shown, from its tool message.
 		shown := map[string]gateway.Message{}
@@ -109,24 +109,24 @@ func replayUpdates(turns []store.Turn) []acpsdk.SessionUpdate {
 			switch m.Role {
 			case gateway.RoleUser:
 				for _, c := range m.Content {
-					out = append(out, acpsdk.UpdateUserMessage(toACPContent(c)))
+					out = append(out, sdkUpdate(acpsdk.UpdateUserMessage(toACPContent(c))))
 				}
 			case gateway.RoleAssistant:
 				if m.Thinking != "" {
-					out = append(out, acpsdk.UpdateAgentThoughtText(m.Thinking))
+					out = append(out, sdkUpdate(acpsdk.UpdateAgentThoughtText(m.Thinking)))
 				}
 				for _, c := range m.Content {
-					out = append(out, acpsdk.UpdateAgentMessage(toACPContent(c)))
+					out = append(out, sdkUpdate(acpsdk.UpdateAgentMessage(toACPContent(c))))
 				}
 				for _, c := range m.ToolCalls {
 					title, kind := c.Name, gateway.ToolKindOther
 					if tm, ok := shown[c.ID]; ok && tm.ToolTitle != "" {
 						title, kind = tm.ToolTitle, tm.ToolKind
 					}
-					out = append(out, acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
+					out = append(out, update{ToolName: c.Name, SessionUpdate: acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
 						acpsdk.WithStartKind(acpsdk.ToolKind(kind)),
 						acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
-						acpsdk.WithStartRawInput(c.Args)))
+						acpsdk.WithStartRawInput(c.Args))})
 				}
 			case gateway.RoleTool:
 				res := m.Result

@@ -51,7 +51,7 @@ func TestAgent_ReplayedNotificationsArePaced(t *testing.T) {
 		const n = 3 * notifyBurst
 		at := sendTimes(func(a *Agent) {
 			for range n {
-				a.notifyPaced(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
+				a.notifyPaced(context.Background(), "s", sdkUpdate(acpsdk.UpdateAgentMessageText("x")))
 			}
 		})
 		if len(at) != n {

@@ -38,9 +38,9 @@ func (a *Agent) askFunc(sessionID string) gateway.AskFunc {
 		if len(req.Content) > 0 {
 			call.Content = toolContent(req.Content)
 		}
-		resp, err := acpsdk.SendRequest[acpsdk.RequestPermissionResponse](a.connection(), ctx, acpsdk.ClientMethodSessionRequestPermission, acpsdk.RequestPermissionRequest{
-			SessionId: acpsdk.SessionId(sessionID),
-			ToolCall:  call,
+		resp, err := acpsdk.SendRequest[acpsdk.RequestPermissionResponse](a.connection(), ctx, acpsdk.ClientMethodSessionRequestPermission, permissionRequest{
+			SessionID: acpsdk.SessionId(sessionID),
+			ToolCall:  permissionToolCall{ToolCallUpdate: call, Name: c.Name},
 			Options: []acpsdk.PermissionOption{
 				{OptionId: optAllowOnce, Name: "Allow once", Kind: acpsdk.PermissionOptionKindAllowOnce},
 				{OptionId: optAllowAlways, Name: always, Kind: acpsdk.PermissionOptionKindAllowAlways},

@@ -59,13 +59,13 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	// Updates are sent even after cancellation: the final tool_call_update of
 	// a cancelled call must still reach the client.
 	notifyCtx := context.WithoutCancel(ctx)
-	send := func(u acpsdk.SessionUpdate) { a.notify(notifyCtx, s.ID(), u) }
+	send := func(u update) { a.send(notifyCtx, s.ID(), u) }
 
 	var stop gateway.StopReason
 	var usage *gateway.UsageReport // the turn's, if it asked a model
 	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
 		stop, err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
-			send(acpsdk.UpdateAgentMessageText(answer(ctx))) // after any running turn
+			send(sdkUpdate(acpsdk.UpdateAgentMessageText(answer(ctx)))) // after any running turn
 			if ctx.Err() != nil {
 				return gateway.StopCancelled, nil
 			}
@@ -94,7 +94,7 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	case err != nil:
 		// The provider failed: say so in the conversation and end the turn;
 		// the session stays usable.
-		send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", session.ErrorText(err))))
+		send(sdkUpdate(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", session.ErrorText(err)))))
 		stop = gateway.StopEndTurn
 	}
 	resp := acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}

@@ -14,28 +14,28 @@ import (
 // https://agentclientprotocol.com/protocol/agent-plan), in order: none for
 // an event with nothing to send, one for most, and for a finished call that
 // updates the plan its tool_call_update then the plan.
-func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
+func sessionUpdates(ev gateway.Event) []update {
 	switch ev.Kind {
 	case gateway.EventTextDelta:
 		if ev.Text == "" {
 			return nil
 		}
-		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessageText(ev.Text)}
+		return []update{sdkUpdate(acpsdk.UpdateAgentMessageText(ev.Text))}
 	case gateway.EventThoughtDelta:
 		if ev.Text == "" {
 			return nil
 		}
-		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentThoughtText(ev.Text)}
+		return []update{sdkUpdate(acpsdk.UpdateAgentThoughtText(ev.Text))}
 	case gateway.EventUsage:
 		if ev.Usage == nil {
 			return nil
 		}
-		return []acpsdk.SessionUpdate{usageUpdate(ev.Usage)}
+		return []update{sdkUpdate(usageUpdate(ev.Usage))}
 	case gateway.EventCompaction:
 		if ev.Compaction == nil {
 			return nil
 		}
-		return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessageText(compactionText(ev.Compaction))}
+		return []update{sdkUpdate(acpsdk.UpdateAgentMessageText(compactionText(ev.Compaction)))}
 	}
 	c := ev.Call
 	if c == nil {
@@ -44,10 +44,10 @@ func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 	id := acpsdk.ToolCallId(c.ID)
 	switch ev.Kind {
 	case gateway.EventToolStart:
-		return []acpsdk.SessionUpdate{acpsdk.StartToolCall(id, c.Title,
+		return []update{{ToolName: c.Name, SessionUpdate: acpsdk.StartToolCall(id, c.Title,
 			acpsdk.WithStartKind(acpsdk.ToolKind(c.Kind)),
 			acpsdk.WithStartStatus(startStatus(c.Status)),
-			acpsdk.WithStartRawInput(c.RawInput))}
+			acpsdk.WithStartRawInput(c.RawInput))}}
 	case gateway.EventToolUpdate:
 		opts := []acpsdk.ToolCallUpdateOpt{acpsdk.WithUpdateStatus(acpsdk.ToolCallStatus(c.Status))}
 		if u := c.Update; u != nil {
@@ -60,7 +60,7 @@ func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 				opts = append(opts, acpsdk.WithUpdateLocations(locs))
 			}
 		}
-		return []acpsdk.SessionUpdate{acpsdk.UpdateToolCall(id, opts...)}
+		return []update{sdkUpdate(acpsdk.UpdateToolCall(id, opts...))}
 	case gateway.EventToolEnd:
 		res := c.Result
 		if res == nil {
@@ -74,9 +74,9 @@ func sessionUpdates(ev gateway.Event) []acpsdk.SessionUpdate {
 		if locs := showLocations(res.Show); locs != nil {
 			opts = append(opts, acpsdk.WithUpdateLocations(locs))
 		}
-		out := []acpsdk.SessionUpdate{acpsdk.UpdateToolCall(id, opts...)}
+		out := []update{sdkUpdate(acpsdk.UpdateToolCall(id, opts...))}
 		if res.Show != nil && res.Show.Plan != nil {
-			out = append(out, planUpdate(res.Show.Plan))
+			out = append(out, sdkUpdate(planUpdate(res.Show.Plan)))
 		}
 		return out
 	}

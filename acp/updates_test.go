@@ -90,3 +90,21 @@ func TestSessionUpdatesUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionUpdatesToolCallName: a tool_call carries the schema's name,
+// the tool's name as the model calls it, beside the title people read; a
+// notice is the schema's notice update.
+func TestSessionUpdatesToolCallName(t *testing.T) {
+	start := gateway.Event{Kind: gateway.EventToolStart, Call: &gateway.ToolCallEvent{ID: "c1", Name: "mcp__everything__echo",
+		Title: "Echo Tool (everything)", Kind: gateway.ToolKindOther, Status: gateway.ToolPending}}
+	got := marshal(t, sessionUpdates(start)[0])
+	for _, want := range []string{`"name":"mcp__everything__echo"`, `"title":"Echo Tool (everything)"`, `"sessionUpdate":"tool_call"`, `"toolCallId":"c1"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tool_call %s lacks %s", got, want)
+		}
+	}
+	n := update{Notice: &notice{Severity: "warning", Title: `MCP server "x" failed`, Description: "connection refused"}}
+	if got, want := marshal(t, n), `{"sessionUpdate":"notice","severity":"warning","title":"MCP server \"x\" failed","description":"connection refused"}`; got != want {
+		t.Errorf("notice = %s, want %s", got, want)
+	}
+}

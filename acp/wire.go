@@ -62,3 +62,74 @@ func (e elicitationCreate) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(members)
 }
+
+// update is one session/update's update as the agent sends it:
+// acp-go-sdk's SessionUpdate, with what the current schema adds that
+// acp-go-sdk v0.13 lacks. Notice, when set, is the whole update.
+type update struct {
+	acpsdk.SessionUpdate
+	// ToolName is a tool_call's `name` (the schema's ToolCall.name): the
+	// tool's name as the model calls it, such as mcp__everything__echo.
+	// Empty leaves it out.
+	ToolName string
+	// Notice, if set, is a `notice` update (the schema's Notice): sent only
+	// to a client that advertised session.notices (notices.go).
+	Notice *notice
+}
+
+// sdkUpdate is u as an update.
+func sdkUpdate(u acpsdk.SessionUpdate) update { return update{SessionUpdate: u} }
+
+// MarshalJSON writes the notice, the tool_call with its name, or else
+// acp-go-sdk's update.
+func (u update) MarshalJSON() ([]byte, error) {
+	switch {
+	case u.Notice != nil:
+		return json.Marshal(struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			*notice
+		}{"notice", u.Notice})
+	case u.ToolCall != nil && u.ToolName != "":
+		tc := *u.ToolCall
+		tc.SessionUpdate = "tool_call"
+		return json.Marshal(struct {
+			acpsdk.SessionUpdateToolCall
+			Name string `json:"name"`
+		}{tc, u.ToolName})
+	}
+	return u.SessionUpdate.MarshalJSON()
+}
+
+// sessionNotification is the params of session/update carrying an update.
+type sessionNotification struct {
+	SessionID acpsdk.SessionId `json:"sessionId"`
+	Update    update           `json:"update"`
+}
+
+// notice is the schema's Notice (stable in v1, sent only when the client
+// advertised session.notices): fire-and-forget information for the user,
+// not part of the session's history.
+type notice struct {
+	// Severity is "info", "warning" or "error".
+	Severity string `json:"severity"`
+	// Title is non-empty plain text that stands alone.
+	Title string `json:"title"`
+	// Description is optional plain-text detail or guidance.
+	Description string `json:"description,omitempty"`
+}
+
+// permissionRequest is the params of session/request_permission, its
+// toolCall with the schema's `name` (ToolCallUpdate.name), which
+// acp-go-sdk's ToolCallUpdate lacks.
+type permissionRequest struct {
+	SessionID acpsdk.SessionId          `json:"sessionId"`
+	ToolCall  permissionToolCall        `json:"toolCall"`
+	Options   []acpsdk.PermissionOption `json:"options"`
+}
+
+// permissionToolCall is a ToolCallUpdate with Name, the tool's name as
+// the model calls it (empty leaves it out).
+type permissionToolCall struct {
+	acpsdk.ToolCallUpdate
+	Name string `json:"name,omitempty"`
+}
