@@ -68,6 +68,9 @@ type Agent struct {
 	caps atomic.Pointer[editor.Capabilities]
 	// authOffer is how initialize offered the sign-in method (auth.go).
 	authOffer atomic.Int32
+	// notices and booleanOptions are the client's session.notices and
+	// session.configOptions.boolean capabilities (notices.go, models.go).
+	notices, booleanOptions atomic.Bool
 
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
 	// notifications are sent.
@@ -188,8 +191,11 @@ func (a *Agent) Shutdown() {
 
 // initialize serves initialize
 // (https://agentclientprotocol.com/protocol/initialization).
-func (a *Agent) initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
-	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo))
+func (a *Agent) initialize(_ context.Context, r initializeRequest) (acpsdk.InitializeResponse, error) {
+	p := r.InitializeRequest
+	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo), "notices", r.Notices, "booleanOptions", r.BooleanOptions)
+	a.notices.Store(r.Notices)
+	a.booleanOptions.Store(r.BooleanOptions)
 	a.caps.Store(&editor.Capabilities{
 		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
 		WriteTextFile: p.ClientCapabilities.Fs.WriteTextFile,
@@ -313,7 +319,8 @@ func (a *Agent) waitAnnounced(ctx context.Context, sid string) {
 
 // afterNewSession sends what follows a session/new response: the sign-in
 // notice of a missing API key (SignIn.Notice), one agent message per failed
-// server, and the available slash commands. It closes announced when done,
+// server and per server with tools left out, or the same as notices to a
+// client that takes them (notices.go), and the available slash commands. It closes announced when done,
 // whatever happens.
 func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announced chan struct{}) {
 	defer close(announced)
@@ -324,6 +331,13 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 	}
 	if a.beforeAnnounce != nil {
 		a.beforeAnnounce()
+	}
+	if a.noticesOn() {
+		for _, n := range openingNotices(a.signInNotice(), s.Servers(), s.Manager().ToolLimit()) {
+			a.sendNotice(ctx, s.ID(), n)
+		}
+		a.notify(ctx, s.ID(), availableCommands(s.Commands()))
+		return
 	}
 	if n := a.signInNotice(); n != "" {
 		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
@@ -348,6 +362,8 @@ type frontEnd struct {
 	announced chan struct{}
 }
 
+var _ session.ServerEvents = (*frontEnd)(nil) // notices.go
+
 // Editor implements session.FrontEnd: the client's fs/*, terminal/* and
 // elicitation/* (editor.go), its elicitations held back.
 func (f *frontEnd) Editor(sid string) editor.Editor { return f.a.clientEditor(sid, f.announced) }
@@ -359,12 +375,20 @@ func (f *frontEnd) Ask(sid string) gateway.AskFunc { return f.a.askFunc(sid) }
 // Tell implements session.FrontEnd: an agent message outside any turn,
 // once the client knows the session, unless ctx ends first.
 func (f *frontEnd) Tell(ctx context.Context, sid, text string) {
+	if f.waitAnnounced(ctx) {
+		f.a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
+	}
+}
+
+// waitAnnounced waits until the client knows the session; false if ctx
+// ended first.
+func (f *frontEnd) waitAnnounced(ctx context.Context) bool {
 	select {
 	case <-f.announced:
+		return true
 	case <-ctx.Done():
-		return
+		return false
 	}
-	f.a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
 }
 
 // CommandsChanged implements session.FrontEnd: an

@@ -133,3 +133,46 @@ type permissionToolCall struct {
 	acpsdk.ToolCallUpdate
 	Name string `json:"name,omitempty"`
 }
+
+// initializeRequest is initialize's params: acp-go-sdk's, and the client's
+// session capabilities (the schema's ClientSessionCapabilities), which
+// acp-go-sdk v0.13 lacks.
+type initializeRequest struct {
+	acpsdk.InitializeRequest
+	// Notices: clientCapabilities.session.notices is an object (the client
+	// shows notice updates).
+	Notices bool
+	// BooleanOptions: clientCapabilities.session.configOptions.boolean is an
+	// object (the client shows boolean config options and sets them).
+	BooleanOptions bool
+}
+
+// UnmarshalJSON decodes acp-go-sdk's request, then the session
+// capabilities; as the schema says of them, a malformed one counts as
+// absent.
+func (r *initializeRequest) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &r.InitializeRequest); err != nil {
+		return err
+	}
+	var caps struct {
+		ClientCapabilities struct {
+			Session struct {
+				Notices       json.RawMessage `json:"notices"`
+				ConfigOptions struct {
+					Boolean json.RawMessage `json:"boolean"`
+				} `json:"configOptions"`
+			} `json:"session"`
+		} `json:"clientCapabilities"`
+	}
+	_ = json.Unmarshal(b, &caps)
+	s := caps.ClientCapabilities.Session
+	r.Notices = isObject(s.Notices)
+	r.BooleanOptions = isObject(s.ConfigOptions.Boolean)
+	return nil
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}

@@ -267,18 +267,40 @@ func TestHTTP_LostServerIsDialedAgainWithBackoff(t *testing.T) {
 
 // TestHTTP_LostStreamMarksLostThenRedials: when the server goes away the
 // standalone stream breaks and the server is marked lost, not failed; the
-// next call dials again at once.
+// next call dials again at once. OnLinkChanged hears of the loss and of
+// the return, once each.
 func TestHTTP_LostStreamMarksLostThenRedials(t *testing.T) {
 	r := newRestartable(t)
-	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, nil)
+	links := make(chan ServerStatus, 4)
+	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, &Options{OnLinkChanged: func(st ServerStatus) { links <- st }})
 	r.stop()
 	if !testutil.Eventually(30*time.Second, func() bool { return m.Servers()[0].State == StateLost }) {
 		st := m.Servers()[0]
 		t.Fatalf("state = %v %v, want lost once the stream broke", st.State, st.Err)
 	}
+	next := func() ServerStatus {
+		select {
+		case st := <-links:
+			return st
+		case <-time.After(30 * time.Second):
+			t.Fatal("no link change in 30s")
+			return ServerStatus{}
+		}
+	}
+	if st := next(); st.Name != "web" || st.State != StateLost || st.Err == nil {
+		t.Errorf("first link change = %+v, want web lost, with why", st)
+	}
 	r.start()
 	if res, err := callHeaders(t, m); err != nil || res.IsError {
 		t.Fatalf("call after the restart: %v %+v", err, res)
+	}
+	if st := next(); st.State != StateConnected || st.Tools == 0 {
+		t.Errorf("second link change = %+v, want web connected again, its tools bridged", st)
+	}
+	select {
+	case st := <-links:
+		t.Errorf("a third link change: %+v", st)
+	default:
 	}
 }
 

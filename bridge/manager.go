@@ -99,6 +99,14 @@ type Options struct {
 	// from a goroutine of the Manager, never after Close returns, and must
 	// not block for long.
 	OnStateChanged func(ServerStatus)
+	// OnLinkChanged, if non-nil, is called with a server's status when its
+	// connection ends on its own after it connected (StateLost: an http or
+	// sse server the next call dials again; StateFailed: a stdio server),
+	// and when a lost server is connected again (StateConnected). Its
+	// tools stay bridged throughout. It is called from a goroutine of the
+	// Manager or of a tool call, never after Close returns, and must not
+	// block for long.
+	OnLinkChanged func(ServerStatus)
 	// OnPromptsChanged, if non-nil, is called when the session's prompt
 	// commands (Prompts) may have changed: after a server's
 	// notifications/prompts/list_changed was listed again, and after a
@@ -211,6 +219,7 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 		servers[i] = newServer(spec, &m.opts)
 		servers[i].onToolsChanged = m.rebridge
 		servers[i].onStateChanged = m.stateChanged
+		servers[i].onLinkChanged = m.linkChanged
 		servers[i].onPromptsChanged = m.promptsChanged
 	}
 	m.mu.Lock()
@@ -359,6 +368,21 @@ func (m *Manager) stateChanged(s *server) {
 	st := s.status(count)
 	st.LeftOutCount, st.LeftOut = lo.count, lo.examples
 	m.opts.OnStateChanged(st)
+}
+
+// linkChanged tells Options.OnLinkChanged that s's connection was lost or
+// is back.
+func (m *Manager) linkChanged(s *server) {
+	if m.opts.OnLinkChanged == nil {
+		return
+	}
+	m.mu.Lock()
+	closed, count := m.closed, m.counts[s.spec.Name]
+	m.mu.Unlock()
+	if closed {
+		return
+	}
+	m.opts.OnLinkChanged(s.status(count))
 }
 
 // ToolLimit returns the most tools the session bridges (Limits.ToolsPerSession).

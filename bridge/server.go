@@ -96,6 +96,7 @@ type server struct {
 	// Set by the Manager before the first connect, read-only after.
 	onToolsChanged   func()        // after a refresh changed the tools, or the resources came or went
 	onStateChanged   func(*server) // after a connect that ended in the background
+	onLinkChanged    func(*server) // after a connection lost, or back (Options.OnLinkChanged)
 	onPromptsChanged func()        // after a refresh of the prompts (prompts.go)
 
 	// The feature caches: each guards its own fields with its own mutex.
@@ -534,6 +535,12 @@ func undelivered(err error) bool {
 // dials again) when its connection ends before Close.
 func (s *server) watch(cs *mcp.ClientSession) {
 	err := cs.Wait()
+	tell := false
+	defer func() { // after the unlock
+		if tell && s.onLinkChanged != nil {
+			s.onLinkChanged(s)
+		}
+	}()
 	s.conn.mu.Lock()
 	defer s.conn.mu.Unlock()
 	if s.conn.closing || s.conn.cs != cs {
@@ -544,6 +551,7 @@ func (s *server) watch(cs *mcp.ClientSession) {
 		s.log.Warn("in-process MCP server connection ended; the next call connects again", "err", err)
 		return
 	}
+	tell = true
 	s.conn.state, s.conn.cs = StateFailed, nil
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing):
@@ -682,6 +690,8 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 		s.conn.mu.Unlock()
 		return cs, nil
 	}
+	// A server told as lost is told when it is back.
+	wasLost := s.conn.state == StateLost
 	if s.conn.cs == nil { // lost: no session to retry at once, so the backoff rules
 		if s.conn.state != StateLost {
 			err := s.conn.err
@@ -710,6 +720,14 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 
 	s.log.Info("dialing the MCP server again")
 	cs, err := s.dial(ctx)
+	// tell: the server is lost, or back, as of this redial; told after the
+	// unlock.
+	tell := false
+	defer func() {
+		if tell && s.onLinkChanged != nil {
+			s.onLinkChanged(s)
+		}
+	}()
 	s.conn.mu.Lock()
 	defer s.conn.mu.Unlock()
 	if s.conn.closing {
@@ -734,11 +752,13 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 		}
 		s.conn.err = sandbox.RedactError(err)
 		s.log.Warn("dialing the MCP server again failed", "err", s.conn.err, "retryIn", s.conn.backoff)
+		tell = !wasLost
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.conn.err)
 	}
 	s.conn.state, s.conn.err, s.conn.cs, s.conn.backoff, s.conn.retryAt = StateConnected, nil, cs, 0, time.Time{}
 	s.conn.watchers.Go(func() { s.watch(cs) })
 	s.log.Info("MCP server connected again")
+	tell = wasLost
 	return cs, nil
 }
 

@@ -49,7 +49,7 @@ func TestServersText_RefusedServerSaysTheSetting(t *testing.T) {
 	if out, want := ServersText([]bridge.ServerStatus{st}, 100), "- corp: failed (http): "+refusal; !strings.Contains(out, want) {
 		t.Errorf("/servers =\n%s\nwant a line %q", out, want)
 	}
-	if got, want := stateChangeText(st), `MCP server "corp" failed: `+refusal+"; /login corp tries again.\n"; got != want {
+	if got, want := ServerStateText(st), `MCP server "corp" failed: `+refusal+"; /login corp tries again.\n"; got != want {
 		t.Errorf("state change = %q\nwant %q", got, want)
 	}
 }

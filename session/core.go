@@ -453,28 +453,38 @@ func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenReque
 	o := c.opts.Bridge
 	o.Cwd = req.Cwd
 	var ed editor.Editor
-	var tell func(context.Context, string)
+	var link func(ctx context.Context, server, authURL string)
+	changed := func(context.Context, ServerEvent) {}
 	if fe := req.FrontEnd; fe != nil {
 		if ed = fe.Editor(id); ed != nil {
 			o.Elicitor = elicitor(ed)
 		}
-		tell = func(ctx context.Context, text string) { fe.Tell(ctx, id, text) }
 		o.Dial = dialHosted(fe, id, o.Dial)
+		if ev, ok := fe.(ServerEvents); ok {
+			link = func(ctx context.Context, server, authURL string) { ev.SignIn(ctx, id, server, authURL) }
+			changed = func(ctx context.Context, e ServerEvent) { ev.ServerChanged(ctx, id, e) }
+		} else {
+			link = func(ctx context.Context, server, authURL string) { fe.Tell(ctx, id, SignInText(server, authURL)) }
+			changed = func(ctx context.Context, e ServerEvent) {
+				if !e.Link { // a lost or returned connection is only logged
+					fe.Tell(ctx, id, ServerStateText(e.Status))
+				}
+			}
+		}
 	}
 	log := c.log.With("session", id)
 	if o.OAuth != nil {
 		oauth := *o.OAuth
-		oauth.Prompt = signInPrompt(log, ed, tell)
+		oauth.Prompt = signInPrompt(log, ed, link)
 		o.OAuth = &oauth
 	}
-	o.OnStateChanged = func(st bridge.ServerStatus) {
-		if tell == nil {
-			return
-		}
+	tellChange := func(e ServerEvent) {
 		ctx, cancel := context.WithTimeout(base, tellTimeout)
 		defer cancel()
-		tell(ctx, stateChangeText(st))
+		changed(ctx, e)
 	}
+	o.OnStateChanged = func(st bridge.ServerStatus) { tellChange(ServerEvent{Status: st}) }
+	o.OnLinkChanged = func(st bridge.ServerStatus) { tellChange(ServerEvent{Status: st, Link: true}) }
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
 	o.ToolLists = &c.toolLists
 	o.Logger = log

@@ -43,3 +43,30 @@ type FrontEnd interface {
 	// none.
 	Dial(ctx context.Context, sessionID string, spec bridge.ServerSpec) (mcp.Transport, error)
 }
+
+// ServerEvents is a FrontEnd that takes what becomes of a session's servers
+// after the open as events, to show as it sees fit (ACP session notices).
+// Without it, the core tells the user through Tell what they must act on
+// or know: a server's sign-in link (SignInText) and how a connect that
+// went on after the open ended (ServerStateText); a lost or returned
+// connection is only logged. Its methods are called from goroutines of
+// the session's bridge.Manager or of a tool call, with a bounded ctx, and
+// must not block for long.
+type ServerEvents interface {
+	// ServerChanged tells of one server's change (ServerEvent).
+	ServerChanged(ctx context.Context, sessionID string, e ServerEvent)
+	// SignIn tells the user that server needs them to sign in at authURL,
+	// which the editor could not open itself (no URL elicitation).
+	SignIn(ctx context.Context, sessionID, server, authURL string)
+}
+
+// ServerEvent is a change of one of a session's servers after the open.
+type ServerEvent struct {
+	// Status is the server's status after the change.
+	Status bridge.ServerStatus
+	// Link is false for a connect that went on after the open (a sign-in,
+	// /login) and ended, connected or failed (bridge.Options.OnStateChanged);
+	// true for a connection that ended on its own (lost or failed) or came
+	// back (bridge.Options.OnLinkChanged).
+	Link bool
+}

@@ -17,10 +17,10 @@ const tellTimeout = 10 * time.Second
 // signInPrompt returns the bridge.OAuth Prompt of a session: it asks the editor to open the sign-in link
 // (ACP elicitation in URL mode) when the editor can, and tells the client
 // that the interaction is complete when the sign-in ends; otherwise it
-// sends the link as a message (tell), and without either it only logs that
-// /servers shows it. A user who declines or cancels the elicitation ends
-// the sign-in.
-func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context, string)) func(ctx context.Context, server, authURL string) error {
+// gives the user the link (link: a message or a notice), and without
+// either it only logs that /servers shows it. A user who declines or
+// cancels the elicitation ends the sign-in.
+func signInPrompt(log *slog.Logger, ed editor.Editor, link func(ctx context.Context, server, authURL string)) func(ctx context.Context, server, authURL string) error {
 	return func(ctx context.Context, server, authURL string) error {
 		if el, ok := ed.(editor.Elicitor); ok && ed.Capabilities().ElicitURL {
 			id := rand.Text()
@@ -45,8 +45,8 @@ func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context,
 			}
 			log.Warn("asking the editor to open the sign-in link failed; sending it as a message", "server", server, "err", err)
 		}
-		if tell != nil {
-			tell(ctx, signInText(server, authURL))
+		if link != nil {
+			link(ctx, server, authURL)
 			return nil
 		}
 		log.Info("MCP server needs sign-in; /servers shows the link", "server", server)
@@ -54,14 +54,16 @@ func signInPrompt(log *slog.Logger, ed editor.Editor, tell func(context.Context,
 	}
 }
 
-// signInText is the message that gives the user a server's sign-in link.
-func signInText(server, authURL string) string {
+// SignInText is the message that gives the user a server's sign-in link,
+// for a front end that shows it as text.
+func SignInText(server, authURL string) string {
 	return fmt.Sprintf("MCP server %q needs you to sign in: open %s\nIts tools join this session once you have signed in; /servers shows the link again.\n", server, authURL)
 }
 
-// stateChangeText says what became of a server whose connect ended after
-// the session opened: it connected (signed in), or failed and why.
-func stateChangeText(st bridge.ServerStatus) string {
+// ServerStateText says what became of a server whose connect ended after
+// the session opened (ServerEvents): it connected (signed in), or failed
+// and why, for a front end that shows it as text.
+func ServerStateText(st bridge.ServerStatus) string {
 	switch st.State {
 	case bridge.StateConnected:
 		return fmt.Sprintf("MCP server %q is connected: %d tools joined the session.\n", st.Name, st.Tools)

@@ -92,3 +92,61 @@ func TestLogout_SaysWhatToDo(t *testing.T) {
 		t.Errorf("/servers after /logout:\n%s\nwant a line %q", got, want)
 	}
 }
+
+// eventsFrontEnd is a tellFrontEnd that takes server events
+// (ServerEvents), sending each on events.
+type eventsFrontEnd struct {
+	tellFrontEnd
+	events chan any // ServerEvent, or the sign-in link
+}
+
+func (f eventsFrontEnd) ServerChanged(_ context.Context, _ string, e ServerEvent) { f.events <- e }
+func (f eventsFrontEnd) SignIn(_ context.Context, _, server, authURL string) {
+	f.events <- server + " " + authURL
+}
+
+// A front end that takes server events gets the sign-in link and the
+// connect that follows as events, and no message.
+func TestServerEvents_SignInAndConnect(t *testing.T) {
+	srv, err := oauthtest.Start(oauthtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	tokens, err := signin.OpenFile(filepath.Join(t.TempDir(), "oauth-tokens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := newTestCore(t, CoreOptions{Bridge: bridge.Options{OAuth: &bridge.OAuth{Store: tokens}}})
+	fe := eventsFrontEnd{tellFrontEnd{told: make(chan string, 16)}, make(chan any, 16)}
+	if _, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), FrontEnd: fe,
+		Servers: []bridge.ServerSpec{{Name: "remote", Transport: bridge.TransportHTTP, URL: srv.URL()}}}); err != nil {
+		t.Fatal(err)
+	}
+	next := func() any {
+		t.Helper()
+		select {
+		case e := <-fe.events:
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatal("no server event in 30s")
+			return nil
+		}
+	}
+	link, _ := next().(string)
+	server, authURL, _ := strings.Cut(link, " ")
+	if server != "remote" || !strings.HasPrefix(authURL, "http://127.0.0.1") {
+		t.Fatalf("sign-in event %q, want remote and its link", link)
+	}
+	if err := acpclient.FollowSignIn(t.Context(), authURL); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := next().(ServerEvent); e.Link || e.Status.Name != "remote" || e.Status.State != bridge.StateConnected || e.Status.Tools == 0 {
+		t.Errorf("event after the sign-in = %+v, want remote connected with its tools", e)
+	}
+	select {
+	case text := <-fe.told:
+		t.Errorf("a message besides the events: %q", text)
+	default:
+	}
+}

@@ -1,0 +1,60 @@
+package acp
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+// TestNotices: each fate of a server is one notice of the right severity,
+// its title naming the server and standing alone, its description saying
+// why and what to do.
+func TestNotices(t *testing.T) {
+	boom := errors.New("connection refused")
+	cases := []struct {
+		name     string
+		got      []notice
+		severity []string
+		title    []string
+		desc     []string
+	}{
+		{"opening: key, failed http, left out",
+			openingNotices("Set ANTHROPIC_API_KEY or run acp-agent login.", []bridge.ServerStatus{
+				{Name: "web", Transport: bridge.TransportHTTP, State: bridge.StateFailed, Err: boom},
+				{Name: "big", State: bridge.StateConnected, Tools: 5, LeftOutCount: 2, LeftOut: []string{"a", "b"}},
+				{Name: "ok", State: bridge.StateConnected, Tools: 3},
+			}, 7),
+			[]string{"warning", "warning", "warning"},
+			[]string{"The model has no API key", `MCP server "web" failed`, `2 tools of MCP server "big" left out`},
+			[]string{"acp-agent login", "connection refused. Its tools are not in this session; /login web tries again.", "limits.toolsPerSession"}},
+		{"opening: failed stdio has no /login",
+			openingNotices("", []bridge.ServerStatus{{Name: "cli", Transport: bridge.TransportStdio, State: bridge.StateFailed, Err: boom}}, 100),
+			[]string{"warning"}, []string{`MCP server "cli" failed`}, []string{"connection refused. Its tools are not in this session."}},
+		{"signed in after the open",
+			changeNotices(session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 4}}, 100),
+			[]string{"info"}, []string{`MCP server "web" is connected`}, []string{"4 of its tools joined"}},
+		{"lost",
+			changeNotices(session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateLost, Err: boom}, Link: true}, 100),
+			[]string{"warning"}, []string{`MCP server "web" lost its connection`}, []string{"connection refused. The next call"}},
+		{"back",
+			changeNotices(session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 4}, Link: true}, 100),
+			[]string{"info"}, []string{`MCP server "web" is back`}, []string{"open again"}},
+		{"stdio stopped",
+			changeNotices(session.ServerEvent{Status: bridge.ServerStatus{Name: "cli", State: bridge.StateFailed, Err: boom}, Link: true}, 100),
+			[]string{"warning"}, []string{`MCP server "cli" stopped`}, []string{"connection refused. Its tools fail"}},
+	}
+	for _, c := range cases {
+		if len(c.got) != len(c.title) {
+			t.Errorf("%s: %d notices %+v, want %d", c.name, len(c.got), c.got, len(c.title))
+			continue
+		}
+		for i, n := range c.got {
+			if n.Severity != c.severity[i] || n.Title != c.title[i] || !strings.Contains(n.Description, c.desc[i]) {
+				t.Errorf("%s: notice %d = %+v, want %s %q with %q", c.name, i, n, c.severity[i], c.title[i], c.desc[i])
+			}
+		}
+	}
+}
