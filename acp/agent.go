@@ -253,7 +253,7 @@ func (a *Agent) newSession(ctx context.Context, p acpsdk.NewSessionRequest, serv
 		return acpsdk.NewSessionResponse{}, err
 	}
 	a.log.Info("session/new", "session", s.ID(), "cwd", p.Cwd, "mcpServers", len(s.Servers()))
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.ID()), ConfigOptions: a.configOptions(s.Model())}, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.ID()), ConfigOptions: a.configOptions(s)}, nil
 }
 
 // ownServers validates the request's mcpServers, the client's own JSON (nil

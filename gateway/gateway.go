@@ -49,6 +49,29 @@ func (e *TurnLostError) Unwrap() error { return e.Err }
 // ModelInfo describes a model a session can choose.
 type ModelInfo struct {
 	ID, Label string
+	// Thinking says that a turn can turn the model's extended thinking on
+	// or off (Toggles.Thinking; its provider is a Thinker); ThinkingOn is
+	// whether it thinks when the turn leaves it to the configuration.
+	Thinking, ThinkingOn bool
+	// ToolSearch says whether the model's requests may defer tools behind
+	// search_tools when the session leaves it to the configuration
+	// (Toggles.ToolSearch nil): the configuration is not "off". False for
+	// the direct model, which sends no requests.
+	ToolSearch bool
+}
+
+// Toggles are a session's on/off choices for its turns (the ACP front
+// end's boolean config options). A nil field leaves the choice to the
+// configuration. Changing one changes what the model is sent, so the next
+// request re-reads the conversation without the provider's cache once.
+type Toggles struct {
+	// Thinking turns the model's extended thinking on or off; ignored by a
+	// model without ModelInfo.Thinking.
+	Thinking *bool `json:"thinking,omitempty"`
+	// ToolSearch false offers every tool to the model (tool search off);
+	// true defers tools behind search_tools as the configuration says, or,
+	// where it turned tool search off, when they are many ("auto").
+	ToolSearch *bool `json:"toolSearch,omitempty"`
 }
 
 // SendRequest is one user message for a session.
@@ -60,6 +83,9 @@ type SendRequest struct {
 	Message []Content
 	// Model is the ID of the model the session uses; "" means the default.
 	Model string
+	// Toggles are the session's on/off choices; the zero value leaves all
+	// to the configuration.
+	Toggles Toggles
 	// System is the system prompt of the session (who the agent is, its
 	// working directory), or "".
 	System string

@@ -60,6 +60,9 @@ type Request struct {
 	// MaxTokens caps this request's output; 0 means the provider's own
 	// setting.
 	MaxTokens int64
+	// Thinking turns extended thinking on or off for this request, where
+	// the provider is a Thinker; nil leaves it to the provider's options.
+	Thinking *bool
 }
 
 // Response is a provider's answer for one model turn.
@@ -83,6 +86,15 @@ type Provider interface {
 	// Name identifies the provider in messages, such as "direct" or "anthropic".
 	Name() string
 	Complete(ctx context.Context, req *Request, emit func(Event)) (*Response, error)
+}
+
+// Thinker is a Provider whose requests can turn extended thinking on or
+// off (Request.Thinking).
+type Thinker interface {
+	Provider
+	// ThinksByDefault reports whether a request that leaves
+	// Request.Thinking nil thinks.
+	ThinksByDefault() bool
 }
 
 // Model is one model a session can use.

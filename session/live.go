@@ -35,8 +35,9 @@ type Session struct {
 	turn sync.Mutex
 
 	// mu guards the fields below.
-	mu    sync.Mutex
-	model string // the ID of the model the session uses
+	mu      sync.Mutex
+	model   string          // the ID of the model the session uses
+	toggles gateway.Toggles // its on/off choices (SetToggles)
 	// cancelTurn and turnDone are set together while a turn runs (nil
 	// otherwise); turnDone is closed when it returns.
 	cancelTurn context.CancelFunc
@@ -89,6 +90,34 @@ func (s *Session) SetModel(ctx context.Context, model string) error {
 	return nil
 }
 
+// Toggles returns the session's on/off choices (gateway.Toggles).
+func (s *Session) Toggles() gateway.Toggles {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.toggles
+}
+
+// SetToggles sets the session's on/off choices: the next turn uses them.
+// They live as long as the session: a reopened session starts with the
+// configuration's.
+func (s *Session) SetToggles(t gateway.Toggles) {
+	s.mu.Lock()
+	s.toggles = t
+	s.mu.Unlock()
+	s.core.log.Info("toggles set", "session", s.id, "thinking", boolText(t.Thinking), "toolSearch", boolText(t.ToolSearch))
+}
+
+// boolText is "on", "off" or "default" (nil), for logs.
+func boolText(b *bool) string {
+	switch {
+	case b == nil:
+		return "default"
+	case *b:
+		return "on"
+	}
+	return "off"
+}
+
 // PromptRequest is one turn's input.
 type PromptRequest struct {
 	// Content is the user's message.
@@ -125,7 +154,7 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 		msg = s.manager.ResolveLinks(ctx, msg)
 		req := gateway.SendRequest{
 			SessionKey: s.key, RunID: runID, Message: msg,
-			Model: s.Model(), System: p.System, Ask: p.Ask,
+			Model: s.Model(), Toggles: s.Toggles(), System: p.System, Ask: p.Ask,
 		}
 		stop, err := s.core.gw.Send(ctx, req, emit)
 		if err != nil {

@@ -8,6 +8,11 @@ import (
 // DefaultMaxTokens is the default output token limit of a model request.
 const DefaultMaxTokens = 8192
 
+// DefaultThinkingBudget is the extended thinking budget, in tokens, of a
+// request that turns thinking on (gateway.Request.Thinking) when
+// Options.ThinkingBudget is zero.
+const DefaultThinkingBudget = 4096
+
 // Options configure a model provider (Anthropic or OpenAI-compatible).
 type Options struct {
 	// Model is the model name, such as "claude-sonnet-4-5" or "gpt-4.1".

@@ -282,3 +282,35 @@ func TestAnthropic_ThinkingBudget(t *testing.T) {
 		t.Errorf("thinking = %v, max_tokens = %v", th, req["max_tokens"])
 	}
 }
+
+// A request turns thinking on or off whatever the options say (the
+// session's toggle): on without a configured budget it thinks with
+// DefaultThinkingBudget and room above it; a request capped below the
+// budget (a compaction summary) does not think.
+func TestAnthropic_ThinkingPerRequest(t *testing.T) {
+	s := fakemodel.NewAnthropic(t, fakemodel.Turn{Text: "a"}, fakemodel.Turn{Text: "b"}, fakemodel.Turn{Text: "c"})
+	p := anthropic.New(&provider.Options{Model: "claude-test", APIKey: "k", BaseURL: s.URL})
+	if p.ThinksByDefault() {
+		t.Error("thinks by default without a budget")
+	}
+	on, off := true, false
+	for _, req := range []*gateway.Request{
+		{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("x")}}}, Thinking: &on},
+		{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("x")}}}, Thinking: &off},
+		{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("x")}}}, Thinking: &on, MaxTokens: 1000},
+	} {
+		if _, err := p.Complete(t.Context(), req, func(gateway.Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := s.Requests()
+	th, _ := rs[0].JSON["thinking"].(map[string]any)
+	if th["type"] != "enabled" || th["budget_tokens"] != float64(provider.DefaultThinkingBudget) || rs[0].JSON["max_tokens"].(float64) <= float64(provider.DefaultThinkingBudget) {
+		t.Errorf("thinking on: thinking = %v, max_tokens = %v", th, rs[0].JSON["max_tokens"])
+	}
+	for i, r := range rs[1:] {
+		if _, ok := r.JSON["thinking"]; ok {
+			t.Errorf("request %d thinks: %v", i+2, r.JSON["thinking"])
+		}
+	}
+}

@@ -200,7 +200,7 @@ func (r *Client) setPeer(p *peer, hello Hello) {
 	clear(r.synced)
 	r.p, r.models = p, make([]gateway.ModelInfo, len(hello.Models))
 	for i, m := range hello.Models {
-		r.models[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label}
+		r.models[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label, Thinking: m.Thinking, ThinkingOn: m.ThinkingOn, ToolSearch: m.ToolSearch}
 	}
 	close(r.connected)
 }
@@ -391,7 +391,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 	r.mu.Lock()
 	synced := r.synced[id]
 	r.mu.Unlock()
-	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System,
+	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System, Toggles: req.Toggles,
 		History: view.Messages, HistoryBase: view.Base, Compaction: view.Compaction, Usage: view.Usage, SessionID: id, HistoryLease: synced}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)

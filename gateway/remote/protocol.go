@@ -55,6 +55,13 @@ type Hello struct {
 type WireModel struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Thinking and ThinkingOn are gateway.ModelInfo's: a turn can turn the
+	// model's extended thinking on or off, and whether it thinks by
+	// default.
+	Thinking   bool `json:"thinking,omitempty"`
+	ThinkingOn bool `json:"thinkingOn,omitempty"`
+	// ToolSearch is gateway.ModelInfo's.
+	ToolSearch bool `json:"toolSearch,omitempty"`
 }
 
 // HelloLimits are the server's wire limits.
@@ -73,6 +80,8 @@ type ChatSendParams struct {
 	Message    []gateway.Content `json:"message"`
 	Model      string            `json:"model,omitempty"`
 	System     string            `json:"system,omitempty"`
+	// Toggles are the session's on/off choices (gateway.Toggles).
+	Toggles gateway.Toggles `json:"toggles,omitzero"`
 	// History is what the model sees of the conversation so far, verbatim:
 	// the messages from HistoryBase on (gateway.View.Messages).
 	History []gateway.Message `json:"history,omitempty"`

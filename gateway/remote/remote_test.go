@@ -509,3 +509,39 @@ func blockedTurn(ctx context.Context, t *testing.T, c *Client, key string) <-cha
 	<-started
 	return done
 }
+
+// thinkingProvider is a Thinker that records each request's Thinking.
+type thinkingProvider struct{ got chan *bool }
+
+func (thinkingProvider) Name() string          { return "thinking" }
+func (thinkingProvider) ThinksByDefault() bool { return false }
+func (p thinkingProvider) Complete(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+	p.got <- req.Thinking
+	return &gateway.Response{Message: gateway.Message{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("ok")}}, StopReason: gateway.StopEndTurn}, nil
+}
+
+// A translator sees which models can think, and a session's toggles reach
+// the gateway's model requests.
+func TestServer_TogglesCrossTheWire(t *testing.T) {
+	p := thinkingProvider{got: make(chan *bool, 1)}
+	srv := NewServer(runner.NewLocal(&runner.Options{Models: []gateway.Model{{ID: "t", Provider: p}}}), nil)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		ts.Close()
+	})
+	r := dialRemote(t, "ws"+strings.TrimPrefix(ts.URL, "http"), "")
+	if ms := r.Models(); len(ms) == 0 || ms[0].ID != "t" || !ms[0].Thinking || ms[0].ThinkingOn {
+		t.Errorf("models = %+v, want t, able to think, off by default", ms)
+	}
+	on := true
+	if _, err := r.Send(t.Context(), gateway.SendRequest{SessionKey: "acp:s", RunID: "r", Model: "t", Toggles: gateway.Toggles{Thinking: &on},
+		Message: []gateway.Content{gateway.TextContent("hi")}}, func(gateway.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if th := <-p.got; th == nil || !*th {
+		t.Errorf("the gateway's request has thinking %v, want on", th)
+	}
+}

@@ -364,7 +364,7 @@ func (c *serverConn) connect(params json.RawMessage) (any, error) {
 	c.s.log.Info("translator connected", "client", c.id, "tenant", tenant, "extensions", exts)
 	var models []WireModel
 	for _, m := range c.s.local.Models() {
-		models = append(models, WireModel{ID: m.ID, Label: m.Label})
+		models = append(models, WireModel{ID: m.ID, Label: m.Label, Thinking: m.Thinking, ThinkingOn: m.ThinkingOn, ToolSearch: m.ToolSearch})
 	}
 	return Hello{Protocol: ProtocolVersion, Server: c.s.opts.Info, Models: models,
 		Limits: HelloLimits{MaxFrameBytes: MaxFrameBytes, WriteQueueFrames: WriteQueueFrames}, Extensions: exts}, nil
@@ -452,7 +452,7 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 	}
 
 	var turn gateway.Turn
-	req := gateway.SendRequest{SessionKey: c.scoped(p.SessionKey), RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System,
+	req := gateway.SendRequest{SessionKey: c.scoped(p.SessionKey), RunID: p.RunID, Message: p.Message, Model: p.Model, System: p.System, Toggles: p.Toggles,
 		CallerHistory: true, History: history, OnTurn: func(t gateway.Turn) { turn = t },
 		Ask: func(ctx context.Context, pr gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
 			var res PermissionResult

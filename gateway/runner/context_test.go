@@ -407,6 +407,23 @@ func TestRunner_ToolSearchDefersAndLoads(t *testing.T) {
 	if got := names(all[len(all)-1].Tools); !slices.Equal(got, names(tools)) {
 		t.Errorf("with tool search off the model is offered %d tools, want all %d", len(got), len(tools))
 	}
+	// A session's toggle overrides the configuration either way: off
+	// offers everything, on defers as "auto" does.
+	no, yes := false, true
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("x"), Toggles: gateway.Toggles{ToolSearch: &no}}, func(gateway.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	all = rec.requests()
+	if got := names(all[len(all)-1].Tools); !slices.Contains(got, tools[299].Name) || slices.Contains(got, SearchToolName) {
+		t.Errorf("toggled off, the model is offered %d tools (search_tools among them: %v), want all", len(got), slices.Contains(got, SearchToolName))
+	}
+	if _, err := off.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("x"), Toggles: gateway.Toggles{ToolSearch: &yes}}, func(gateway.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	all = rec.requests()
+	if got := names(all[len(all)-1].Tools); !slices.Contains(got, SearchToolName) || len(got) > 10 {
+		t.Errorf("toggled on over ToolSearchOff, the model is offered %v, want search_tools and few others", got)
+	}
 }
 
 func TestRankTools(t *testing.T) {
@@ -468,5 +485,22 @@ func TestRunner_UsageAndCompactCommands(t *testing.T) {
 	}
 	if got := (*evs)[0].Text; !strings.Contains(got, "needs a model") {
 		t.Errorf("/compact in direct mode = %q", got)
+	}
+}
+
+// A session's thinking toggle reaches every model request of its turn.
+func TestRunner_ThinkingToggle(t *testing.T) {
+	rec := &recorder{}
+	rec.answer = func(int, *gateway.Request) (*gateway.Response, error) { return say("ok", gateway.Usage{}) }
+	r := New(&gateway.Registry{}, &Options{Models: []gateway.Model{{ID: "m", Provider: rec.provider()}}})
+	on := true
+	for _, tg := range []gateway.Toggles{{}, {Thinking: &on}} {
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("x"), Toggles: tg}, func(gateway.Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := rec.requests()
+	if reqs[0].Thinking != nil || reqs[1].Thinking == nil || !*reqs[1].Thinking {
+		t.Errorf("thinking per request = %v, %v; want nil, then on", reqs[0].Thinking, reqs[1].Thinking)
 	}
 }

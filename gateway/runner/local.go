@@ -54,7 +54,10 @@ func (g *Local) Models() []gateway.ModelInfo {
 	ms := g.runner.Models()
 	out := make([]gateway.ModelInfo, len(ms))
 	for i, m := range ms {
-		out[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label}
+		out[i] = gateway.ModelInfo{ID: m.ID, Label: m.Label, ToolSearch: m.ID != DirectModelID && g.runner.opts.ToolSearch != ToolSearchOff}
+		if th, ok := m.Provider.(gateway.Thinker); ok {
+			out[i].Thinking, out[i].ThinkingOn = true, th.ThinksByDefault()
+		}
 	}
 	return out
 }

@@ -362,7 +362,7 @@ func (r *Runner) priced(model gateway.Model, u gateway.Usage) gateway.Usage {
 func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gateway.Tool) {
 	all := slices.Concat(r.opts.Tools, r.registry.Tools(t.req.SessionKey))
 	allowed := slices.DeleteFunc(slices.Clone(all), func(tl *gateway.Tool) bool { return r.opts.Permissions.Decide(tl) == DecisionDeny })
-	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey)}
+	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey), Thinking: t.req.Toggles.Thinking}
 	if turnOnly {
 		preq.Messages, preq.Tools = t.turn, allowed
 		return preq, all
@@ -374,7 +374,7 @@ func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gate
 	}
 	var offered []*gateway.Tool
 	tools := all // a call may name any: a denied one is refused by name
-	if r.deferring(allowed, t.model.ContextWindow) {
+	if r.deferring(allowed, t.model.ContextWindow, t.req.Toggles.ToolSearch) {
 		var deferred []*gateway.Tool
 		for _, tl := range allowed {
 			if tl.Core {

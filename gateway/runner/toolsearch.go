@@ -56,9 +56,18 @@ const (
 )
 
 // deferring reports whether the tools of a request are deferred: all are
-// the session's tools, window the model's context window (0: unknown).
-func (r *Runner) deferring(all []*gateway.Tool, window int64) bool {
-	switch r.opts.ToolSearch {
+// the session's tools, window the model's context window (0: unknown),
+// toggle the session's choice (gateway.Toggles.ToolSearch; nil: the
+// configuration's).
+func (r *Runner) deferring(all []*gateway.Tool, window int64, toggle *bool) bool {
+	mode := r.opts.ToolSearch
+	switch {
+	case toggle != nil && !*toggle:
+		mode = ToolSearchOff
+	case toggle != nil && mode == ToolSearchOff:
+		mode = ToolSearchAuto
+	}
+	switch mode {
 	case ToolSearchOff:
 		return false
 	case ToolSearchOn:

@@ -46,7 +46,7 @@ type Provider struct {
 	opts   provider.Options
 }
 
-var _ gateway.Provider = (*Provider)(nil)
+var _ gateway.Thinker = (*Provider)(nil)
 
 // New returns an Anthropic provider. o may be nil (every default); it is
 // copied.
@@ -73,6 +73,25 @@ func New(o *provider.Options) *Provider {
 // Name implements [gateway.Provider].
 func (a *Provider) Name() string { return "anthropic" }
 
+// ThinksByDefault implements [gateway.Thinker]: requests think when
+// Options.ThinkingBudget is set.
+func (a *Provider) ThinksByDefault() bool { return a.opts.ThinkingBudget > 0 }
+
+// thinkingBudget is the thinking budget of req: Options.ThinkingBudget,
+// unless req turns thinking off (0) or on (DefaultThinkingBudget when
+// none is configured).
+func (a *Provider) thinkingBudget(req *gateway.Request) int64 {
+	switch {
+	case req.Thinking == nil:
+		return a.opts.ThinkingBudget
+	case !*req.Thinking:
+		return 0
+	case a.opts.ThinkingBudget > 0:
+		return a.opts.ThinkingBudget
+	}
+	return provider.DefaultThinkingBudget
+}
+
 // Complete implements [gateway.Provider]: one streamed Messages request.
 func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
 	params := anthropic.MessageNewParams{
@@ -88,8 +107,15 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
 	setBreakpoints(&params)
-	if a.opts.ThinkingBudget > 0 {
-		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(a.opts.ThinkingBudget)
+	if budget := a.thinkingBudget(req); budget > 0 {
+		if req.MaxTokens == 0 && params.MaxTokens <= budget {
+			params.MaxTokens = budget + provider.DefaultMaxTokens
+		}
+		// The budget must be below max_tokens: a request capped lower (a
+		// compaction summary) does not think.
+		if params.MaxTokens > budget {
+			params.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
+		}
 	}
 	key := a.opts.Key()
 	if key == "" && a.opts.BaseURL == "" {
