@@ -146,7 +146,7 @@ func (t *publishedTransport) Connect(ctx context.Context) (mcp.Connection, error
 	if rpc == nil {
 		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", t.spec.Name)
 	}
-	return mcpacp.NewCaller(t.spec.Name, func(ctx context.Context, method string, params json.RawMessage, notify func(string, json.RawMessage)) mcpacp.Outcome {
+	return mcpacp.NewCaller(ctx, t.spec.Name, func(ctx context.Context, method string, params json.RawMessage, notify func(string, json.RawMessage)) mcpacp.Outcome {
 		return t.m.call(ctx, rpc, t.spec, method, params, notify)
 	}, t.m.log), nil
 }

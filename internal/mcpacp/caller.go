@@ -76,13 +76,14 @@ type Caller struct {
 }
 
 // NewCaller returns the Caller of the hosted server named server (for
-// errors and logs), sending with call. log receives diagnostics (nil
-// discards them). Close it when done.
-func NewCaller(server string, call CallFunc, log *slog.Logger) *Caller {
+// errors and logs), sending with call. Its calls carry ctx's values; they
+// end on Close (or when the MCP client cancels them), not when ctx does.
+// log receives diagnostics (nil discards them). Close it when done.
+func NewCaller(ctx context.Context, server string, call CallFunc, log *slog.Logger) *Caller {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	return &Caller{
 		server: server, call: call, log: log, ctx: ctx, cancel: cancel,
 		inflight: make(map[string]context.CancelFunc),
