@@ -148,7 +148,7 @@ func (t *publishedTransport) Connect(ctx context.Context) (mcp.Connection, error
 	}
 	return mcpacp.NewCaller(ctx, t.spec.Name, func(ctx context.Context, method string, params json.RawMessage, notify func(string, json.RawMessage)) mcpacp.Outcome {
 		return t.m.call(ctx, rpc, t.spec, method, params, notify)
-	}, t.m.log), nil
+	}, &mcpacp.CallerOptions{Logger: t.m.log, Done: rpc.Done()}), nil
 }
 
 // call sends one MCP request of the server spec as a published

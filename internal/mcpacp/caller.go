@@ -53,9 +53,10 @@ type CallFunc func(ctx context.Context, method string, params json.RawMessage, n
 // is answered here, with an error, as the binding carries MCP 2026-07-28
 // only. It is safe for concurrent use.
 type Caller struct {
-	server string
-	call   CallFunc
-	log    *slog.Logger
+	server   string
+	call     CallFunc
+	log      *slog.Logger
+	connDone <-chan struct{} // CallerOptions.Done (nil: never)
 
 	ctx    context.Context // ends the calls in flight on Close
 	cancel context.CancelFunc
@@ -75,17 +76,30 @@ type Caller struct {
 	closeOnce sync.Once
 }
 
+// CallerOptions are NewCaller's options; the zero value is valid.
+type CallerOptions struct {
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Done, if not nil, is closed when the ACP connection ends: Read then
+	// returns io.EOF, so the MCP client sees the server gone.
+	Done <-chan struct{}
+}
+
 // NewCaller returns the Caller of the hosted server named server (for
 // errors and logs), sending with call. Its calls carry ctx's values; they
 // end on Close (or when the MCP client cancels them), not when ctx does.
-// log receives diagnostics (nil discards them). Close it when done.
-func NewCaller(ctx context.Context, server string, call CallFunc, log *slog.Logger) *Caller {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// A nil opts is valid. Close it when done.
+func NewCaller(ctx context.Context, server string, call CallFunc, opts *CallerOptions) *Caller {
+	var o CallerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	return &Caller{
-		server: server, call: call, log: log, ctx: ctx, cancel: cancel,
+		server: server, call: call, log: o.Logger, connDone: o.Done, ctx: ctx, cancel: cancel,
 		inflight: make(map[string]context.CancelFunc),
 		ready:    make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -107,7 +121,7 @@ func (c *Caller) push(msg jsonrpc.Message) {
 }
 
 // Read implements mcp.Connection. It returns io.EOF once the Caller is
-// closed.
+// closed or the ACP connection has ended (CallerOptions.Done).
 func (c *Caller) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		c.mu.Lock()
@@ -126,6 +140,8 @@ func (c *Caller) Read(ctx context.Context) (jsonrpc.Message, error) {
 		select {
 		case <-c.ready:
 		case <-c.done:
+		case <-c.connDone:
+			return nil, io.EOF
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

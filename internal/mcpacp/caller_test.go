@@ -3,6 +3,8 @@ package mcpacp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -150,3 +152,27 @@ func (e errString) Error() string { return string(e) }
 type callerTransport struct{ c *Caller }
 
 func (t callerTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// TestCaller_EOFWhenConnectionEnds: the ACP connection ending is the end
+// of the MCP connection, so the bridge reports the server lost.
+func TestCaller_EOFWhenConnectionEnds(t *testing.T) {
+	done := make(chan struct{})
+	c := NewCaller(t.Context(), "hosted", func(context.Context, string, json.RawMessage, func(string, json.RawMessage)) Outcome {
+		return Outcome{Result: json.RawMessage(`{}`)}
+	}, &CallerOptions{Done: done})
+	defer c.Close()
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Read(t.Context())
+		read <- err
+	}()
+	close(done)
+	select {
+	case err := <-read:
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("Read after the connection ended = %v, want io.EOF", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Read did not return when the connection ended")
+	}
+}
