@@ -401,7 +401,7 @@ func (f *frontEnd) CommandsChanged(ctx context.Context, sid string, cmds []runne
 // Dial implements session.FrontEnd: a server the client hosts, over
 // MCP-over-ACP (mcpacp.go).
 func (f *frontEnd) Dial(_ context.Context, _ string, spec bridge.ServerSpec) (mcp.Transport, error) {
-	return &acpTransport{m: f.a.mcpACP, spec: spec}, nil
+	return f.a.mcpACP.transport(spec), nil
 }
 
 // notify sends one session/update, logging (not returning) a failure: a

@@ -13,6 +13,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
+	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -113,14 +114,20 @@ func (a *Agent) dispatch(ctx context.Context, name string, params json.RawMessag
 
 // isCall reports whether a message of method with params is a call, which
 // must be answered: every request but session/cancel (a notification in
-// ACP) and an mcp/message carrying an MCP notification. The framing layer
-// counts requests by the same rule (and drops a notification that is a
-// call by it), so the count of calls read and answered is exact.
+// ACP), a published mcp/message (serverId, no connectionId: the agent
+// receives only its notifications, and framing answers a request of it
+// itself, mcpacp.go) and a draft mcp/message carrying an MCP notification.
+// The framing layer counts requests by the same rule (and drops a
+// notification that is a call by it), so the count of calls read and
+// answered is exact.
 func isCall(method string, params json.RawMessage) bool {
 	switch method {
 	case acpsdk.AgentMethodSessionCancel, "$/cancel_request":
 		return false
 	case methodMCPMessage:
+		if _, published := mcpacp.Published(params); published {
+			return false
+		}
 		var p struct {
 			Method string `json:"method"`
 		}

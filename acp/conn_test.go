@@ -53,8 +53,11 @@ func TestWithServers_HandsTheClientsOwnMCPServers(t *testing.T) {
 // TestFraming_CountsCalls: the framing layer counts exactly the messages
 // the dispatch table answers (isCall): requests, but not a session/cancel
 // or an mcp/message carrying an MCP notification, and it drops an
-// mcp/message notification that carries an MCP request. Reads of any size
-// see whole frames.
+// mcp/message notification that carries an MCP request (the draft's). A
+// published mcp/message (serverId, no connectionId) is always a
+// notification to the agent, whatever its inner method; a request of it
+// is answered -33001 by framing itself. Reads of any size see whole
+// frames.
 func TestFraming_CountsCalls(t *testing.T) {
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
@@ -64,9 +67,13 @@ func TestFraming_CountsCalls(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"mcp/message","params":{"connectionId":"c","method":"notifications/cancelled"}}`,
 		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
 		`{"jsonrpc":"2.0","id":4,"result":{}}`,
+		`{"jsonrpc":"2.0","method":"mcp/message","params":{"serverId":"s1","requestId":"r1","method":"notifications/progress"}}`,
+		`{"jsonrpc":"2.0","method":"mcp/message","params":{"serverId":"s1","requestId":"r1","method":"subscriptions/odd"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"mcp/message","params":{"serverId":"s1","requestId":"r2","method":"tools/list"}}`,
 	}, "\n") + "\n"
 	c := newCalls()
-	f := newFraming(strings.NewReader(in), started(), &frameSink{}, nil, 0)
+	sink := &frameSink{}
+	f := newFraming(strings.NewReader(in), started(), sink, nil, 0)
 	f.calls = c
 	var out []byte
 	buf := make([]byte, 3)
@@ -82,8 +89,11 @@ func TestFraming_CountsCalls(t *testing.T) {
 	}
 	f.close()
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != 6 || strings.Contains(string(out), `"method":"tools/list"`) {
-		t.Errorf("forwarded %d frames, want 6 without the mcp/message notification of tools/list:\n%s", len(lines), out)
+	if len(lines) != 8 || strings.Contains(string(out), `"method":"tools/list"`) {
+		t.Errorf("forwarded %d frames, want 8 without the mcp/message of tools/list (draft notification, published request):\n%s", len(lines), out)
+	}
+	if r := parseReplies(t, sink.all()); len(r) != 1 || string(r[0].ID) != "5" || r[0].Error.Code != codeMCPServerUnavailable || r[0].Error.Data["serverId"] != "s1" {
+		t.Errorf("replies = %+v, want -33001 naming serverId s1 for the published mcp/message request", r)
 	}
 	if c.open != 2 {
 		t.Errorf("calls read = %d, want 2 (initialize and the mcp/message of ping)", c.open)

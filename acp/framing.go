@@ -15,6 +15,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
+	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 )
 
@@ -101,7 +102,9 @@ type frameWriter interface {
 // In session/new, session/load and session/resume params, a key that
 // encoding/json could read as mcpServers or _meta is refused too (the
 // dispatch table reads them by exact key: withServers). An mcp/message
-// notification carrying an MCP request is dropped (isCall).
+// notification carrying an MCP request is dropped (isCall); a request of
+// the published MCP-over-ACP binding (serverId, no connectionId) is
+// answered -33001 here, as the agent provides no servers.
 // When maxQueuedReplies error responses wait to be written, reading waits
 // too, with one warning per episode.
 //
@@ -393,6 +396,14 @@ func (f *framing) frame(line []byte) []byte {
 		// differently.
 		if _, bad, err := decodeMembers(msg["params"], sessionParamKeys[:]); err == nil && bad != "" {
 			f.reply(id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s: the key params.%q is a duplicate of, or differs only in case from, mcpServers or _meta", method, bad), nil)
+			return nil
+		}
+	}
+	if method == methodMCPMessage {
+		// The published binding's mcp/message request asks the agent for a
+		// server it provides: it provides none (mcpacp.go).
+		if serverID, published := mcpacp.Published(msg["params"]); published {
+			f.reply(id, codeMCPServerUnavailable, "MCP server registration unavailable: the agent provides no MCP servers over ACP", map[string]any{"serverId": serverID})
 			return nil
 		}
 	}

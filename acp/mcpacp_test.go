@@ -54,10 +54,16 @@ func hostedServerShowing(shown func(context.Context)) *mcp.Server {
 // servers (by id).
 func startHostingAgent(t *testing.T, servers map[string]*mcp.Server) (*harness, *acpclient.MCPHost, acpsdk.InitializeResponse) {
 	t.Helper()
+	return startHost(t, &acpclient.MCPHost{Servers: servers})
+}
+
+// startHost runs an Agent over pipes with a client that hosts host's
+// servers.
+func startHost(t *testing.T, host *acpclient.MCPHost) (*harness, *acpclient.MCPHost, acpsdk.InitializeResponse) {
+	t.Helper()
 	agent := newTestAgent(nil)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
-	host := &acpclient.MCPHost{Servers: servers}
 	h := &harness{t: t, client: &acpclient.Recorder{MCP: host}, agent: agent, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
@@ -184,15 +190,16 @@ func (f *frames) wait(t *testing.T, n int) []byte {
 	}
 }
 
-// TestMCPOverACP_ConnectNamesIDAsTheEntryDid checks the field-name choice:
-// an entry that gave "serverId" (the proposal's 2026 schema) is connected
-// with {"serverId"}, one that gave "id" (acp-go-sdk v0.13) with {"acpId"}.
-func TestMCPOverACP_ConnectNamesIDAsTheEntryDid(t *testing.T) {
+// TestMCPOverACP_DraftForIDEntries checks the binding choice for the
+// draft: an entry that gave "id" (acp-go-sdk v0.13), alone or with an equal
+// "serverId", is connected with mcp/connect {"acpId"} and closed with
+// mcp/disconnect.
+func TestMCPOverACP_DraftForIDEntries(t *testing.T) {
 	for _, tc := range []struct {
 		entry, want, not string
 	}{
 		{`{"type":"acp","name":"a","id":"x1"}`, `"acpId":"x1"`, `serverId`},
-		{`{"type":"acp","name":"a","serverId":"x1"}`, `"serverId":"x1"`, `acpId`},
+		{`{"type":"acp","name":"a","id":"x1","serverId":"x1"}`, `"acpId":"x1"`, `serverId`},
 	} {
 		specs, err := ParseMCPServers(json.RawMessage("[" + tc.entry + "]"))
 		if err != nil {

@@ -61,10 +61,12 @@ func (e *MCPServersError) Error() string {
 //     contain no '=' or NUL;
 //   - an "http" or "sse" entry needs a non-empty string url; headers
 //     ([{name, value}]) may be absent;
-//   - an "acp" entry (MCP-over-ACP, a draft proposal: the client hosts the
-//     server on the ACP connection) needs a non-empty string id, given as
-//     "id" (acp-go-sdk v0.13's McpServerAcp) or "serverId" (the proposal's
-//     2026 schema); both may be given only with the same value;
+//   - an "acp" entry (MCP-over-ACP, unstable: the client hosts the server
+//     on the ACP connection) needs a non-empty string id, given as "id"
+//     (acp-go-sdk v0.13's McpServerAcp: the draft binding) or "serverId"
+//     (the published schema's McpServerAcp: the published binding); both
+//     may be given only with the same value, which selects the draft
+//     (mcpacp.go);
 //   - any other type string is well-formed: the spec carries it and the
 //     bridge reports that one server as failed.
 //

@@ -22,15 +22,6 @@ const (
 	mcpNotificationPrefix = "notifications/"
 )
 
-// mcpConnectParams is the params of mcp/connect in either schema of the
-// MCP-over-ACP proposal (acpsdk.UnstableConnectMcpRequest has only acpId;
-// the 2026 schema names it serverId).
-type mcpConnectParams struct {
-	Meta     map[string]any `json:"_meta,omitempty"`
-	AcpID    string         `json:"acpId,omitempty"`
-	ServerID string         `json:"serverId,omitempty"`
-}
-
 // elicitationCreate is the params of elicitation/create with its session
 // scope (the schema's ElicitationSessionScope: sessionId, and toolCallId
 // when a tool call asks), which acp-go-sdk's
@@ -61,6 +52,35 @@ func (e elicitationCreate) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(members)
+}
+
+// mcpMessage is the params of mcp/message in the published binding of
+// MCP-over-ACP (schema.unstable.json MessageMcpRequest, which the agent
+// sends, and MessageMcpNotification, which it receives): the inner MCP
+// request or notification of the declared server serverId, for the inner
+// request requestId (the caller's, distinct from the outer JSON-RPC id).
+type mcpMessage struct {
+	Meta      map[string]any  `json:"_meta,omitempty"`
+	ServerID  string          `json:"serverId"`
+	RequestID string          `json:"requestId"`
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params,omitempty"`
+}
+
+// mcpOutcome is the result of the published mcp/message request
+// (MessageMcpResponse): exactly one inner MCP outcome, result (any JSON
+// value, null included: present is what counts) or error.
+type mcpOutcome struct {
+	Meta   map[string]any  `json:"_meta,omitempty"`
+	Result json.RawMessage `json:"result"`
+	Error  *mcpError       `json:"error,omitempty"`
+}
+
+// mcpError is an inner MCP error (McpError): an MCP code, never an ACP one.
+type mcpError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // update is one session/update's update as the agent sends it:

@@ -93,12 +93,14 @@ type ServerSpec struct {
 	// for other transports.
 	ToolsKey string
 	// ServerID is the id of a TransportACP server, opaque, chosen by the
-	// client that hosts it (the entry's "id", or "serverId" in the
-	// proposal's 2026 schema).
+	// client that hosts it (the entry's "id", as the acp-go-sdk v0.13
+	// draft names it, or "serverId", as the published schema does).
 	ServerID string
-	// ServerIDKey is the key the client's entry gave ServerID under ("id" or
-	// "serverId"), so that the transport can name it as the client's schema
-	// does; empty means "id".
+	// ServerIDKey is the key the client's entry gave ServerID under: "id"
+	// (also when an equal "serverId" is given beside it; empty means "id")
+	// or "serverId" (alone). The front end's transport picks the binding
+	// of MCP-over-ACP by it: the acp-go-sdk v0.13 draft for "id", the
+	// published binding for "serverId".
 	ServerIDKey string
 }
 

@@ -2,26 +2,37 @@ package acpclient
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 )
 
 // MCPHost hosts MCP servers on the ACP connection (MCP-over-ACP, ACP's
-// unstable mcp/connect, mcp/message and mcp/disconnect; a draft proposal):
-// the agent connects to them with mcp/connect and talks to them in
-// mcp/message. Set Recorder.MCP to one before the connection starts; it is
+// unstable capability), in either binding: the acp-go-sdk v0.13 draft
+// (Servers: the agent connects with mcp/connect, talks in mcp/message by
+// connectionId, ends with mcp/disconnect) and the published one
+// (Published: each mcp/message request, by serverId, is one MCP request,
+// served as the TypeScript SDK's fromMcpServer does, by a fresh session of
+// the server). Set Recorder.MCP to one before the connection starts; it is
 // safe for concurrent use.
 type MCPHost struct {
-	// Servers are the hosted servers by id (the id of their mcpServers
-	// entry). Each mcp/connect is a new session of its server.
+	// Servers are the draft's hosted servers by id (the id of their
+	// mcpServers entry). Each mcp/connect is a new session of its server.
 	Servers map[string]*mcp.Server
+	// Published are the published binding's hosted servers by serverId
+	// (PublishedEntry). Each mcp/message request is served by a new
+	// in-memory session of its server at MCP 2026-07-28; the server's
+	// notifications during it go back as mcp/message notifications.
+	Published map[string]*mcp.Server
 
 	once   sync.Once
 	router *mcpacp.Router
@@ -29,8 +40,10 @@ type MCPHost struct {
 	mu       sync.Mutex
 	next     int
 	sessions map[string]*mcp.ServerSession // by connectionId
-	events   []string                      // "connect <id> <connectionId>", "disconnect <connectionId>"
-	changed  chan struct{}                 // closed and replaced on every event
+	// events: "connect <id> <connectionId>", "disconnect <connectionId>";
+	// published: "message <serverId> <method>", "cancelled <serverId> <method>".
+	events  []string
+	changed chan struct{} // closed and replaced on every event
 }
 
 // Entry returns the mcpServers entry of the hosted server id, named name.
@@ -52,12 +65,102 @@ func (h *MCPHost) init() {
 func (h *MCPHost) wrap(w io.Writer, r io.Reader) (io.Writer, io.Reader) {
 	h.init()
 	lw := &lockedWriter{w: w}
-	mux := mcpacp.NewMux(h.router.Handle, []string{mcpacp.MethodMessage}, func(p []byte) error {
+	handle := func(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+		if _, ok := mcpacp.Published(params); ok && method == mcpacp.MethodMessage {
+			return h.serve(ctx, params)
+		}
+		return h.router.Handle(ctx, method, params)
+	}
+	mux := mcpacp.NewMux(handle, []string{mcpacp.MethodMessage}, func(p []byte) error {
 		_, err := lw.Write(p)
 		return err
 	}, slog.New(slog.DiscardHandler))
 	h.router.SetConn(mux.Conn())
 	return lw, mux.Filter(r)
+}
+
+// Conn returns the client's connection for mcp/message (a second
+// connection on the stream, whose requests carry ids of their own): a
+// test sends session/new with raw mcpServers entries on it, such as the
+// published binding's, which acp-go-sdk v0.13's types cannot write.
+func (h *MCPHost) Conn() *acpsdk.Connection {
+	h.init()
+	return h.router.Conn()
+}
+
+// PublishedEntry returns the published binding's mcpServers entry of the
+// hosted server serverID, named name.
+func (h *MCPHost) PublishedEntry(name, serverID string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"type": "acp", "name": name, "serverId": serverID})
+	return b
+}
+
+// serve answers one published mcp/message request: the MCP request goes
+// to a new session of the server its serverId names, and the MCP outcome
+// is the result ({"result"} or {"error"}). A serverId it does not host is
+// the binding's -33001; a cancelled request, -32800.
+func (h *MCPHost) serve(ctx context.Context, raw json.RawMessage) (any, *acpsdk.RequestError) {
+	var p struct {
+		ServerID  string          `json:"serverId"`
+		RequestID string          `json:"requestId"`
+		Method    string          `json:"method"`
+		Params    json.RawMessage `json:"params,omitempty"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil || p.RequestID == "" || p.Method == "" {
+		return nil, acpsdk.NewInvalidParams(map[string]any{"error": "mcp/message: serverId, requestId and method must be strings"})
+	}
+	srv := h.Published[p.ServerID]
+	if srv == nil {
+		return nil, &acpsdk.RequestError{Code: -33001, Message: "MCP server registration unavailable", Data: map[string]any{"serverId": p.ServerID}}
+	}
+	h.record("message " + p.ServerID + " " + p.Method)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.WithoutCancel(ctx), st, nil)
+	if err != nil {
+		return nil, &acpsdk.RequestError{Code: -33002, Message: "MCP server handler failed", Data: map[string]any{"details": err.Error()}}
+	}
+	defer ss.Close()
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		return nil, &acpsdk.RequestError{Code: -33002, Message: "MCP server handler failed", Data: map[string]any{"details": err.Error()}}
+	}
+	defer conn.Close()
+	id, _ := jsonrpc.MakeID(p.RequestID)
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: id, Method: p.Method, Params: p.Params}); err != nil {
+		return nil, &acpsdk.RequestError{Code: -33002, Message: "MCP server handler failed", Data: map[string]any{"details": err.Error()}}
+	}
+	for {
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				h.record("cancelled " + p.ServerID + " " + p.Method)
+				return nil, &acpsdk.RequestError{Code: -32800, Message: "Request cancelled"}
+			}
+			return nil, &acpsdk.RequestError{Code: -33002, Message: "MCP server stream ended without a response"}
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			if m.ID.IsValid() {
+				continue // 2026-07-28 has no server requests
+			}
+			n := map[string]any{"serverId": p.ServerID, "requestId": p.RequestID, "method": m.Method}
+			if len(m.Params) > 0 {
+				n["params"] = m.Params
+			}
+			if err := h.router.Conn().SendNotification(ctx, mcpacp.MethodMessage, n); err != nil {
+				return nil, &acpsdk.RequestError{Code: -32800, Message: "Request cancelled"}
+			}
+		case *jsonrpc.Response:
+			if m.Error != nil {
+				var we *jsonrpc.Error
+				if !errors.As(m.Error, &we) {
+					we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
+				}
+				return map[string]any{"error": we}, nil
+			}
+			return map[string]any{"result": m.Result}, nil
+		}
+	}
 }
 
 // Events returns what happened so far, in order: "connect <id>

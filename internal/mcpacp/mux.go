@@ -1,8 +1,17 @@
-// Package mcpacp carries MCP connections inside an ACP connection: the
-// unstable MCP-over-ACP proposal of ACP (mcp/connect, mcp/message,
-// mcp/disconnect; draft, https://agentclientprotocol.com/rfds/mcp-over-acp),
-// on both sides: the agent, whose MCP client talks to a server the editor
-// hosts, and a client hosting servers (the test client).
+// Package mcpacp carries MCP inside an ACP connection: ACP's unstable
+// MCP-over-ACP (https://agentclientprotocol.com/rfds/mcp-over-acp), in its
+// two bindings.
+//
+// The published binding (npm @agentclientprotocol/sdk 2.4.0) is MCP
+// 2026-07-28, stateless: each MCP request is one mcp/message request by
+// serverId and requestId. [Caller] is the agent's go-sdk mcp.Connection for
+// it, over a [CallFunc] that sends that request; [Published] tells its
+// messages from the draft's.
+//
+// The acp-go-sdk v0.13 draft (mcp/connect, mcp/message by connectionId,
+// mcp/disconnect) is served on both sides: the agent, whose MCP client
+// talks to a server the editor hosts, and a client hosting servers (the
+// test client).
 //
 // acp-go-sdk v0.13 has the proposal's types and sends mcp/connect and
 // mcp/disconnect, but neither side of it sends or dispatches mcp/message.
@@ -121,7 +130,7 @@ func (m *Mux) Deliver(frame []byte) error {
 
 // Filter returns a reader of r's lines without those the Mux wants, which
 // it delivers: for a main connection whose stream no framing layer reads
-// first (the client side). Lines over 10 MiB end the reader, as they end
+// first (the client side). A $/cancel_request goes to both. Lines over 10 MiB end the reader, as they end
 // acp-go-sdk's.
 func (m *Mux) Filter(r io.Reader) io.Reader {
 	pr, pw := io.Pipe()
@@ -134,7 +143,17 @@ func (m *Mux) Filter(r io.Reader) io.Reader {
 					ID     json.RawMessage `json:"id"`
 					Method string          `json:"method"`
 				}
-				if json.Unmarshal(line, &head) == nil && m.Wants(head.Method, head.ID) {
+				ok := json.Unmarshal(line, &head) == nil
+				if ok && head.Method == "$/cancel_request" && len(head.ID) == 0 {
+					// The request it names may be the Mux's or the main
+					// connection's: both get it, the other ignores it.
+					if derr := m.Deliver(line); derr != nil {
+						m.log.Debug("mcpacp: frame dropped", "err", derr)
+					}
+					if _, werr := pw.Write(line); werr != nil {
+						return
+					}
+				} else if ok && m.Wants(head.Method, head.ID) {
 					if derr := m.Deliver(line); derr != nil {
 						m.log.Debug("mcpacp: frame dropped", "err", derr)
 					}
