@@ -90,3 +90,64 @@ func TestEOF_PromptUnderWayAnswersCancelled(t *testing.T) {
 		t.Fatal("the agent did not exit after stdin EOF")
 	}
 }
+
+// TestEOF_ClosedStdoutEndsCleanly: an editor that stops reading (its end of
+// stdout closed) does not kill the agent with SIGPIPE: the write fails,
+// and at the end of stdin the agent ends its sessions and their servers
+// and exits 0.
+func TestEOF_ClosedStdoutEndsCleanly(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(agentBin, "--store", "memory")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	send := func(line string) { _, _ = stdin.Write([]byte(line + "\n")) }
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[{"name":"fixture","command":%q,"args":[],"env":[]}]}}`, t.TempDir(), fixtureBin))
+	dec := json.NewDecoder(stdout)
+	var sid string
+	for sid == "" {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("reading the session/new response: %v", err)
+		}
+		sid = m.Result.SessionID
+	}
+	servers := descendants(cmd.Process.Pid)
+	if len(servers) == 0 {
+		t.Fatal("no MCP server process under the agent")
+	}
+	stdout.Close() // the editor stops reading
+	for i := range 5 {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"/tools"}]}}`, 10+i, sid))
+	}
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the agent's exit: %v (%v), want 0", err, cmd.ProcessState)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the agent did not exit within 60 s of the end of stdin")
+	}
+	for _, p := range waitAllGone(servers, 15*time.Second) {
+		t.Errorf("process %d (%s) outlived the agent", p, cmdline(p))
+	}
+}

@@ -59,6 +59,13 @@ import (
 var version = ""
 
 func main() {
+	// A write to a closed stdout or stderr (the editor went away) must fail
+	// as an error, which ends the connection and with it every session and
+	// server, not kill the agent with SIGPIPE, Go's default for fds 1 and 2.
+	// Notify, not Ignore: a handled signal is reset at exec, so the MCP
+	// servers the agent starts keep SIGPIPE's default; an ignored one
+	// would be inherited.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		var code exitError
 		if errors.As(err, &code) {
