@@ -83,6 +83,21 @@ func (m *mcpOverACP) transport(spec bridge.ServerSpec) mcp.Transport {
 	return &acpTransport{m: m, spec: spec}
 }
 
+// connection waits until Serve has set up the ACP connection, or ctx ends,
+// and returns it; an error names server spec.
+func (m *mcpOverACP) connection(ctx context.Context, spec bridge.ServerSpec) (*acpsdk.Connection, error) {
+	select {
+	case <-m.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	rpc := m.router.Conn()
+	if rpc == nil {
+		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", spec.Name)
+	}
+	return rpc, nil
+}
+
 // acpTransport is the go-sdk mcp.Transport of one acp entry: Connect sends
 // mcp/connect for its id and returns the connection the client named;
 // closing it sends mcp/disconnect.
@@ -93,14 +108,9 @@ type acpTransport struct {
 
 // Connect implements mcp.Transport.
 func (t *acpTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	select {
-	case <-t.m.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	rpc := t.m.router.Conn()
-	if rpc == nil {
-		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", t.spec.Name)
+	rpc, err := t.m.connection(ctx, t.spec)
+	if err != nil {
+		return nil, err
 	}
 	params := acpsdk.UnstableConnectMcpRequest{AcpId: acpsdk.UnstableMcpServerAcpId(t.spec.ServerID)}
 	res, err := acpsdk.SendRequest[acpsdk.UnstableConnectMcpResponse](rpc, ctx, acpsdk.ClientMethodMcpConnect, params)
@@ -137,14 +147,9 @@ type publishedTransport struct {
 
 // Connect implements mcp.Transport.
 func (t *publishedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	select {
-	case <-t.m.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	rpc := t.m.router.Conn()
-	if rpc == nil {
-		return nil, fmt.Errorf("MCP-over-ACP server %q: the ACP connection is not running", t.spec.Name)
+	rpc, err := t.m.connection(ctx, t.spec)
+	if err != nil {
+		return nil, err
 	}
 	return mcpacp.NewCaller(ctx, t.spec.Name, func(ctx context.Context, method string, params json.RawMessage, notify func(string, json.RawMessage)) mcpacp.Outcome {
 		return t.m.call(ctx, rpc, t.spec, method, params, notify)

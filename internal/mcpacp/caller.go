@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 
@@ -62,16 +61,15 @@ type Caller struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
 
-	// mu guards queue, closed, inflight and discoverErr.
+	in *inbox // what Read returns
+
+	// mu guards closed, inflight and discoverErr.
 	mu       sync.Mutex
-	queue    []jsonrpc.Message
 	closed   bool
 	inflight map[string]context.CancelFunc // the calls under way, by the MCP request id (fmt %v of its Raw)
 	// discoverErr is why the last server/discover failed, for the
 	// initialize refused after it.
 	discoverErr string
-	ready       chan struct{} // signalled when queue grows
-	done        chan struct{} // closed by Close
 
 	closeOnce sync.Once
 }
@@ -101,51 +99,19 @@ func NewCaller(ctx context.Context, server string, call CallFunc, opts *CallerOp
 	return &Caller{
 		server: server, call: call, log: o.Logger, connDone: o.Done, ctx: ctx, cancel: cancel,
 		inflight: make(map[string]context.CancelFunc),
-		ready:    make(chan struct{}, 1), done: make(chan struct{}),
+		in:       newInbox(),
 	}
 }
 
 // SessionID implements mcp.Connection: the binding has no MCP session.
 func (c *Caller) SessionID() string { return "" }
 
-func (c *Caller) push(msg jsonrpc.Message) {
-	c.mu.Lock()
-	if !c.closed {
-		c.queue = append(c.queue, msg)
-	}
-	c.mu.Unlock()
-	select {
-	case c.ready <- struct{}{}:
-	default:
-	}
-}
+func (c *Caller) push(msg jsonrpc.Message) { c.in.push(msg) }
 
 // Read implements mcp.Connection. It returns io.EOF once the Caller is
 // closed or the ACP connection has ended (CallerOptions.Done).
 func (c *Caller) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, io.EOF
-		}
-		if len(c.queue) > 0 {
-			msg := c.queue[0]
-			c.queue[0] = nil
-			c.queue = c.queue[1:]
-			c.mu.Unlock()
-			return msg, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.ready:
-		case <-c.done:
-		case <-c.connDone:
-			return nil, io.EOF
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return c.in.read(ctx, c.connDone)
 }
 
 // Write implements mcp.Connection. A request does not wait for its
@@ -258,9 +224,8 @@ func (c *Caller) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		c.queue = nil
 		c.mu.Unlock()
-		close(c.done)
+		c.in.close()
 		c.cancel()
 		c.calls.Wait()
 	})

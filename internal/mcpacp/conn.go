@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -65,7 +64,7 @@ func (r *Router) Open(ctx context.Context, connectionID, server string, onClose 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &Conn{
 		r: r, conn: m, id: connectionID, server: server, onClose: onClose, ctx: ctx, cancel: cancel,
-		ready: make(chan struct{}, 1), done: make(chan struct{}), waiting: make(map[string]chan *jsonrpc.Response),
+		in: newInbox(), waiting: make(map[string]chan *jsonrpc.Response),
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -162,7 +161,7 @@ func (r *Router) Handle(ctx context.Context, method string, params json.RawMessa
 		return res.Result, nil
 	case <-ctx.Done():
 		return nil, acpsdk.NewInternalError(map[string]any{"error": fmt.Sprintf("mcp/message %s: cancelled", p.Method)})
-	case <-c.done:
+	case <-c.in.done:
 		return nil, acpsdk.NewInternalError(map[string]any{"error": fmt.Sprintf("MCP-over-ACP server %q: connection %q closed before answering %s", c.server, c.id, p.Method)})
 	}
 }
@@ -184,12 +183,11 @@ type Conn struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
 
-	// mu guards queue, closed and waiting; it is never held with the
-	// Router's mu.
+	in *inbox // what Read returns
+
+	// mu guards closed and waiting; it is never held with the Router's
+	// mu.
 	mu      sync.Mutex
-	queue   []jsonrpc.Message
-	ready   chan struct{} // signalled when queue grows
-	done    chan struct{} // closed by Close
 	closed  bool
 	waiting map[string]chan *jsonrpc.Response // the peer's requests, by the id handed to Read
 
@@ -202,44 +200,12 @@ func (c *Conn) ID() string { return c.id }
 // SessionID implements mcp.Connection: there is no MCP session id.
 func (c *Conn) SessionID() string { return "" }
 
-func (c *Conn) push(msg jsonrpc.Message) {
-	c.mu.Lock()
-	if !c.closed {
-		c.queue = append(c.queue, msg)
-	}
-	c.mu.Unlock()
-	select {
-	case c.ready <- struct{}{}:
-	default:
-	}
-}
+func (c *Conn) push(msg jsonrpc.Message) { c.in.push(msg) }
 
 // Read implements mcp.Connection. It returns io.EOF once the Conn is
 // closed or the ACP connection has ended.
 func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, io.EOF
-		}
-		if len(c.queue) > 0 {
-			msg := c.queue[0]
-			c.queue[0] = nil
-			c.queue = c.queue[1:]
-			c.mu.Unlock()
-			return msg, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.ready:
-		case <-c.done:
-		case <-c.conn.Done():
-			return nil, io.EOF
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return c.in.read(ctx, c.conn.Done())
 }
 
 // Write implements mcp.Connection. A request does not wait for its
@@ -311,9 +277,8 @@ func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		c.queue = nil
 		c.mu.Unlock()
-		close(c.done)
+		c.in.close()
 		c.cancel()
 		c.calls.Wait()
 		c.r.mu.Lock()
