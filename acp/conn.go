@@ -73,7 +73,7 @@ func (a *Agent) methods() map[string]method {
 		acpsdk.AgentMethodSessionResume:          withServers(a.resumeSession),
 		acpsdk.AgentMethodSessionList:            typed(a.listSessions),
 		acpsdk.AgentMethodSessionClose:           typed(a.closeSession),
-		acpsdk.AgentMethodSessionDelete:          typed(a.deleteSession),   // lifecycle.go
+		acpsdk.AgentMethodSessionDelete:          typed(a.deleteSession), // lifecycle.go
 		acpsdk.AgentMethodSessionFork:            withServers(a.forkSession),
 		methodSessionSetTitle:                    typed(a.setSessionTitle),
 		acpsdk.AgentMethodSessionSetMode:         typed(a.setSessionMode),
