@@ -20,7 +20,8 @@ const MaxTitle = 200
 // closed) and its turns under way are committed, then deleted. An unknown
 // id is an error wrapping store.ErrNotFound. Through a gateway store, a
 // session that another replica is running is refused (the gateway's
-// busy error).
+// busy error). A live instance is ended even when the store then refuses
+// the delete: the stored session stays, for session/load.
 func (c *Core) Delete(ctx context.Context, id string) error {
 	if s := c.Lookup(id); s != nil {
 		c.log.Info("deleting a live session: ending it first", "session", id)
