@@ -52,6 +52,9 @@ type Agent struct {
 	calls  *calls            // calls read and not answered yet
 	// prompts are the running prompts' cancels, for session/cancel.
 	prompts promptCancels
+	// titles holds, by sessionId, the title last sent to the client in a
+	// session_info_update or session/set_title response (lifecycle.go).
+	titles sync.Map
 	// announced holds, by sessionId, the channel closed once the client
 	// knows the session: its session/new response and the notifications
 	// after it are written (open). A prompt waits for it. An entry stays
@@ -191,7 +194,7 @@ func (a *Agent) Shutdown() {
 
 // initialize serves initialize
 // (https://agentclientprotocol.com/protocol/initialization).
-func (a *Agent) initialize(_ context.Context, r initializeRequest) (acpsdk.InitializeResponse, error) {
+func (a *Agent) initialize(_ context.Context, r initializeRequest) (initializeResponse, error) {
 	p := r.InitializeRequest
 	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo), "notices", r.Notices, "booleanOptions", r.BooleanOptions)
 	a.notices.Store(r.Notices)
@@ -203,7 +206,7 @@ func (a *Agent) initialize(_ context.Context, r initializeRequest) (acpsdk.Initi
 		ElicitForm:    p.ClientCapabilities.Elicitation != nil && p.ClientCapabilities.Elicitation.Form != nil,
 		ElicitURL:     p.ClientCapabilities.Elicitation != nil && p.ClientCapabilities.Elicitation.Url != nil,
 	})
-	return acpsdk.InitializeResponse{
+	return initializeResponse{Title: true, InitializeResponse: acpsdk.InitializeResponse{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
@@ -219,11 +222,15 @@ func (a *Agent) initialize(_ context.Context, r initializeRequest) (acpsdk.Initi
 				Close:                 &acpsdk.SessionCloseCapabilities{},
 				List:                  &acpsdk.SessionListCapabilities{},
 				Resume:                &acpsdk.SessionResumeCapabilities{},
+				// lifecycle.go; and title (session/set_title) through
+				// initializeResponse.
+				Delete: &acpsdk.SessionDeleteCapabilities{},
+				Fork:   &acpsdk.SessionForkCapabilities{},
 			},
 			Auth: a.authCapabilities(),
 		},
 		AuthMethods: a.authMethods(p.ClientCapabilities),
-	}, nil
+	}}, nil
 }
 
 func clientName(info *acpsdk.Implementation) string {
@@ -449,8 +456,7 @@ func (a *Agent) closeSession(_ context.Context, p acpsdk.CloseSessionRequest) (a
 	}
 	a.log.Info("session/close", "session", p.SessionId)
 	s.End()
-	a.announced.Delete(s.ID())
-	a.prompts.forget(s.ID())
+	a.forget(s.ID())
 	return acpsdk.CloseSessionResponse{}, nil
 }
 

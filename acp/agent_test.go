@@ -195,7 +195,8 @@ func TestAgent_Initialize(t *testing.T) {
 	c := res.AgentCapabilities
 	if res.ProtocolVersion != 1 || res.AgentInfo == nil || res.AgentInfo.Name != "acp-agent" ||
 		!c.PromptCapabilities.EmbeddedContext || !c.PromptCapabilities.Image ||
-		!c.McpCapabilities.Http || !c.McpCapabilities.Sse || c.SessionCapabilities.Close == nil {
+		!c.McpCapabilities.Http || !c.McpCapabilities.Sse || c.SessionCapabilities.Close == nil ||
+		c.SessionCapabilities.Delete == nil || c.SessionCapabilities.Fork == nil {
 		t.Errorf("initialize = %+v", res)
 	}
 }

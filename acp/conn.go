@@ -74,6 +74,9 @@ func (a *Agent) methods() map[string]method {
 		acpsdk.AgentMethodSessionResume:          withServers(a.resumeSession),
 		acpsdk.AgentMethodSessionList:            typed(a.listSessions),
 		acpsdk.AgentMethodSessionClose:           typed(a.closeSession),
+		acpsdk.AgentMethodSessionDelete:          typed(a.deleteSession), // lifecycle.go
+		acpsdk.AgentMethodSessionFork:            withServers(a.forkSession),
+		methodSessionSetTitle:                    typed(a.setSessionTitle),
 		acpsdk.AgentMethodSessionSetMode:         typed(a.setSessionMode),
 		acpsdk.AgentMethodSessionSetConfigOption: typed(a.setSessionConfigOption),
 		acpsdk.AgentMethodSessionPrompt:          a.promptEntry, // session.go
@@ -211,8 +214,8 @@ func withArticle(v string) string {
 	return "a " + v
 }
 
-// withServers is the entry of session/new, session/load and
-// session/resume: acp-go-sdk's type P for every member but mcpServers,
+// withServers is the entry of session/new, session/load, session/resume
+// and session/fork: acp-go-sdk's type P for every member but mcpServers,
 // which goes to f as the client's own JSON (acp-go-sdk's decoder misreads
 // some stdio entries; ParseMCPServers reads them as the schema has them).
 // The framing layer has already refused a key that encoding/json could

@@ -17,6 +17,23 @@
 // ([Options.Store]), so that session/load, session/resume and session/list
 // work across restarts. The model of a session is a session config option.
 //
+// session/delete ends a live session (as session/close) and deletes the
+// stored one, its transcript, usage and compaction; the unstable
+// session/fork opens a new session with a copy of a session's committed
+// history and its own mcpServers; the unstable session/set_title stores a
+// title the automatic one never replaces (lifecycle.go). initialize
+// advertises them as sessionCapabilities delete, fork and title.
+//
+// # The end of a turn
+//
+// A turn's updates end in this order: the turn's own (message chunks, tool
+// calls), then, once the turn is committed, session_info_update with the
+// session's updatedAt (as session/list shows it) and, when the client has
+// not been sent it yet, its title (the first prompt's first line, or the
+// one set); then, for a turn that asked a model, its usage_update, held
+// back until then; then the session/prompt response. usage_update is so the
+// last update of a turn that has one.
+//
 // # Client requests and commands
 //
 // Tool permissions are asked of the client with session/request_permission.

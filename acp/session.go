@@ -63,6 +63,10 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 
 	var stop gateway.StopReason
 	var usage *gateway.UsageReport // the turn's, if it asked a model
+	// held is the turn's usage_update, sent after its session_info_update
+	// (lifecycle.go): the last update of the turn.
+	var held []update
+	stored := false // the turn went to the store: its session_info_update follows
 	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
 		stop, err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
 			send(sdkUpdate(acpsdk.UpdateAgentMessageText(answer(ctx)))) // after any running turn
@@ -72,11 +76,14 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 			return gateway.StopEndTurn, nil
 		})
 	} else {
+		stored = true
 		stop, err = s.Prompt(ctx, session.PromptRequest{
 			Content: content, System: systemPrompt(s.Cwd()), Ask: a.askFunc(s.ID()),
 			Emit: func(ev gateway.Event) {
 				if ev.Kind == gateway.EventUsage {
 					usage = ev.Usage
+					held = append(held, sessionUpdates(ev)...)
+					return
 				}
 				for _, u := range sessionUpdates(ev) {
 					send(u)
@@ -84,12 +91,18 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 			},
 		})
 	}
+	sendHeld := func() {
+		for _, u := range held {
+			send(u)
+		}
+	}
 	switch {
 	case errors.Is(err, session.ErrEnded):
 		return acpsdk.PromptResponse{}, toRequestError(unknownSession(p.SessionId, "the session was closed"))
 	case errors.Is(err, gateway.ErrTurnNotStored):
 		// The turn ran but is not part of the conversation: the prompt
 		// fails, saying why.
+		sendHeld()
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	case err != nil:
 		// The provider failed: say so in the conversation and end the turn;
@@ -97,6 +110,12 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		send(sdkUpdate(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", session.ErrorText(err)))))
 		stop = gateway.StopEndTurn
 	}
+	if stored {
+		if u, ok := a.sessionInfo(notifyCtx, s.ID()); ok {
+			send(sdkUpdate(u))
+		}
+	}
+	sendHeld()
 	resp := acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}
 	if usage != nil { // a failed turn's requests count too
 		resp.Usage = turnUsage(usage.Turn)

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"errors"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -52,6 +53,77 @@ func (e elicitationCreate) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(members)
+}
+
+// methodSessionSetTitle is the unstable session/set_title (schema
+// SetSessionTitleRequest), which acp-go-sdk v0.13.5 does not have.
+const methodSessionSetTitle = "session/set_title"
+
+// setSessionTitleRequest is the params of session/set_title: the session
+// to retitle, live or only stored, and its new title (required, a string).
+type setSessionTitleRequest struct {
+	Meta      map[string]any   `json:"_meta,omitempty"`
+	SessionID acpsdk.SessionId `json:"sessionId"`
+	Title     *string          `json:"title"`
+}
+
+// Validate implements decodeParams' check: title is required and not
+// null.
+func (r *setSessionTitleRequest) Validate() error {
+	if r.Title == nil {
+		return errors.New("title is required (a string)")
+	}
+	return nil
+}
+
+// setSessionTitleResponse is the result of session/set_title: the title
+// stored, after normalization.
+type setSessionTitleResponse struct {
+	Meta  map[string]any `json:"_meta,omitempty"`
+	Title string         `json:"title"`
+}
+
+// initializeResponse is acp-go-sdk's InitializeResponse with
+// agentCapabilities.sessionCapabilities.title (the unstable
+// SessionTitleCapabilities, {} when session/set_title is served), which
+// its SessionCapabilities lacks.
+type initializeResponse struct {
+	acpsdk.InitializeResponse
+	// Title, when true, writes sessionCapabilities.title as {}.
+	Title bool
+}
+
+// MarshalJSON writes the response with sessionCapabilities.title added.
+func (r initializeResponse) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.InitializeResponse)
+	if err != nil || !r.Title {
+		return b, err
+	}
+	var resp map[string]json.RawMessage
+	if err := json.Unmarshal(b, &resp); err != nil {
+		return nil, err
+	}
+	var caps map[string]json.RawMessage
+	if err := json.Unmarshal(resp["agentCapabilities"], &caps); err != nil {
+		return nil, err
+	}
+	var sc map[string]json.RawMessage
+	if raw, ok := caps["sessionCapabilities"]; ok {
+		if err := json.Unmarshal(raw, &sc); err != nil {
+			return nil, err
+		}
+	}
+	if sc == nil {
+		sc = map[string]json.RawMessage{}
+	}
+	sc["title"] = json.RawMessage("{}")
+	if caps["sessionCapabilities"], err = json.Marshal(sc); err != nil {
+		return nil, err
+	}
+	if resp["agentCapabilities"], err = json.Marshal(caps); err != nil {
+		return nil, err
+	}
+	return json.Marshal(resp)
 }
 
 // mcpMessage is the params of mcp/message in the published binding of

@@ -223,6 +223,12 @@ type OpenRequest struct {
 	// ID is the stored session to reopen (load, resume); empty creates a
 	// new session with a new ID (NewID).
 	ID string
+	// Fork, with an empty ID, is the stored session (live or not) that the
+	// new session is a fork of: it starts with a copy of Fork's committed
+	// turns (the model sees them as Fork's model did; the usage totals
+	// start at zero), its title and its model, and its own Cwd and Servers.
+	// An unknown Fork wraps store.ErrNotFound.
+	Fork string
 	// Key is the gateway session key of a new session; empty (or blank)
 	// means "acp:<ID>". A reopened session keeps its stored key.
 	Key string
@@ -255,12 +261,21 @@ type OpenRequest struct {
 // failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
 // the cause of ctx.
 func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
-	var rec store.Record
-	if req.ID != "" {
+	if req.ID != "" && req.Fork != "" {
+		return nil, fmt.Errorf("session.OpenRequest: ID %q and Fork %q are both set", req.ID, req.Fork)
+	}
+	var rec, src store.Record
+	for _, get := range []struct {
+		id  string
+		rec *store.Record
+	}{{req.ID, &rec}, {req.Fork, &src}} {
+		if get.id == "" {
+			continue
+		}
 		var err error
-		if rec, err = c.store.Get(ctx, req.ID); err != nil {
+		if *get.rec, err = c.store.Get(ctx, get.id); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("session %q: %w", req.ID, err)
+				return nil, fmt.Errorf("session %q: %w", get.id, err)
 			}
 			return nil, fmt.Errorf("reading the session store: %w", err)
 		}
@@ -297,14 +312,19 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		}
 		now := time.Now()
 		rec = store.Record{ID: id, Key: key, Cwd: req.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: c.DefaultModel()}
-		if err := c.store.Create(ctx, rec); err != nil {
+		if req.Fork != "" {
+			rec.Title, rec.Model = src.Title, c.restoredModel(src)
+			if err := c.fork(ctx, rec, src.ID); err != nil {
+				return nil, err
+			}
+		} else if err := c.store.Create(ctx, rec); err != nil {
 			return nil, fmt.Errorf("storing the session: %w", err)
 		}
 		model = rec.Model
 	} else {
 		model = c.restoredModel(rec)
 	}
-	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", req.ID != "")
+	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", req.ID != "", "forkOf", req.Fork)
 	return c.open(ctx, rec, req, specs, model)
 }
 

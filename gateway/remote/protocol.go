@@ -366,8 +366,9 @@ func (w WireTurn) turn() store.Turn {
 	return store.Turn{Messages: w.Messages, StopReason: w.StopReason, Usage: w.Usage, Compaction: w.Compaction}
 }
 
-// SessionIDParams is "sessions.get" (result: WireRecord) and
-// "sessions.turns" (result: SessionTurnsResult).
+// SessionIDParams is "sessions.get" (result: WireRecord),
+// "sessions.turns" (result: SessionTurnsResult) and "sessions.delete"
+// (result: {}).
 type SessionIDParams struct {
 	ID string `json:"id"`
 }
@@ -393,6 +394,12 @@ type SessionSetServersParams struct {
 type SessionSetModelParams struct {
 	ID    string `json:"id"`
 	Model string `json:"model"`
+}
+
+// SessionSetTitleParams is "sessions.setTitle"; the result is {}.
+type SessionSetTitleParams struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
 }
 
 // SessionListParams is "sessions.list": the connection's tenant's sessions,

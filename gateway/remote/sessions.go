@@ -221,6 +221,30 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 			return nil, c.storeError(method, err)
 		}
 		return struct{}{}, nil
+	case "sessions.setTitle":
+		var p SessionSetTitleParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if err := owned(p.ID); err != nil {
+			return nil, err
+		}
+		if err := st.SetTitle(ctx, p.ID, p.Title); err != nil {
+			return nil, c.storeError(method, err)
+		}
+		return struct{}{}, nil
+	case "sessions.delete":
+		var p SessionIDParams
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if err := owned(p.ID); err != nil {
+			return nil, err
+		}
+		if err := c.deleteSession(ctx, p.ID); err != nil {
+			return nil, err
+		}
+		return struct{}{}, nil
 	case "sessions.turns":
 		var p SessionIDParams
 		if err := decode(&p); err != nil {
@@ -252,6 +276,45 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		return struct{}{}, nil
 	}
 	return nil, wireError(CodeMethodNotFound, "unknown method %q", method)
+}
+
+// deleteSession deletes the stored session id under its lease, so that
+// no replica runs a turn of it meanwhile: a turn of it that this process
+// is cancelling is waited for (as lease does), and one that a holder runs
+// is a CodeBusy error naming the session and the holder. Taking the lease
+// bumps its token, so a write of an older turn is fenced out; the store's
+// Delete removes the lease's row with the rest.
+func (c *serverConn) deleteSession(ctx context.Context, id string) error {
+	c.s.mu.Lock()
+	prev := c.s.turns[id]
+	c.s.mu.Unlock()
+	if prev != nil && prev.ctx.Err() != nil {
+		wctx, cancel := context.WithTimeout(ctx, endingTurnWait)
+		select {
+		case <-prev.done:
+		case <-wctx.Done():
+		}
+		cancel()
+	}
+	l, err := c.s.opts.Leases.Acquire(ctx, id, c.s.opts.Replica)
+	var le *store.LeasedError
+	switch {
+	case errors.As(err, &le):
+		return wireError(CodeBusy, "sessions.delete: %s: it cannot be deleted while it runs a turn; cancel the turn there (or wait for it to end), then delete it", le)
+	case err != nil:
+		return c.internalError(CodeUnavailable, fmt.Sprintf("sessions.delete: taking the lease of session %s", id), err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			c.s.log.Warn("releasing a session's lease failed", "session", id, "err", err)
+		}
+	}()
+	if err := c.s.opts.Store.Delete(ctx, id); err != nil {
+		return c.storeError("sessions.delete", err)
+	}
+	return nil
 }
 
 // appendTurn commits a turn, fenced by its lease token when it has one: in

@@ -84,6 +84,22 @@ func (s remoteStore) SetModel(ctx context.Context, id, model string) error {
 	return s.call(ctx, "sessions.setModel", SessionSetModelParams{ID: id, Model: model}, nil)
 }
 
+func (s remoteStore) SetTitle(ctx context.Context, id, title string) error {
+	return s.call(ctx, "sessions.setTitle", SessionSetTitleParams{ID: id, Title: title}, nil)
+}
+
+// Delete implements store.Store: sessions.delete, which the gateway
+// refuses (busy, -32005) while any replica runs a turn of the session.
+func (s remoteStore) Delete(ctx context.Context, id string) error {
+	if err := s.call(ctx, "sessions.delete", SessionIDParams{ID: id}, nil); err != nil {
+		return err
+	}
+	s.c.mu.Lock()
+	delete(s.c.fences, id)
+	s.c.mu.Unlock()
+	return nil
+}
+
 func (s remoteStore) List(ctx context.Context, opts store.ListOptions) ([]store.Record, string, error) {
 	var res SessionListResult
 	if err := s.call(ctx, "sessions.list", SessionListParams{Cwd: opts.Cwd, Cursor: opts.Cursor, Limit: opts.Limit}, &res); err != nil {

@@ -15,7 +15,9 @@ type Record struct {
 	ID, Key string
 	// Cwd is the session's working directory (absolute).
 	Cwd string
-	// Title is taken from the first prompt; empty until then.
+	// Title is taken from the first prompt (TitleFrom) when the first turn
+	// is committed, unless one was set before (SetTitle); empty until then.
+	// A title set by SetTitle is never replaced by the automatic one.
 	Title string
 	// Created and Updated are the times of creation and of the last
 	// committed turn.
@@ -83,6 +85,17 @@ type Store interface {
 	SetServers(ctx context.Context, id string, servers []Server) error
 	// SetModel records the ID of the model the session uses, or ErrNotFound.
 	SetModel(ctx context.Context, id, model string) error
+	// SetTitle sets the session's title (a client's session/set_title),
+	// or ErrNotFound. The updated time is left as it is. A title set
+	// before the first turn is kept by AppendTurn; "" lets the next turn
+	// set the automatic one.
+	SetTitle(ctx context.Context, id, title string) error
+	// Delete removes the session and everything kept of it, in one
+	// transaction: its record, its turns (transcript, usage and
+	// compaction) and, where the store has them, its lease rows. An
+	// unknown id is ErrNotFound. Deleting a session another process is
+	// running is the caller's to prevent (take its lease first).
+	Delete(ctx context.Context, id string) error
 	// List returns sessions, newest (last updated) first, a page at a time,
 	// and the cursor of the next page ("" at the end).
 	List(ctx context.Context, opts ListOptions) ([]Record, string, error)

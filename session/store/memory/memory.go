@@ -81,6 +81,29 @@ func (m *Store) SetModel(_ context.Context, id, model string) error {
 	return nil
 }
 
+// SetTitle implements store.Store.
+func (m *Store) SetTitle(_ context.Context, id, title string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	s.rec.Title = title
+	return nil
+}
+
+// Delete implements store.Store.
+func (m *Store) Delete(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.sessions[id]; !ok {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	delete(m.sessions, id)
+	return nil
+}
+
 // List implements store.Store.
 func (m *Store) List(_ context.Context, opts store.ListOptions) ([]store.Record, string, error) {
 	limit := opts.Limit

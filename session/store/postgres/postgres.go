@@ -307,6 +307,39 @@ func (s *Store) SetModel(ctx context.Context, id, model string) error {
 	return s.update(ctx, id, `UPDATE sessions SET model = $1 WHERE id = $2`, model, id)
 }
 
+// SetTitle implements store.Store.
+func (s *Store) SetTitle(ctx context.Context, id, title string) error {
+	return s.update(ctx, id, `UPDATE sessions SET title = $1 WHERE id = $2`, title, id)
+}
+
+// Delete implements store.Store: the session's turns (with their usage
+// and compaction), its session_leases row and its sessions row, in one
+// transaction. A lease a replica holds on it (an advisory lock) is not
+// taken away: its fenced writes then find no session (the gateway takes
+// the lease before it deletes: sessions.delete).
+func (s *Store) Delete(ctx context.Context, id string) (err error) {
+	defer func() { err = s.wrap(err) }()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `DELETE FROM turns WHERE session_id = $1`, id); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM session_leases WHERE session_id = $1`, id); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	return tx.Commit(ctx)
+}
+
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) (_ []store.Record, _ string, err error) {
 	defer func() { err = s.wrap(err) }()

@@ -324,6 +324,43 @@ func (s *Store) SetModel(ctx context.Context, id, model string) (err error) {
 	return nil
 }
 
+// SetTitle implements store.Store.
+func (s *Store) SetTitle(ctx context.Context, id, title string) (err error) {
+	defer func() { err = s.wrap(err) }()
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE id = ?`, title, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	return nil
+}
+
+// Delete implements store.Store: the session's turns (with their usage
+// and compaction) and its row, in one transaction. The turns are deleted
+// by name, not left to ON DELETE CASCADE, which SQLite applies only with
+// PRAGMA foreign_keys on.
+func (s *Store) Delete(ctx context.Context, id string) (err error) {
+	defer func() { err = s.wrap(err) }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE session_id = ?`, id); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	return tx.Commit()
+}
+
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) (_ []store.Record, _ string, err error) {
 	defer func() { err = s.wrap(err) }()

@@ -9,7 +9,7 @@
 // The suite checks records and transcripts round trip whole (content
 // blocks, tool calls, results, each turn's usage and compaction), List's
 // order, paging, cwd and tenant filters, AppendTurn's order, updated times,
-// titles and usage totals, ErrNotFound for unknown sessions, and appends
+// titles (automatic and set), usage totals, Delete, ErrNotFound for unknown sessions, and appends
 // from several goroutines at once.
 package storetest
 
@@ -40,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AppendTurnOrderAndTitle", appendOrderAndTitle},
 		{"UsageAndCompaction", usageAndCompaction},
 		{"SetServersAndModel", setServersAndModel},
+		{"SetTitle", setTitle},
+		{"Delete", deleteSession},
 		{"NotFound", notFound},
 		{"CreateTwiceFails", createTwice},
 		{"ConcurrentAppends", concurrentAppends},
@@ -340,6 +342,8 @@ func notFound(t *testing.T, st store.Store) {
 	check("AppendTurn", st.AppendTurn(ctx, "nope", Turn("a", "b")))
 	check("SetServers", st.SetServers(ctx, "nope", nil))
 	check("SetModel", st.SetModel(ctx, "nope", "m"))
+	check("SetTitle", st.SetTitle(ctx, "nope", "t"))
+	check("Delete", st.Delete(ctx, "nope"))
 	if fs, ok := st.(store.FencedStore); ok {
 		if err := fs.AppendTurnFenced(ctx, "nope", 1, Turn("a", "b")); err == nil {
 			t.Error("AppendTurnFenced of an unknown session succeeded")

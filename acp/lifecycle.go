@@ -1,0 +1,135 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+)
+
+// A session's life beyond new, load, resume and close: session/delete,
+// the unstable session/fork and session/set_title, and the
+// session_info_update that follows each turn.
+//
+// Order of a turn's last updates: the turn's own updates (text, tool
+// calls), then session_info_update {updatedAt, title when it is new to
+// the client} once the turn is committed, then, for a turn that asked a
+// model, its usage_update (held back until then), then the session/prompt
+// response. So usage_update stays the last update of a turn, and the
+// updatedAt sent is the one session/list shows.
+
+// deleteSession serves session/delete (sessionCapabilities.delete): a live
+// session is ended first, as session/close ends it (its prompt is
+// answered cancelled), then the stored session, its transcript, usage and
+// compaction records are deleted (session.Core.Delete). An unknown
+// sessionId is resource-not-found (-32002). Through a gateway store, a
+// session another replica is running a turn of is refused with the
+// gateway's busy error.
+func (a *Agent) deleteSession(ctx context.Context, p acpsdk.UnstableDeleteSessionRequest) (acpsdk.UnstableDeleteSessionResponse, error) {
+	id := string(p.SessionId)
+	err := a.core.Delete(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return acpsdk.UnstableDeleteSessionResponse{}, toRequestError(unknownSession(p.SessionId, "no stored session has that id"))
+	}
+	if err != nil {
+		return acpsdk.UnstableDeleteSessionResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/delete", "session", id)
+	a.forget(id)
+	return acpsdk.UnstableDeleteSessionResponse{}, nil
+}
+
+// forget drops what the agent keeps of session sid for its client (it was
+// closed or deleted).
+func (a *Agent) forget(sid string) {
+	a.announced.Delete(sid)
+	a.titles.Delete(sid)
+	a.prompts.forget(sid)
+}
+
+// forkSession serves the unstable session/fork (sessionCapabilities.fork):
+// a new session, with a new sessionId, whose history is a copy of every
+// committed turn of the source session (live or only stored; the schema
+// has no field to fork at an earlier point, so the whole committed
+// history), which the model sees as it saw the source's (compactions
+// included). Its cwd, additionalDirectories and mcpServers are the
+// request's, connected afresh as for session/new; it keeps the source's
+// model and title; its usage totals start at zero. The notifications
+// that follow session/new follow its response. An unknown source is
+// resource-not-found (-32002). The request's systemPrompt (unstable) is
+// not used: the agent's own system prompt stays.
+func (a *Agent) forkSession(ctx context.Context, p acpsdk.UnstableForkSessionRequest, servers json.RawMessage) (acpsdk.UnstableForkSessionResponse, error) {
+	if _, err := a.core.Store().Get(ctx, string(p.SessionId)); errors.Is(err, store.ErrNotFound) {
+		return acpsdk.UnstableForkSessionResponse{}, toRequestError(unknownSession(p.SessionId, "no stored session has that id"))
+	} else if err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, toRequestError(fmt.Errorf("reading the session store: %w", err))
+	}
+	own, err := ownServers(servers)
+	if err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, err
+	}
+	s, err := a.open(ctx, session.OpenRequest{Fork: string(p.SessionId), Cwd: p.Cwd, AdditionalDirectories: p.AdditionalDirectories, Servers: own}, false)
+	if errors.Is(err, store.ErrNotFound) { // deleted meanwhile
+		return acpsdk.UnstableForkSessionResponse{}, toRequestError(unknownSession(p.SessionId, "no stored session has that id"))
+	}
+	if err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/fork", "session", s.ID(), "from", p.SessionId, "cwd", p.Cwd, "mcpServers", len(s.Servers()))
+	resp := acpsdk.UnstableForkSessionResponse{SessionId: acpsdk.SessionId(s.ID())}
+	if opts := a.configOptions(s); len(opts) > 0 {
+		// The same options in the unstable schema's type.
+		b, err := json.Marshal(opts)
+		if err == nil {
+			err = json.Unmarshal(b, &resp.ConfigOptions)
+		}
+		if err != nil {
+			return acpsdk.UnstableForkSessionResponse{}, toRequestError(fmt.Errorf("session/fork: configOptions: %w", err))
+		}
+	}
+	return resp, nil
+}
+
+// setSessionTitle serves the unstable session/set_title
+// (sessionCapabilities.title): the title of a session, live or only
+// stored, is normalized (white space runs made one space, trimmed, at most
+// session.MaxTitle characters) and stored before the response, which
+// carries the stored title; the automatic title never replaces it. An
+// empty title is invalid_params, an unknown session resource-not-found.
+func (a *Agent) setSessionTitle(ctx context.Context, p setSessionTitleRequest) (setSessionTitleResponse, error) {
+	title, err := a.core.SetTitle(ctx, string(p.SessionID), *p.Title)
+	if errors.Is(err, store.ErrNotFound) {
+		return setSessionTitleResponse{}, toRequestError(unknownSession(p.SessionID, "no stored session has that id"))
+	}
+	if err != nil {
+		return setSessionTitleResponse{}, toRequestError(err)
+	}
+	a.log.Info("session/set_title", "session", p.SessionID)
+	a.titles.Store(string(p.SessionID), title)
+	return setSessionTitleResponse{Title: title}, nil
+}
+
+// sessionInfo returns the session_info_update that follows a committed
+// turn of session sid: its updatedAt, as session/list shows it, and its
+// title when the client has not been sent that title yet. ok is false when
+// the record cannot be read (logged).
+func (a *Agent) sessionInfo(ctx context.Context, sid string) (u acpsdk.SessionUpdate, ok bool) {
+	rec, err := a.core.Store().Get(ctx, sid)
+	if err != nil {
+		a.log.Warn("session_info_update: reading the session's record failed", "session", sid, "err", err)
+		return acpsdk.SessionUpdate{}, false
+	}
+	info := &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", UpdatedAt: acpsdk.Ptr(rec.Updated.UTC().Format(time.RFC3339Nano))}
+	if rec.Title != "" {
+		if prev, _ := a.titles.Swap(sid, rec.Title); prev != rec.Title {
+			info.Title = acpsdk.Ptr(rec.Title)
+		}
+	}
+	return acpsdk.SessionUpdate{SessionInfoUpdate: info}, true
+}
