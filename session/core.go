@@ -223,6 +223,12 @@ type OpenRequest struct {
 	// ID is the stored session to reopen (load, resume); empty creates a
 	// new session with a new ID (NewID).
 	ID string
+	// Create, with ID set, creates a new session under ID instead of
+	// reopening one: for a front end that names its sessions itself (the
+	// MCP server's conversation keys). ID must then be 1 to 64 ASCII
+	// letters, digits, '_' and '-' (else the error wraps ErrInvalid), and
+	// not stored yet (else the store's error).
+	Create bool
 	// Key is the gateway session key of a new session; empty (or blank)
 	// means "acp:<ID>". A reopened session keeps its stored key.
 	Key string
@@ -256,7 +262,11 @@ type OpenRequest struct {
 // the cause of ctx.
 func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	var rec store.Record
-	if req.ID != "" {
+	if req.Create {
+		if err := checkNewID(req.ID); err != nil {
+			return nil, err
+		}
+	} else if req.ID != "" {
 		var err error
 		if rec, err = c.store.Get(ctx, req.ID); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -290,7 +300,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		return nil, err
 	}
 	model := ""
-	if req.ID == "" {
+	if req.ID == "" || req.Create {
 		key := req.Key
 		if strings.TrimSpace(key) == "" {
 			key = Key(id, nil)
@@ -304,7 +314,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	} else {
 		model = c.restoredModel(rec)
 	}
-	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", req.ID != "")
+	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", req.ID != "" && !req.Create)
 	return c.open(ctx, rec, req, specs, model)
 }
 
@@ -411,6 +421,24 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 		out = append(out, spec)
 	}
 	return append(out, specs...), nil
+}
+
+// maxNewID is the longest ID OpenRequest.Create takes.
+const maxNewID = 64
+
+// checkNewID checks the ID of OpenRequest.Create: 1 to maxNewID ASCII
+// letters, digits, '_' and '-', as safe in URLs, file names and logs as
+// NewID's.
+func checkNewID(id string) error {
+	if id == "" || len(id) > maxNewID {
+		return Invalidf("session ID %q: a new session's ID has 1 to %d characters", id, maxNewID)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return Invalidf("session ID %q: a new session's ID has only ASCII letters, digits, '_' and '-'", id)
+		}
+	}
+	return nil
 }
 
 // checkDir checks a session directory given in field (the cwd, where the
