@@ -18,7 +18,7 @@ import (
 func TestConformance_MCPClient(t *testing.T) {
 	node, cli := conformanceTools(t)
 	client := buildConformanceClient(t)
-	runConformance(t, node, cli, conformanceClient, "--command", client)
+	runConformance(t, node, cli, conformanceClient, nil, "--command", client)
 }
 
 // buildConformanceClient builds testfixtures/conformanceclient and returns

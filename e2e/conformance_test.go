@@ -47,29 +47,47 @@ var (
 
 // TestConformance_MCPServer runs every server scenario of the official MCP
 // conformance suite against `acp-agent mcp-server --listen` (Streamable HTTP
-// on loopback, direct mode, memory store, no config) and fails on each
-// scenario that fails and is not in testdata/conformance-server-baseline.yml,
+// on loopback, direct mode, memory store, no config), in two legs: every
+// scenario at its own protocol version (the older ones on the stateful wire,
+// the 2026-07-28 ones on the stateless wire), then every scenario of
+// 2026-07-28 on the stateless wire. Each leg fails on each scenario (or
+// check) that fails and is not in testdata/conformance-server-baseline.yml,
 // on each baseline entry that now passes or that the suite no longer has,
 // and on each listed scenario that left no result.
 func TestConformance_MCPServer(t *testing.T) {
 	node, cli := conformanceTools(t)
 	url := startConformanceTarget(t)
-	runConformance(t, node, cli, conformanceServer, "--url", url)
+	for _, leg := range []struct {
+		name   string
+		filter []string
+	}{
+		{"own-versions", nil},
+		{"stateless-2026-07-28", []string{"--spec-version", "2026-07-28"}},
+	} {
+		t.Run(leg.name, func(t *testing.T) {
+			runConformance(t, node, cli, conformanceServer, leg.filter, "--url", url)
+		})
+	}
 }
 
-// runConformance runs every scenario of side in one CLI run, with target
-// naming what is tested ("--url URL" or "--command CMD"), and fails the test
-// on each scenario whose result disagrees with side's baseline (see
+// runConformance runs every scenario of side (those of a protocol version,
+// with filter "--spec-version V") in one CLI run, with target naming what
+// is tested ("--url URL" or "--command CMD"), and fails the test on each
+// scenario whose result disagrees with side's baseline (see
 // conformanceVerdict).
-func runConformance(t *testing.T, node, cli string, side conformanceSide, target ...string) {
+func runConformance(t *testing.T, node, cli string, side conformanceSide, filter []string, target ...string) {
 	t.Helper()
 	baseline, err := readConformanceBaseline(side)
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := listConformanceScenarios(t, node, cli, side)
-	results, out, runErr := runConformanceSuite(t, node, cli, side, target...)
-	problems := conformanceVerdict(side, listed, results, baseline)
+	known := listConformanceScenarios(t, node, cli, side)
+	listed := known
+	if len(filter) > 0 {
+		listed = listConformanceScenarios(t, node, cli, side, filter...)
+	}
+	results, out, runErr := runConformanceSuite(t, node, cli, side, append(slices.Clone(filter), target...)...)
+	problems := conformanceVerdict(side, listed, known, results, baseline)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -165,15 +183,15 @@ func startConformanceTarget(t *testing.T) string {
 }
 
 // listConformanceScenarios returns the names of the suite's scenarios of
-// side, from `conformance list --server` or `--client` (lines
+// side, from `conformance list --server` or `--client` with filter (lines
 // "  - NAME [VERSIONS]").
-func listConformanceScenarios(t *testing.T, node, cli string, side conformanceSide) []string {
+func listConformanceScenarios(t *testing.T, node, cli string, side conformanceSide, filter ...string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, node, cli, "list", "--"+side.kind).CombinedOutput()
+	out, err := exec.CommandContext(ctx, node, append([]string{cli, "list", "--" + side.kind}, filter...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("conformance list --%s: %v\n%s", side.kind, err, out)
+		t.Fatalf("conformance list --%s %v: %v\n%s", side.kind, filter, err, out)
 	}
 	var names []string
 	for line := range strings.Lines(string(out)) {
@@ -282,8 +300,10 @@ func runConformanceSuite(t *testing.T, node, cli string, side conformanceSide, t
 // readConformanceBaseline reads side's expected-failures file in the CLI's
 // YAML format, restricted to what the test needs: a "server:" (or
 // "client:") key followed by lines "  - SCENARIO  # why it does not apply
-// or fails". It returns the reason of each scenario, and an error naming the
-// line of any other content, a missing reason or a duplicate.
+// or fails", or "  - SCENARIO:CHECK-ID  # why" for one check of a scenario.
+// It returns the reason of each entry, keyed as written, and an error
+// naming the line of any other content, a missing reason, a duplicate, or a
+// scenario listed both whole and by check (the CLI refuses that too).
 func readConformanceBaseline(side conformanceSide) (map[string]string, error) {
 	path := side.baseline
 	f, err := os.Open(path)
@@ -292,6 +312,7 @@ func readConformanceBaseline(side conformanceSide) (map[string]string, error) {
 	}
 	defer f.Close()
 	reasons := map[string]string{}
+	whole, byCheck := map[string]bool{}, map[string]bool{}
 	inList := false
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
@@ -304,12 +325,18 @@ func readConformanceBaseline(side conformanceSide) (map[string]string, error) {
 		case inList && strings.HasPrefix(line, "  - "):
 			name, why, _ := strings.Cut(strings.TrimPrefix(line, "  - "), "#")
 			name, why = strings.TrimSpace(name), strings.TrimSpace(why)
-			if name == "" || strings.ContainsAny(name, " \t") || why == "" {
-				return nil, fmt.Errorf("%s:%d: want \"  - SCENARIO  # why\", got %q", path, n, line)
+			scenario, check, perCheck := strings.Cut(name, ":")
+			if name == "" || strings.ContainsAny(name, " \t") || why == "" || perCheck && (scenario == "" || check == "") {
+				return nil, fmt.Errorf("%s:%d: want \"  - SCENARIO  # why\" or \"  - SCENARIO:CHECK-ID  # why\", got %q", path, n, line)
 			}
 			if _, dup := reasons[name]; dup {
-				return nil, fmt.Errorf("%s:%d: scenario %s is listed twice", path, n, name)
+				return nil, fmt.Errorf("%s:%d: %s is listed twice", path, n, name)
 			}
+			if perCheck && whole[scenario] || !perCheck && byCheck[scenario] {
+				return nil, fmt.Errorf("%s:%d: scenario %s is listed both whole and by check", path, n, scenario)
+			}
+			whole[scenario] = whole[scenario] || !perCheck
+			byCheck[scenario] = byCheck[scenario] || perCheck
 			reasons[name] = why
 		default:
 			return nil, fmt.Errorf("%s:%d: only a \"%s:\" list of \"  - SCENARIO  # why\" lines is allowed, got %q", path, n, side.kind, line)
@@ -321,22 +348,59 @@ func readConformanceBaseline(side conformanceSide) (map[string]string, error) {
 	return reasons, nil
 }
 
-// conformanceVerdict compares the suite's results with the baseline and
-// returns one message per problem, sorted by scenario: a listed scenario
-// with no result, a failed scenario not in the baseline (with its failed
-// checks), a baseline entry that passed (stale) or that the suite does not
-// list. As in the CLI's own baseline check, a scenario fails when one of its
-// checks is FAILURE or WARNING, but for a WARNING of a timing-only check (an
-// id ending in "-timing", such as client-sse-retry-timing: late by some
-// milliseconds on a busy machine), which is no fault of the code.
-func conformanceVerdict(side conformanceSide, listed []string, results map[string][]conformanceCheck, baseline map[string]string) []string {
+// failing reports whether a check's status fails its scenario: FAILURE, or
+// WARNING but for a timing-only check (an id ending in "-timing", such as
+// client-sse-retry-timing: late by some milliseconds on a busy machine),
+// which is no fault of the code.
+func failing(c conformanceCheck) bool {
+	return c.Status == "FAILURE" || c.Status == "WARNING" && !strings.HasSuffix(c.ID, "-timing")
+}
+
+// collapseChecks returns each check id's verdict as the CLI reads it for a
+// per-check entry: the most severe of its occurrences (FAILURE, WARNING,
+// SUCCESS, then any other status), INFO entries left out.
+func collapseChecks(checks []conformanceCheck) map[string]conformanceCheck {
+	severity := map[string]int{"FAILURE": 3, "WARNING": 2, "SUCCESS": 1}
+	out := map[string]conformanceCheck{}
+	for _, c := range checks {
+		if c.Status == "INFO" {
+			continue
+		}
+		if cur, ok := out[c.ID]; !ok || severity[c.Status] >= severity[cur.Status] {
+			out[c.ID] = c
+		}
+	}
+	return out
+}
+
+// conformanceVerdict compares the suite's results for the scenarios listed
+// (those of the run) with the baseline and returns one message per
+// problem, sorted: a listed scenario with no result; a failed scenario not
+// in the baseline (with its failed checks), or for a scenario listed by
+// check, a failed check not in it; a whole-scenario entry that passed, or a
+// per-check entry whose check passed (stale; a check absent or skipped says
+// nothing, as in the CLI); an entry whose scenario the suite does not know
+// (known: every scenario of side). A check fails as in the CLI's own
+// baseline check (FAILURE or WARNING), but for a timing-only warning (see
+// failing).
+func conformanceVerdict(side conformanceSide, listed, known []string, results map[string][]conformanceCheck, baseline map[string]string) []string {
+	byCheck := map[string]map[string]string{} // scenario -> check id -> why
+	for entry, why := range baseline {
+		if scenario, check, ok := strings.Cut(entry, ":"); ok {
+			if byCheck[scenario] == nil {
+				byCheck[scenario] = map[string]string{}
+			}
+			byCheck[scenario][check] = why
+		}
+	}
 	var problems []string
 	for _, name := range listed {
 		checks, ran := results[name]
 		why, expected := baseline[name]
+		excused := byCheck[name]
 		var failed []string
 		for _, c := range checks {
-			if c.Status == "FAILURE" || c.Status == "WARNING" && !strings.HasSuffix(c.ID, "-timing") {
+			if failing(c) && excused[c.ID] == "" {
 				failed = append(failed, fmt.Sprintf("%s %s (%s): %s", c.Status, c.ID, c.Description, c.ErrorMessage))
 			}
 		}
@@ -348,10 +412,20 @@ func conformanceVerdict(side conformanceSide, listed []string, results map[strin
 		case len(failed) == 0 && expected:
 			problems = append(problems, fmt.Sprintf("scenario %s passed but %s expects it to fail (%q): remove the entry", name, side.baseline, why))
 		}
+		if !ran {
+			continue
+		}
+		verdicts := collapseChecks(checks)
+		for id, why := range excused {
+			if verdicts[id].Status == "SUCCESS" {
+				problems = append(problems, fmt.Sprintf("scenario %s check %s passed but %s expects it to fail (%q): remove the entry", name, id, side.baseline, why))
+			}
+		}
 	}
-	for name := range baseline {
-		if !slices.Contains(listed, name) {
-			problems = append(problems, fmt.Sprintf("scenario %s is in %s but the suite has no such %s scenario: remove the entry", name, side.baseline, side.kind))
+	for entry := range baseline {
+		scenario, _, _ := strings.Cut(entry, ":")
+		if !slices.Contains(known, scenario) {
+			problems = append(problems, fmt.Sprintf("scenario %s is in %s but the suite has no such %s scenario: remove the entry", scenario, side.baseline, side.kind))
 		}
 	}
 	slices.Sort(problems)
@@ -387,16 +461,23 @@ func TestConformanceVerdict(t *testing.T) {
 	fail := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "z", Status: "FAILURE", Description: "d", ErrorMessage: "boom"}}
 	warn := []conformanceCheck{{ID: "w", Status: "WARNING", ErrorMessage: "should"}}
 	late := []conformanceCheck{{ID: "client-sse-retry-timing", Status: "WARNING", ErrorMessage: "reconnected slightly late"}}
-	listed := []string{"ok", "expected-fail", "unexpected-fail", "unexpected-warn", "late", "stale", "missing", "auth/x"}
+	// A scenario baselined by check: z may fail, s may not run; q fails
+	// unexcused, and p, excused, passed (twice, once as a failure: the
+	// most severe occurrence counts, so it still fails).
+	partial := []conformanceCheck{{ID: "x", Status: "SUCCESS"}, {ID: "z", Status: "FAILURE"}, {ID: "q", Status: "WARNING", ErrorMessage: "unexcused"}, {ID: "p", Status: "SUCCESS"}, {ID: "p", Status: "FAILURE"}, {ID: "r", Status: "SUCCESS"}}
+	listed := []string{"ok", "expected-fail", "unexpected-fail", "unexpected-warn", "late", "stale", "missing", "auth/x", "partial"}
 	results := map[string][]conformanceCheck{
-		"ok": pass, "expected-fail": fail, "unexpected-fail": fail, "unexpected-warn": warn, "late": late, "stale": pass, "auth/x": fail,
+		"ok": pass, "expected-fail": fail, "unexpected-fail": fail, "unexpected-warn": warn, "late": late, "stale": pass, "auth/x": fail, "partial": partial,
 	}
-	baseline := map[string]string{"expected-fail": "no prompts", "stale": "was broken", "gone": "old scenario", "auth/x": "no OAuth"}
+	baseline := map[string]string{"expected-fail": "no prompts", "stale": "was broken", "gone": "old scenario", "auth/x": "no OAuth",
+		"partial:z": "needs a reference tool", "partial:s": "skipped here", "partial:p": "flaky", "partial:r": "was broken"}
 	for _, side := range []conformanceSide{conformanceServer, conformanceClient} {
-		got := conformanceVerdict(side, listed, results, baseline)
+		got := conformanceVerdict(side, listed, listed, results, baseline)
 		want := []string{
 			"scenario gone is in " + side.baseline + " but the suite has no such " + side.kind + " scenario",
 			"scenario missing: the suite lists it but wrote no result",
+			"scenario partial check r passed but " + side.baseline + " expects it to fail",
+			"scenario partial failed and is not in " + side.baseline + ":\n\tWARNING q (): unexcused",
 			"scenario stale passed but " + side.baseline + " expects it to fail",
 			"scenario unexpected-fail failed and is not in " + side.baseline + ":\n\tFAILURE z (d): boom",
 			"scenario unexpected-warn failed and is not in " + side.baseline + ":\n\tWARNING w (): should",
@@ -405,12 +486,18 @@ func TestConformanceVerdict(t *testing.T) {
 			t.Fatalf("%s: got %d problems, want %d:\n%s", side.kind, len(got), len(want), strings.Join(got, "\n"))
 		}
 		for i := range want {
-			if !strings.HasPrefix(got[i], want[i]) {
+			if !strings.HasPrefix(got[i], want[i]) || want[i] == want[3] && strings.Contains(got[i], " z ") {
 				t.Errorf("%s: problem %d = %q, want it to start with %q", side.kind, i, got[i], want[i])
 			}
 		}
-		if p := conformanceVerdict(side, []string{"ok", "expected-fail"}, results, map[string]string{"expected-fail": "why"}); len(p) != 0 {
+		agreeing := map[string]string{"expected-fail": "why", "partial:z": "why", "partial:q": "why", "partial:p": "why"}
+		if p := conformanceVerdict(side, []string{"ok", "expected-fail", "partial"}, listed, results, agreeing); len(p) != 0 {
 			t.Errorf("%s: an agreeing baseline gave problems: %q", side.kind, p)
+		}
+		// A leg that does not run a baselined scenario says nothing of it,
+		// but an entry the suite does not know is stale in every leg.
+		if p := conformanceVerdict(side, []string{"ok"}, listed, results, map[string]string{"expected-fail": "why", "partial:z": "why"}); len(p) != 0 {
+			t.Errorf("%s: a leg without the baselined scenarios gave problems: %q", side.kind, p)
 		}
 	}
 	if !lateOnly(map[string][]conformanceCheck{"ok": pass, "late": late}) || lateOnly(map[string][]conformanceCheck{"ok": pass, "both": append(slices.Clone(late), warn...)}) {
@@ -432,6 +519,9 @@ func TestConformanceBaselineFormat(t *testing.T) {
 		{"server", "server:\n  - tools-call-image\n", "bad.yml:2"},
 		{"client", "client:\n  - auth/basic-cimd  # no OAuth\n  - auth/basic-cimd  # twice\n", "listed twice"},
 		{"client", "server:\n  - tools-call-image  # wrong side\n", "bad.yml:1"},
+		{"server", "server:\n  - server-stateless:  # no check\n", "bad.yml:2"},
+		{"server", "server:\n  - server-stateless: sep-1  # a YAML mapping\n", "bad.yml:2"},
+		{"server", "server:\n  - server-stateless:sep-1  # one check\n  - server-stateless  # and whole\n", "listed both whole and by check"},
 	} {
 		bad := filepath.Join(dir, "bad.yml")
 		if err := os.WriteFile(bad, []byte(c.text), 0o600); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,12 +49,19 @@ type mcpClient struct {
 	mu       sync.Mutex
 	progress map[any][]*mcp.ProgressNotificationParams // by progress token
 	elicited []string                                  // the messages of elicitation requests
+	logged   []string                                  // the log messages: "level data"
 }
 
 // mcpClientOptions configure a client: with elicit set, the client declares
-// the elicitation capability and answers every form with it.
+// the elicitation capability and answers every form with it; version is the
+// protocol version it asks for ("" the go-sdk's default, 2025-11-25; over
+// HTTP 2026-07-28 is the stateless wire); token, over HTTP, is the server's
+// bearer token ("" one made of the test's name).
 type mcpClientOptions struct {
-	elicit func(*mcp.ElicitRequest) *mcp.ElicitResult
+	elicit  func(*mcp.ElicitRequest) *mcp.ElicitResult
+	version string
+	token   string
+	logs    bool // record notifications/message
 }
 
 // mcpTestConfig writes a config file with the Go fixture as the default
@@ -105,7 +113,10 @@ func startMCPServerClient(t testing.TB, mode string, o mcpClientOptions, env []s
 		}
 	})
 	if mode == "http" {
-		p.token = "e2e-token-0123456789abcdef0123456789-" + strings.ReplaceAll(t.Name(), "/", "-")
+		p.token = o.token
+		if p.token == "" {
+			p.token = "e2e-token-0123456789abcdef0123456789-" + strings.ReplaceAll(t.Name(), "/", "-")
+		}
 		tokenFile := filepath.Join(t.TempDir(), "token")
 		if err := os.WriteFile(tokenFile, []byte(p.token), 0o600); err != nil {
 			t.Fatal(err)
@@ -134,6 +145,14 @@ func (p *mcpServerProc) connect(o mcpClientOptions) *mcpClient {
 		defer c.mu.Unlock()
 		c.progress[r.Params.ProgressToken] = append(c.progress[r.Params.ProgressToken], r.Params)
 	}}
+	if o.logs {
+		//lint:ignore SA1019 MCP logging is deprecated from 2026-07-28 but ask_agent still logs in its deprecation window.
+		opts.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.logged = append(c.logged, fmt.Sprintf("%s %v", r.Params.Level, r.Params.Data))
+		}
+	}
 	if o.elicit != nil {
 		opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			c.mu.Lock()
@@ -153,7 +172,7 @@ func (p *mcpServerProc) connect(o mcpClientOptions) *mcpClient {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, transport, nil)
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: o.version})
 	if err != nil {
 		t.Fatalf("%s: connect: %v", p.mode, err)
 	}
@@ -268,6 +287,29 @@ func (c *mcpClient) elicitations() []string {
 	return slices.Clone(c.elicited)
 }
 
+func (c *mcpClient) logMessages() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.logged)
+}
+
+// conversationStarted matches the log line of a conversation's start: its
+// sessionKey and the stored session's ID.
+var conversationStarted = regexp.MustCompile(`\tconversation started[^\n]*\{"sessionKey": "([^"]+)", "session": "([^"]+)"`)
+
+// sessionOf is the ID of the stored session of the conversation key, from
+// the server's log of its start.
+func (p *mcpServerProc) sessionOf(key string) string {
+	p.t.Helper()
+	for _, m := range conversationStarted.FindAllStringSubmatch(p.stderr.String(), -1) {
+		if m[1] == key {
+			return m[2]
+		}
+	}
+	p.t.Fatalf("the server logged no start of the conversation %q", key)
+	return ""
+}
+
 // toolCalls formats a result's tool calls as "name:status" items.
 func (r *askResult) toolCalls() []string {
 	var out []string
@@ -362,8 +404,8 @@ func TestMCPServer_DirectMode(t *testing.T) {
 			if want := map[string]string{"stdio": "client disconnected", "http": "stopping"}[mode]; !strings.Contains(p.stderr.String(), want) {
 				t.Errorf("mcp-server did not log %q: it did not end the way its client ended it", want)
 			}
-			if !strings.Contains(p.stderr.String(), "\tsession ended\t{\"session\": \""+key+"\"") {
-				t.Errorf("mcp-server exited without ending the conversation %s", key)
+			if id := p.sessionOf(key); !strings.Contains(p.stderr.String(), "\tsession ended\t{\"session\": \""+id+"\"") {
+				t.Errorf("mcp-server exited without ending the conversation %s (session %s)", key, id)
 			}
 			for _, pid := range waitAllGone(pids, 30*time.Second) {
 				t.Errorf("process %d (%s) outlived mcp-server", pid, cmdline(pid))
@@ -651,5 +693,157 @@ func waitCancelled(t *testing.T, done <-chan error) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the cancelled call never returned")
+	}
+}
+
+// TestMCPServer_ClientKeys: a sessionKey of the client's own starts its
+// conversation on the first call and continues it on the next, also after a
+// restart on the same store; over HTTP a conversation belongs to the bearer
+// token: under another token the same key is another conversation, and the
+// first token finds its own again. The store holds neither key nor token.
+func TestMCPServer_ClientKeys(t *testing.T) {
+	t.Parallel()
+	for _, mode := range mcpModes {
+		t.Run(mode, func(t *testing.T) {
+			fake := fakemodel.NewOpenAI(t)
+			dir := t.TempDir()
+			store := filepath.Join(dir, "sessions.db")
+			tokenA, tokenB := "e2e-token-A-0123456789abcdef0123456789", "e2e-token-B-0123456789abcdef0123456789"
+			const key = "user-123-conversation"
+			p := startMCPWithModelClient(t, mode, mcpClientOptions{token: tokenA}, fake, nil, "--store", store)
+			fake.Push(fakemodel.Turn{Text: "Noted: zebra."}, fakemodel.Turn{Text: "It was zebra."})
+			if r := p.client.ask("remember the word zebra", key, nil); r.isError || r.out.SessionKey != key || r.out.Answer != "Noted: zebra." {
+				t.Fatalf("first use of the key: %+v", r)
+			}
+			if r := p.client.ask("which word?", key, nil); r.isError || r.out.SessionKey != key {
+				t.Fatalf("second call: %+v", r)
+			}
+			if body := lastModelRequest(t, fake); !strings.Contains(body, "remember the word zebra") || !strings.Contains(body, "Noted: zebra.") {
+				t.Errorf("the second request lacks the first exchange: %s", body)
+			}
+			if r := p.client.ask("/help", "bad key", nil); !r.isError || !strings.Contains(r.text, "sessionKey") {
+				t.Errorf("a key with a space: %+v, want an error about the sessionKey", r)
+			}
+			if !p.stop() {
+				t.Fatalf("mcp-server exited with %v", p.cmd.ProcessState)
+			}
+			if mode == "http" {
+				p = startMCPWithModelClient(t, mode, mcpClientOptions{token: tokenB}, fake, nil, "--store", store)
+				fake.Push(fakemodel.Turn{Text: "A fresh start."})
+				if r := p.client.ask("which word?", key, nil); r.isError || r.out.Answer != "A fresh start." {
+					t.Fatalf("the key under another token: %+v", r)
+				}
+				if body := lastModelRequest(t, fake); strings.Contains(body, "zebra") {
+					t.Errorf("another token's call with the key reached the first token's conversation: %s", body)
+				}
+				p.stop()
+			}
+			p = startMCPWithModelClient(t, mode, mcpClientOptions{token: tokenA}, fake, nil, "--store", store)
+			fake.Push(fakemodel.Turn{Text: "Still zebra."})
+			if r := p.client.ask("and after the restart?", key, nil); r.isError || r.out.Answer != "Still zebra." {
+				t.Fatalf("after the restart: %+v", r)
+			}
+			if body := lastModelRequest(t, fake); !strings.Contains(body, "remember the word zebra") || strings.Contains(body, "A fresh start.") {
+				t.Errorf("after the restart the key's request does not hold its own history: %s", body)
+			}
+			p.stop()
+			files, _ := filepath.Glob(store + "*")
+			for _, f := range files {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, secret := range []string{key, tokenA, tokenB} {
+					if strings.Contains(string(data), secret) {
+						t.Errorf("the store file %s holds %q", f, secret)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMCPServer_Stateless: a client of protocol 2026-07-28 over --listen
+// is served statelessly (server/discover, no Mcp-Session-Id): an ask_agent
+// turn with progress and log messages whose tool call the policy asks
+// about (an input-required result, answered by the go-sdk client's retried
+// call), its conversation continued by the sessionKey, a key of the
+// client's own, and a call whose HTTP request the client abandons, which
+// cancels its turn.
+func TestMCPServer_Stateless(t *testing.T) {
+	t.Parallel()
+	fake := fakemodel.NewOpenAI(t)
+	accept := func(*mcp.ElicitRequest) *mcp.ElicitResult {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}
+	}
+	p := startMCPWithModelClient(t, "http", mcpClientOptions{version: "2026-07-28", elicit: accept, logs: true}, fake, map[string]any{}, "--store", "memory")
+	c := p.client
+	if v := c.InitializeResult().ProtocolVersion; v != "2026-07-28" || c.ID() != "" {
+		t.Fatalf("protocol %s, session %q: want 2026-07-28 without a session", v, c.ID())
+	}
+	//lint:ignore SA1019 MCP logging is deprecated from 2026-07-28 but ask_agent still logs in its deprecation window.
+	if caps := c.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged || caps.Logging == nil || caps.Completions != nil {
+		t.Errorf("capabilities %+v: want tools (no list changes) and logging, no completions", caps)
+	}
+
+	fake.Push(fakemodel.Turn{Text: "Let me look.", ToolCalls: []fakemodel.ToolCall{{ID: "call_img", Name: "mcp__fixture__image", Args: `{}`}}},
+		fakemodel.Turn{Text: "Here it is."})
+	//lint:ignore SA1019 MCP logging is deprecated from 2026-07-28 but ask_agent still logs in its deprecation window.
+	params := &mcp.CallToolParams{Name: "ask_agent", Arguments: map[string]any{"message": "show me the picture"}, Meta: mcp.Meta{mcp.MetaKeyLogLevel: "info"}}
+	params.SetProgressToken("picture")
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		SessionKey string `json:"sessionKey"`
+		ToolCalls  []struct{ Name, Status string }
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(data, &out)
+	if res.IsError || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "completed" || out.SessionKey == "" {
+		t.Fatalf("turn with a permitted tool call: %+v %s", res, data)
+	}
+	if q := c.elicitations(); len(q) != 1 || !strings.Contains(q[0], "mcp__fixture__image") {
+		t.Errorf("questions %q, want one about the image", q)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("picture")) > 0 }, "no progress for the token")
+	testutil.WaitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(strings.Join(c.logMessages(), "|"), "info map[message:tool mcp__fixture__image: started")
+	}, "log messages %q: want the tool call's", c.logMessages())
+
+	fake.Push(fakemodel.Turn{Text: "You asked for a picture."}, fakemodel.Turn{Text: "Mine."})
+	if r := c.ask("what did I ask for?", out.SessionKey, nil); r.isError || r.out.Answer != "You asked for a picture." {
+		t.Errorf("continued by key: %+v", r)
+	}
+	if body := lastModelRequest(t, fake); !strings.Contains(body, "show me the picture") {
+		t.Errorf("the continued turn lacks the first: %s", body)
+	}
+	if r := c.ask("start mine", "my-own-key", nil); r.isError || r.out.SessionKey != "my-own-key" {
+		t.Errorf("a key of the client's own: %+v", r)
+	}
+
+	// The client gives up while the model streams: its HTTP request ends,
+	// and so does the turn.
+	fake.Push(fakemodel.Turn{Text: strings.Repeat("slowly streaming words ", 100), Delay: 200 * time.Millisecond})
+	callCtx, cancelCall := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.askCtx(callCtx, "write a long answer", "my-own-key", "slow")
+		done <- err
+	}()
+	testutil.WaitFor(t, 60*time.Second, func() bool { return len(c.progressFor("slow")) > 0 }, "the slow turn never streamed")
+	cancelCall()
+	waitCancelled(t, done)
+	testutil.WaitFor(t, 30*time.Second, func() bool { return strings.Contains(p.stderr.String(), "ask_agent cancelled by the client") },
+		"the server did not cancel the abandoned turn")
+	fake.Push(fakemodel.Turn{Text: "Back again."})
+	if r := c.ask("are you there?", "my-own-key", nil); r.isError || r.out.Answer != "Back again." {
+		t.Errorf("after the cancel: %+v", r)
+	}
+	if strings.Contains(p.stderr.String(), "rejecting request with protocol version") {
+		t.Error("the server refused a 2026-07-28 request")
 	}
 }

@@ -18,8 +18,10 @@ import (
 type Input struct {
 	// Message is the user's prompt, passed to the agent unmodified.
 	Message string `json:"message" jsonschema:"the task or question for the agent, passed unmodified as the user's message; the slash commands /help, /tools, /call <tool> {json arguments} and /servers work without a model"`
-	// SessionKey is the conversation to continue, or "" for a new one.
-	SessionKey string `json:"sessionKey,omitempty" jsonschema:"the sessionKey of an earlier ask_agent result, to continue that conversation with its history; leave it out to start a new conversation"`
+	// SessionKey names the conversation: "" starts a new one under a key
+	// the agent issues; any other key (CheckKey) continues the
+	// conversation of that key, or starts it on its first use.
+	SessionKey string `json:"sessionKey,omitempty" jsonschema:"the conversation: pass the sessionKey of an earlier result, or a key of your own (1 to 128 visible ASCII characters, such as user-123-conversation), to continue that conversation with its history (a key's first use starts it); leave it out to start a new conversation under a fresh unguessable key"`
 }
 
 // Output is the structuredContent of an ask_agent result.
@@ -50,26 +52,35 @@ type ToolCall struct {
 // parked on a permission question (multi round-trip requests); any other
 // call opens (or finds) the conversation and starts a turn.
 func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, *Output, error) {
+	client := clientOf(req)
 	if state := req.Params.RequestState; state != "" {
-		r, err := sv.resume(state, in.SessionKey, req.Params.InputResponses)
+		r, err := sv.resume(state, client, in.SessionKey, req.Params.InputResponses)
 		if err != nil {
 			return nil, nil, err
 		}
 		return r.wait(ctx, req)
 	}
-	if in.SessionKey == "" && sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
-		return nil, nil, errNoModel
+	key, fresh := in.SessionKey, in.SessionKey == ""
+	if fresh {
+		if sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
+			return nil, nil, errNoModel
+		}
+		key = newKey()
+	} else if err := CheckKey(key); err != nil {
+		return nil, nil, err
 	}
+	id := storedID(client, key)
 	for attempt := 1; ; attempt++ {
-		c, err := sv.acquire(ctx, in.SessionKey)
+		c, err := sv.acquire(ctx, id, key, fresh)
 		if err != nil {
 			return nil, nil, session.Shown(err)
 		}
+		fresh = false // stored now: a second attempt reopens it
 		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
 			sv.release(c)
 			return nil, nil, errNoModel
 		}
-		r, err := sv.start(c, in.SessionKey, in.Message, req)
+		r, err := sv.start(c, client, key, in.SessionKey, in.Message, req)
 		if err != nil {
 			sv.release(c)
 			return nil, nil, err
@@ -90,6 +101,8 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 type run struct {
 	sv      *server
 	c       *conv
+	client  string // the identity of the client that started it (clientOf)
+	key     string // the conversation's sessionKey
 	inKey   string // the sessionKey argument of the call that started it
 	message string
 	mode    askMode
@@ -107,23 +120,24 @@ type run struct {
 	calls    []ToolCall
 	callIdx  map[string]int // index in calls by tool call ID
 	refused  []string       // notes on calls refused without asking
-	sink     *progressSink  // where progress goes; nil while no request waits
+	sink     *requestSink   // the request waiting for the run; nil while none waits
 	progress float64
 }
 
-// progressSink is the request a run reports progress to.
-type progressSink struct {
-	ctx   context.Context
+// requestSink is the request a run reports progress and log messages to.
+type requestSink struct {
+	ctx   context.Context // the request's: it carries a 2026-07-28 request's logLevel
 	ss    *mcp.ServerSession
-	token any
+	token any // the progress token; nil: no progress
 }
 
-// start starts the turn of message in c, asked for with the sessionKey
-// argument inKey; the run releases c when it ends.
-func (sv *server) start(c *conv, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
+// start starts the turn of message in c, the conversation key of client,
+// asked for with the sessionKey argument inKey; the run releases c when it
+// ends.
+func (sv *server) start(c *conv, client, key, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
 	ctx, cancel := context.WithCancel(sv.base)
 	r := &run{
-		sv: sv, c: c, message: message, inKey: inKey, mode: askModeOf(req), cancel: cancel,
+		sv: sv, c: c, client: client, key: key, message: message, inKey: inKey, mode: askModeOf(req), cancel: cancel,
 		done: make(chan struct{}), asks: make(chan *question), callIdx: make(map[string]int),
 	}
 	sv.mu.Lock()
@@ -173,6 +187,7 @@ func (r *run) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 	for {
 		select {
 		case <-r.done:
+			r.logEnd()
 			return r.result()
 		case q := <-r.asks:
 			if r.mode == askElicit {
@@ -182,7 +197,7 @@ func (r *run) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 			state := r.sv.park(r, q)
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{q.id: q.params}, RequestState: state}, nil, nil
 		case <-ctx.Done():
-			r.sv.log.Info("ask_agent cancelled by the client: cancelling the turn", "sessionKey", r.c.key, "cause", context.Cause(ctx))
+			r.sv.log.Info("ask_agent cancelled by the client: cancelling the turn", "sessionKey", r.key, "cause", context.Cause(ctx))
 			r.cancel()
 			<-r.done
 			return r.result()
@@ -190,18 +205,29 @@ func (r *run) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 	}
 }
 
+// logEnd sends the client a log message on a turn that failed or was
+// cancelled.
+func (r *run) logEnd() {
+	switch {
+	case r.err != nil && !errors.Is(r.err, session.ErrEnded):
+		r.log(levelError, "the turn failed: "+session.ErrorText(r.err))
+	case r.err == nil && r.stop == gateway.StopCancelled:
+		r.log(levelNotice, "the turn was cancelled")
+	}
+}
+
 // result is the tool result of an ended run.
 func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := &Output{Answer: r.answer.String(), SessionKey: r.c.key, StopReason: string(r.stop), ToolCalls: append([]ToolCall{}, r.calls...)}
+	out := &Output{Answer: r.answer.String(), SessionKey: r.key, StopReason: string(r.stop), ToolCalls: append([]ToolCall{}, r.calls...)}
 	text := out.Answer
 	if len(r.refused) > 0 {
 		text = strings.TrimSpace(text + "\n\n" + strings.Join(r.refused, "\n"))
 	}
 	switch {
 	case errors.Is(r.err, session.ErrEnded):
-		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.c.key, r.err)
+		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.key, r.err)
 	case r.err != nil:
 		out.StopReason = string(gateway.StopEndTurn)
 		msg := "ask_agent: the turn failed: " + session.ErrorText(r.err)
@@ -223,15 +249,11 @@ func joinText(a, b string) string {
 	return strings.TrimRight(a, "\n") + "\n\n" + b
 }
 
-// attach makes req the receiver of the run's progress, if it sent a
-// progress token.
+// attach makes req the receiver of the run's progress (if it sent a
+// progress token) and log messages.
 func (r *run) attach(ctx context.Context, req *mcp.CallToolRequest) {
-	tok := req.Params.GetProgressToken()
-	if tok == nil {
-		return
-	}
 	r.mu.Lock()
-	r.sink = &progressSink{ctx: ctx, ss: req.Session, token: tok}
+	r.sink = &requestSink{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken()}
 	r.mu.Unlock()
 }
 
@@ -241,10 +263,12 @@ func (r *run) detach() {
 	r.mu.Unlock()
 }
 
-// emit records a turn event and reports it as progress. Events come one at
-// a time, in order.
+// emit records a turn event and reports it as progress and, for a tool
+// call's start and end, as a log message. Events come one at a time, in
+// order.
 func (r *run) emit(ev gateway.Event) {
 	var msg string
+	var lv level // "": no log message
 	r.mu.Lock()
 	switch ev.Kind {
 	case gateway.EventTextDelta:
@@ -253,7 +277,7 @@ func (r *run) emit(ev gateway.Event) {
 	case gateway.EventToolStart:
 		r.callIdx[ev.Call.ID] = len(r.calls)
 		r.calls = append(r.calls, ToolCall{Name: ev.Call.Name, Status: string(ev.Call.Status)})
-		msg = fmt.Sprintf("tool %s: started", ev.Call.Name)
+		msg, lv = fmt.Sprintf("tool %s: started", ev.Call.Name), levelInfo
 	case gateway.EventToolUpdate:
 		if i, ok := r.callIdx[ev.Call.ID]; ok {
 			r.calls[i].Status = string(ev.Call.Status)
@@ -262,7 +286,10 @@ func (r *run) emit(ev gateway.Event) {
 		if i, ok := r.callIdx[ev.Call.ID]; ok {
 			r.calls[i].Status = string(ev.Call.Status)
 		}
-		msg = fmt.Sprintf("tool %s: %s", ev.Call.Name, ev.Call.Status)
+		msg, lv = fmt.Sprintf("tool %s: %s", ev.Call.Name, ev.Call.Status), levelInfo
+		if ev.Call.Status == gateway.ToolFailed {
+			lv = levelWarning
+		}
 		if ev.Call.Result != nil && runner.IsDirectCommand(r.message) {
 			// A /call: its result is the answer.
 			if r.answer.Len() > 0 {
@@ -275,12 +302,31 @@ func (r *run) emit(ev gateway.Event) {
 		r.mu.Unlock()
 		return
 	}
-	r.progress++
-	sink, n := *r.sink, r.progress
+	sink := *r.sink
+	if sink.token != nil {
+		r.progress++
+	}
+	n := r.progress
 	r.mu.Unlock()
-	err := sink.ss.NotifyProgress(sink.ctx, &mcp.ProgressNotificationParams{ProgressToken: sink.token, Message: msg, Progress: n})
-	if err != nil {
-		r.sv.log.Debug("progress not sent", "sessionKey", r.c.key, "err", err)
+	if sink.token != nil {
+		err := sink.ss.NotifyProgress(sink.ctx, &mcp.ProgressNotificationParams{ProgressToken: sink.token, Message: msg, Progress: n})
+		if err != nil {
+			r.sv.log.Debug("progress not sent", "sessionKey", r.key, "err", err)
+		}
+	}
+	if lv != "" {
+		r.sv.tell(sink.ctx, sink.ss, lv, msg, r.key)
+	}
+}
+
+// log sends a log message about the run to the request waiting for it, if
+// any.
+func (r *run) log(lv level, msg string) {
+	r.mu.Lock()
+	sink := r.sink
+	r.mu.Unlock()
+	if sink != nil {
+		r.sv.tell(sink.ctx, sink.ss, lv, msg, r.key)
 	}
 }
 

@@ -79,7 +79,8 @@ func (r *run) askFunc() gateway.AskFunc {
 			r.mu.Lock()
 			r.refused = append(r.refused, refusedNote(req.Call.Name))
 			r.mu.Unlock()
-			r.sv.log.Info("tool call refused: the client cannot be asked for permission", "sessionKey", r.c.key, "tool", req.Call.Name)
+			r.sv.log.Info("tool call refused: the client cannot be asked for permission", "sessionKey", r.key, "tool", req.Call.Name)
+			r.log(levelWarning, fmt.Sprintf("tool %s: refused: it needs permission, and this client cannot be asked (no elicitation capability)", req.Call.Name))
 			return gateway.PermissionUnavailable, nil
 		}
 		q := &question{call: req.Call, id: "permission-" + req.Call.ID, params: elicitParams(req.Call), reply: make(chan gateway.PermissionOutcome, 1)}
@@ -171,16 +172,19 @@ func (sv *server) park(r *run, q *question) string {
 }
 
 // resume answers the question of the run parked under state with the
-// client's input response, and returns the run.
-func (sv *server) resume(state, key string, responses mcp.InputResponseMap) (*run, error) {
+// input response of a retried call of client with the sessionKey argument
+// key, and returns the run. The state must have been issued to a call of
+// the same client with the same key.
+func (sv *server) resume(state, client, key string, responses mcp.InputResponseMap) (*run, error) {
 	sv.mu.Lock()
 	p := sv.parked[state]
-	if p != nil && p.r.inKey == key {
+	mine := p != nil && p.r.client == client
+	if mine && p.r.inKey == key {
 		delete(sv.parked, state)
 	}
 	sv.mu.Unlock()
 	switch {
-	case p == nil:
+	case !mine:
 		return nil, fmt.Errorf("ask_agent: requestState %q: no turn is waiting for it (it was answered, or expired after %s)", state, sv.opts.IdleTimeout)
 	case p.r.inKey != key:
 		return nil, fmt.Errorf("ask_agent: requestState %q was issued to a call with another sessionKey than %q", state, key)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
@@ -40,9 +41,21 @@ type Options struct {
 	IdleTimeout time.Duration
 }
 
-// schemas holds ask_agent's input and output schemas, inferred from Input
-// and Output once per process.
+// schemas holds ask_agent's input and output schemas, resolved once per
+// process.
 var schemas = mcp.NewSchemaCache()
+
+// inputSchema is ask_agent's input schema: Input's, with the sessionKey
+// rules (CheckKey) as its length and pattern.
+var inputSchema = func() *jsonschema.Schema {
+	s, err := jsonschema.For[Input](nil)
+	if err != nil {
+		panic(err)
+	}
+	key := s.Properties["sessionKey"]
+	key.MinLength, key.MaxLength, key.Pattern = new(1), new(MaxKeyLength), keyPattern
+	return s
+}()
 
 // New returns the MCP server exposing ask_agent over core (the gateway:
 // model, permissions policy, built-in tools; default servers, in-process
@@ -95,11 +108,13 @@ func New(core *session.Core, o *Options) (*mcp.Server, func()) {
 		SchemaCache:  schemas,
 		Logger:       opts.Logger.With("component", "mcp-server"),
 		Instructions: instructions,
+		Capabilities: capabilities,
 	})
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolName,
 		Title:       "Ask acp-agent",
 		Description: toolDescription,
+		InputSchema: inputSchema,
 	}, sv.ask)
 	sv.wg.Go(sv.sweep)
 	return srv, sv.shutdown
@@ -107,11 +122,13 @@ func New(core *session.Core, o *Options) (*mcp.Server, func()) {
 
 // instructions are the server's initialize instructions.
 const instructions = "acp-agent is a coding agent with its own model, tools and MCP servers. " +
-	"Call ask_agent with a message to hand it a task; pass the sessionKey of a result to continue that conversation."
+	"Call ask_agent with a message to hand it a task; pass the sessionKey of a result, or a key of your own, to continue that conversation."
 
 // toolDescription is ask_agent's description.
 const toolDescription = "Hand a task or a question to acp-agent, a coding agent with its own model, tools and MCP servers, and get its answer. " +
-	"Without sessionKey each call starts a new conversation; pass the sessionKey of an earlier result to continue that conversation with its history. " +
+	"Without sessionKey each call starts a new conversation under a fresh unguessable key, returned in the result. " +
+	"With a sessionKey (the one of an earlier result, or your own, such as user-123-conversation: 1 to 128 visible ASCII characters) the call continues that conversation with its history; " +
+	"the first call with a key of your own starts it. Your keys are yours: another client (over HTTP, another bearer token) with the same key has its own conversation. " +
 	"The slash commands /help, /tools, /call <tool> {json arguments} and /servers work without a model."
 
 // server is the state behind New's *mcp.Server.
@@ -127,7 +144,7 @@ type server struct {
 
 	// mu guards the fields below; it is never held across I/O.
 	mu     sync.Mutex
-	convs  map[string]*conv      // live conversations by key (session ID)
+	convs  map[string]*conv      // live conversations by stored session ID
 	parked map[string]*parkedAsk // runs waiting for an input response, by requestState
 	closed bool                  // shutdown has begun
 }
@@ -135,7 +152,8 @@ type server struct {
 // conv is one live conversation: an open session of the core, with its use
 // count and last use for the idle sweep.
 type conv struct {
-	key    string
+	id     string        // the stored session's ID (storedID)
+	key    string        // its sessionKey
 	opened chan struct{} // closed once s or err is set
 	s      *session.Session
 	err    error
@@ -147,42 +165,24 @@ type conv struct {
 // errClosed is the error of a call that arrives during shutdown.
 var errClosed = errors.New("ask_agent: the server is shutting down")
 
-// acquire returns the live conversation of key, opening it when it is not
-// live (a new one when key is ""), and marks it busy: release it once done.
-// Concurrent calls for one key share one open.
-func (sv *server) acquire(ctx context.Context, key string) (*conv, error) {
-	if key == "" {
-		s, err := sv.core.Open(ctx, session.OpenRequest{Cwd: sv.opts.Cwd})
-		if err != nil {
-			return nil, fmt.Errorf("ask_agent: opening a new conversation: %w", err)
-		}
-		c := &conv{key: s.ID(), opened: make(chan struct{}), s: s, busy: 1}
-		close(c.opened)
-		sv.mu.Lock()
-		closed := sv.closed
-		if !closed {
-			sv.convs[c.key] = c
-		}
-		sv.mu.Unlock()
-		if closed {
-			s.End()
-			return nil, errClosed
-		}
-		sv.log.Info("conversation started", "sessionKey", c.key)
-		return c, nil
-	}
+// acquire returns the live conversation stored under id, for the
+// sessionKey key, and marks it busy: release it once done. A conversation
+// that is not live is opened: created when fresh (a key the agent has just
+// issued), else reopened from the store, or created under id on the first
+// use of the key. Concurrent calls for one id share one open.
+func (sv *server) acquire(ctx context.Context, id, key string, fresh bool) (*conv, error) {
 	for {
 		sv.mu.Lock()
 		if sv.closed {
 			sv.mu.Unlock()
 			return nil, errClosed
 		}
-		c := sv.convs[key]
+		c := sv.convs[id]
 		if c == nil {
-			c = &conv{key: key, opened: make(chan struct{}), busy: 1}
-			sv.convs[key] = c
+			c = &conv{id: id, key: key, opened: make(chan struct{}), busy: 1}
+			sv.convs[id] = c
 			sv.mu.Unlock()
-			sv.reopen(ctx, c)
+			sv.open(ctx, c, key, fresh)
 			if c.err != nil {
 				return nil, c.err
 			}
@@ -214,33 +214,60 @@ func (sv *server) acquire(ctx context.Context, key string) (*conv, error) {
 	}
 }
 
-// reopen opens the stored session c.key into c, then closes c.opened. On
+// open opens the session of c (see acquire), then closes c.opened. On
 // failure c leaves the live conversations.
-func (sv *server) reopen(ctx context.Context, c *conv) {
+func (sv *server) open(ctx context.Context, c *conv, key string, fresh bool) {
 	defer close(c.opened)
-	s, err := sv.core.Open(ctx, session.OpenRequest{ID: c.key, Cwd: sv.opts.Cwd})
+	s, created, err := sv.openSession(ctx, c.id, fresh)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		c.err = fmt.Errorf("ask_agent: sessionKey %q: no conversation has this key (use the sessionKey of an earlier ask_agent result, or leave it out to start a new conversation)", c.key)
+	case err != nil && fresh:
+		c.err = fmt.Errorf("ask_agent: opening a new conversation: %w", err)
+	case err != nil && created:
+		c.err = fmt.Errorf("ask_agent: sessionKey %q: starting a conversation under it: %w", key, err)
 	case err != nil:
-		c.err = fmt.Errorf("ask_agent: sessionKey %q: reopening the conversation: %w", c.key, err)
+		c.err = fmt.Errorf("ask_agent: sessionKey %q: reopening the conversation: %w", key, err)
 	}
 	sv.mu.Lock()
 	closed := sv.closed
 	if c.err == nil && closed {
 		c.err = errClosed
 	}
-	if c.err != nil && sv.convs[c.key] == c {
-		delete(sv.convs, c.key)
+	if c.err != nil && sv.convs[c.id] == c {
+		delete(sv.convs, c.id)
 	}
 	c.s = s
 	sv.mu.Unlock()
 	if s != nil && closed {
 		s.End()
 	}
-	if c.err == nil {
-		sv.log.Info("conversation reopened from the store", "sessionKey", c.key)
+	switch {
+	case c.err != nil:
+	case fresh:
+		sv.log.Info("conversation started", "sessionKey", key, "session", c.id)
+	case created:
+		sv.log.Info("conversation started under the client's sessionKey", "sessionKey", key, "session", c.id)
+	default:
+		sv.log.Info("conversation reopened from the store", "sessionKey", key, "session", c.id)
 	}
+}
+
+// openSession opens the stored session id, or creates it (created) when
+// fresh or when the store has none. A create that fails because another
+// process created id meanwhile reopens it.
+func (sv *server) openSession(ctx context.Context, id string, fresh bool) (s *session.Session, created bool, err error) {
+	if !fresh {
+		s, err = sv.core.Open(ctx, session.OpenRequest{ID: id, Cwd: sv.opts.Cwd})
+		if !errors.Is(err, store.ErrNotFound) {
+			return s, false, err
+		}
+	}
+	s, err = sv.core.Open(ctx, session.OpenRequest{ID: id, Create: true, Cwd: sv.opts.Cwd})
+	if err != nil && !fresh && !errors.Is(err, session.ErrInvalid) && ctx.Err() == nil {
+		if s, err2 := sv.core.Open(ctx, session.OpenRequest{ID: id, Cwd: sv.opts.Cwd}); err2 == nil {
+			return s, false, nil
+		}
+	}
+	return s, true, err
 }
 
 // release marks one use of c done.
@@ -257,8 +284,8 @@ func (sv *server) release(c *conv) {
 // it), so the next call reopens it.
 func (sv *server) forget(c *conv) {
 	sv.mu.Lock()
-	if sv.convs[c.key] == c {
-		delete(sv.convs, c.key)
+	if sv.convs[c.id] == c {
+		delete(sv.convs, c.id)
 	}
 	sv.mu.Unlock()
 }
@@ -298,15 +325,15 @@ func (sv *server) endIdle(now time.Time) {
 	}
 	sv.mu.Unlock()
 	for _, p := range expired {
-		sv.log.Info("no answer to a permission question: cancelling the turn", "sessionKey", p.r.c.key, "tool", p.q.call.Name)
+		sv.log.Info("no answer to a permission question: cancelling the turn", "sessionKey", p.r.key, "tool", p.q.call.Name)
 		p.r.cancel()
 	}
 	for _, c := range idle {
-		sv.log.Info("ending an idle conversation (the next call reopens it)", "sessionKey", c.key, "idle", now.Sub(c.last).Round(time.Second))
+		sv.log.Info("ending an idle conversation (the next call reopens it)", "sessionKey", c.key, "session", c.id, "idle", now.Sub(c.last).Round(time.Second))
 		c.s.End()
 		sv.mu.Lock()
-		if sv.convs[c.key] == c {
-			delete(sv.convs, c.key)
+		if sv.convs[c.id] == c {
+			delete(sv.convs, c.id)
 		}
 		close(c.ending)
 		sv.mu.Unlock()

@@ -279,15 +279,6 @@ func TestDirect_MessageWithoutModelIsError(t *testing.T) {
 	}
 }
 
-func TestUnknownSessionKeyIsError(t *testing.T) {
-	e := start(t, setup{})
-	cs := e.connect(nil)
-	r := ask(t, cs, "/tools", "sess_NOSUCHCONVERSATION")
-	if !r.IsError || !strings.Contains(r.text, `"sess_NOSUCHCONVERSATION"`) || !strings.Contains(r.text, "no conversation") {
-		t.Errorf("result %v %q: want isError naming the key", r.IsError, r.text)
-	}
-}
-
 // requestText is the text of a recorded model request's messages.
 func requestText(t *testing.T, rec fakemodel.Recorded) string {
 	t.Helper()

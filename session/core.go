@@ -229,6 +229,12 @@ type OpenRequest struct {
 	// start at zero), its title and its model, and its own Cwd and Servers.
 	// An unknown Fork wraps store.ErrNotFound.
 	Fork string
+	// Create, with ID set, creates a new session under ID instead of
+	// reopening one: for a front end that names its sessions itself (the
+	// MCP server's conversation keys). ID must then be 1 to 64 ASCII
+	// letters, digits, '_' and '-' (else the error wraps ErrInvalid), and
+	// not stored yet (else the store's error).
+	Create bool
 	// Key is the gateway session key of a new session; empty (or blank)
 	// means "acp:<ID>". A reopened session keeps its stored key.
 	Key string
@@ -264,12 +270,18 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if req.ID != "" && req.Fork != "" {
 		return nil, fmt.Errorf("session.OpenRequest: ID %q and Fork %q are both set", req.ID, req.Fork)
 	}
+	create := req.ID == "" || req.Create // a new session, not a reopened one
+	if req.Create {
+		if err := checkNewID(req.ID); err != nil {
+			return nil, err
+		}
+	}
 	var rec, src store.Record
 	for _, get := range []struct {
 		id  string
 		rec *store.Record
 	}{{req.ID, &rec}, {req.Fork, &src}} {
-		if get.id == "" {
+		if get.id == "" || get.rec == &rec && create {
 			continue
 		}
 		var err error
@@ -305,7 +317,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		return nil, err
 	}
 	model := ""
-	if req.ID == "" {
+	if create {
 		key := req.Key
 		if strings.TrimSpace(key) == "" {
 			key = Key(id, nil)
@@ -324,7 +336,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	} else {
 		model = c.restoredModel(rec)
 	}
-	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", req.ID != "", "forkOf", req.Fork)
+	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", !create, "forkOf", req.Fork)
 	return c.open(ctx, rec, req, specs, model)
 }
 
@@ -431,6 +443,24 @@ func (c *Core) withInProcess(env InProcessEnv, specs []bridge.ServerSpec) ([]bri
 		out = append(out, spec)
 	}
 	return append(out, specs...), nil
+}
+
+// maxNewID is the longest ID OpenRequest.Create takes.
+const maxNewID = 64
+
+// checkNewID checks the ID of OpenRequest.Create: 1 to maxNewID ASCII
+// letters, digits, '_' and '-', as safe in URLs, file names and logs as
+// NewID's.
+func checkNewID(id string) error {
+	if id == "" || len(id) > maxNewID {
+		return Invalidf("session ID %q: a new session's ID has 1 to %d characters", id, maxNewID)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return Invalidf("session ID %q: a new session's ID has only ASCII letters, digits, '_' and '-'", id)
+		}
+	}
+	return nil
 }
 
 // checkDir checks a session directory given in field (the cwd, where the

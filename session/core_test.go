@@ -101,6 +101,32 @@ func TestCore_OpenVetsTheRequest(t *testing.T) {
 	}
 }
 
+// TestCore_OpenCreateUnderAnID: Create makes a new session under the ID
+// given, which a plain Open then reopens; the ID must be new and well-formed.
+func TestCore_OpenCreateUnderAnID(t *testing.T) {
+	c, _ := newTestCore(t, CoreOptions{})
+	s, err := c.Open(t.Context(), OpenRequest{ID: "mcp_chosen-1", Create: true, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Store().Get(t.Context(), "mcp_chosen-1")
+	if err != nil || s.ID() != "mcp_chosen-1" || rec.Key != "acp:mcp_chosen-1" {
+		t.Fatalf("created %q, stored %+v, %v; want the session stored under mcp_chosen-1", s.ID(), rec, err)
+	}
+	s.End()
+	if _, err := c.Open(t.Context(), OpenRequest{ID: "mcp_chosen-1", Create: true, Cwd: t.TempDir()}); err == nil || errors.Is(err, ErrInvalid) {
+		t.Errorf("Create of a stored ID = %v, want the store's error", err)
+	}
+	if s, err := c.Open(t.Context(), OpenRequest{ID: "mcp_chosen-1", Cwd: t.TempDir()}); err != nil || s.ID() != "mcp_chosen-1" {
+		t.Errorf("reopen of the created session = %v", err)
+	}
+	for _, id := range []string{"", "has space", "ünïcode", "a/b", strings.Repeat("x", 65)} {
+		if _, err := c.Open(t.Context(), OpenRequest{ID: id, Create: true, Cwd: t.TempDir()}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Create with ID %q = %v, want ErrInvalid", id, err)
+		}
+	}
+}
+
 func TestCore_KeyInUseUntilEnd(t *testing.T) {
 	c, _ := newTestCore(t, CoreOptions{})
 	s, err := c.Open(t.Context(), OpenRequest{Key: "k", Cwd: t.TempDir()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,8 +46,11 @@ Serve MCP with one tool, ask_agent, so that another agent (Claude Code,
 Claude Desktop, Cursor, any MCP client) can hand work to acp-agent. It runs
 the same agent as the ACP mode: config file, default MCP servers, model,
 permissions policy, built-in tools and session store. Conversations run in
-the working directory of this process. A call with a sessionKey continues
-that conversation, also across restarts.
+the working directory of this process. A call without a sessionKey starts
+a conversation under a fresh key; a call with one (returned by an earlier
+call, or the client's own: 1 to 128 visible ASCII characters) continues
+that conversation, also across restarts, or starts it on the key's first
+use. Over --listen with a token, keys are per token.
 
 By default it speaks MCP on stdin/stdout (stdout carries MCP frames only;
 logs go to stderr or --log-file). With --listen it serves Streamable HTTP at
@@ -55,7 +59,8 @@ needs a token (--token-file, or ` + mcpTokenEnv + `), which every request
 then sends as "Authorization: Bearer <token>"; requests from browsers (with
 an Origin header) are refused unless the origin is in --allowed-origins; a
 loopback listener refuses a Host header that is not loopback (DNS
-rebinding).
+rebinding). Requests of protocol 2026-07-28 and later are served
+statelessly, older clients on sessions (Mcp-Session-Id).
 
 Claude Desktop / Claude Code:
   {"mcpServers": {"acp-agent": {"command": "acp-agent", "args": ["mcp-server"]}}}
@@ -279,18 +284,23 @@ func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, log *
 // unless that origin is in allowed; with a token, a request without
 // "Authorization: Bearer <token>" gets 401; the go-sdk's DNS-rebinding
 // protection (a loopback listener refuses a non-loopback Host, 403) stays on.
+// Requests of protocol 2026-07-28 and later are served statelessly, older
+// ones on sessions (see mcpVersionRouter). A request that passes the token
+// check carries the client's identity, a digest of the token
+// (mcpClientID), in its auth.TokenInfo: mcpserver keeps each client's
+// sessionKeys apart by it.
 func mcpHTTPHandler(srv *mcp.Server, token string, allowed []string, log *slog.Logger) http.Handler {
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Logger: log.With("component", "mcp-http")})
+	h := mcpVersionRouter(srv, log.With("component", "mcp-http"))
 	if token != "" {
 		want := sha256.Sum256([]byte(token))
+		client := mcpClientID(token)
 		verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
 			// Hashes first: the comparison takes the same time whatever the
 			// length of the token sent.
 			if g := sha256.Sum256([]byte(got)); subtle.ConstantTimeCompare(g[:], want[:]) != 1 {
 				return nil, fmt.Errorf("%w: the bearer token is not this server's", auth.ErrInvalidToken)
 			}
-			return &auth.TokenInfo{}, nil
+			return &auth.TokenInfo{UserID: client}, nil
 		}
 		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
@@ -303,6 +313,45 @@ func mcpHTTPHandler(srv *mcp.Server, token string, allowed []string, log *slog.L
 		}
 		inner.ServeHTTP(w, r)
 	})
+}
+
+// mcpStatelessVersion is the first MCP protocol version served statelessly
+// over HTTP (SEP-2575: no initialize, no sessions; each request carries its
+// version, capabilities and client in _meta).
+const mcpStatelessVersion = "2026-07-28"
+
+// mcpVersionRouter serves srv over Streamable HTTP for every protocol
+// version, with two go-sdk handlers: a request whose MCP-Protocol-Version
+// header is 2026-07-28 or later (as go-sdk compares versions: by string;
+// an unknown later version gets its UnsupportedProtocolVersion error there)
+// goes to a stateless one, which go-sdk requires for those versions
+// (conversations live in the store, keyed by sessionKey, and a permission
+// question is an input-required result the client answers by retrying the
+// call); a request that closes its HTTP request cancels its call. Any other
+// request (initialize, and every request of a session: they send an older
+// version, or none) goes to a stateful one with sessions (Mcp-Session-Id)
+// and an event store, so that a client whose SSE stream broke mid-call
+// resumes it with Last-Event-ID (10 MiB of events are kept, oldest dropped
+// first).
+func mcpVersionRouter(srv *mcp.Server, log *slog.Logger) http.Handler {
+	get := func(*http.Request) *mcp.Server { return srv }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, EventStore: mcp.NewMemoryEventStore(nil)})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true, PropagateRequestCancellation: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= mcpStatelessVersion {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+}
+
+// mcpClientID is the identity of the clients holding token: a digest of it,
+// never the token itself (it reaches logs and, hashed again with each
+// sessionKey, the store's session IDs).
+func mcpClientID(token string) string {
+	sum := sha256.Sum256([]byte("acp-agent mcp-server client\x00" + token))
+	return "token:" + hex.EncodeToString(sum[:12])
 }
 
 // ownLoopbackOrigin reports whether origin is the server's own loopback

@@ -239,3 +239,102 @@ func TestMCPHTTPHandler_NoTokenOnLoopback(t *testing.T) {
 		t.Errorf("echo: %+v %v", res, err)
 	}
 }
+
+// whoServer is a plain MCP server whose tool "who" answers with the client
+// identity of the request (auth.TokenInfo.UserID) and whether it came on a
+// session.
+func whoServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "who"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		id := ""
+		if req.Extra != nil && req.Extra.TokenInfo != nil {
+			id = req.Extra.TokenInfo.UserID
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: id + " session=" + req.Session.ID()}}}, nil, nil
+	})
+	return s
+}
+
+// TestMCPHTTPHandler_BothWires: one endpoint serves protocol 2025-11-25 on
+// sessions (Mcp-Session-Id) and 2026-07-28 statelessly (no session), both
+// behind the token, and every request carries the client's identity, a
+// digest of the token, not the token.
+func TestMCPHTTPHandler_BothWires(t *testing.T) {
+	ts := httptest.NewServer(mcpHTTPHandler(whoServer(), strongToken, nil, slog.New(slog.DiscardHandler)))
+	defer ts.Close()
+	for _, tc := range []struct {
+		version     string
+		wantSession bool
+	}{{"2025-11-25", true}, {"2026-07-28", false}} {
+		t.Run(tc.version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearerTransport(strongToken)}},
+				&mcp.ClientSessionOptions{ProtocolVersion: tc.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.version {
+				t.Errorf("protocol %s, want %s", got, tc.version)
+			}
+			if (cs.ID() != "") != tc.wantSession {
+				t.Errorf("session ID %q: want one %v", cs.ID(), tc.wantSession)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "who"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if !strings.HasPrefix(text, mcpClientID(strongToken)+" ") || strings.Contains(text, strongToken) {
+				t.Errorf("who = %q, want the client ID %s", text, mcpClientID(strongToken))
+			}
+		})
+	}
+	// The stateful wire's streams are resumable: each begins with a priming
+	// event whose id a client reconnects with (Last-Event-ID).
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+strongToken)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(body), "event: prime\nid: ") {
+		t.Errorf("initialize's stream %q: want a priming event with an id first", body)
+	}
+	// The stateless wire needs the token too.
+	req, _ = http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "server/discover")
+	resp, err = ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("server/discover without the token: status %d, want 401", resp.StatusCode)
+	}
+}
+
+// bearerTransport adds the Authorization header to every request.
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestMCPClientID(t *testing.T) {
+	a, b := mcpClientID(strongToken), mcpClientID(strongToken+"x")
+	if a != mcpClientID(strongToken) || a == b || strings.Contains(a, strongToken[:8]) || !strings.HasPrefix(a, "token:") {
+		t.Errorf("mcpClientID: %q and %q: want a stable digest per token, not the token", a, b)
+	}
+}
