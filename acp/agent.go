@@ -369,7 +369,10 @@ type frontEnd struct {
 	announced chan struct{}
 }
 
-var _ session.ServerEvents = (*frontEnd)(nil) // notices.go
+var (
+	_ session.ServerEvents = (*frontEnd)(nil) // notices.go
+	_ session.TitleWatcher = (*frontEnd)(nil) // lifecycle.go
+)
 
 // Editor implements session.FrontEnd: the client's fs/*, terminal/* and
 // elicitation/* (editor.go), its elicitations held back.

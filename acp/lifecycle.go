@@ -133,3 +133,16 @@ func (a *Agent) sessionInfo(ctx context.Context, sid string) (u acpsdk.SessionUp
 	}
 	return acpsdk.SessionUpdate{SessionInfoUpdate: info}, true
 }
+
+// TitleChanged implements session.TitleWatcher: the title the model wrote
+// after the session's first turn, as a session_info_update, once the
+// client knows the session and unless it was sent that title already.
+func (f *frontEnd) TitleChanged(ctx context.Context, sid, title string) {
+	if !f.waitAnnounced(ctx) {
+		return
+	}
+	if prev, _ := f.a.titles.Swap(sid, title); prev == title {
+		return
+	}
+	f.a.notify(ctx, sid, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acpsdk.Ptr(title)}})
+}

@@ -17,7 +17,8 @@ import (
 )
 
 // scriptProvider is a model that replays responses, one per request, and
-// records the requests.
+// records the requests; a request for the session's title gets "Script
+// title", apart.
 type scriptProvider struct {
 	mu        sync.Mutex
 	responses []gateway.Response
@@ -26,6 +27,9 @@ type scriptProvider struct {
 
 func (p *scriptProvider) Name() string { return "script" }
 func (p *scriptProvider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
+	if req.Purpose == gateway.PurposeTitle { // the session's title, after its first turn: not scripted
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("Script title")}}}, nil
+	}
 	p.mu.Lock()
 	p.requests = append(p.requests, req)
 	if len(p.responses) == 0 {

@@ -129,11 +129,15 @@ func TestStore_RestartAndLoad(t *testing.T) {
 		}
 	}
 
-	// session/list shows it with its title; an unknown id is ACP's
-	// resource-not-found error.
+	// session/list shows it with the title the model wrote after the first
+	// turn (the fake's answer to its one title request); an unknown id is
+	// ACP's resource-not-found error.
 	res, err := b.Conn.ListSessions(ctx, acpsdk.ListSessionsRequest{Cwd: &cwd})
-	if err != nil || len(res.Sessions) != 1 || string(res.Sessions[0].SessionId) != sid || res.Sessions[0].Title == nil || *res.Sessions[0].Title != "echo hello for me" {
+	if err != nil || len(res.Sessions) != 1 || string(res.Sessions[0].SessionId) != sid || res.Sessions[0].Title == nil || *res.Sessions[0].Title != "Fake session title" {
 		t.Errorf("session/list = %+v, %v", res, err)
+	}
+	if trs := fake.TitleRequests(); len(trs) != 1 || !strings.Contains(string(trs[0].Body), "echo hello for me") {
+		t.Errorf("%d title requests, want 1 with the first prompt", len(trs))
 	}
 	_, err = b.Conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: "sess_nope", Cwd: cwd, McpServers: []acpsdk.McpServer{}})
 	if err == nil || !strings.Contains(err.Error(), "sess_nope") || !strings.Contains(err.Error(), "-32002") {

@@ -25,7 +25,8 @@ type tsClientRun struct {
 		SessionID string         `json:"sessionId"`
 		Update    map[string]any `json:"update"`
 	} `json:"updates"`
-	Stops []string `json:"stops"`
+	Stops []string       `json:"stops"`
+	List  map[string]any `json:"list"`
 }
 
 // tsClient is one run of the TypeScript SDK client of
@@ -36,6 +37,7 @@ type tsClient struct {
 	Config       []map[string]any // session/set_config_option params, less sessionId
 	Prompts      []string
 	AwaitNotice  string   // a notice title to wait for at the end, or ""
+	AwaitTitle   string   // a session title to wait for at the end, or ""
 	Env          []string // the agent's environment, beside PATH and HOME
 	Args         []string // the agent's arguments, after --store memory
 }
@@ -70,7 +72,7 @@ func (c tsClient) run(t *testing.T) tsClientRun {
 	cmd.Dir = t.TempDir() // the session's cwd
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"CLIENT_CAPABILITIES=" + enc(c.Capabilities), "MCP_SERVERS=" + enc(c.Servers), "CONFIG=" + enc(c.Config),
-		"PROMPTS=" + enc(c.Prompts), "AWAIT_NOTICE=" + c.AwaitNotice}, c.Env...)
+		"PROMPTS=" + enc(c.Prompts), "AWAIT_NOTICE=" + c.AwaitNotice, "AWAIT_TITLE=" + c.AwaitTitle}, c.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -192,4 +194,53 @@ func TestConfigOptions_TypeScriptClient(t *testing.T) {
 	if !thought || len(run.Stops) != 1 || run.Stops[0] != "end_turn" {
 		t.Errorf("thought chunks %v, stops %v; want thoughts and end_turn", thought, run.Stops)
 	}
+}
+
+// TestTitles_TypeScriptClient: with a model, the session's title is the
+// one the model writes after the first turn, from the first prompt, in one
+// small request apart from the turn's (no tools, at most 32 tokens out);
+// the editor gets it as a session_info_update and session/list shows it.
+func TestTitles_TypeScriptClient(t *testing.T) {
+	t.Parallel()
+	fake := fakemodel.NewAnthropicWith(t, &fakemodel.Options{Title: "Parser refactoring"}, fakemodel.Turn{Text: "Done."}, fakemodel.Turn{Text: "You're welcome."})
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": fake.URL, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := tsClient{
+		Prompts:    []string{"please refactor the parser in parse.go\nit has grown too long", "thanks"},
+		AwaitTitle: "Parser refactoring",
+		Env:        []string{"FAKE_ANTHROPIC_KEY=test-key"},
+		Args:       []string{"--config", cfg},
+	}.run(t)
+	var titles []string
+	for _, u := range run.Updates {
+		if u.Update["sessionUpdate"] == "session_info_update" {
+			if title, ok := u.Update["title"].(string); ok {
+				titles = append(titles, title)
+			}
+		}
+	}
+	if len(titles) == 0 || titles[len(titles)-1] != "Parser refactoring" {
+		t.Errorf("session_info_update titles %q, want the model's last", titles)
+	}
+	sessions, _ := run.List["sessions"].([]any)
+	if len(sessions) != 1 || sessions[0].(map[string]any)["title"] != "Parser refactoring" {
+		t.Errorf("session/list = %v, want the model's title", run.List)
+	}
+	trs := fake.TitleRequests()
+	if len(trs) != 1 {
+		t.Fatalf("%d title requests, want 1", len(trs))
+	}
+	tr := trs[0]
+	if tools, _ := tr.JSON["tools"].([]any); len(tools) != 0 || tr.JSON["max_tokens"] != float64(32) || !strings.Contains(string(tr.Body), "please refactor the parser") || strings.Contains(string(tr.Body), "thanks") {
+		t.Errorf("title request: %s", tr.Body)
+	}
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("%d turn requests, want 2 (the title's is apart)", n)
+	}
+	first := fake.Requests()[0].Usage
+	t.Logf("title request: %d input tokens, %d output tokens; the first turn's request: %d input (%d of them written to the cache), %d output",
+		tr.Usage.InputTokens, tr.Usage.OutputTokens, first.InputTokens+first.CacheWriteTokens+first.CacheReadTokens, first.CacheWriteTokens, first.OutputTokens)
 }

@@ -63,7 +63,27 @@ type Request struct {
 	// Thinking turns extended thinking on or off for this request, where
 	// the provider is a Thinker; nil leaves it to the provider's options.
 	Thinking *bool
+	// Purpose says what the request is for, when it is not a turn's own
+	// model request (""): PurposeSummary, PurposeSampling or PurposeTitle.
+	// Providers send it as the PurposeHeader HTTP header, for the proxies
+	// and logs between the agent and the API.
+	Purpose string
 }
+
+// The purposes of a model request besides a turn's (Request.Purpose).
+const (
+	// PurposeSummary: a compaction's summary of the conversation.
+	PurposeSummary = "summary"
+	// PurposeSampling: an MCP server's sampling/createMessage.
+	PurposeSampling = "sampling"
+	// PurposeTitle: a session's title, written by the model after its
+	// first turn.
+	PurposeTitle = "title"
+)
+
+// PurposeHeader is the HTTP header of a model request that carries its
+// Request.Purpose; a turn's own requests have none.
+const PurposeHeader = "X-Acp-Agent-Purpose"
 
 // Response is a provider's answer for one model turn.
 type Response struct {

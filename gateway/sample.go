@@ -28,4 +28,9 @@ type SampleRequest struct {
 	// Messages are the user and assistant messages to complete, oldest
 	// first (text and image content).
 	Messages []Message
+	// MaxTokens caps the answer; 0 means the provider's own setting.
+	MaxTokens int64
+	// Purpose says what the call is for (Request.Purpose); "" means
+	// PurposeSampling.
+	Purpose string
 }

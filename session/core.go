@@ -345,7 +345,8 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
-	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx)}
+	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
+		frontEnd: req.FrontEnd, untitled: rec.Title == ""}
 	opts := c.bridgeOptions(s.base, rec.ID, rec.Key, req)
 	if req.FrontEnd != nil {
 		if ask := req.FrontEnd.Ask(rec.ID); ask != nil {

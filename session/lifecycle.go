@@ -54,6 +54,11 @@ func (c *Core) SetTitle(ctx context.Context, id, title string) (string, error) {
 	if r := []rune(title); len(r) > MaxTitle {
 		title = string(r[:MaxTitle-1]) + "…"
 	}
+	if s := c.Lookup(id); s != nil { // the model's title must not replace it (title.go)
+		s.titleMu.Lock()
+		defer s.titleMu.Unlock()
+		s.clientTitle = true
+	}
 	if err := c.store.SetTitle(ctx, id, title); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", fmt.Errorf("session %q: %w", id, err)

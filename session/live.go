@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
 )
 
 // Session is one live session of a Core: its MCP servers (a
@@ -34,10 +35,24 @@ type Session struct {
 	// turn before mu.
 	turn sync.Mutex
 
+	// frontEnd is the client's (OpenRequest.FrontEnd), or nil.
+	frontEnd FrontEnd
+	// background ends, and tasks counts, the session's own work outside
+	// its turns (the model's title: title.go); End ends and waits for it.
+	background lifetime.Lifetime
+	tasks      sync.WaitGroup
+	// titleMu orders the model's title after a client's (title.go); it
+	// guards clientTitle: the client set the title (Core.SetTitle).
+	titleMu     sync.Mutex
+	clientTitle bool
+
 	// mu guards the fields below.
 	mu      sync.Mutex
 	model   string          // the ID of the model the session uses
 	toggles gateway.Toggles // its on/off choices (SetToggles)
+	// untitled: the session had no title when it opened, so its first
+	// stored turn may get one from the model (title.go).
+	untitled bool
 	// cancelTurn and turnDone are set together while a turn runs (nil
 	// otherwise); turnDone is closed when it returns.
 	cancelTurn context.CancelFunc
@@ -161,6 +176,7 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 			s.core.log.Warn("turn failed", "session", s.id, "run", runID, "err", err)
 			return "", err
 		}
+		s.afterFirstTurn(gateway.PromptText(p.Content)) // title.go
 		if ctx.Err() != nil {
 			stop = gateway.StopCancelled
 		}
@@ -238,6 +254,8 @@ func (s *Session) End() {
 			}
 			timer.Stop()
 		}
+		s.background.End()
+		s.tasks.Wait()
 		ctx := s.base // End takes no context: teardown is not abandoned
 		_ = s.manager.Close(ctx)
 		_ = s.core.gw.ClearExtraTools(ctx, s.key)

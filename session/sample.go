@@ -69,7 +69,7 @@ func (c *Core) sampler(s *Session, ask gateway.AskFunc) *bridge.Sampler {
 				return nil, fmt.Errorf("acp-agent: the sampling request of MCP server %q was not allowed: the user did not answer (cancelled)", r.Server)
 			}
 		}
-		res, err := gs.Sample(ctx, gateway.SampleRequest{Model: model, System: r.Params.SystemPrompt, Messages: msgs})
+		res, err := gs.Sample(ctx, gateway.SampleRequest{Model: model, System: r.Params.SystemPrompt, Messages: msgs, MaxTokens: r.Params.MaxTokens})
 		if err != nil {
 			return nil, fmt.Errorf("acp-agent: sampling for MCP server %q: %w", r.Server, err)
 		}

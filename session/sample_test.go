@@ -145,7 +145,8 @@ func TestSampling_AllowedOnce(t *testing.T) {
 	if !strings.Contains(q.Always, `MCP server "asker"`) {
 		t.Errorf("allow always = %q, want it to name the server", q.Always)
 	}
-	if len(h.reqs) != 2 || h.reqs[0].System != "be brief" || len(h.reqs[0].Tools) != 0 || h.reqs[0].Messages[0].Content[0].Text != "write a haiku" {
+	if len(h.reqs) != 2 || h.reqs[0].System != "be brief" || len(h.reqs[0].Tools) != 0 || h.reqs[0].Messages[0].Content[0].Text != "write a haiku" ||
+		h.reqs[0].MaxTokens != 64 || h.reqs[0].Purpose != gateway.PurposeSampling {
 		t.Errorf("the model got %+v", h.reqs)
 	}
 }

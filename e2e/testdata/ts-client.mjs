@@ -6,9 +6,10 @@
 // the JSON array in $CONFIG (objects with configId, value and, for a
 // boolean, type "boolean"); sends each prompt of the JSON array in
 // $PROMPTS; waits (at most 60 s) for a notice whose title contains
-// $AWAIT_NOTICE when set; and prints one JSON object: the initialize and
-// session/new responses, each set_config_option response, the
-// session/update params it got (in order) and each prompt's stopReason.
+// $AWAIT_NOTICE, or a session_info_update whose title is $AWAIT_TITLE, when
+// set; and prints one JSON object: the initialize and session/new
+// responses, each set_config_option response, the session/update params it
+// got (in order), each prompt's stopReason and the session/list response.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
@@ -50,13 +51,17 @@ const out = await app.connectWith(stream, async (cx) => {
     });
     stops.push(res.stopReason);
   }
-  const awaited = process.env.AWAIT_NOTICE;
-  for (let waited = 0; awaited && waited < 60000; waited += 50) {
-    if (updates.some((u) => u.update.sessionUpdate === "notice" && u.update.title.includes(awaited))) break;
+  const awaited = process.env.AWAIT_NOTICE, title = process.env.AWAIT_TITLE;
+  const arrived = (u) =>
+    (awaited && u.update.sessionUpdate === "notice" && u.update.title.includes(awaited)) ||
+    (title && u.update.sessionUpdate === "session_info_update" && u.update.title === title);
+  for (let waited = 0; (awaited || title) && waited < 60000; waited += 50) {
+    if (updates.some(arrived)) break;
     await new Promise((r) => setTimeout(r, 50));
   }
+  const list = await cx.request(acp.methods.agent.session.list, {});
   await cx.request(acp.methods.agent.session.close, { sessionId });
-  return { initialize: init, newSession: created, configs, sessionId, updates, stops };
+  return { initialize: init, newSession: created, configs, sessionId, updates, stops, list };
 });
 child.stdin.end();
 process.stdout.write(JSON.stringify(out) + "\n");

@@ -123,7 +123,7 @@ func (r *Runner) summarize(ctx context.Context, model gateway.Model, req *gatewa
 		}
 		conv = append(conv, r.modelMessages(part, nil)...)
 		conv = append(conv, gateway.Message{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent(summaryInstruction)}})
-		sreq := &gateway.Request{System: req.System, Tools: req.Tools, Messages: conv, CacheKey: req.CacheKey, MaxTokens: summaryMaxTokens}
+		sreq := &gateway.Request{System: req.System, Tools: req.Tools, Messages: conv, CacheKey: req.CacheKey, MaxTokens: summaryMaxTokens, Purpose: gateway.PurposeSummary}
 		if len(part) < len(msgs) {
 			sreq.System, sreq.Tools = summarySystem, nil
 		}

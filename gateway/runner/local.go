@@ -81,7 +81,11 @@ func (g *Local) Sample(ctx context.Context, req gateway.SampleRequest) (*gateway
 	if m.ID == DirectModelID {
 		return nil, fmt.Errorf("sampling: model %q is the direct provider (no model): it cannot answer a sampling request", m.ID)
 	}
-	res, err := m.Provider.Complete(ctx, &gateway.Request{System: req.System, Messages: req.Messages}, func(gateway.Event) {})
+	purpose := req.Purpose
+	if purpose == "" {
+		purpose = gateway.PurposeSampling
+	}
+	res, err := m.Provider.Complete(ctx, &gateway.Request{System: req.System, Messages: req.Messages, MaxTokens: req.MaxTokens, Purpose: purpose}, func(gateway.Event) {})
 	if err != nil {
 		return nil, fmt.Errorf("sampling with model %q: %w", m.ID, err)
 	}

@@ -129,8 +129,12 @@ type SessionTurn struct {
 	Turn Turn
 }
 
+// MaxTitleRunes is the most characters (runes) of an automatic title: the
+// first prompt's words (TitleFrom) or the model's.
+const MaxTitleRunes = 80
+
 // TitleFrom returns a session title made from a prompt: its first line, at
-// most 80 characters.
+// most MaxTitleRunes characters.
 func TitleFrom(content []gateway.Content) string {
 	text := gateway.PromptText(content)
 	for i, r := range text {
@@ -139,8 +143,8 @@ func TitleFrom(content []gateway.Content) string {
 			break
 		}
 	}
-	if r := []rune(text); len(r) > 80 {
-		text = string(r[:79]) + "…"
+	if r := []rune(text); len(r) > MaxTitleRunes {
+		text = string(r[:MaxTitleRunes-1]) + "…"
 	}
 	return text
 }

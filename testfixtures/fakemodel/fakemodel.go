@@ -16,8 +16,9 @@
 //
 // The servers listen on 127.0.0.1 only and are closed by t.Cleanup.
 // [NewAnthropicWith] and [NewOpenAIWith] also take [Options]: a context
-// window, a Respond function that answers whatever the script does not, and
-// the prompt cache's minimum, lifetime and clock. Like the real APIs, the
+// window, a Respond function that answers whatever the script does not, the
+// prompt cache's minimum, lifetime and clock, and the answer to a request
+// for a session's title, which takes no scripted turn ([Server.TitleRequests]). Like the real APIs, the
 // servers refuse a prompt over the window, cache prompt prefixes and report
 // token usage, so that caching, compaction and budgets are testable offline.
 //
@@ -97,6 +98,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // A Turn is one scripted model response. The zero Turn is an empty answer
@@ -194,6 +197,11 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock of cache lifetimes. If nil, time.Now.
 	Now func() time.Time
+	// Title answers a request for a session's title (one whose
+	// gateway.PurposeHeader is gateway.PurposeTitle): such a request takes
+	// no scripted turn, is not in Requests or Usage but in TitleRequests,
+	// and is answered with this text, "Fake session title" when empty.
+	Title string
 }
 
 // withDefaults returns a copy of o (which may be nil) with defaults filled in.
@@ -240,6 +248,7 @@ type Server struct {
 	respond  func(Recorded) Turn // answers when turns is empty; nil: a test error
 	served   int                 // number of turns taken so far (the next one is served+1)
 	requests []Recorded          // every request received, in arrival order
+	titles   []Recorded          // the title requests (Options.Title), apart
 }
 
 // api is what differs between the two fake APIs. Its methods are safe for
@@ -336,6 +345,14 @@ func (s *Server) Requests() []Recorded {
 	return append([]Recorded(nil), s.requests...)
 }
 
+// TitleRequests returns the requests for a session's title received so far
+// (see [Options.Title]), in order, each with its Status and Usage.
+func (s *Server) TitleRequests() []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Recorded(nil), s.titles...)
+}
+
 // Usage returns the sum of every request's [Recorded.Usage] so far.
 func (s *Server) Usage() Usage {
 	s.mu.Lock()
@@ -371,12 +388,29 @@ func (s *Server) take(rec Recorded, serve bool) (turn Turn, respond func(Recorde
 	return turn, respond, s.served, seq
 }
 
-// settle records the answer to request seq.
+// takeTitle records rec, a title request, and returns its turn and its
+// number, negative (settle tells it from a scripted request's by that).
+func (s *Server) takeTitle(rec Recorded) (turn Turn, seq int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.titles = append(s.titles, rec)
+	text := s.opts.Title
+	if text == "" {
+		text = "Fake session title"
+	}
+	return Turn{Text: text}, -len(s.titles)
+}
+
+// settle records the answer to request seq (negative: title request -seq).
 func (s *Server) settle(seq, status int, u Usage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests[seq-1].Status = status
-	s.requests[seq-1].Usage = u
+	recs := s.requests
+	if seq < 0 {
+		recs, seq = s.titles, -seq
+	}
+	recs[seq-1].Status = status
+	recs[seq-1].Usage = u
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -415,8 +449,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			refusal = s.api.tooLong(p.tokens(), window)
 		}
 	}
-	turn, respond, n, seq := s.take(rec, onPath && refusal == nil)
-	reqID := fmt.Sprintf("req_fake_%d", seq)
+	var turn Turn
+	var respond func(Recorded) Turn
+	var n, seq int
+	reqID := ""
+	if onPath && refusal == nil && r.Header.Get(gateway.PurposeHeader) == gateway.PurposeTitle {
+		turn, seq = s.takeTitle(rec)
+		n, reqID = 1, fmt.Sprintf("req_fake_title_%d", -seq)
+	} else {
+		turn, respond, n, seq = s.take(rec, onPath && refusal == nil)
+		reqID = fmt.Sprintf("req_fake_%d", seq)
+	}
 	w.Header().Set("request-id", reqID)   // Anthropic
 	w.Header().Set("x-request-id", reqID) // OpenAI
 	switch {

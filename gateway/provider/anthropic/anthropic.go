@@ -121,7 +121,11 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 	if key == "" && a.opts.BaseURL == "" {
 		return nil, provider.MissingKeyError("anthropic", a.opts.APIKeyEnv)
 	}
-	stream := a.client.Messages.NewStreaming(ctx, params, option.WithAPIKey(key))
+	opts := []option.RequestOption{option.WithAPIKey(key)}
+	if req.Purpose != "" {
+		opts = append(opts, option.WithHeader(gateway.PurposeHeader, req.Purpose))
+	}
+	stream := a.client.Messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var msg anthropic.Message
 	for stream.Next() {

@@ -94,7 +94,11 @@ func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 	if key == "" && o.opts.BaseURL == "" {
 		return nil, provider.MissingKeyError("openai", o.opts.APIKeyEnv)
 	}
-	stream := o.client.Chat.Completions.NewStreaming(ctx, params, oaioption.WithAPIKey(key))
+	opts := []oaioption.RequestOption{oaioption.WithAPIKey(key)}
+	if req.Purpose != "" {
+		opts = append(opts, oaioption.WithHeader(gateway.PurposeHeader, req.Purpose))
+	}
+	stream := o.client.Chat.Completions.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	var thinking string

@@ -1,0 +1,141 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+)
+
+// titleModel answers a title request (gateway.PurposeTitle) with title,
+// after release is closed when it is not nil, and any other with "ok". It
+// records the title requests.
+type titleModel struct {
+	title   string
+	release chan struct{}
+	mu      sync.Mutex
+	asked   []*gateway.Request
+}
+
+func (*titleModel) Name() string { return "title" }
+
+func (m *titleModel) Complete(ctx context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+	text := "ok"
+	if req.Purpose == gateway.PurposeTitle {
+		m.mu.Lock()
+		m.asked = append(m.asked, req)
+		m.mu.Unlock()
+		if m.release != nil {
+			select {
+			case <-m.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		text = m.title
+	}
+	return &gateway.Response{Message: gateway.Message{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent(text)}}, StopReason: gateway.StopEndTurn}, nil
+}
+
+// titleFrontEnd is a tellFrontEnd that is a TitleWatcher.
+type titleFrontEnd struct {
+	tellFrontEnd
+	titles chan string
+}
+
+func (f titleFrontEnd) TitleChanged(_ context.Context, _, title string) { f.titles <- title }
+
+func newTitleCore(t *testing.T, m *titleModel) *Core {
+	t.Helper()
+	st := memory.New()
+	history := NewHistory(st, nil)
+	gw := runner.NewLocal(&runner.Options{History: history, Models: []gateway.Model{{ID: "m", Label: "M", Provider: m}}})
+	c := NewCore(&CoreOptions{Gateway: gw, Store: st, History: history})
+	t.Cleanup(c.Shutdown)
+	return c
+}
+
+// After the first turn the model writes the session's title from the
+// first prompt, in one small request without tools; it replaces the
+// prompt's words in the store. No later turn asks again.
+func TestTitle_TheModelWritesIt(t *testing.T) {
+	m := &titleModel{title: `Title: "Refactor the parser."`}
+	c := newTitleCore(t, m)
+	fe := titleFrontEnd{tellFrontEnd{told: make(chan string, 8)}, make(chan string, 8)}
+	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), FrontEnd: fe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prompt := range []string{"please refactor the parser in parse.go\nit is too long", "thanks"} {
+		if _, err := s.Prompt(t.Context(), PromptRequest{Content: []gateway.Content{gateway.TextContent(prompt)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var title string
+	testutil.Eventually(30*time.Second, func() bool {
+		rec, err := c.Store().Get(t.Context(), s.ID())
+		title = rec.Title
+		return err == nil && title == "Refactor the parser"
+	})
+	if title != "Refactor the parser" {
+		t.Fatalf("stored title %q, want the model's, cleaned", title)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.asked) != 1 {
+		t.Fatalf("%d title requests, want 1", len(m.asked))
+	}
+	r := m.asked[0]
+	if r.MaxTokens != titleMaxTokens || len(r.Tools) != 0 || len(r.Messages) != 1 || !strings.HasPrefix(gateway.PromptText(r.Messages[0].Content), "please refactor the parser") {
+		t.Errorf("title request: max tokens %d, %d tools, %d messages %+v", r.MaxTokens, len(r.Tools), len(r.Messages), r.Messages)
+	}
+}
+
+// A title the client sets before the model's arrives wins: the model's is
+// dropped, and the front end is not told of it.
+func TestTitle_TheClientsWins(t *testing.T) {
+	m := &titleModel{title: "Model title", release: make(chan struct{})}
+	c := newTitleCore(t, m)
+	fe := titleFrontEnd{tellFrontEnd{told: make(chan string, 8)}, make(chan string, 8)}
+	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), FrontEnd: fe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), PromptRequest{Content: []gateway.Content{gateway.TextContent("hello")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetTitle(t.Context(), s.ID(), "Mine"); err != nil {
+		t.Fatal(err)
+	}
+	close(m.release)
+	s.End() // waits for the title request
+	rec, err := c.Store().Get(t.Context(), s.ID())
+	if err != nil || rec.Title != "Mine" {
+		t.Errorf("stored title %q, %v; want the client's", rec.Title, err)
+	}
+	select {
+	case title := <-fe.titles:
+		t.Errorf("the front end was told of %q", title)
+	default:
+	}
+}
+
+func TestCleanTitle(t *testing.T) {
+	for in, want := range map[string]string{
+		"Refactor the parser":                      "Refactor the parser",
+		"\n  **Title:** \"Fix the  login bug.\"\n": "Fix the login bug",
+		"« Déployer le service »":                  "Déployer le service",
+		"   \n\n":                                  "",
+		strings.Repeat("word ", 40):                strings.TrimSpace(strings.Repeat("word ", 16))[:79] + "…",
+	} {
+		if got := cleanTitle(in); got != want {
+			t.Errorf("cleanTitle(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
