@@ -53,35 +53,50 @@ const (
 	// not pass it to authenticate.
 	authTerminal
 	// authLegacy: to a client that only set _meta["terminal-auth"], the
-	// convention that predates the type (Zed), whose client runs the
-	// command and then calls authenticate to check the result.
+	// convention that predates the type (Zed), as an agent method (no
+	// type, which the schema lets an agent advertise to any client) whose
+	// _meta["terminal-auth"] names the command: the client runs it and then
+	// calls authenticate to check the result.
 	authLegacy
 )
 
-// authMethods returns initialize's authMethods: the sign-in method when
-// there is one and the client can run terminal methods (clientCapabilities
-// auth.terminal, or _meta["terminal-auth"] true), as ACP requires; else
-// none. It records how the method was offered, for authenticate.
+// authMethods returns initialize's authMethods: the sign-in method, when
+// there is one and the client can run terminal methods, as a "terminal"
+// method to a client that enabled clientCapabilities.auth.terminal (the
+// schema allows it to no other), else as an agent method carrying
+// _meta["terminal-auth"] to a client that set that _meta key; else none.
+// It records how the method was offered, for authenticate.
 func (a *Agent) authMethods(caps acpsdk.ClientCapabilities) []acpsdk.AuthMethod {
 	si := a.opts.SignIn
 	legacy, _ := caps.Meta[terminalAuthMeta].(bool)
+	var desc *string
+	if si != nil && si.Description != "" {
+		desc = &si.Description
+	}
 	switch {
 	case si == nil || !caps.Auth.Terminal && !legacy:
 		a.authOffer.Store(int32(authNotOffered))
 		return []acpsdk.AuthMethod{}
 	case caps.Auth.Terminal:
 		a.authOffer.Store(int32(authTerminal))
-	default:
-		a.authOffer.Store(int32(authLegacy))
+		m := &acpsdk.AuthMethodTerminalInline{Id: si.MethodID, Name: si.Name, Args: si.Args, Description: desc}
+		if si.Command != "" { // a client of both conventions runs either
+			m.Meta = map[string]any{terminalAuthMeta: si.terminalAuth()}
+		}
+		return []acpsdk.AuthMethod{{Terminal: m}}
 	}
-	m := &acpsdk.AuthMethodTerminalInline{Id: si.MethodID, Name: si.Name, Args: si.Args}
-	if si.Description != "" {
-		m.Description = &si.Description
-	}
+	a.authOffer.Store(int32(authLegacy))
+	m := &acpsdk.AuthMethodAgent{Id: si.MethodID, Name: si.Name, Description: desc}
 	if si.Command != "" {
-		m.Meta = map[string]any{terminalAuthMeta: map[string]any{"command": si.Command, "args": si.Args, "label": si.Name}}
+		m.Meta = map[string]any{terminalAuthMeta: si.terminalAuth()}
 	}
-	return []acpsdk.AuthMethod{{Terminal: m}}
+	return []acpsdk.AuthMethod{{Agent: m}}
+}
+
+// terminalAuth is the _meta["terminal-auth"] of the sign-in method:
+// {command, args, label}.
+func (si *SignIn) terminalAuth() map[string]any {
+	return map[string]any{"command": si.Command, "args": si.Args, "label": si.Name}
 }
 
 // authCapabilities advertises ACP logout when there is a sign-in.

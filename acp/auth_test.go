@@ -72,11 +72,17 @@ func TestAgent_InitializeAdvertisesTerminalSignIn(t *testing.T) {
 	if err != nil || len(res.AuthMethods) != 0 {
 		t.Errorf("without auth.terminal: authMethods = %+v, %v; want none", res.AuthMethods, err)
 	}
-	// The _meta convention that predates the type counts too.
+	// The _meta convention that predates the type counts too, but such a
+	// client gets an agent method (no type) with the command in its _meta:
+	// the schema allows a "terminal" method only to auth.terminal clients.
 	res, err = h.conn.Initialize(t.Context(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal-auth": true}}})
-	if err != nil || len(res.AuthMethods) != 1 {
-		t.Errorf("with _meta terminal-auth: authMethods = %+v, %v; want the method", res.AuthMethods, err)
+	if err != nil || len(res.AuthMethods) != 1 || res.AuthMethods[0].Agent == nil {
+		t.Fatalf("with _meta terminal-auth: authMethods = %+v, %v; want the method, of type agent", res.AuthMethods, err)
+	}
+	raw, _ = json.Marshal(res.AuthMethods[0])
+	if strings.Contains(string(raw), `"type"`) || !strings.Contains(string(raw), `"terminal-auth":{"args":["login"],"command":"/opt/bin/acp-agent","label"`) {
+		t.Errorf("the legacy method %s: want no type and _meta terminal-auth with the command", raw)
 	}
 }
 

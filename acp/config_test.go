@@ -26,6 +26,7 @@ func TestInitializeRequest_SessionCapabilities(t *testing.T) {
 	}{
 		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{},"configOptions":{"boolean":{}}}}}`, true, true},
 		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":true,"configOptions":{"boolean":null}}}}`, false, false},
+		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{},"configOptions":"x"}}}`, true, false},
 		{`{"protocolVersion":1,"clientCapabilities":{}}`, false, false},
 		{`{"protocolVersion":1}`, false, false},
 	} {

@@ -33,11 +33,18 @@ import (
 // gateway's busy error.
 func (a *Agent) deleteSession(ctx context.Context, p acpsdk.UnstableDeleteSessionRequest) (acpsdk.UnstableDeleteSessionResponse, error) {
 	id := string(p.SessionId)
+	live := a.core.Lookup(id) != nil
 	err := a.core.Delete(ctx, id)
+	if live {
+		a.forget(id) // ended, whether the delete went through or not
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return acpsdk.UnstableDeleteSessionResponse{}, toRequestError(unknownSession(p.SessionId, "no stored session has that id"))
 	}
 	if err != nil {
+		if live {
+			err = fmt.Errorf("%w (the session was ended: it is closed on this connection, and still stored)", err)
+		}
 		return acpsdk.UnstableDeleteSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/delete", "session", id)

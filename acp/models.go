@@ -20,8 +20,8 @@ const (
 	// thinkingConfigID turns the model's extended thinking on or off
 	// (boolean), for a model that can think.
 	thinkingConfigID = "thinking"
-	// toolSearchConfigID turns tool search on or off (boolean), for a
-	// model that calls tools.
+	// toolSearchConfigID turns tool search on or off (boolean), for any
+	// model but direct.
 	toolSearchConfigID = "tool_search"
 )
 

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -56,5 +58,36 @@ func TestNotices(t *testing.T) {
 				t.Errorf("%s: notice %d = %+v, want %s %q with %q", c.name, i, n, c.severity[i], c.title[i], c.desc[i])
 			}
 		}
+	}
+}
+
+// To a client that did not advertise session.notices, a connection lost or
+// back is not shown (the log has it), and a connect that ended after the
+// open is the agent message of before.
+func TestNotices_WithoutTheCapability(t *testing.T) {
+	h := startAgent(t)
+	sid := h.newSession()
+	announced := make(chan struct{})
+	close(announced)
+	f := &frontEnd{a: h.agent, announced: announced}
+	before := len(h.client.Updates())
+	f.ServerChanged(t.Context(), sid, session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateLost, Err: errors.New("reset")}, Link: true})
+	f.ServerChanged(t.Context(), sid, session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 2}, Link: true})
+	f.ServerChanged(t.Context(), sid, session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 2}})
+	var got []string
+	testutil.Eventually(30*time.Second, func() bool {
+		got = got[:0]
+		for _, n := range h.client.Updates()[before:] {
+			switch {
+			case n.Update.AgentMessageChunk != nil && n.Update.AgentMessageChunk.Content.Text != nil:
+				got = append(got, n.Update.AgentMessageChunk.Content.Text.Text)
+			default:
+				got = append(got, "another update")
+			}
+		}
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0] != `MCP server "web" is connected: 2 tools joined the session.`+"\n" {
+		t.Errorf("updates %q, want only the agent message of the connect", got)
 	}
 }

@@ -246,20 +246,17 @@ func (r *initializeRequest) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &r.InitializeRequest); err != nil {
 		return err
 	}
-	var caps struct {
-		ClientCapabilities struct {
-			Session struct {
-				Notices       json.RawMessage `json:"notices"`
-				ConfigOptions struct {
-					Boolean json.RawMessage `json:"boolean"`
-				} `json:"configOptions"`
-			} `json:"session"`
-		} `json:"clientCapabilities"`
+	// Each member on its own: one malformed member does not hide another.
+	member := func(raw json.RawMessage, name string) json.RawMessage {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return nil
+		}
+		return m[name]
 	}
-	_ = json.Unmarshal(b, &caps)
-	s := caps.ClientCapabilities.Session
-	r.Notices = isObject(s.Notices)
-	r.BooleanOptions = isObject(s.ConfigOptions.Boolean)
+	session := member(member(b, "clientCapabilities"), "session")
+	r.Notices = isObject(member(session, "notices"))
+	r.BooleanOptions = isObject(member(member(session, "configOptions"), "boolean"))
 	return nil
 }
 

@@ -173,7 +173,7 @@ type Manager struct {
 	counts  map[string]int     // server name → bridged tools
 	leftOut map[string]leftOut // server name → its tools over the session's limit
 	closed  bool
-	bg      sync.WaitGroup // connects, which may outlive Connect (a sign-in)
+	bg      sync.WaitGroup // connects, which may outlive Connect (a sign-in), and OnLinkChanged calls
 }
 
 // NewManager returns a Manager with no servers. opts may be nil.
@@ -372,16 +372,21 @@ func (m *Manager) stateChanged(s *server) {
 
 // linkChanged tells Options.OnLinkChanged that s's connection was lost or
 // is back.
+// It runs counted in m.bg, so Close waits for it: it is never called after
+// Close returns.
 func (m *Manager) linkChanged(s *server) {
 	if m.opts.OnLinkChanged == nil {
 		return
 	}
 	m.mu.Lock()
-	closed, count := m.closed, m.counts[s.spec.Name]
-	m.mu.Unlock()
-	if closed {
+	if m.closed {
+		m.mu.Unlock()
 		return
 	}
+	count := m.counts[s.spec.Name]
+	m.bg.Add(1) // under mu, before Close can wait
+	m.mu.Unlock()
+	defer m.bg.Done()
 	m.opts.OnLinkChanged(s.status(count))
 }
 

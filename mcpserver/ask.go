@@ -12,6 +12,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // Input is the arguments of ask_agent.
@@ -62,14 +63,21 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	}
 	key, fresh := in.SessionKey, in.SessionKey == ""
 	if fresh {
-		if sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
-			return nil, nil, errNoModel
-		}
 		key = newKey()
 	} else if err := CheckKey(key); err != nil {
 		return nil, nil, err
 	}
 	id := storedID(client, key)
+	if sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
+		// Refused before a new conversation is stored: one the client
+		// names is new when the store has none under its key.
+		if fresh {
+			return nil, nil, errNoModel
+		}
+		if _, err := sv.core.Store().Get(ctx, id); errors.Is(err, store.ErrNotFound) {
+			return nil, nil, errNoModel
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		c, err := sv.acquire(ctx, id, key, fresh)
 		if err != nil {

@@ -277,6 +277,15 @@ func TestDirect_MessageWithoutModelIsError(t *testing.T) {
 	if r := ask(t, cs, "and now?", key); !r.IsError || !strings.Contains(r.text, "no model is configured") {
 		t.Errorf("continued conversation: result %v %q, want the same error", r.IsError, r.text)
 	}
+	// A key of the client's own, first used with a message: refused before
+	// its conversation is stored.
+	before, _, _ := e.core.Store().List(context.Background(), store.ListOptions{})
+	if r := ask(t, cs, "please fix the bug", "user-123-conversation"); !r.IsError || !strings.Contains(r.text, "no model is configured") {
+		t.Errorf("a new key of the client's: result %v %q, want the same error", r.IsError, r.text)
+	}
+	if after, _, _ := e.core.Store().List(context.Background(), store.ListOptions{}); len(after) != len(before) {
+		t.Errorf("%d stored sessions after the refused call, want %d", len(after), len(before))
+	}
 }
 
 // requestText is the text of a recorded model request's messages.

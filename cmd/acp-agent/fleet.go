@@ -20,15 +20,18 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 )
 
-// tenantName is the rule for a tenant's name in a --tokens-file.
+// tenantName is the rule for a name (a gateway's tenant, an mcp-server's
+// client) in a --tokens-file.
 var tenantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// readTokensFile reads a gateway's --tokens-file: one "TENANT TOKEN" pair
-// a line ('#' starts a comment line; blank lines are skipped), mapping each
-// token to its tenant. A tenant may have several tokens (to rotate them);
-// a token belongs to one tenant. The file must not be readable by group or
-// others (chmod 600), since it holds secrets.
-func readTokensFile(path string) (map[string]string, error) {
+// readTokensFile reads a --tokens-file: one "NAME TOKEN" pair a line ('#'
+// starts a comment line; blank lines are skipped), mapping each token to
+// the name of who holds it, a who ("tenant" for the gateway, "client" for
+// mcp-server). A name may have several tokens (to rotate them); a token
+// belongs to one name. The file must not be readable by group or others
+// (chmod 600), since it holds secrets.
+func readTokensFile(path, who string) (map[string]string, error) {
+	upper := strings.ToUpper(who)
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("--tokens-file: %w", err)
@@ -49,17 +52,17 @@ func readTokensFile(path string) (map[string]string, error) {
 		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
-			return nil, fmt.Errorf("--tokens-file %s line %d: want \"TENANT TOKEN\" (two fields), got %d fields", path, n, len(f))
+			return nil, fmt.Errorf("--tokens-file %s line %d: want \"%s TOKEN\" (two fields), got %d fields", path, n, upper, len(f))
 		}
 		tenant, token := f[0], f[1]
 		if !tenantName.MatchString(tenant) {
-			return nil, fmt.Errorf("--tokens-file %s line %d: tenant %q: a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", path, n, tenant)
+			return nil, fmt.Errorf("--tokens-file %s line %d: %s %q: a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", path, n, who, tenant)
 		}
 		if len(token) < 16 {
-			return nil, fmt.Errorf("--tokens-file %s line %d: the token of tenant %s is shorter than 16 characters", path, n, tenant)
+			return nil, fmt.Errorf("--tokens-file %s line %d: the token of %s %s is shorter than 16 characters", path, n, who, tenant)
 		}
 		if _, dup := tokens[token]; dup {
-			return nil, fmt.Errorf("--tokens-file %s line %d: this token is already given to tenant %s: each token names one tenant", path, n, tokens[token])
+			return nil, fmt.Errorf("--tokens-file %s line %d: this token is already given to %s %s: each token names one %s", path, n, who, tokens[token], who)
 		}
 		tokens[token] = tenant
 	}
@@ -67,7 +70,7 @@ func readTokensFile(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("--tokens-file %s: %w", path, err)
 	}
 	if len(tokens) == 0 {
-		return nil, fmt.Errorf("--tokens-file %s names no tenant", path)
+		return nil, fmt.Errorf("--tokens-file %s names no %s", path, who)
 	}
 	return tokens, nil
 }

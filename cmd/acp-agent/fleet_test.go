@@ -28,7 +28,7 @@ func writeTokens(t *testing.T, text string, mode os.FileMode) string {
 
 func TestReadTokensFile(t *testing.T) {
 	good := "# tenants\nalice 0123456789abcdef0123\n\nbob   fedcba9876543210fedc\nalice rotated-token-000000001\n"
-	tokens, err := readTokensFile(writeTokens(t, good, 0o600))
+	tokens, err := readTokensFile(writeTokens(t, good, 0o600), "tenant")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +56,12 @@ func TestReadTokensFile(t *testing.T) {
 		{"alice 0123456789abcdef0123\nbob 0123456789abcdef0123\n", 0o600, "line 2: this token is already given to tenant alice"},
 		{"# nothing\n", 0o600, "names no tenant"},
 	} {
-		_, err := readTokensFile(writeTokens(t, tt.text, tt.mode))
+		_, err := readTokensFile(writeTokens(t, tt.text, tt.mode), "tenant")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("readTokensFile(%q, %o) = %v, want %q", tt.text, tt.mode, err, tt.want)
 		}
 	}
-	if _, err := readTokensFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "--tokens-file") {
+	if _, err := readTokensFile(filepath.Join(t.TempDir(), "missing"), "tenant"); err == nil || !strings.Contains(err.Error(), "--tokens-file") {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -145,7 +145,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	}
 	var tenants map[string]string
 	if *tokensFile != "" {
-		if tenants, err = readTokensFile(*tokensFile); err != nil {
+		if tenants, err = readTokensFile(*tokensFile, "tenant"); err != nil {
 			return err
 		}
 		if _, dup := tenants[token]; dup && token != "" {

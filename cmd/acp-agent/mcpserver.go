@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -50,13 +49,15 @@ the working directory of this process. A call without a sessionKey starts
 a conversation under a fresh key; a call with one (returned by an earlier
 call, or the client's own: 1 to 128 visible ASCII characters) continues
 that conversation, also across restarts, or starts it on the key's first
-use. Over --listen with a token, keys are per token.
+use. Over --listen, each client's keys are its own: a client is who holds
+a token (--tokens-file names one client per token; --token-file's one
+token is one client), and without a token every request is one client.
 
 By default it speaks MCP on stdin/stdout (stdout carries MCP frames only;
 logs go to stderr or --log-file). With --listen it serves Streamable HTTP at
 http://HOST:PORT/mcp instead: the host must be named; a non-loopback address
-needs a token (--token-file, or ` + mcpTokenEnv + `), which every request
-then sends as "Authorization: Bearer <token>"; requests from browsers (with
+needs a token (--token-file, or ` + mcpTokenEnv + `, or --tokens-file), which
+every request then sends as "Authorization: Bearer <token>"; requests from browsers (with
 an Origin header) are refused unless the origin is in --allowed-origins; a
 loopback listener refuses a Host header that is not loopback (DNS
 rebinding). Requests of protocol 2026-07-28 and later are served
@@ -73,9 +74,13 @@ type mcpServerFlags struct {
 	common             *commonFlags
 	store, listen      *string
 	tokenFile, origins *string
+	tokensFile         *string
 	showVersion        *bool
 	allowedOrigins     []string // --allowed-origins, checked
-	token              string   // with --listen: from --token-file or the environment
+	// clients maps each token a request may send to its client's identity
+	// (mcpClientID): from --token-file (or the environment) and
+	// --tokens-file. Empty: no token is asked for.
+	clients map[string]string
 }
 
 // parseMCPServerFlags parses and checks the flags; help is true for
@@ -88,6 +93,7 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 	f.store = fs.String("store", "", `the session store: a SQLite file, "memory", or a postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
 	f.listen = fs.String("listen", "", "serve Streamable HTTP at http://`HOST:PORT`"+mcpPath+" instead of stdio; the host must be named")
 	f.tokenFile = fs.String("token-file", "", "with --listen: `FILE` holding the bearer token every request must send (default: "+mcpTokenEnv+"); required off loopback")
+	f.tokensFile = fs.String("tokens-file", "", "with --listen: `FILE` of \"CLIENT TOKEN\" lines (chmod 600): each token names a client, whose sessionKeys are its own")
 	f.origins = fs.String("allowed-origins", "", "with --listen: comma-separated Origin values (`LIST`) accepted from browsers (none by default)")
 	f.showVersion = fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -116,17 +122,38 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		}
 	}
 	if *f.listen == "" {
-		for _, name := range []string{"token-file", "allowed-origins"} {
+		for _, name := range []string{"token-file", "tokens-file", "allowed-origins"} {
 			if set[name] {
 				return nil, false, fmt.Errorf("--%s applies only with --listen (stdio needs no token and has no browsers)", name)
 			}
 		}
 		return f, false, nil
 	}
-	if f.token, err = listenerToken(*f.tokenFile, mcpTokenEnv); err != nil {
+	token, err := listenerToken(*f.tokenFile, mcpTokenEnv)
+	if err != nil {
 		return nil, false, err
 	}
-	if err := checkListen(*f.listen, f.token, mcpTokenEnv); err != nil {
+	f.clients = map[string]string{}
+	if token != "" {
+		f.clients[token] = mcpClientID(token)
+	}
+	if *f.tokensFile != "" {
+		names, err := readTokensFile(*f.tokensFile, "client")
+		if err != nil {
+			return nil, false, err
+		}
+		for tok, name := range names {
+			if tok == token {
+				return nil, false, fmt.Errorf("--tokens-file %s gives the token of --token-file (or %s) to client %s: each token names one client", *f.tokensFile, mcpTokenEnv, name)
+			}
+			f.clients[tok] = "client:" + name
+		}
+	}
+	authToken := token
+	if authToken == "" && len(f.clients) > 0 {
+		authToken = "tokens-file"
+	}
+	if err := checkListen(*f.listen, authToken, mcpTokenEnv); err != nil {
 		return nil, false, err
 	}
 	return f, false, nil
@@ -254,12 +281,12 @@ func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, log *
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	defer cancelReqs()
 	mux := http.NewServeMux()
-	mux.Handle(mcpPath, mcpHTTPHandler(srv, f.token, f.allowedOrigins, log))
+	mux.Handle(mcpPath, mcpHTTPHandler(srv, f.clients, f.allowedOrigins, log))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("mcp-server listening", "url", "http://"+ln.Addr().String()+mcpPath, "auth", f.token != "", "allowedOrigins", f.allowedOrigins)
+	log.Info("mcp-server listening", "url", "http://"+ln.Addr().String()+mcpPath, "auth", len(f.clients) > 0, "clients", len(f.clients), "allowedOrigins", f.allowedOrigins)
 	select {
 	case err = <-errc:
 		err = fmt.Errorf("--listen %s: %w", *f.listen, err)
@@ -281,23 +308,27 @@ func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, log *
 
 // mcpHTTPHandler is the Streamable HTTP endpoint of srv under the listen
 // rules: a request with an Origin header (a browser) is refused with 403
-// unless that origin is in allowed; with a token, a request without
-// "Authorization: Bearer <token>" gets 401; the go-sdk's DNS-rebinding
+// unless that origin is in allowed; with clients (each token a request may
+// send, mapped to its client's identity; empty: no token), a request
+// without "Authorization: Bearer <token>" of one of them gets 401; the
+// go-sdk's DNS-rebinding
 // protection (a loopback listener refuses a non-loopback Host, 403) stays on.
 // Requests of protocol 2026-07-28 and later are served statelessly, older
 // ones on sessions (see mcpVersionRouter). A request that passes the token
-// check carries the client's identity, a digest of the token
-// (mcpClientID), in its auth.TokenInfo: mcpserver keeps each client's
-// sessionKeys apart by it.
-func mcpHTTPHandler(srv *mcp.Server, token string, allowed []string, log *slog.Logger) http.Handler {
+// check carries its client's identity in its auth.TokenInfo: mcpserver
+// keeps each client's sessionKeys apart by it.
+func mcpHTTPHandler(srv *mcp.Server, clients map[string]string, allowed []string, log *slog.Logger) http.Handler {
 	h := mcpVersionRouter(srv, log.With("component", "mcp-http"))
-	if token != "" {
-		want := sha256.Sum256([]byte(token))
-		client := mcpClientID(token)
+	if len(clients) > 0 {
+		// By the tokens' digests: a lookup takes no longer for a token
+		// that shares a prefix with one of them.
+		byDigest := make(map[[sha256.Size]byte]string, len(clients))
+		for tok, id := range clients {
+			byDigest[sha256.Sum256([]byte(tok))] = id
+		}
 		verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
-			// Hashes first: the comparison takes the same time whatever the
-			// length of the token sent.
-			if g := sha256.Sum256([]byte(got)); subtle.ConstantTimeCompare(g[:], want[:]) != 1 {
+			client, ok := byDigest[sha256.Sum256([]byte(got))]
+			if !ok {
 				return nil, fmt.Errorf("%w: the bearer token is not this server's", auth.ErrInvalidToken)
 			}
 			return &auth.TokenInfo{UserID: client}, nil

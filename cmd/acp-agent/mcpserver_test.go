@@ -95,8 +95,39 @@ func TestMCPServerFlags_TokenFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.token != strongToken || len(f.allowedOrigins) != 2 || f.allowedOrigins[1] != "https://b.example" {
-		t.Errorf("token %q, origins %q", f.token, f.allowedOrigins)
+	if len(f.clients) != 1 || f.clients[strongToken] != mcpClientID(strongToken) || len(f.allowedOrigins) != 2 || f.allowedOrigins[1] != "https://b.example" {
+		t.Errorf("clients %q, origins %q", f.clients, f.allowedOrigins)
+	}
+}
+
+// --tokens-file names a client per token: each is its own client, and
+// the file's rules are the gateway's (a token of the --token-file too is
+// refused, as is a file others may read).
+func TestMCPServerFlags_TokensFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "clients")
+	if err := os.WriteFile(file, []byte("# who may call\nalice "+strongToken+"\nbob "+strings.Repeat("b", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777", "--tokens-file", file}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.clients) != 2 || f.clients[strongToken] != "client:alice" || f.clients[strings.Repeat("b", 32)] != "client:bob" {
+		t.Errorf("clients %q, want alice and bob by their tokens", f.clients)
+	}
+	t.Setenv(mcpTokenEnv, strongToken)
+	if _, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777", "--tokens-file", file}, io.Discard); err == nil || !strings.Contains(err.Error(), "to client alice: each token names one client") {
+		t.Errorf("the --token-file token in --tokens-file: %v", err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parseMCPServerFlags([]string{"--listen", "127.0.0.1:7777", "--tokens-file", file}, io.Discard); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a readable --tokens-file: %v", err)
+	}
+	if _, _, err := parseMCPServerFlags([]string{"--tokens-file", file}, io.Discard); err == nil || !strings.Contains(err.Error(), "--tokens-file applies only with --listen") {
+		t.Errorf("--tokens-file without --listen: %v", err)
 	}
 }
 
@@ -172,7 +203,7 @@ func TestServeMCPStdio_EndsAtEOF(t *testing.T) {
 
 func TestMCPHTTPHandler_Rules(t *testing.T) {
 	const token = "s3cret"
-	h := mcpHTTPHandler(echoServer(), token, []string{"https://allowed.example"}, slog.New(slog.DiscardHandler))
+	h := mcpHTTPHandler(echoServer(), map[string]string{token: mcpClientID(token)}, []string{"https://allowed.example"}, slog.New(slog.DiscardHandler))
 	ts := httptest.NewServer(h) // 127.0.0.1: loopback
 	defer ts.Close()
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
@@ -224,7 +255,7 @@ func TestMCPHTTPHandler_Rules(t *testing.T) {
 }
 
 func TestMCPHTTPHandler_NoTokenOnLoopback(t *testing.T) {
-	ts := httptest.NewServer(mcpHTTPHandler(echoServer(), "", nil, slog.New(slog.DiscardHandler)))
+	ts := httptest.NewServer(mcpHTTPHandler(echoServer(), nil, nil, slog.New(slog.DiscardHandler)))
 	defer ts.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -260,7 +291,7 @@ func whoServer() *mcp.Server {
 // behind the token, and every request carries the client's identity, a
 // digest of the token, not the token.
 func TestMCPHTTPHandler_BothWires(t *testing.T) {
-	ts := httptest.NewServer(mcpHTTPHandler(whoServer(), strongToken, nil, slog.New(slog.DiscardHandler)))
+	ts := httptest.NewServer(mcpHTTPHandler(whoServer(), map[string]string{strongToken: mcpClientID(strongToken)}, nil, slog.New(slog.DiscardHandler)))
 	defer ts.Close()
 	for _, tc := range []struct {
 		version     string
@@ -336,5 +367,35 @@ func TestMCPClientID(t *testing.T) {
 	a, b := mcpClientID(strongToken), mcpClientID(strongToken+"x")
 	if a != mcpClientID(strongToken) || a == b || strings.Contains(a, strongToken[:8]) || !strings.HasPrefix(a, "token:") {
 		t.Errorf("mcpClientID: %q and %q: want a stable digest per token, not the token", a, b)
+	}
+}
+
+// With several clients (--tokens-file), each request carries the identity
+// of the client whose token it sent; a token of none is refused.
+func TestMCPHTTPHandler_ClientPerToken(t *testing.T) {
+	bob := strings.Repeat("b", 32)
+	ts := httptest.NewServer(mcpHTTPHandler(whoServer(), map[string]string{strongToken: "client:alice", bob: "client:bob"}, nil, slog.New(slog.DiscardHandler)))
+	defer ts.Close()
+	for token, want := range map[string]string{strongToken: "client:alice ", bob: "client:bob "} {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearerTransport(token)}}, nil)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "who"})
+		if err != nil || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, want) {
+			t.Errorf("who with %s's token = %+v, %v; want %q", want, res, err, want)
+		}
+		cs.Close()
+		cancel()
+	}
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+strings.Repeat("c", 32))
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a token of no client: %v, %v; want 401", res, err)
+	} else {
+		res.Body.Close()
 	}
 }

@@ -313,8 +313,11 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) error {
 }
 
 // Delete implements store.Store: the session's turns (with their usage
-// and compaction), its session_leases row and its sessions row, in one
-// transaction. A lease a replica holds on it (an advisory lock) is not
+// and compaction) and its sessions row, in one transaction. Its
+// session_leases row stays: its token is the fence's high-water mark, so a
+// session created again under the same id (mcp-server's keys, session.
+// OpenRequest.Create) is leased above every token a stale holder may still
+// write with. A lease a replica holds on it (an advisory lock) is not
 // taken away: its fenced writes then find no session (the gateway takes
 // the lease before it deletes: sessions.delete).
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
@@ -325,9 +328,6 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, `DELETE FROM turns WHERE session_id = $1`, id); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM session_leases WHERE session_id = $1`, id); err != nil {
 		return err
 	}
 	tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)

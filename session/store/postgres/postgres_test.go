@@ -328,6 +328,27 @@ func TestPostgres_AppendTurnFenced(t *testing.T) {
 	if rec, err := b.Get(ctx, "s"); err != nil || rec.Usage != one.Usage {
 		t.Errorf("usage %+v, %v; want only the written turns', %+v", rec.Usage, err, one.Usage)
 	}
+	// Deleted and created again under its id, the session is leased above
+	// every earlier token: a holder that lost its lease before the delete
+	// still cannot write into the new session.
+	_ = lb.Release(ctx)
+	if err := b.Delete(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := b.Acquire(ctx, "s", "replica-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lc.Release(context.Background()) }()
+	if lc.Token <= lb.Token {
+		t.Errorf("token after delete and create %d, want above the deleted session's %d", lc.Token, lb.Token)
+	}
+	if err := a.AppendTurnFenced(ctx, "s", la.Token, stale); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("stale token into the new session: %v; want ErrFenced", err)
+	}
 }
 
 // Replicas racing for one session's lease: never two holders at once, and
