@@ -57,40 +57,32 @@ func (m *Store) Get(_ context.Context, id string) (store.Record, error) {
 	return r, nil
 }
 
-// SetServers implements store.Store.
-func (m *Store) SetServers(_ context.Context, id string, servers []store.Server) error {
+// update runs f on the record of session id under the lock, or returns
+// store.ErrNotFound.
+func (m *Store) update(id string, f func(*store.Record)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
 		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
-	s.rec.Servers = slices.Clone(servers)
+	f(&s.rec)
 	return nil
+}
+
+// SetServers implements store.Store.
+func (m *Store) SetServers(_ context.Context, id string, servers []store.Server) error {
+	return m.update(id, func(r *store.Record) { r.Servers = slices.Clone(servers) })
 }
 
 // SetModel implements store.Store.
 func (m *Store) SetModel(_ context.Context, id, model string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok {
-		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
-	}
-	s.rec.Model = model
-	return nil
+	return m.update(id, func(r *store.Record) { r.Model = model })
 }
 
 // SetTitle implements store.Store.
 func (m *Store) SetTitle(_ context.Context, id, title string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok {
-		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
-	}
-	s.rec.Title = title
-	return nil
+	return m.update(id, func(r *store.Record) { r.Title = title })
 }
 
 // Delete implements store.Store.
