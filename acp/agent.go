@@ -69,6 +69,9 @@ type Agent struct {
 	// caps are the client's fs, terminal and elicitation capabilities from
 	// initialize.
 	caps atomic.Pointer[editor.Capabilities]
+	// answering holds back a model's title while a prompt of its session
+	// is answered (lifecycle.go).
+	answering answering
 	// authOffer is how initialize offered the sign-in method (auth.go).
 	authOffer atomic.Int32
 	// notices and booleanOptions are the client's session.notices and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -143,13 +144,68 @@ func (a *Agent) sessionInfo(ctx context.Context, sid string) (u acpsdk.SessionUp
 
 // TitleChanged implements session.TitleWatcher: the title the model wrote
 // after the session's first turn, as a session_info_update, once the
-// client knows the session and unless it was sent that title already.
+// client knows the session, unless it was sent that title already. While
+// a prompt of the session is answered it waits for the response to be
+// written (answering), so that the prompt's usage_update stays the last
+// update before its response.
 func (f *frontEnd) TitleChanged(ctx context.Context, sid, title string) {
 	if !f.waitAnnounced(ctx) {
 		return
 	}
-	if prev, _ := f.a.titles.Swap(sid, title); prev == title {
+	if f.a.answering.hold(sid, title) {
 		return
 	}
-	f.a.notify(ctx, sid, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acpsdk.Ptr(title)}})
+	f.a.sendTitle(ctx, sid, title)
+}
+
+// sendTitle sends a session_info_update with title to session sid, unless
+// the client was sent that title already.
+func (a *Agent) sendTitle(ctx context.Context, sid, title string) {
+	if prev, _ := a.titles.Swap(sid, title); prev == title {
+		return
+	}
+	a.notify(ctx, sid, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acpsdk.Ptr(title)}})
+}
+
+// answering counts, by session, the prompts being answered (from the start
+// of their handler until their response is written), and holds the title
+// that arrives meanwhile until the last of them is.
+type answering struct {
+	mu      sync.Mutex
+	n       map[string]int
+	pending map[string]string
+}
+
+// begin counts a prompt of sid; end, called once its response is written,
+// returns the title held meanwhile, if this was the last one.
+func (w *answering) begin(sid string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n, w.pending = make(map[string]int), make(map[string]string)
+	}
+	w.n[sid]++
+}
+
+func (w *answering) end(sid string) (title string, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[sid]--; w.n[sid] > 0 {
+		return "", false
+	}
+	delete(w.n, sid)
+	title, ok = w.pending[sid]
+	delete(w.pending, sid)
+	return title, ok
+}
+
+// hold keeps title for sid if a prompt of it is being answered.
+func (w *answering) hold(sid, title string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[sid] == 0 {
+		return false
+	}
+	w.pending[sid] = title
+	return true
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
@@ -156,5 +157,41 @@ func TestAgent_SessionInfoBeforeTheTurnsUsage(t *testing.T) {
 		case i == 1 && info.Title != nil:
 			t.Errorf("the second turn's session_info_update repeats the title %q", *info.Title)
 		}
+	}
+}
+
+// A title the model writes while a prompt of the session is being answered
+// waits for that prompt's response: the prompt's usage_update stays its
+// last update; then it is sent once, not again if the client has it.
+func TestTitleChanged_WaitsForTheResponse(t *testing.T) {
+	h := startAgent(t)
+	sid := h.newSession()
+	announced := make(chan struct{})
+	close(announced)
+	f := &frontEnd{a: h.agent, announced: announced}
+	titles := func() []string {
+		var out []string
+		for _, n := range h.client.Updates() {
+			if u := n.Update.SessionInfoUpdate; u != nil && u.Title != nil {
+				out = append(out, *u.Title)
+			}
+		}
+		return out
+	}
+	h.agent.answering.begin(sid) // a prompt is being answered
+	f.TitleChanged(t.Context(), sid, "Parser refactoring")
+	if got := titles(); len(got) != 0 {
+		t.Fatalf("titles %q sent while the prompt is answered", got)
+	}
+	title, ok := h.agent.answering.end(sid) // its response is written
+	if !ok || title != "Parser refactoring" {
+		t.Fatalf("held title %q, %v", title, ok)
+	}
+	h.agent.sendTitle(t.Context(), sid, title)
+	f.TitleChanged(t.Context(), sid, "Parser refactoring") // the client has it
+	var got []string
+	testutil.Eventually(30*time.Second, func() bool { got = titles(); return len(got) > 0 })
+	if len(got) != 1 || got[0] != "Parser refactoring" {
+		t.Errorf("titles %q, want the model's once", got)
 	}
 }

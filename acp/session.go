@@ -46,6 +46,14 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
+	// ctx ends once the response is written (conn.go): a title that came
+	// meanwhile follows it (lifecycle.go).
+	a.answering.begin(s.ID())
+	context.AfterFunc(ctx, func() {
+		if title, ok := a.answering.end(s.ID()); ok {
+			a.sendTitle(context.WithoutCancel(ctx), s.ID(), title)
+		}
+	})
 	ctx, end := a.prompts.start(ctx, s.ID(), ordinal)
 	defer end()
 	a.waitAnnounced(ctx, s.ID())
