@@ -54,6 +54,15 @@ func BenchmarkFirstChunk(b *testing.B) {
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
+		// The title the model writes after the first turn, before the
+		// session closes: a close cancels it, and its connection with it,
+		// which the next session's first request would pay for.
+		if _, _, err := a.Client.WaitFor(ctx, from, func(n acpsdk.SessionNotification) bool {
+			u := n.Update.SessionInfoUpdate
+			return u != nil && u.Title != nil && *u.Title == "Fake session title"
+		}); err != nil {
+			b.Fatal(err)
+		}
 		if _, err := a.Conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: res.SessionId}); err != nil {
 			b.Fatal(err)
 		}
