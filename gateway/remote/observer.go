@@ -2,7 +2,8 @@ package remote
 
 import "time"
 
-// Observer hears of the leases a Server's turns run under, for metrics. Its
+// Observer hears of the leases a Server's turns run under and of its
+// store's commits, for metrics. Its
 // methods are called on the turns' goroutines and must not block; an
 // implementation must be safe for concurrent use.
 type Observer interface {
@@ -15,4 +16,8 @@ type Observer interface {
 	// LeaseLost reports a lease lost while its turn ran (the turn is
 	// cancelled).
 	LeaseLost()
+	// StoreCommit reports the commit of turns to the Store for a
+	// translator (sessions.appendTurn: one turn each), its wall time and
+	// its error.
+	StoreCommit(turns int, d time.Duration, err error)
 }

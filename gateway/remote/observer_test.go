@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -30,6 +31,12 @@ func (l *leaseLog) LeaseWaited(outcome string, d time.Duration) {
 
 func (l *leaseLog) LeaseLost() { l.mu.Lock(); l.events = append(l.events, "lost"); l.mu.Unlock() }
 
+func (l *leaseLog) StoreCommit(turns int, _ time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, fmt.Sprintf("commit %d %v", turns, err))
+}
+
 func (l *leaseLog) log() []string { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.events) }
 
 func TestServer_ObserverHearsLeaseWaitsAndLosses(t *testing.T) {
@@ -56,7 +63,10 @@ func TestServer_ObserverHearsLeaseWaitsAndLosses(t *testing.T) {
 	if err := send(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := obs.log(), []string{"wait busy", "wait acquired"}; !slices.Equal(got, want) {
+	if err := c.Store().AppendTurn(ctx, "s1", userTurn("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := obs.log(), []string{"wait busy", "wait acquired", "commit 1 <nil>"}; !slices.Equal(got, want) {
 		t.Errorf("observed %q, want %q", got, want)
 	}
 

@@ -339,7 +339,11 @@ func (c *serverConn) deleteSession(ctx context.Context, id string) error {
 // the store's transaction for a store.FencedStore, else against this
 // process's LocalLeases (a store only this gateway writes), the check and
 // the write ordered with the session's next lease (Server.fence).
-func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) error {
+func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) (err error) {
+	if obs := c.s.opts.Observer; obs != nil {
+		start := time.Now()
+		defer func() { obs.StoreCommit(1, time.Since(start), err) }()
+	}
 	turn := p.Turn.turn()
 	if p.LeaseToken != 0 {
 		if fs, ok := c.s.opts.Store.(store.FencedStore); ok {
