@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -44,17 +46,28 @@ type HandlerOptions struct {
 //     request);
 //   - /metrics: the Prometheus text format (or OpenMetrics, as the scraper
 //     asks), 401 without a valid token when opts.Authorized is set.
+//
+// Without opts.Authorized (a loopback listener with no token), a request
+// whose Host is not loopback gets 403, as the go-sdk's DNS-rebinding
+// protection answers: a web page cannot read the endpoints through a name
+// rebound to 127.0.0.1.
 func (m *Metrics) Mount(mux *http.ServeMux, opts *HandlerOptions) {
 	var o HandlerOptions
 	if opts != nil {
 		o = *opts
 	}
 	authorized := func(r *http.Request) bool { return o.Authorized == nil || o.Authorized(r) }
-	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+	handle := func(path string, h http.HandlerFunc) {
+		if o.Authorized == nil {
+			h = loopbackHostOnly(h)
+		}
+		mux.HandleFunc("GET "+path, h)
+	}
+	handle(PathHealth, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET "+PathReady, func(w http.ResponseWriter, r *http.Request) {
+	handle(PathReady, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if o.Ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
@@ -76,7 +89,7 @@ func (m *Metrics) Mount(mux *http.ServeMux, opts *HandlerOptions) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	prom := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
-	mux.HandleFunc("GET "+PathMetrics, func(w http.ResponseWriter, r *http.Request) {
+	handle(PathMetrics, func(w http.ResponseWriter, r *http.Request) {
 		if !authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="acp-agent metrics"`)
 			http.Error(w, "metrics need \"Authorization: Bearer <token>\" with the listener's token", http.StatusUnauthorized)
@@ -110,5 +123,21 @@ func BearerAuth(tokens ...string) func(*http.Request) bool {
 			match |= subtle.ConstantTimeCompare(d[:], want[:])
 		}
 		return match == 1
+	}
+}
+
+// loopbackHostOnly refuses (403) a request whose Host header is not a
+// loopback address or "localhost", with or without a port.
+func loopbackHostOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("Host %q is not loopback: this listener serves only this machine", r.Host), http.StatusForbidden)
+			return
+		}
+		h(w, r)
 	}
 }

@@ -173,7 +173,7 @@ func TestMetrics_ReadyTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := httptest.NewRecorder()
 		start := time.Now()
-		mux.ServeHTTP(rec, httptest.NewRequest("GET", PathReady, nil))
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+PathReady, nil))
 		if rec.Code != 503 || !strings.Contains(rec.Body.String(), "deadline exceeded") {
 			t.Errorf("/readyz of a store that hangs = %d %q, want 503 deadline exceeded", rec.Code, rec.Body.String())
 		}
@@ -181,6 +181,23 @@ func TestMetrics_ReadyTimesOut(t *testing.T) {
 			t.Errorf("/readyz took %v, want ReadyTimeout (%v), under 5 s", d, ReadyTimeout)
 		}
 	})
+}
+
+func TestMetrics_OpenListenerRefusesRebinding(t *testing.T) {
+	m := New()
+	mux := http.NewServeMux()
+	m.Mount(mux, nil)
+	for host, want := range map[string]int{"127.0.0.1:9464": 200, "localhost:9464": 200, "[::1]:9464": 200, "evil.example:9464": 403, "10.0.0.5": 403} {
+		for _, path := range []string{PathHealth, PathReady, PathMetrics} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("GET %s with Host %s = %d, want %d", path, host, rec.Code, want)
+			}
+		}
+	}
 }
 
 func TestBearerAuth_None(t *testing.T) {
