@@ -17,6 +17,8 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/oauthtest"
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
@@ -265,11 +267,7 @@ func TestOps_MCPServerMetrics(t *testing.T) {
 func TestOps_AgentMetricsAddr(t *testing.T) {
 	t.Parallel()
 	a := startAgentWith(t, nil, "--store", "memory", "--metrics-addr", "127.0.0.1:0")
-	found := regexp.MustCompile(`serving metrics.*"url": "(http://[^"]+)/metrics"`).FindStringSubmatch(a.stderr.String())
-	if found == nil {
-		t.Fatalf("the agent did not log its metrics URL:\n%s", a.stderr)
-	}
-	base := found[1]
+	base := metricsBase(t, a)
 	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
 	if _, out := a.prompt(sid, `/call mcp__fixture__echo {"message":"hi"}`); contentText(finalToolUpdate(t, out)) != "Echo: hi" {
 		t.Fatalf("/call: %s", dump(out))
@@ -287,4 +285,48 @@ func TestOps_AgentMetricsAddr(t *testing.T) {
 	m = scrapeMetrics(t, base, "")
 	m.want(t, eq(0), "0 after session/close", "acp_agent_sessions_open")
 	m.want(t, eq(1), "1", "acp_agent_sessions_closed_total")
+}
+
+// metricsBase is the http://HOST:PORT of agent a's --metrics-addr, as it
+// logged it.
+func metricsBase(t *testing.T, a *agent) string {
+	t.Helper()
+	found := regexp.MustCompile(`serving metrics.*"url": "(http://[^"]+)/metrics"`).FindStringSubmatch(a.stderr.String())
+	if found == nil {
+		t.Fatalf("the agent did not log its metrics URL:\n%s", a.stderr)
+	}
+	return found[1]
+}
+
+// TestOps_SignInCounted: an OAuth-protected server shows as "needs
+// sign-in" in mcp_client_servers, and its sign-in counts as started, then
+// completed once the user followed the link.
+func TestOps_SignInCounted(t *testing.T) {
+	t.Parallel()
+	srv, err := oauthtest.Start(oauthtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	a := startAgentClient(t, nil, nil, "--store", "memory", "--metrics-addr", "127.0.0.1:0")
+	base := metricsBase(t, a)
+	sid := a.newSession(t.TempDir(), remoteServer(srv.URL()))
+	msg := waitText(t, a, sid, 0, `MCP server "remote" needs you to sign in: open `)
+	link := regexp.MustCompile(`open (http\S+)`).FindStringSubmatch(msg)
+	if link == nil {
+		t.Fatalf("no link in %q", msg)
+	}
+	m := scrapeMetrics(t, base, "")
+	m.want(t, eq(1), "1", "acp_agent_signins_total", "outcome=started")
+	m.want(t, eq(1), "1", "mcp_client_servers", "state=needs sign-in")
+	from := len(a.Client.Updates())
+	if err := acpclient.FollowSignIn(t.Context(), link[1]); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, a, sid, from, `MCP server "remote" is connected`)
+	m = scrapeMetrics(t, base, "")
+	m.want(t, eq(1), "1", "acp_agent_signins_total", "outcome=completed")
+	if v, ok := m.value("mcp_client_servers", "state=needs sign-in"); ok && v != 0 {
+		t.Errorf("mcp_client_servers{state=\"needs sign-in\"} = %v after the sign-in", v)
+	}
 }
