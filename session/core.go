@@ -100,6 +100,9 @@ type CoreOptions struct {
 	// session is attached to it. Nil means NewHistory(Store, Logger); a
 	// Gateway built by the caller should then share the History it uses.
 	History *History
+	// Observer, if set, is told of sessions opened and closed and of
+	// servers' sign-ins (metrics); it must not block.
+	Observer Observer
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -524,9 +527,14 @@ func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenReque
 		}
 	}
 	log := c.log.With("session", id)
+	si := &signIns{obs: c.opts.Observer, asked: map[string]bool{}}
 	if o.OAuth != nil {
 		oauth := *o.OAuth
-		oauth.Prompt = signInPrompt(log, ed, link)
+		prompt := signInPrompt(log, ed, link)
+		oauth.Prompt = func(ctx context.Context, server, authURL string) error {
+			si.started(server)
+			return prompt(ctx, server, authURL)
+		}
 		o.OAuth = &oauth
 	}
 	tellChange := func(e ServerEvent) {
@@ -534,7 +542,7 @@ func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenReque
 		defer cancel()
 		changed(ctx, e)
 	}
-	o.OnStateChanged = func(st bridge.ServerStatus) { tellChange(ServerEvent{Status: st}) }
+	o.OnStateChanged = func(st bridge.ServerStatus) { si.changed(st); tellChange(ServerEvent{Status: st}) }
 	o.OnLinkChanged = func(st bridge.ServerStatus) { tellChange(ServerEvent{Status: st, Link: true}) }
 	o.ClientInfo = &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version}
 	o.ToolLists = &c.toolLists
@@ -551,15 +559,20 @@ func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenReque
 
 func (c *Core) add(s *Session) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closing {
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	if c.keys[s.key] {
+		c.mu.Unlock()
 		return &KeyInUseError{Key: s.key}
 	}
 	c.sessions[s.id] = s
 	c.keys[s.key] = true
+	c.mu.Unlock()
+	if c.opts.Observer != nil {
+		c.opts.Observer.SessionOpened()
+	}
 	return nil
 }
 
@@ -567,10 +580,14 @@ func (c *Core) add(s *Session) error {
 // of its ID.
 func (c *Core) remove(s *Session) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sessions[s.id] == s {
+	removed := c.sessions[s.id] == s
+	if removed {
 		delete(c.sessions, s.id)
 		delete(c.keys, s.key)
+	}
+	c.mu.Unlock()
+	if removed && c.opts.Observer != nil {
+		c.opts.Observer.SessionClosed()
 	}
 }
 

@@ -45,6 +45,19 @@ type History struct {
 	// History holds no goroutine.
 	committing bool
 	committers sync.WaitGroup // the committer, for Close
+	// onCommit, if set (ObserveCommits), hears of each group commit.
+	onCommit func(turns int, d time.Duration, err error)
+}
+
+// ObserveCommits makes f hear of every group commit, for metrics: the
+// turns it held, its wall time, and its error (the first turn's that
+// failed; nil when all were stored). f runs on the committer goroutine and
+// must not block: the next commit waits for it. Call it before the first
+// Append; nil stops it.
+func (h *History) ObserveCommits(f func(turns int, d time.Duration, err error)) {
+	h.mu.Lock()
+	h.onCommit = f
+	h.mu.Unlock()
 }
 
 // commit is one turn waiting for the committer.
@@ -177,8 +190,19 @@ func (h *History) committer(base context.Context) {
 		}
 		batch := slices.Clone(h.queue[:n])
 		h.queue = slices.Delete(h.queue, 0, n)
+		observe := h.onCommit
 		h.mu.Unlock()
+		start := time.Now()
 		h.commit(base, batch)
+		if observe != nil {
+			var err error
+			for _, c := range batch {
+				if err = c.err; err != nil {
+					break
+				}
+			}
+			observe(len(batch), time.Since(start), err)
+		}
 	}
 }
 

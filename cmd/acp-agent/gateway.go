@@ -6,16 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 )
 
 // tokenEnv holds the gateway token when no --token-file is given.
@@ -86,17 +89,28 @@ func listenerToken(file, envName string) (string, error) {
 // every interface) and, without a token, any address that is not loopback;
 // envName is the variable that can hold the token, named in the error.
 func checkListen(addr, token, envName string) error {
+	return checkListenFlag("--listen", addr, token, envName)
+}
+
+// checkListenFlag is checkListen for the address of flag (--listen,
+// --metrics-addr), named in the errors; the token flag is flag's
+// "-token-file" one for --metrics-addr.
+func checkListenFlag(flag, addr, token, envName string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--listen %q: %v", addr, err)
+		return fmt.Errorf("%s %q: %v", flag, addr, err)
 	}
 	if host == "" {
-		return fmt.Errorf("--listen %q has no host and would bind every interface; name one, such as 127.0.0.1%s", addr, addr)
+		return fmt.Errorf("%s %q has no host and would bind every interface; name one, such as 127.0.0.1%s", flag, addr, addr)
 	}
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
 	if !loopback && token == "" {
-		return fmt.Errorf("--listen %q is not a loopback address: set a token (--token-file or %s) first", addr, envName)
+		tokenFlag := "--token-file"
+		if flag == "--metrics-addr" {
+			tokenFlag = "--metrics-token-file"
+		}
+		return fmt.Errorf("%s %q is not a loopback address: set a token (%s or %s) first", flag, addr, tokenFlag, envName)
 	}
 	return nil
 }
@@ -110,7 +124,9 @@ runs the ACP front end on the editor's machine and the turns here
 needs a token (--token-file, or ` + tokenEnv + `), or tenants' tokens
 (--tokens-file). With --store the gateway keeps its translators' sessions
 ("acp-agent --gateway URL --store gateway"); replicas sharing one store
-form a fleet: a session's turn runs on one replica at a time.
+form a fleet: a session's turn runs on one replica at a time. The listener
+also serves /healthz, /readyz (the store answers) and Prometheus /metrics
+(with a token: the token, or a tenant's, as bearer).
 
 Flags:
 `
@@ -172,7 +188,10 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	local := runner.NewLocal(env.cfg.runnerOptions(ms, nil, log))
+	met := metrics.New()
+	ropts := env.cfg.runnerOptions(ms, nil, log)
+	ropts.Observer = met
+	local := runner.NewLocal(ropts)
 	var allowed []string
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -190,12 +209,17 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 		defer store.Close()
 	}
 	srv := remote.NewServer(local, &remote.ServerOptions{Token: token, Tokens: tenants, AllowedOrigins: allowed, Store: store, Replica: *replica,
-		Info: remote.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Logger: log})
+		Info: remote.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Observer: met, Logger: log})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// /healthz, /readyz and /metrics beside the WebSocket service, which
+	// has every other path; /metrics takes the token or a tenant's.
+	mux := http.NewServeMux()
+	mux.Handle("/", srv)
+	met.Mount(mux, &metrics.HandlerOptions{Ready: storeReady(store), Authorized: metrics.BearerAuth(append(slices.Collect(maps.Keys(tenants)), token)...)})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -45,6 +45,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -99,6 +100,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", a postgres:// URL (password from PGPASSWORD or ~/.pgpass), or "gateway" (the remote gateway's, with --gateway) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
 	gatewayURL := fs.String("gateway", "", "use the remote gateway at this ws:// URL, or the first that answers of several comma-separated replicas' URLs (token from --token-file or ACP_AGENT_GATEWAY_TOKEN), instead of the in-process one")
 	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
+	metricsAddr := fs.String("metrics-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (off by default; loopback unless a token is set; port 0 picks one, logged)")
+	metricsTokenFile := fs.String("metrics-token-file", "", "file holding the token /metrics asks of scrapers (default: "+metricsTokenEnv+"); needed for a non-loopback --metrics-addr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printAgentUsage(stdout, fs)
@@ -120,6 +123,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, terminalBanner)
 		return exitError(2)
 	}
+	var metricsToken string
+	if *metricsAddr != "" {
+		var err error
+		if metricsToken, err = listenerToken(*metricsTokenFile, metricsTokenEnv); err != nil {
+			return errors.New(strings.Replace(err.Error(), "--token-file", "--metrics-token-file", 1))
+		}
+		if err := checkListenFlag("--metrics-addr", *metricsAddr, metricsToken, metricsTokenEnv); err != nil {
+			return err
+		}
+	} else if *metricsTokenFile != "" {
+		return errors.New("--metrics-token-file applies only with --metrics-addr")
+	}
 	env, ctx, err := common.start(stderr)
 	if err != nil {
 		return err
@@ -130,6 +145,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts, err := cfg.coreOptions()
 	if err != nil {
 		return err
+	}
+	var met *metrics.Metrics // nil: no --metrics-addr
+	if *metricsAddr != "" {
+		met = metrics.New()
+		opts.Observer = met
 	}
 	gatewayStore := *storeFlag == "gateway"
 	if gatewayStore && *gatewayURL == "" {
@@ -176,6 +196,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts.Bridge.OAuth.Store = tokens
 	opts.History = session.NewHistory(st, log)
 	defer opts.History.Close() // before the store closes: the commits under way
+	if met != nil {
+		opts.History.ObserveCommits(met.StoreCommit)
+	}
 	var signIn *acp.SignIn
 	if rc != nil {
 		rc.SetHistory(opts.History)
@@ -184,11 +207,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
+		ropts := cfg.runnerOptions(ms, opts.History, log)
+		if met != nil {
+			ropts.Observer = met
+		}
+		opts.Gateway = runner.NewLocal(ropts)
 		signIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
 	}
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
-	agent := acp.New(session.NewCore(&opts), &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log, SignIn: signIn})
+	core := session.NewCore(&opts)
+	if met != nil {
+		met.ServerStates(core.ServerStates)
+		stopMetrics, err := startMetricsAddr(*metricsAddr, metricsToken, met, storeReady(st), log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	agent := acp.New(core, &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log, SignIn: signIn})
 	err = agent.Serve(ctx, stdin, stdout)
 	log.Info("stopped")
 	return err

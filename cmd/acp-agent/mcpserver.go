@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -61,7 +63,9 @@ every request then sends as "Authorization: Bearer <token>"; requests from brows
 an Origin header) are refused unless the origin is in --allowed-origins; a
 loopback listener refuses a Host header that is not loopback (DNS
 rebinding). Requests of protocol 2026-07-28 and later are served
-statelessly, older clients on sessions (Mcp-Session-Id).
+statelessly, older clients on sessions (Mcp-Session-Id). The listener also
+serves /healthz, /readyz (the session store answers) and Prometheus
+/metrics (with a token: a client's token as bearer).
 
 Claude Desktop / Claude Code:
   {"mcpServers": {"acp-agent": {"command": "acp-agent", "args": ["mcp-server"]}}}
@@ -208,9 +212,19 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	opts.Store = store
 	opts.History = session.NewHistory(store, log)
 	defer opts.History.Close() // before the store closes: the commits under way
-	opts.Gateway = runner.NewLocal(cfg.runnerOptions(ms, opts.History, log))
+	ropts := cfg.runnerOptions(ms, opts.History, log)
+	var met *metrics.Metrics
+	if *f.listen != "" { // served beside MCP on the listener
+		met = metrics.New()
+		ropts.Observer, opts.Observer = met, met
+		opts.History.ObserveCommits(met.StoreCommit)
+	}
+	opts.Gateway = runner.NewLocal(ropts)
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	core := session.NewCore(&opts)
+	if met != nil {
+		met.ServerStates(core.ServerStates)
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("mcp-server: the working directory, where conversations run: %w", err)
@@ -227,7 +241,15 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		end()
 		return err
 	}
-	return serveMCPHTTP(ctx, srv, f, log, end)
+	ops := &opsEndpoints{met: met, ready: storeReady(store)}
+	return serveMCPHTTP(ctx, srv, f, ops, log, end)
+}
+
+// opsEndpoints are what an HTTP listener serves to operators beside its
+// protocol: /healthz, /readyz (ready) and /metrics (met).
+type opsEndpoints struct {
+	met   *metrics.Metrics
+	ready func(context.Context) error
 }
 
 // serveMCPStdio serves srv on in/out (stdin/stdout: the go-sdk's
@@ -267,10 +289,11 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
-// serveMCPHTTP serves srv over Streamable HTTP at f.listen until ctx is
-// done, then runs end (which ends every conversation) and stops the HTTP
+// serveMCPHTTP serves srv over Streamable HTTP at f.listen, with ops's
+// /healthz, /readyz and /metrics (when ops is not nil; /metrics takes a
+// client's token when there are tokens), until ctx is done, then runs end (which ends every conversation) and stops the HTTP
 // server.
-func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, log *slog.Logger, end func()) error {
+func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, ops *opsEndpoints, log *slog.Logger, end func()) error {
 	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
 		end()
@@ -282,6 +305,9 @@ func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, log *
 	defer cancelReqs()
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, mcpHTTPHandler(srv, f.clients, f.allowedOrigins, log))
+	if ops != nil && ops.met != nil {
+		ops.met.Mount(mux, &metrics.HandlerOptions{Ready: ops.ready, Authorized: metrics.BearerAuth(slices.Collect(maps.Keys(f.clients))...)})
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 1)

@@ -54,6 +54,9 @@ type ServerOptions struct {
 	AllowedOrigins []string
 	// Info is the server's name and version, sent in hello.
 	Info PeerInfo
+	// Observer, if set, hears of the leases of turns (metrics); it must
+	// not block.
+	Observer Observer
 	// Logger receives the server's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -435,6 +438,9 @@ func (c *serverConn) chatSend(ctx context.Context, p ChatSendParams) (any, error
 		watch.Go(func() {
 			select {
 			case <-lease.Lost:
+				if c.s.opts.Observer != nil {
+					c.s.opts.Observer.LeaseLost()
+				}
 				cancel(fmt.Errorf("the lease of session %s was lost (this replica, %s, can no longer be sure it alone runs it): the turn was cancelled; prompt again", p.shownID(), c.s.opts.Replica))
 			case <-turnDone:
 			}

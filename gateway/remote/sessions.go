@@ -9,6 +9,8 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/sourcegraph/jsonrpc2"
+
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -37,6 +39,18 @@ type turnState struct {
 	done chan struct{}
 }
 
+// leaseOutcome is the Observer's name of how taking a lease ended with err.
+func leaseOutcome(err error) string {
+	var we *jsonrpc2.Error
+	switch {
+	case err == nil:
+		return "acquired"
+	case errors.As(err, &we) && we.Code == CodeBusy:
+		return "busy"
+	}
+	return "error"
+}
+
 // endingTurnWait bounds the wait for a cancelled turn of the same session
 // to end before a new one takes its lease.
 const endingTurnWait = 10 * time.Second
@@ -52,6 +66,10 @@ const endingTurnWait = 10 * time.Second
 // release gives the lease up and ends the turn's record; call it once, when
 // the turn ends.
 func (c *serverConn) lease(ctx context.Context, p ChatSendParams) (l *store.Lease, release func(), err error) {
+	if obs := c.s.opts.Observer; obs != nil {
+		start := time.Now()
+		defer func() { obs.LeaseWaited(leaseOutcome(err), time.Since(start)) }()
+	}
 	id := "key:" + c.scoped(p.SessionKey)
 	leases := store.Leases(&c.s.keyLeases)
 	if p.SessionID != "" {
@@ -321,7 +339,11 @@ func (c *serverConn) deleteSession(ctx context.Context, id string) error {
 // the store's transaction for a store.FencedStore, else against this
 // process's LocalLeases (a store only this gateway writes), the check and
 // the write ordered with the session's next lease (Server.fence).
-func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) error {
+func (c *serverConn) appendTurn(ctx context.Context, p SessionAppendTurnParams) (err error) {
+	if obs := c.s.opts.Observer; obs != nil {
+		start := time.Now()
+		defer func() { obs.StoreCommit(1, time.Since(start), err) }()
+	}
 	turn := p.Turn.turn()
 	if p.LeaseToken != 0 {
 		if fs, ok := c.s.opts.Store.(store.FencedStore); ok {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -62,6 +63,9 @@ type Options struct {
 	ToolSearch ToolSearch
 	DeferTools int
 	DeferShare float64
+	// Observer, if set, is told of every model request, turn, tool call
+	// and permission decision (metrics); it must not block.
+	Observer gateway.Observer
 	// Logger receives the runner's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -235,6 +239,10 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 	} else {
 		t.view = r.opts.History.View(ctx, req.SessionKey)
 	}
+	if obs := r.opts.Observer; obs != nil {
+		start := time.Now()
+		defer func() { obs.TurnEnded(t.model.ID, stop, time.Since(start), err) }()
+	}
 	defer func() {
 		s := stop
 		if err != nil {
@@ -329,12 +337,17 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 
 // complete sends preq to the turn's model and counts what it used.
 func (r *Runner) complete(ctx context.Context, t *turnState, preq *gateway.Request) (*gateway.Response, error) {
+	start := time.Now()
 	resp, err := t.model.Provider.Complete(ctx, preq, t.emit)
+	var u gateway.Usage
 	if resp != nil && resp.Usage.Requests > 0 {
-		u := r.priced(t.model, resp.Usage)
+		u = r.priced(t.model, resp.Usage)
 		t.usage = t.usage.Add(u)
 		t.last = u
 		r.calib.observe(t.req.SessionKey, requestTokens(preq), u.PromptTokens())
+	}
+	if r.opts.Observer != nil {
+		r.opts.Observer.ModelRequest(t.model.ID, u, time.Since(start), err)
 	}
 	return resp, err
 }
@@ -544,6 +557,7 @@ func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []
 			r.permit(ctx, req, p)
 		}
 		if p.res != nil { // it will not run: unknown, denied, declined, cancelled
+			r.refused(p)
 			finish(p, emit)
 		}
 	}
@@ -587,6 +601,7 @@ func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingC
 		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
 	case !ownTool(p.tool) && r.opts.Permissions.Decide(p.tool) == DecisionDeny:
 		p.res = ptr(gateway.ErrorResult(deniedText(call.Name)))
+		r.decided("deny")
 	}
 	return p
 }
@@ -614,6 +629,13 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 		return
 	}
 	if !r.asks(req, p.tool) {
+		if !ownTool(p.tool) {
+			if r.grants.allowed(req.SessionKey, p.tool.Name) && r.opts.Permissions.Decide(p.tool) == DecisionAsk {
+				r.decided("granted")
+			} else {
+				r.decided("allow")
+			}
+		}
 		return
 	}
 	outcome, err := req.Ask(ctx, gateway.PermissionRequest{Call: p.ev})
@@ -623,6 +645,7 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 			r.opts.Logger.Warn("permission request failed", "tool", p.tool.Name, "err", err)
 		}
 		p.res = ptr(gateway.ErrorResult("cancelled: the permission request was not answered"))
+		outcome = gateway.PermissionCancelled
 	case outcome == gateway.PermissionReject:
 		p.res = ptr(gateway.ErrorResult(declinedText(p.tool.Name)))
 	case outcome == gateway.PermissionUnavailable:
@@ -630,6 +653,7 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 	case outcome == gateway.PermissionAllowAlways:
 		r.grants.grant(req.SessionKey, p.tool.Name)
 	}
+	r.decided(outcome.String())
 }
 
 // execute runs an allowed call, sets p.res and reports the call
@@ -645,7 +669,9 @@ func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.
 		e.Update = &u
 		emit(gateway.Event{Kind: gateway.EventToolUpdate, Call: &e})
 	}
+	start := time.Now()
 	res, err := p.tool.Execute(ctx, p.call.ID, p.call.Args, onUpdate)
+	took := time.Since(start)
 	switch {
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)):
 		res = gateway.ErrorResult("cancelled")
@@ -654,7 +680,33 @@ func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.
 		res = gateway.ErrorResult(err.Error())
 	}
 	p.res = &res
+	if r.opts.Observer != nil {
+		outcome := "ok"
+		if res.IsError {
+			outcome = "error"
+		}
+		r.opts.Observer.ToolCallEnded(p.tool.Group, p.call.Name, outcome, took)
+	}
 	finish(p, emit)
+}
+
+// decided tells the Observer of a permission decision.
+func (r *Runner) decided(decision string) {
+	if r.opts.Observer != nil {
+		r.opts.Observer.PermissionDecided(decision)
+	}
+}
+
+// refused tells the Observer of a call that will not run.
+func (r *Runner) refused(p *pendingCall) {
+	if r.opts.Observer == nil {
+		return
+	}
+	server, tool := "", ""
+	if p.tool != nil {
+		server, tool = p.tool.Group, p.call.Name
+	}
+	r.opts.Observer.ToolCallEnded(server, tool, "refused", 0)
 }
 
 // finish emits the ToolEnd of p with its result.

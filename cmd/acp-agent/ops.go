@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+)
+
+// metricsTokenEnv holds the token of --metrics-addr when no
+// --metrics-token-file is given.
+const metricsTokenEnv = "ACP_AGENT_METRICS_TOKEN"
+
+// readyProbeID is the session ID readiness reads: no session has it (IDs
+// are UUIDs), so a store that answers says "not found".
+const readyProbeID = "acp-agent-readyz-probe"
+
+// storeReady is the readiness check of a process whose work needs st: one
+// Get of a session that does not exist, which a working store answers with
+// store.ErrNotFound (PostgreSQL: a round trip to the database). A nil st
+// is always ready.
+func storeReady(st store.Store) func(ctx context.Context) error {
+	if st == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		_, err := st.Get(ctx, readyProbeID)
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("the session store does not answer: %w", err)
+	}
+}
+
+// metricsStopTimeout bounds how long exiting waits for the --metrics-addr
+// server's open requests.
+const metricsStopTimeout = 2 * time.Second
+
+// startMetricsAddr serves /healthz, /readyz and /metrics of m on addr
+// (--metrics-addr; "" serves nothing) under the listen rules of the other
+// listeners: an explicit host, loopback unless token is set, and then
+// /metrics needs "Authorization: Bearer <token>". The bound address is
+// logged at info. stop shuts the server down (at most metricsStopTimeout)
+// and waits for its goroutine; call it once.
+func startMetricsAddr(addr, token string, m *metrics.Metrics, ready func(context.Context) error, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	if err := checkListenFlag("--metrics-addr", addr, token, metricsTokenEnv); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	m.Mount(mux, &metrics.HandlerOptions{Ready: ready, Authorized: metrics.BearerAuth(token)})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("the metrics server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	})
+	log.Info("serving metrics", "flag", "--metrics-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+metrics.PathMetrics, "auth", token != "")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), metricsStopTimeout)
+		defer cancel()
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close()
+		}
+		wg.Wait()
+	}, nil
+}

@@ -1,0 +1,35 @@
+// Package metrics owns the Prometheus metrics of acp-agent and the HTTP
+// endpoints operators probe: /healthz, /readyz and /metrics.
+//
+// A [Metrics] holds its own prometheus.Registry (never the global default)
+// and implements the small observer interfaces of the product packages, so
+// that they record without importing Prometheus:
+//
+//   - gateway.Observer (runner.Options.Observer): turns, model requests,
+//     tokens and cost, tool calls, permission decisions;
+//   - session.Observer (session.CoreOptions.Observer): sessions opened and
+//     closed, sign-ins of MCP servers;
+//   - remote.Observer (remote.ServerOptions.Observer): lease waits and
+//     losses of a gateway fleet, and its store's commits of translators'
+//     turns;
+//   - [Metrics.StoreCommit] (session.History.ObserveCommits, and
+//     remote.Observer): store commit latency;
+//   - [Metrics.ServerStates]: MCP servers by state, read at scrape time.
+//
+// Names follow Prometheus conventions and, where they exist, the
+// OpenTelemetry GenAI and MCP semantic conventions (gen_ai_*, mcp_*).
+// Each process counts what it runs: a gateway counts turns, model requests,
+// tool calls, leases and its store's commits, while sessions (open,
+// opened, closed), sign-ins and MCP servers by state are counted where the
+// session core runs (the stdio agent, which may be a gateway's translator,
+// and mcp-server). No
+// label carries a secret or an unbounded value: model, server and tool
+// names are kept up to a cap each (see [MaxModels], [MaxServers],
+// [MaxTools]), later ones are counted as "other".
+//
+// # Concurrency
+//
+// Every method of Metrics is safe for concurrent use and never blocks on
+// I/O: recording is an atomic add, or a short lock for a label not seen
+// before.
+package metrics

@@ -1,0 +1,207 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
+	"github.com/seed02d3eb6b/acp-agent/session"
+)
+
+var (
+	_ gateway.Observer = (*Metrics)(nil)
+	_ session.Observer = (*Metrics)(nil)
+	_ remote.Observer  = (*Metrics)(nil)
+)
+
+func TestMetrics_Record(t *testing.T) {
+	m := New()
+	m.SessionOpened()
+	m.SessionOpened()
+	m.SessionClosed()
+	m.ModelRequest("claude", gateway.Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 100, CacheWriteTokens: 7, Requests: 1, Cost: 0.25}, 20*time.Millisecond, nil)
+	m.ModelRequest("claude", gateway.Usage{}, time.Millisecond, errors.New("overloaded"))
+	m.TurnEnded("claude", gateway.StopEndTurn, time.Second, nil)
+	m.TurnEnded("claude", "", time.Second, errors.New("provider failed"))
+	m.ToolCallEnded("everything", "mcp__everything__echo", "ok", 3*time.Millisecond)
+	m.ToolCallEnded("everything", "mcp__everything__echo", "refused", 0)
+	m.PermissionDecided("allow_once")
+	m.SignIn("started")
+	m.LeaseWaited("acquired", time.Millisecond)
+	m.LeaseLost()
+	m.StoreCommit(3, time.Millisecond, nil)
+	m.StoreCommit(1, time.Millisecond, errors.New("disk full"))
+	m.ServerStates(func() map[string]int { return map[string]int{"connected": 2, "failed": 1} })
+
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"sessions open", testutil.ToFloat64(m.sessionsOpen), 1},
+		{"sessions opened", testutil.ToFloat64(m.sessionsOpened), 2},
+		{"sessions closed", testutil.ToFloat64(m.sessionsClosed), 1},
+		{"input tokens", testutil.ToFloat64(m.tokens.WithLabelValues("claude", "input")), 10},
+		{"output tokens", testutil.ToFloat64(m.tokens.WithLabelValues("claude", "output")), 5},
+		{"cache read tokens", testutil.ToFloat64(m.tokens.WithLabelValues("claude", "cache_read")), 100},
+		{"cache write tokens", testutil.ToFloat64(m.tokens.WithLabelValues("claude", "cache_write")), 7},
+		{"cost", testutil.ToFloat64(m.cost.WithLabelValues("claude")), 0.25},
+		{"requests ok", testutil.ToFloat64(m.modelRequests.WithLabelValues("claude", "ok")), 1},
+		{"requests error", testutil.ToFloat64(m.modelRequests.WithLabelValues("claude", "error")), 1},
+		{"turns end_turn", testutil.ToFloat64(m.turns.WithLabelValues("claude", "end_turn")), 1},
+		{"turns error", testutil.ToFloat64(m.turns.WithLabelValues("claude", "error")), 1},
+		{"tool ok", testutil.ToFloat64(m.toolCalls.WithLabelValues("everything", "mcp__everything__echo", "ok")), 1},
+		{"tool refused", testutil.ToFloat64(m.toolCalls.WithLabelValues("everything", "mcp__everything__echo", "refused")), 1},
+		{"permission", testutil.ToFloat64(m.permissions.WithLabelValues("allow_once")), 1},
+		{"sign-in", testutil.ToFloat64(m.signIns.WithLabelValues("started")), 1},
+		{"leases lost", testutil.ToFloat64(m.leasesLost), 1},
+		{"committed turns", testutil.ToFloat64(m.committedTurns), 3},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// Histograms: one observation each where recorded; a refused call
+	// has no duration.
+	for name, want := range map[string]int{
+		"acp_agent_turn_duration_seconds":          2,
+		"gen_ai_client_operation_duration_seconds": 1, // one series (chat, claude), two observations
+		"mcp_client_operation_duration_seconds":    1,
+		"acp_agent_lease_wait_seconds":             1,
+		"acp_agent_store_commit_duration_seconds":  2,
+		"mcp_client_servers":                       2,
+	} {
+		if n, err := testutil.GatherAndCount(m.Registry(), name); err != nil || n != want {
+			t.Errorf("%s: %d series (err %v), want %d", name, n, err, want)
+		}
+	}
+	const servers = `
+# HELP mcp_client_servers MCP servers of the live sessions, by state (connecting, connected, failed, lost, closed, needs sign-in).
+# TYPE mcp_client_servers gauge
+mcp_client_servers{state="connected"} 2
+mcp_client_servers{state="failed"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(servers), "mcp_client_servers"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestMetrics_LabelsBounded(t *testing.T) {
+	m := New()
+	for i := range MaxTools + 10 {
+		m.ToolCallEnded("s", fmt.Sprintf("tool%d", i), "ok", time.Millisecond)
+	}
+	m.ToolCallEnded("s", strings.Repeat("x", maxLabelLen+1), "ok", time.Millisecond)
+	m.ToolCallEnded("s", "tool0", "ok", time.Millisecond) // admitted before the cap: still itself
+	if got := testutil.ToFloat64(m.toolCalls.WithLabelValues("s", Other, "ok")); got != 11 {
+		t.Errorf("calls counted as %q = %v, want 11 (10 over the cap, 1 too long)", Other, got)
+	}
+	if got := testutil.ToFloat64(m.toolCalls.WithLabelValues("s", "tool0", "ok")); got != 2 {
+		t.Errorf("tool0 calls = %v, want 2", got)
+	}
+	if n := testutil.CollectAndCount(m.toolCalls); n != MaxTools+1 {
+		t.Errorf("%d tool call series, want %d (the cap and %q)", n, MaxTools+1, Other)
+	}
+}
+
+func TestMetrics_Endpoints(t *testing.T) {
+	m := New()
+	m.SessionOpened()
+	var readyErr error
+	const token = "0123456789abcdef0123456789abcdef"
+	mux := http.NewServeMux()
+	m.Mount(mux, &HandlerOptions{
+		Ready:      func(ctx context.Context) error { return readyErr },
+		Authorized: BearerAuth(token),
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	get := func(path, bearer string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(PathHealth, ""); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q, want 200 ok", code, body)
+	}
+	if code, body := get(PathReady, ""); code != 200 || body != "ok\n" {
+		t.Errorf("/readyz = %d %q, want 200 ok", code, body)
+	}
+	readyErr = errors.New("the session store does not answer: connection refused")
+	if code, body := get(PathReady, ""); code != 503 || body != "not ready\n" {
+		t.Errorf("/readyz without a token, store down = %d %q, want 503 and no reason", code, body)
+	}
+	if code, body := get(PathReady, token); code != 503 || !strings.Contains(body, "connection refused") {
+		t.Errorf("/readyz with the token, store down = %d %q, want 503 with the reason", code, body)
+	}
+	if code, _ := get(PathMetrics, ""); code != 401 {
+		t.Errorf("/metrics without a token = %d, want 401", code)
+	}
+	if code, _ := get(PathMetrics, token+"x"); code != 401 {
+		t.Errorf("/metrics with a wrong token = %d, want 401", code)
+	}
+	code, body := get(PathMetrics, token)
+	if code != 200 || !strings.Contains(body, "acp_agent_sessions_open 1") || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics with the token = %d, want 200 with acp_agent_sessions_open 1 and the Go collector's metrics:\n%s", code, body)
+	}
+}
+
+func TestMetrics_ReadyTimesOut(t *testing.T) {
+	m := New()
+	mux := http.NewServeMux()
+	m.Mount(mux, &HandlerOptions{Ready: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }})
+	synctest.Test(t, func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+PathReady, nil))
+		if rec.Code != 503 || !strings.Contains(rec.Body.String(), "deadline exceeded") {
+			t.Errorf("/readyz of a store that hangs = %d %q, want 503 deadline exceeded", rec.Code, rec.Body.String())
+		}
+		if d := time.Since(start); d != ReadyTimeout || d >= 5*time.Second {
+			t.Errorf("/readyz took %v, want ReadyTimeout (%v), under 5 s", d, ReadyTimeout)
+		}
+	})
+}
+
+func TestMetrics_OpenListenerRefusesRebinding(t *testing.T) {
+	m := New()
+	mux := http.NewServeMux()
+	m.Mount(mux, nil)
+	for host, want := range map[string]int{"127.0.0.1:9464": 200, "localhost:9464": 200, "[::1]:9464": 200, "evil.example:9464": 403, "10.0.0.5": 403} {
+		for _, path := range []string{PathHealth, PathReady, PathMetrics} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("GET %s with Host %s = %d, want %d", path, host, rec.Code, want)
+			}
+		}
+	}
+}
+
+func TestBearerAuth_None(t *testing.T) {
+	if BearerAuth("", "") != nil {
+		t.Error("BearerAuth of no tokens is not nil (everyone)")
+	}
+}
