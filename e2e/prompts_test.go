@@ -132,7 +132,9 @@ func TestPrompts_ListChangedRefreshesTheCommands(t *testing.T) {
 
 // TestToolPresentation_TitleKindAndStructuredOnly: a tool's title and
 // annotations make the tool_call's title and kind; a structured-only result
-// shows its JSON as content and keeps it in rawOutput.
+// shows its JSON as content and keeps it in rawOutput; a result with text
+// and structured content shows the text alone, the structured content in
+// rawOutput only (shown once, though the model reads both).
 func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
@@ -143,6 +145,7 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 		content       string
 	}{
 		{"/call mcp__fixture__weather", "Weather Report (fixture)", acpsdk.ToolKindFetch, `{"celsius":21,"sky":"clear"}`},
+		{`/call mcp__fixture__weather {"summary":true}`, "Weather Report (fixture)", acpsdk.ToolKindFetch, "21 °C, clear"},
 		{`/call mcp__everything__echo {"message":"hi"}`, "Echo Tool (everything)", acpsdk.ToolKindRead, "Echo: hi"},
 		{"/call mcp__fixture__slow {\"seconds\":0}", "fixture/slow", acpsdk.ToolKindOther, ""},
 	} {
@@ -162,6 +165,9 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 			t.Errorf("%s: content %q, want %q", tt.prompt, contentText(end), tt.content)
 		}
 		if tt.title == "Weather Report (fixture)" {
+			if n := len(end.Content); n != 1 {
+				t.Errorf("%s: %d content blocks, want the result shown once", tt.prompt, n)
+			}
 			raw, _ := json.Marshal(end.RawOutput)
 			if !strings.Contains(string(raw), `"structuredContent":{"celsius":21,"sky":"clear"}`) {
 				t.Errorf("rawOutput = %s, want the structured content", raw)
