@@ -175,3 +175,30 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestSlashCommands_HelpExampleAndUnknown: /help's example /call names a
+// tool the session has (here a read-only tool of the fixture server, no
+// hard-coded tool of another server), an unknown command says it is
+// unknown, and a message starting with a path is not taken for one.
+func TestSlashCommands_HelpExampleAndUnknown(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
+	_, out := a.prompt(sid, "/help")
+	help := text(out)
+	i := strings.Index(help, "e.g. /call mcp__fixture__")
+	if i < 0 || strings.Contains(help, "mcp__everything__") {
+		t.Fatalf("/help = %q, want an example /call of a fixture tool", help)
+	}
+	// The example runs as written.
+	example := strings.TrimPrefix(strings.SplitN(help[i:], "\n", 2)[0], "e.g. ")
+	if _, out := a.prompt(sid, example); finalToolUpdate(t, out).Status == nil || *finalToolUpdate(t, out).Status != acpsdk.ToolCallStatusCompleted {
+		t.Errorf("%s: %+v, want completed", example, finalToolUpdate(t, out))
+	}
+	if _, out := a.prompt(sid, "/halp"); text(out) != "Unknown command /halp; /help lists them." {
+		t.Errorf("/halp said %q", text(out))
+	}
+	if _, out := a.prompt(sid, "/usr/bin/foo is broken"); !strings.Contains(text(out), "Commands:") {
+		t.Errorf("a message about a path said %q, want the direct-mode help (no model here)", text(out))
+	}
+}
