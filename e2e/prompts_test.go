@@ -3,11 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
@@ -200,5 +205,42 @@ func TestSlashCommands_HelpExampleAndUnknown(t *testing.T) {
 	}
 	if _, out := a.prompt(sid, "/usr/bin/foo is broken"); !strings.Contains(text(out), "Commands:") {
 		t.Errorf("a message about a path said %q, want the direct-mode help (no model here)", text(out))
+	}
+}
+
+// TestToolKind_FollowsWhatTheToolDoes: server-filesystem marks write_file,
+// edit_file and move_file destructiveHint; the editor sees write_file as an
+// edit (not a delete) and move_file as a move, read-only tools as reads.
+func TestToolKind_FollowsWhatTheToolDoes(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	dir := t.TempDir()
+	sid := a.newSession(dir, acpclient.Stdio("fs", "node", []string{filesystem, dir}, nil))
+	a1, a2 := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	for _, tt := range []struct {
+		call string
+		kind acpsdk.ToolKind
+	}{
+		{fmt.Sprintf(`/call mcp__fs__write_file {"path":%q,"content":"hi"}`, a1), acpsdk.ToolKindEdit},
+		{fmt.Sprintf(`/call mcp__fs__edit_file {"path":%q,"edits":[{"oldText":"hi","newText":"ho"}]}`, a1), acpsdk.ToolKindEdit},
+		{fmt.Sprintf(`/call mcp__fs__move_file {"source":%q,"destination":%q}`, a1, a2), acpsdk.ToolKindMove},
+		{fmt.Sprintf(`/call mcp__fs__read_text_file {"path":%q}`, a2), acpsdk.ToolKindRead},
+	} {
+		_, out := a.prompt(sid, tt.call)
+		var start *acpsdk.SessionUpdateToolCall
+		for _, u := range out {
+			if u.Update.ToolCall != nil {
+				start = u.Update.ToolCall
+			}
+		}
+		if start == nil || start.Kind != tt.kind {
+			t.Errorf("%s: tool_call %+v, want kind %q", tt.call, start, tt.kind)
+		}
+		if end := finalToolUpdate(t, out); end.Status == nil || *end.Status != acpsdk.ToolCallStatusCompleted {
+			t.Errorf("%s: ended %+v, want completed", tt.call, end)
+		}
+	}
+	if data, err := os.ReadFile(a2); err != nil || string(data) != "ho" {
+		t.Errorf("b.txt = %q, %v; want the written, edited and moved file", data, err)
 	}
 }
