@@ -135,10 +135,16 @@ func planUpdate(p *gateway.Plan) acpsdk.SessionUpdate {
 	return acpsdk.UpdatePlan(entries...)
 }
 
-// toolContent maps result blocks to tool_call content, one for one.
+// toolContent maps result blocks to tool_call content, one for one,
+// leaving out the blocks added for the model alone (Content.ModelOnly: the
+// structured content as JSON, which the client has in rawOutput), so a
+// result is shown once.
 func toolContent(content []gateway.Content) []acpsdk.ToolCallContent {
 	out := make([]acpsdk.ToolCallContent, 0, len(content))
 	for _, c := range content {
+		if c.ModelOnly {
+			continue
+		}
 		out = append(out, acpsdk.ToolContent(toACPContent(c)))
 	}
 	return out

@@ -108,3 +108,44 @@ func TestSessionUpdatesToolCallName(t *testing.T) {
 		t.Errorf("notice = %s, want %s", got, want)
 	}
 }
+
+// TestSessionUpdatesResultShownOnce: a result's structured content, added
+// as JSON text for the model next to the tool's own blocks (ModelOnly),
+// is not a second content block for the editor: the editor shows the
+// tool's blocks and has the structured content in rawOutput.
+func TestSessionUpdatesResultShownOnce(t *testing.T) {
+	structured := map[string]any{"celsius": 21}
+	forModel := gateway.TextContent(`{"celsius":21}`)
+	forModel.ModelOnly = true
+	raw := map[string]any{"content": []any{map[string]any{"type": "text", "text": "21 C"}}, "structuredContent": structured}
+	end := gateway.Event{Kind: gateway.EventToolEnd, Call: &gateway.ToolCallEvent{ID: "c1", Status: gateway.ToolCompleted,
+		Result: &gateway.Result{Content: []gateway.Content{gateway.TextContent("21 C"), forModel}, Structured: structured, Raw: raw}}}
+	got := marshal(t, sessionUpdates(end)[0])
+	for _, want := range []string{
+		`"content":[{"content":{"text":"21 C","type":"text"},"type":"content"}]`,
+		`"rawOutput":{"content":[{"text":"21 C","type":"text"}],"structuredContent":{"celsius":21}}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tool_call_update %s\nlacks %s", got, want)
+		}
+	}
+	// Replayed (session/load) from the stored turn, likewise.
+	stored, err := jsonRoundTrip(end.Call.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end.Call.Result = stored
+	if got := marshal(t, sessionUpdates(end)[0]); strings.Contains(got, `"text":"{\"celsius\":21}"`) {
+		t.Errorf("replayed tool_call_update %s shows the structured content as content", got)
+	}
+}
+
+// jsonRoundTrip is r as a store keeps it: encoded and decoded as JSON.
+func jsonRoundTrip(r *gateway.Result) (*gateway.Result, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var out gateway.Result
+	return &out, json.Unmarshal(b, &out)
+}

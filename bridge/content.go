@@ -21,7 +21,10 @@ import (
 // structured-only result thus never reaches the model empty. With
 // onlyWhenEmpty (in-process servers, whose text is written for the model
 // and whose structured content repeats it, such as read_file's), the JSON
-// is added only to a result without content blocks.
+// is added only to a result without content blocks. Next to the tool's
+// own blocks the JSON block is marked ModelOnly: the client shows the
+// tool's blocks and gets the structured content in rawOutput (Raw), so it
+// is shown once; a structured-only result's JSON block is the one it shows.
 func resultFromMCP(res *mcp.CallToolResult, onlyWhenEmpty bool) gateway.Result {
 	if res == nil {
 		return gateway.Result{Content: []gateway.Content{}}
@@ -37,7 +40,9 @@ func resultFromMCP(res *mcp.CallToolResult, onlyWhenEmpty bool) gateway.Result {
 	}
 	if res.StructuredContent != nil && (len(out.Content) == 0 || !onlyWhenEmpty) {
 		if b, err := json.Marshal(res.StructuredContent); err == nil && string(b) != "null" && !holdsJSON(out.Content, b) {
-			out.Content = append(out.Content, gateway.TextContent(string(b)))
+			block := gateway.TextContent(string(b))
+			block.ModelOnly = len(out.Content) > 0
+			out.Content = append(out.Content, block)
 		}
 	}
 	return out

@@ -38,6 +38,9 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	if res.Structured == nil {
 		t.Error("the structured content itself is gone")
 	}
+	if len(res.Content) != 1 || res.Content[0].ModelOnly {
+		t.Errorf("a structured-only result: %+v, want its JSON as the one block a client shows too", res.Content)
+	}
 
 	res, err = toolByName(t, m, "mcp__w__both").Execute(t.Context(), "c2", nil, nil)
 	if err != nil {
@@ -45,6 +48,9 @@ func TestManager_StructuredOnlyResultReachesTheModel(t *testing.T) {
 	}
 	if got, want := provider.ResultText(openai.Capabilities, &res), "21 C\n{\"celsius\":21}"; got != want {
 		t.Errorf("a result with text and structured content reads %q, want %q", got, want)
+	}
+	if n := len(res.Content); n != 2 || res.Content[0].ModelOnly || !res.Content[1].ModelOnly {
+		t.Errorf("a result with text and structured content: %+v, want the text, then the JSON marked ModelOnly (the client has it in rawOutput)", res.Content)
 	}
 
 	res, err = toolByName(t, m, "mcp__w__same").Execute(t.Context(), "c3", nil, nil)

@@ -207,7 +207,8 @@ func TestManager_PromptsListFailureKeepsTheServer(t *testing.T) {
 
 // TestManager_ToolPresentation: the title of a tool's calls is its title,
 // else its annotations' title, else server/tool; the kind comes from
-// _meta, else from the hints the tool states.
+// _meta, else from the hints the tool states and the words of its name
+// (bridge.toolKind): destructiveHint alone is an edit, not a delete.
 func TestManager_ToolPresentation(t *testing.T) {
 	yes, no := true, false
 	srv := mcp.NewServer(&mcp.Implementation{Name: "p", Version: "1"}, nil)
@@ -225,6 +226,14 @@ func TestManager_ToolPresentation(t *testing.T) {
 	add(&mcp.Tool{Name: "wiper", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}})
 	add(&mcp.Tool{Name: "poster", Annotations: &mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}})
 	add(&mcp.Tool{Name: "adder", Annotations: &mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &no}})
+	add(&mcp.Tool{Name: "write_file", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no}})
+	add(&mcp.Tool{Name: "delete_entities", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}})
+	add(&mcp.Tool{Name: "purge", Title: "Remove cache"})
+	add(&mcp.Tool{Name: "keep_entities", Annotations: &mcp.ToolAnnotations{Title: "Delete nothing", DestructiveHint: &no}})
+	add(&mcp.Tool{Name: "moveFile", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}})
+	add(&mcp.Tool{Name: "run-query", Annotations: &mcp.ToolAnnotations{OpenWorldHint: &yes}})
+	add(&mcp.Tool{Name: "list_removed", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+	add(&mcp.Tool{Name: "undelete", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}})
 	add(&mcp.Tool{Name: "meta", Meta: mcp.Meta{MetaToolKind: "execute"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
 	m := memManager(t, nil, map[string]*mcp.Server{"p": srv}, ServerSpec{Name: "p", Transport: TransportStdio})
 	for _, tt := range []struct {
@@ -236,7 +245,15 @@ func TestManager_ToolPresentation(t *testing.T) {
 		{"plain", "p/plain", ""},
 		{"reader", "p/reader", gateway.ToolKindRead},
 		{"searcher", "p/searcher", gateway.ToolKindFetch},
-		{"wiper", "p/wiper", gateway.ToolKindDelete},
+		{"wiper", "p/wiper", gateway.ToolKindEdit}, // destructiveHint alone: an edit
+		{"write_file", "p/write_file", gateway.ToolKindEdit},
+		{"delete_entities", "p/delete_entities", gateway.ToolKindDelete},
+		{"purge", "Remove cache (p)", gateway.ToolKindDelete},         // by name and title, no hints
+		{"keep_entities", "Delete nothing (p)", gateway.ToolKindEdit}, // destructiveHint false: never a delete
+		{"moveFile", "p/moveFile", gateway.ToolKindMove},
+		{"run-query", "p/run-query", gateway.ToolKindExecute},
+		{"list_removed", "p/list_removed", gateway.ToolKindRead}, // readOnlyHint first
+		{"undelete", "p/undelete", gateway.ToolKindEdit},         // a word, not a substring
 		{"poster", "p/poster", gateway.ToolKindFetch},
 		{"adder", "p/adder", gateway.ToolKindEdit},
 		{"meta", "p/meta", gateway.ToolKindExecute},

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -133,16 +136,26 @@ func toolTitle(server string, t *mcp.Tool) string {
 	return title + " (" + server + ")"
 }
 
-// toolKind returns the ACP tool kind of t's calls: the one t declares in
-// its _meta (MetaToolKind), else the one its annotations imply, else "".
-// Only hints the tool states count, never the MCP defaults:
+// toolKind returns the ACP tool kind of t's calls (ACP "Tool Calls",
+// https://agentclientprotocol.com/protocol/tool-calls#creating): the kind
+// says what a call does, so the editor can show it (and users trust it).
+// In order, the first rule that applies:
 //
-//   - readOnlyHint: fetch when openWorldHint is true as well (it reads from
-//     outside: a web search or fetch), else read;
-//   - destructiveHint true: delete (it may destroy data; ACP has no kind
-//     closer to "destructive", and edit would hide the risk);
-//   - openWorldHint true: fetch;
-//   - destructiveHint false (an additive update): edit.
+//  1. the kind t declares in its _meta (MetaToolKind), if valid;
+//  2. readOnlyHint: fetch when openWorldHint is true as well (it reads
+//     from outside: a web search or fetch), else read;
+//  3. a name or title that says what the tool does, a word of it (split at
+//     "_", "-", ".", spaces and lower-to-upper case changes) being one of
+//     deleteWords (delete, unless destructiveHint is false), moveWords
+//     (move) or executeWords (execute);
+//  4. openWorldHint true: fetch;
+//  5. destructiveHint stated, true or false: edit (it changes things; a
+//     destructive write such as write_file overwriting a file is still an
+//     edit, not a delete);
+//  6. else "" (shown as other).
+//
+// Only hints the tool states count, never the MCP defaults, so a tool
+// without annotations gets a kind from its name alone.
 func toolKind(t *mcp.Tool) gateway.ToolKind {
 	k, _ := t.Meta[MetaToolKind].(string)
 	if kind := gateway.ToolKind(k); gateway.ValidToolKind(kind) {
@@ -150,7 +163,7 @@ func toolKind(t *mcp.Tool) gateway.ToolKind {
 	}
 	a := t.Annotations
 	if a == nil {
-		return ""
+		a = &mcp.ToolAnnotations{}
 	}
 	openWorld := a.OpenWorldHint != nil && *a.OpenWorldHint
 	switch {
@@ -158,12 +171,71 @@ func toolKind(t *mcp.Tool) gateway.ToolKind {
 		return gateway.ToolKindFetch
 	case a.ReadOnlyHint:
 		return gateway.ToolKindRead
-	case a.DestructiveHint != nil && *a.DestructiveHint:
+	}
+	title := t.Title
+	if title == "" {
+		title = a.Title
+	}
+	words := append(nameWords(t.Name), nameWords(title)...)
+	notDestructive := a.DestructiveHint != nil && !*a.DestructiveHint
+	switch {
+	case hasWord(words, deleteWords) && !notDestructive:
 		return gateway.ToolKindDelete
+	case hasWord(words, moveWords):
+		return gateway.ToolKindMove
+	case hasWord(words, executeWords):
+		return gateway.ToolKindExecute
 	case openWorld:
 		return gateway.ToolKindFetch
 	case a.DestructiveHint != nil:
 		return gateway.ToolKindEdit
 	}
 	return ""
+}
+
+// The words of a tool's name or title that say what it does (toolKind),
+// lower case.
+var (
+	deleteWords  = []string{"delete", "remove", "rm", "unlink", "erase", "destroy", "drop", "purge", "rmdir", "trash"}
+	moveWords    = []string{"move", "mv", "rename"}
+	executeWords = []string{"exec", "execute", "run", "shell", "terminal", "bash", "command"}
+)
+
+// nameWords splits a tool name or title into lower-case words at "_",
+// "-", ".", "/", spaces and lower-to-upper case changes
+// ("deleteFile" → delete, file).
+func nameWords(s string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	var prev rune
+	for _, r := range s {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+		prev = r
+	}
+	flush()
+	return words
+}
+
+// hasWord reports whether words holds one of want.
+func hasWord(words, want []string) bool {
+	for _, w := range words {
+		if slices.Contains(want, w) {
+			return true
+		}
+	}
+	return false
 }

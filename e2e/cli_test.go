@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// The binary as a person at a terminal meets it: --help on stdout, exit 0;
-// an unknown flag or a config mistake printed once, exit 1; no stack
+// The binary as a person at a terminal meets it: --help (or help) on stdout, exit 0;
+// an unknown flag or a config mistake printed once, exit 1, a mistyped flag
+// or subcommand with the one meant; no stack
 // frames.
 func TestCLI_HelpAndErrorsPrintedOnce(t *testing.T) {
 	t.Parallel()
@@ -33,6 +34,10 @@ func TestCLI_HelpAndErrorsPrintedOnce(t *testing.T) {
 		{[]string{"--bogus"}, 1, "-bogus", false},
 		{[]string{"gateway", "--bogus"}, 1, "-bogus", false},
 		{[]string{"nosuch"}, 1, `unknown subcommand "nosuch"`, false},
+		{[]string{"help"}, 0, "Subcommands:", true},
+		{[]string{"help", "gateway"}, 0, `see the README, section "A shared gateway"`, true},
+		{[]string{"--modle", "x"}, 1, "unknown flag --modle: did you mean --model?", false},
+		{[]string{"gatway"}, 1, `unknown subcommand "gatway": did you mean "gateway"?`, false},
 		{[]string{"--config", bad, "--store", "memory"}, 1, bad + `:2:16: key "timeouts.conect": unknown key (valid keys here: connect,`, false},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -634,7 +634,8 @@ func TestMCPServer_StartupErrors(t *testing.T) {
 	}{
 		{[]string{"--listen", ":0"}, `--listen ":0" has no host and would bind every interface`},
 		{[]string{"--listen", "0.0.0.0:0"}, `--listen "0.0.0.0:0" is not a loopback address: set a token (--token-file or ACP_AGENT_MCP_TOKEN) first`},
-		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus"}, "unknown flag --bogus (see acp-agent mcp-server --help)"},
+		{[]string{"--listn", "127.0.0.1:0"}, "unknown flag --listn: did you mean --listen?"},
 	} {
 		cmd := exec.Command(agentBin, append([]string{"mcp-server"}, tt.args...)...)
 		cmd.Env = env

@@ -3,11 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
@@ -132,7 +137,9 @@ func TestPrompts_ListChangedRefreshesTheCommands(t *testing.T) {
 
 // TestToolPresentation_TitleKindAndStructuredOnly: a tool's title and
 // annotations make the tool_call's title and kind; a structured-only result
-// shows its JSON as content and keeps it in rawOutput.
+// shows its JSON as content and keeps it in rawOutput; a result with text
+// and structured content shows the text alone, the structured content in
+// rawOutput only (shown once, though the model reads both).
 func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
@@ -143,6 +150,7 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 		content       string
 	}{
 		{"/call mcp__fixture__weather", "Weather Report (fixture)", acpsdk.ToolKindFetch, `{"celsius":21,"sky":"clear"}`},
+		{`/call mcp__fixture__weather {"summary":true}`, "Weather Report (fixture)", acpsdk.ToolKindFetch, "21 °C, clear"},
 		{`/call mcp__everything__echo {"message":"hi"}`, "Echo Tool (everything)", acpsdk.ToolKindRead, "Echo: hi"},
 		{"/call mcp__fixture__slow {\"seconds\":0}", "fixture/slow", acpsdk.ToolKindOther, ""},
 	} {
@@ -162,10 +170,77 @@ func TestToolPresentation_TitleKindAndStructuredOnly(t *testing.T) {
 			t.Errorf("%s: content %q, want %q", tt.prompt, contentText(end), tt.content)
 		}
 		if tt.title == "Weather Report (fixture)" {
+			if n := len(end.Content); n != 1 {
+				t.Errorf("%s: %d content blocks, want the result shown once", tt.prompt, n)
+			}
 			raw, _ := json.Marshal(end.RawOutput)
 			if !strings.Contains(string(raw), `"structuredContent":{"celsius":21,"sky":"clear"}`) {
 				t.Errorf("rawOutput = %s, want the structured content", raw)
 			}
 		}
+	}
+}
+
+// TestSlashCommands_HelpExampleAndUnknown: /help's example /call names a
+// tool the session has (here a read-only tool of the fixture server, no
+// hard-coded tool of another server), an unknown command says it is
+// unknown, and a message starting with a path is not taken for one.
+func TestSlashCommands_HelpExampleAndUnknown(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
+	_, out := a.prompt(sid, "/help")
+	help := text(out)
+	i := strings.Index(help, "e.g. /call mcp__fixture__")
+	if i < 0 || strings.Contains(help, "mcp__everything__") {
+		t.Fatalf("/help = %q, want an example /call of a fixture tool", help)
+	}
+	// The example runs as written.
+	example := strings.TrimPrefix(strings.SplitN(help[i:], "\n", 2)[0], "e.g. ")
+	if _, out := a.prompt(sid, example); finalToolUpdate(t, out).Status == nil || *finalToolUpdate(t, out).Status != acpsdk.ToolCallStatusCompleted {
+		t.Errorf("%s: %+v, want completed", example, finalToolUpdate(t, out))
+	}
+	if _, out := a.prompt(sid, "/halp"); text(out) != "Unknown command /halp; /help lists them." {
+		t.Errorf("/halp said %q", text(out))
+	}
+	if _, out := a.prompt(sid, "/usr/bin/foo is broken"); !strings.Contains(text(out), "Commands:") {
+		t.Errorf("a message about a path said %q, want the direct-mode help (no model here)", text(out))
+	}
+}
+
+// TestToolKind_FollowsWhatTheToolDoes: server-filesystem marks write_file,
+// edit_file and move_file destructiveHint; the editor sees write_file as an
+// edit (not a delete) and move_file as a move, read-only tools as reads.
+func TestToolKind_FollowsWhatTheToolDoes(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	dir := t.TempDir()
+	sid := a.newSession(dir, acpclient.Stdio("fs", "node", []string{filesystem, dir}, nil))
+	a1, a2 := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	for _, tt := range []struct {
+		call string
+		kind acpsdk.ToolKind
+	}{
+		{fmt.Sprintf(`/call mcp__fs__write_file {"path":%q,"content":"hi"}`, a1), acpsdk.ToolKindEdit},
+		{fmt.Sprintf(`/call mcp__fs__edit_file {"path":%q,"edits":[{"oldText":"hi","newText":"ho"}]}`, a1), acpsdk.ToolKindEdit},
+		{fmt.Sprintf(`/call mcp__fs__move_file {"source":%q,"destination":%q}`, a1, a2), acpsdk.ToolKindMove},
+		{fmt.Sprintf(`/call mcp__fs__read_text_file {"path":%q}`, a2), acpsdk.ToolKindRead},
+	} {
+		_, out := a.prompt(sid, tt.call)
+		var start *acpsdk.SessionUpdateToolCall
+		for _, u := range out {
+			if u.Update.ToolCall != nil {
+				start = u.Update.ToolCall
+			}
+		}
+		if start == nil || start.Kind != tt.kind {
+			t.Errorf("%s: tool_call %+v, want kind %q", tt.call, start, tt.kind)
+		}
+		if end := finalToolUpdate(t, out); end.Status == nil || *end.Status != acpsdk.ToolCallStatusCompleted {
+			t.Errorf("%s: ended %+v, want completed", tt.call, end)
+		}
+	}
+	if data, err := os.ReadFile(a2); err != nil || string(data) != "ho" {
+		t.Errorf("b.txt = %q, %v; want the written, edited and moved file", data, err)
 	}
 }

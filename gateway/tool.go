@@ -191,6 +191,12 @@ type Content struct {
 	// Size is the resource size in bytes, or nil when unknown.
 	Size     *int64            `json:"size,omitempty"`
 	Resource *EmbeddedResource `json:"resource,omitempty"`
+	// ModelOnly marks a block added for the model alone: a text block
+	// holding the result's structured content (Result.Structured) as JSON,
+	// next to the tool's own blocks. A client shows the tool's blocks and
+	// has the structured content in Result.Raw (ACP rawOutput), so it
+	// leaves this one out rather than show the result twice.
+	ModelOnly bool `json:"modelOnly,omitempty"`
 }
 
 // EmbeddedResource is the contents of an embedded resource: Text for a text

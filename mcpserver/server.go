@@ -369,10 +369,13 @@ func (sv *server) shutdown() {
 }
 
 // isCommand reports whether text starts with a slash command of the agent
-// (runner.Commands): those run without a model.
+// (runner.Commands), or a word shaped like one that is none of them
+// (runner.UnknownCommand, answered "Unknown command"): those run without a
+// model.
 func isCommand(text string) bool {
 	_, _, ok := runner.ParseCommand(text)
-	return ok
+	_, unknown := runner.UnknownCommand(text)
+	return ok || unknown
 }
 
 // errNoModel is the error of a message that needs a model when none is

@@ -22,7 +22,7 @@ type subcommand struct {
 // subcommands are acp-agent's subcommands, in the order --help lists them.
 // A new subcommand (login, logout, …) is one entry here.
 var subcommands = []subcommand{
-	{"gateway", "serve the agent runtime to remote translators over WebSocket (docs/gateway-protocol.md)",
+	{"gateway", "serve the agent runtime to remote translators over WebSocket",
 		func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			return runGateway(args, stdout, stderr)
 		}},
@@ -57,6 +57,19 @@ func subcommandNames() string {
 	return strings.Join(q, ", ")
 }
 
+// unknownSubcommand is the error of "acp-agent <name>" for a name that is
+// no subcommand, suggesting the closest one when one is close ([suggest]).
+func unknownSubcommand(name string) error {
+	names := []string{"help"}
+	for _, s := range subcommands {
+		names = append(names, s.name)
+	}
+	if s, ok := suggest(name, names); ok {
+		return fmt.Errorf("unknown subcommand %q: did you mean %q? (run with no arguments to serve ACP on stdio; see acp-agent --help)", name, s)
+	}
+	return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use one of %s; see acp-agent --help)", name, subcommandNames())
+}
+
 const agentAbout = `acp-agent is an ACP (Agent Client Protocol) agent. An editor (Zed, or any
 ACP client such as acpx) starts it and speaks ACP (JSON-RPC, one message per
 line) on its stdin and stdout. The MCP servers the editor passes at
@@ -72,7 +85,8 @@ func printAgentUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `
 Usage:
   acp-agent [flags]                  serve ACP on stdin/stdout (what an editor runs)
-  acp-agent <subcommand> [flags]     see "acp-agent <subcommand> --help"
+  acp-agent <subcommand> [flags]     see "acp-agent help <subcommand>" (or <subcommand> --help)
+  acp-agent help                     this text, as --help
 
 Subcommands:
 `)
@@ -86,12 +100,13 @@ Zed (settings.json):
 Flags:
 `)
 	printFlags(w, fs)
-	printHelpFooter(w)
+	printHelpFooter(w, "Using it")
 }
 
-// printHelpFooter ends every --help: where the config file is, and where
-// logs go.
-func printHelpFooter(w io.Writer) {
+// printHelpFooter ends every --help: where the config file is, where logs
+// go, and the section of the README (by its heading, since a relative path
+// means nothing to an installed binary) that tells more.
+func printHelpFooter(w io.Writer, section string) {
 	path := defaultConfigPath()
 	if path == "" {
 		path = "(no home directory: none)"
@@ -100,7 +115,8 @@ func printHelpFooter(w io.Writer) {
 Config file: $XDG_CONFIG_HOME/acp-agent/config.json, else ~/.config/acp-agent/config.json
   (here: %s); --config names another. A missing default file is no settings.
 Logs go to stderr (or --log-file); stdout carries protocol frames only.
-`, path)
+More: see the README, section %q; the config file's keys are in its section "Configuration".
+`, path, section)
 }
 
 // terminalBanner is what a person who runs acp-agent at a terminal sees
@@ -130,3 +146,79 @@ func isTerminal(r io.Reader) bool {
 type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// flagError is the error of a failed fs.Parse, for the command see names
+// ("acp-agent", "acp-agent gateway"): a flag fs does not define is
+// "unknown flag --modle: did you mean --model? (see acp-agent --help)",
+// the suggestion the closest of fs's flags (see [suggest]) when one is
+// close; any other error is kept as flag reports it.
+func flagError(fs *flag.FlagSet, err error, see string) error {
+	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !unknown {
+		return fmt.Errorf("%v (see %s --help)", err, see)
+	}
+	name = strings.TrimLeft(name, "-")
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if s, ok := suggest(name, names); ok {
+		return fmt.Errorf("unknown flag --%s: did you mean --%s? (see %s --help)", name, s, see)
+	}
+	return fmt.Errorf("unknown flag --%s (see %s --help)", name, see)
+}
+
+// suggest returns the one of names closest to the mistyped word, when it
+// is close: within an edit distance (letters inserted, deleted, replaced,
+// or two neighbours swapped) of 1 for words of up to 4 letters and 2 for
+// longer ones, or a name that word begins (at least 3 letters typed).
+// Ties go to the first of names.
+func suggest(word string, names []string) (string, bool) {
+	best, bestD := "", -1
+	for _, n := range names {
+		d := editDistance(word, n)
+		if bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	limit := 2
+	if len(word) <= 4 {
+		limit = 1
+	}
+	if bestD >= 0 && bestD <= limit {
+		return best, true
+	}
+	if len(word) >= 3 {
+		for _, n := range names {
+			if strings.HasPrefix(n, word) {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+// editDistance is the optimal string alignment distance between a and b
+// (Levenshtein plus the swap of two neighbouring letters), by bytes.
+func editDistance(a, b string) int {
+	// d[i][j] is the distance between a[:i] and b[:j]; three rows suffice.
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}

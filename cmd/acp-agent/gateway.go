@@ -119,8 +119,8 @@ const gatewayUsage = `Usage: acp-agent gateway [flags]
 
 Serve the agent runtime (models, permissions policy, turns) as a WebSocket
 service at ws://HOST:PORT for remote translators: "acp-agent --gateway URL"
-runs the ACP front end on the editor's machine and the turns here
-(docs/gateway-protocol.md). The host must be named; a non-loopback address
+runs the ACP front end on the editor's machine and the turns here (the
+README, section "A shared gateway"). The host must be named; a non-loopback address
 needs a token (--token-file, or ` + tokenEnv + `), or tenants' tokens
 (--tokens-file). With --store the gateway keeps its translators' sessions
 ("acp-agent --gateway URL --store gateway"); replicas sharing one store
@@ -147,10 +147,10 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, gatewayUsage)
 			printFlags(stdout, fs)
-			printHelpFooter(stdout)
+			printHelpFooter(stdout, "A shared gateway")
 			return nil
 		}
-		return fmt.Errorf("gateway: %v (see acp-agent gateway --help)", err)
+		return fmt.Errorf("gateway: %w", flagError(fs, err, "acp-agent gateway"))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("gateway: unexpected argument %q: it takes flags only (see acp-agent gateway --help)", fs.Arg(0))

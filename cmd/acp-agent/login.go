@@ -91,7 +91,7 @@ func runLogin(args []string, stdin io.Reader, out, stderr io.Writer, creds *cred
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%v (see acp-agent login --help)", err)
+		return flagError(fs, err, "acp-agent login")
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("login: want at most one argument, the provider (%s); got %q", providerIDs(), fs.Args())
@@ -210,7 +210,7 @@ func runLogout(args []string, out, stderr io.Writer, creds *credentials) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%v (see acp-agent logout --help)", err)
+		return flagError(fs, err, "acp-agent logout")
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("logout: want at most one argument, the provider (%s); got %q", providerIDs(), fs.Args())

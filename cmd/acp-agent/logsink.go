@@ -8,11 +8,14 @@ import (
 )
 
 // logSink is the log writer in front of stderr: logging never waits for it.
-// Write copies the line into a buffer of at most max bytes and returns; a
-// goroutine owned by the sink writes the buffer to w. When the buffer is full
-// (nobody reads stderr) lines are dropped and counted, and once w accepts
-// writes again the sink writes a line giving the count. Write and Sync may
-// be called concurrently; call Close once, when logging is over.
+// Write copies the line into a buffer of at most max bytes (or, when the
+// buffer is empty, one line of any size) and returns; a goroutine owned by
+// the sink writes the buffer to w. When the buffer is full (stderr is not
+// read, or not as fast as lines come) lines are dropped and counted, and
+// once w accepts writes again the sink writes a line giving the count.
+// Lines written while Close runs are still written, up to the final flush;
+// those after it are dropped without a count, since logging is over, not
+// stderr unread. Write, Sync and Close may be called concurrently.
 type logSink struct {
 	w    io.Writer
 	max  int
@@ -21,10 +24,11 @@ type logSink struct {
 	stop chan struct{} // closed by Close
 	done chan struct{} // closed when the writer goroutine returns
 
-	mu      sync.Mutex
-	buf     []byte // lines not yet handed to the writer goroutine; len <= max
-	dropped int    // lines dropped since the last count was written
-	closed  bool
+	mu       sync.Mutex
+	buf      []byte // lines not yet handed to the writer goroutine; len <= max, or one longer line
+	dropped  int    // lines dropped for a full buffer since the last count was written
+	stopping bool   // Close was called (stop is closed)
+	closed   bool   // the writer goroutine took its final batch: Write drops, uncounted
 }
 
 // newLogSink starts a sink writing to w with a buffer of max bytes.
@@ -38,7 +42,11 @@ func newLogSink(w io.Writer, max int) *logSink {
 // sink is closed. It never blocks on w and always reports success.
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	if s.closed || len(s.buf)+len(p) > s.max {
+	if s.closed {
+		s.mu.Unlock()
+		return len(p), nil
+	}
+	if len(s.buf) > 0 && len(s.buf)+len(p) > s.max {
 		s.dropped++
 		s.mu.Unlock()
 		return len(p), nil
@@ -62,11 +70,11 @@ func (s *logSink) Sync() error { return nil }
 // the process's exit ends.
 func (s *logSink) Close(timeout time.Duration) {
 	s.mu.Lock()
-	if s.closed {
+	if s.stopping {
 		s.mu.Unlock()
 		return
 	}
-	s.closed = true
+	s.stopping = true
 	s.mu.Unlock()
 	close(s.stop)
 	select {
@@ -84,15 +92,15 @@ func (s *logSink) run() {
 		case <-s.stop:
 		}
 		s.mu.Lock()
-		batch, dropped, closed := s.buf, s.dropped, s.closed
-		s.buf, s.dropped = spare[:0], 0
+		batch, dropped, closed := s.buf, s.dropped, s.stopping
+		s.buf, s.dropped, s.closed = spare[:0], 0, closed
 		s.mu.Unlock()
 		if len(batch) > 0 {
 			_, _ = s.w.Write(batch)
 		}
 		if dropped > 0 {
 			// zap's console format: time, level, message, fields.
-			_, _ = fmt.Fprintf(s.w, "%s\tWARN\tlog lines dropped: stderr was not being read\t{\"dropped\": %d}\n",
+			_, _ = fmt.Fprintf(s.w, "%s\tWARN\tlog lines dropped: stderr was not read as fast as lines came\t{\"dropped\": %d}\n",
 				s.now().Format("2006-01-02T15:04:05.000Z0700"), dropped)
 		}
 		spare = batch

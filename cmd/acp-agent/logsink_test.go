@@ -5,7 +5,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,7 +27,7 @@ func (w *stuckWriter) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
-var droppedRe = regexp.MustCompile(`log lines dropped: stderr was not being read\t\{"dropped": (\d+)\}`)
+var droppedRe = regexp.MustCompile(`log lines dropped: stderr was not read as fast as lines came\t\{"dropped": (\d+)\}`)
 
 // TestLogSink_NeverBlocks: with a writer that blocks, every Write returns,
 // lines beyond the buffer are dropped and counted, and once the writer
@@ -93,4 +95,46 @@ func TestNewLogger_StderrNeverBlocks(t *testing.T) {
 	if out := w.String(); !droppedRe.MatchString(out) || !strings.Contains(out, "DEBUG\ta verbose line") {
 		t.Errorf("stderr once read: %.300q", out)
 	}
+}
+
+// gatedStderr is a stderr that is read, but whose first Write waits for
+// release: the sink's goroutine is inside a Write when the test wants it.
+type gatedStderr struct {
+	release chan struct{}
+	once    sync.Once
+	testutil.Buffer
+}
+
+func (w *gatedStderr) Write(p []byte) (int, error) {
+	w.once.Do(func() { <-w.release })
+	return w.Buffer.Write(p)
+}
+
+// TestLogSink_NoFalseDropWarning: over a stderr that is read, no
+// "dropped" line is written for a line logged while Close runs (as other
+// goroutines do while the process exits: the old sink counted it as
+// dropped and then blamed stderr), nor for a line larger than the buffer;
+// both lines are written.
+func TestLogSink_NoFalseDropWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &gatedStderr{release: make(chan struct{})}
+		s := newLogSink(w, 4<<10)
+		fmt.Fprintf(s, "first\n")
+		synctest.Wait() // the sink's goroutine is in w.Write("first")
+		closed := make(chan struct{})
+		go func() { defer close(closed); s.Close(30 * time.Second) }()
+		synctest.Wait()                     // Close waits for the goroutine
+		late := strings.Repeat("x", 16<<10) // 4 times the buffer, logged while closing
+		fmt.Fprintf(s, "%s\n", late)
+		close(w.release)
+		<-closed
+		fmt.Fprintf(s, "after close\n") // logging is over: dropped, not counted
+		out := w.String()
+		if droppedRe.MatchString(out) {
+			t.Errorf("stderr was read, yet the sink says lines were dropped: %.300q", out)
+		}
+		if out != "first\n"+late+"\n" {
+			t.Errorf("stderr = %.100q…, want the first line, then the long late one, and nothing after Close", out)
+		}
+	})
 }

@@ -88,6 +88,17 @@ func agentVersion() string {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "help" {
+		// "acp-agent help" is --help; "acp-agent help <subcommand>" its --help.
+		if len(args) > 1 {
+			sc, ok := lookupSubcommand(args[1])
+			if !ok {
+				return unknownSubcommand(args[1])
+			}
+			return sc.run([]string{"--help"}, stdin, stdout, stderr)
+		}
+		args = []string{"--help"}
+	}
 	if len(args) > 0 {
 		if sc, ok := lookupSubcommand(args[0]); ok {
 			return sc.run(args[1:], stdin, stdout, stderr)
@@ -107,10 +118,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			printAgentUsage(stdout, fs)
 			return nil
 		}
-		return fmt.Errorf("%v (see acp-agent --help)", err)
+		return flagError(fs, err, "acp-agent")
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown subcommand %q (run with no arguments to serve ACP on stdio, or use one of %s; see acp-agent --help)", fs.Arg(0), subcommandNames())
+		return unknownSubcommand(fs.Arg(0))
 	}
 	if *showVersion {
 		// --version and --help are the only things printed on stdout outside ACP.

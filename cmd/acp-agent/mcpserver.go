@@ -104,10 +104,10 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, mcpServerUsage)
 			printFlags(stdout, fs)
-			printHelpFooter(stdout)
+			printHelpFooter(stdout, "From another agent: acp-agent as an MCP server")
 			return nil, true, nil
 		}
-		return nil, false, fmt.Errorf("mcp-server: %v (see acp-agent mcp-server --help)", err)
+		return nil, false, fmt.Errorf("mcp-server: %w", flagError(fs, err, "acp-agent mcp-server"))
 	}
 	if fs.NArg() > 0 {
 		return nil, false, fmt.Errorf("mcp-server: unexpected argument %q: it takes flags only (see acp-agent mcp-server --help)", fs.Arg(0))

@@ -56,7 +56,7 @@ func TestMCPServerFlags_Errors(t *testing.T) {
 		{"token file others can read", []string{"--listen", "127.0.0.1:0", "--token-file", looseFile}, "is readable or writable by group or others (mode 0644)"},
 		{"token file without listen", []string{"--token-file", tokenFile}, "--token-file applies only with --listen"},
 		{"origins without listen", []string{"--allowed-origins", "https://a.example"}, "--allowed-origins applies only with --listen"},
-		{"unknown flag", []string{"--gateway", "ws://x"}, "mcp-server: flag provided but not defined: -gateway (see acp-agent mcp-server --help)"},
+		{"unknown flag", []string{"--gateway", "ws://x"}, "mcp-server: unknown flag --gateway (see acp-agent mcp-server --help)"},
 		{"argument", []string{"extra"}, `mcp-server: unexpected argument "extra"`},
 		{"origin with a port", []string{"--listen", "127.0.0.1:0", "--allowed-origins", "http://localhost:3000,https://ide.example"}, ""},
 		{"origin without a scheme", []string{"--listen", "127.0.0.1:0", "--allowed-origins", "ide.example"}, `--allowed-origins: "ide.example" is not an origin`},

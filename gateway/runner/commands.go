@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Command is one slash command of a session (ACP "Slash Commands",
@@ -62,6 +63,56 @@ func ParseCommand(text string) (cmd Command, rest string, ok bool) {
 	}
 	return Command{}, "", false
 }
+
+// UnknownCommand reports whether text starts with a word shaped like a
+// command that is none of [Commands]: a slash, then a letter, then letters,
+// digits, "_" or "-", up to the first space or the end ("/halp", "/Tools
+// x"; the first word ends at any white space). Such a prompt is answered "Unknown command /word; /help lists them."
+// ([UnknownCommandText]) in every mode, never sent to a model. A slash
+// word of any other shape is a message: "/usr/bin/foo is broken", "/tmp.",
+// "/ 2" go to the model as written, and "/<server>:<prompt>" is an MCP
+// prompt (package session). Matching is exact: "/Tools" is unknown, as
+// commands are lower case.
+func UnknownCommand(text string) (word string, ok bool) {
+	text = strings.TrimSpace(text)
+	first := text
+	if i := strings.IndexFunc(text, unicode.IsSpace); i >= 0 {
+		first = text[:i]
+	}
+	name, slash := strings.CutPrefix(first, "/")
+	if !slash || !commandShaped(name) {
+		return "", false
+	}
+	for _, c := range commands {
+		if c.Name == name {
+			return "", false
+		}
+	}
+	return first, true
+}
+
+// UnknownCommandText is the answer to a prompt starting with the unknown
+// command word (see [UnknownCommand]).
+func UnknownCommandText(word string) string {
+	return "Unknown command " + word + "; /help lists them."
+}
+
+// commandShaped reports whether name is a letter then letters, digits,
+// "_" or "-" (ASCII).
+func commandShaped(name string) bool {
+	if name == "" || !isLetter(name[0]) {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		if !isLetter(c) && (c < '0' || c > '9') && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // IsDirectCommand reports whether text starts with a command the direct
 // provider answers (every command of [Commands] but the front end's and the

@@ -1,14 +1,18 @@
 package runner
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // TestCommands_TableDrivesHelpAndDispatch: every command of the table is in
 // the /help text, and the direct provider's dispatch follows the table.
 func TestCommands_TableDrivesHelpAndDispatch(t *testing.T) {
-	help := DirectHelp()
+	help := DirectHelp(nil)
 	for _, c := range Commands() {
 		if !strings.Contains(help, "/"+c.Name) || !strings.Contains(help, c.Description) {
 			t.Errorf("/help lacks /%s or its description:\n%s", c.Name, help)
@@ -33,5 +37,103 @@ func TestCommands_TableDrivesHelpAndDispatch(t *testing.T) {
 		if ok != tt.ok || c.Name != tt.name || rest != tt.rest {
 			t.Errorf("ParseCommand(%q) = %q %q %v, want %q %q %v", tt.text, c.Name, rest, ok, tt.name, tt.rest, tt.ok)
 		}
+	}
+}
+
+// TestUnknownCommand: a slash word shaped like a command that is none of
+// the table is unknown; any other slash word is a message.
+func TestUnknownCommand(t *testing.T) {
+	for _, tt := range []struct {
+		text, word string
+		ok         bool
+	}{
+		{"/halp", "/halp", true},
+		{"  /foo-bar_2 some text", "/foo-bar_2", true},
+		{"/Tools", "/Tools", true}, // commands are lower case
+		{"/halp\nmore", "/halp", true},
+		{"/tools", "", false},
+		{"/call x {}", "", false},
+		{"/usr/bin/foo is broken", "", false},
+		{"/tmp. is full", "", false},
+		{"/ 2", "", false},
+		{"/2fa setup", "", false},
+		{"/server:prompt arg", "", false}, // an MCP prompt
+		{"hello /halp", "", false},
+		{"", "", false},
+	} {
+		word, ok := UnknownCommand(tt.text)
+		if word != tt.word || ok != tt.ok {
+			t.Errorf("UnknownCommand(%q) = %q %v, want %q %v", tt.text, word, ok, tt.word, tt.ok)
+		}
+	}
+}
+
+// TestRunner_UnknownCommandIsSaidUnknown: with a model, a prompt starting
+// with an unknown command is answered "Unknown command" without asking the
+// model; a path at the start of a message still goes to the model.
+func TestRunner_UnknownCommandIsSaidUnknown(t *testing.T) {
+	var asked []string
+	p := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+		asked = append(asked, gateway.PromptText(req.Messages[len(req.Messages)-1].Content))
+		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("ok")}}}, nil
+	}}
+	r := New(&gateway.Registry{}, &Options{Models: []gateway.Model{{ID: "fake", Provider: p}}})
+	for _, tt := range []struct{ prompt, said string }{
+		{"/halp me", "Unknown command /halp; /help lists them."},
+		{"/usr/bin/foo is broken", ""},
+	} {
+		evs, emit := collect()
+		if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(tt.prompt)}}, emit); err != nil || stop != gateway.StopEndTurn {
+			t.Fatalf("%s: Run = %s, %v", tt.prompt, stop, err)
+		}
+		var said strings.Builder
+		for _, e := range *evs {
+			if e.Kind == gateway.EventTextDelta {
+				said.WriteString(e.Text)
+			}
+		}
+		if said.String() != tt.said {
+			t.Errorf("%s: said %q, want %q", tt.prompt, said.String(), tt.said)
+		}
+	}
+	if len(asked) != 1 || asked[0] != "/usr/bin/foo is broken" {
+		t.Errorf("the model was asked %q, want only the message about a path", asked)
+	}
+}
+
+// TestDirectHelp_ExampleNamesASessionTool: /help's example /call names a
+// tool of the session (a read-only MCP tool first), with its required
+// arguments; without tools it says so instead of naming one.
+func TestDirectHelp_ExampleNamesASessionTool(t *testing.T) {
+	write := &gateway.Tool{Name: "mcp__fs__write_file", Group: "fs", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	builtin := &gateway.Tool{Name: "mcp__acp__read_file", Group: "acp", Core: true, Annotations: gateway.Annotations{ReadOnlyHint: true}}
+	search := &gateway.Tool{Name: "mcp__gh__search", Group: "gh", Annotations: gateway.Annotations{ReadOnlyHint: true},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"},"all":{"type":"boolean"}},"required":["query","limit"]}`)}
+	for _, tt := range []struct {
+		tools []*gateway.Tool
+		want  string
+	}{
+		{[]*gateway.Tool{write, builtin, search}, `e.g. /call mcp__gh__search {"query":"...","limit":1}`},
+		{[]*gateway.Tool{write, builtin}, "e.g. /call mcp__acp__read_file {}"},
+		{[]*gateway.Tool{write}, "e.g. /call mcp__fs__write_file {}"},
+		{nil, "This session has no tools yet; /servers shows its MCP servers."},
+	} {
+		help := DirectHelp(tt.tools)
+		if !strings.Contains(help, tt.want) {
+			t.Errorf("/help with %d tools lacks %q:\n%s", len(tt.tools), tt.want, help)
+		}
+		if strings.Contains(help, "mcp__everything__echo") {
+			t.Errorf("/help names a tool the session does not have:\n%s", help)
+		}
+	}
+	// /call without a tool gives the same example.
+	evs, emit := collect()
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{search})
+	if _, err := New(reg, nil).Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call")}}, emit); err != nil {
+		t.Fatal(err)
+	}
+	if len(*evs) == 0 || !strings.Contains((*evs)[0].Text, `e.g. /call mcp__gh__search {"query":"...","limit":1}`) {
+		t.Errorf("/call alone said %+v", *evs)
 	}
 }

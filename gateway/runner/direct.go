@@ -10,15 +10,20 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
-// DirectHelp returns the text of /help in direct mode, also shown for any
-// text that is not a command. It lists [Commands] and says how to configure
-// a model.
-func DirectHelp() string {
+// DirectHelp returns the text of /help, also shown in direct mode for any
+// text that is not a command. It lists [Commands], gives an example /call of
+// one of tools (the session's tools: see [exampleCall]) and says how to
+// configure a model.
+func DirectHelp(tools []*gateway.Tool) string {
+	example := "This session has no tools yet; /servers shows its MCP servers."
+	if call := exampleCall(tools); call != "" {
+		example = "e.g. " + call
+	}
 	return `acp-agent is running without a model (direct mode): you drive the session's tools yourself.
 
 Commands:
 ` + commandsHelp() + `
-e.g. /call mcp__everything__echo {"message":"hi"}
+` + example + `
 
 This session runs without a model. To chat with one, pick it in the
 session's Model setting if your editor shows one, or start acp-agent with:
@@ -29,10 +34,105 @@ or the "model" key of the config file. The commands above call the same
 tools a model would, under the same permissions.`
 }
 
+// exampleCall is a /call of one of tools with its required arguments
+// filled by placeholder values of their schema types ("..." for a string,
+// 1, true, [], {}), or "" when tools is empty. It picks, in order of
+// preference, a read-only tool of an MCP server (Group set, not Core: not
+// one of the agent's own), a read-only tool, a tool of an MCP server, any
+// tool (the first in tools' order of each), so the example is safe to try
+// and names a tool that exists.
+func exampleCall(tools []*gateway.Tool) string {
+	var pick *gateway.Tool
+	best := -1
+	for _, t := range tools {
+		score := 0
+		if t.Annotations.ReadOnlyHint {
+			score += 2
+		}
+		if t.Group != "" && !t.Core {
+			score++
+		}
+		if score > best {
+			pick, best = t, score
+		}
+	}
+	if pick == nil {
+		return ""
+	}
+	args := "{}"
+	if b, err := json.Marshal(exampleArgs(pick.InputSchema)); err == nil {
+		args = string(b)
+	}
+	return "/call " + pick.Name + " " + args
+}
+
+// exampleArgs are placeholder values for the required properties of an
+// input schema, as an ordered JSON object (the order of "required").
+func exampleArgs(schema json.RawMessage) orderedArgs {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	out := make(orderedArgs, 0, len(s.Required))
+	for _, name := range s.Required {
+		typ, _ := s.Properties[name].Type.(string)
+		var v any = "..."
+		switch typ {
+		case "integer", "number":
+			v = 1
+		case "boolean":
+			v = true
+		case "array":
+			v = []any{}
+		case "object":
+			v = map[string]any{}
+		}
+		out = append(out, argValue{name, v})
+	}
+	return out
+}
+
+// orderedArgs is a JSON object whose members keep their order.
+type orderedArgs []argValue
+
+type argValue struct {
+	name  string
+	value any
+}
+
+// MarshalJSON writes the members in order.
+func (a orderedArgs) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range a {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(m.name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(m.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
 // Direct is the offline provider used when no model is configured. It reads
 // the user's text as a command: /tools lists the tools, /call asks the runner
-// to call one (the same path a model's tool call takes), anything else gets
-// DirectHelp. Each /call gets a random tool call ID ("call_" and 16 hex
+// to call one (the same path a model's tool call takes), an unknown command
+// ([UnknownCommand]) is said to be unknown, anything else gets DirectHelp. Each /call gets a random tool call ID ("call_" and 16 hex
 // digits), so IDs do not repeat across agent restarts or session/load. It is
 // safe for concurrent use. It reads only the current turn: the runner gives
 // it no history (Request.Messages holds the turn's messages alone).
@@ -65,15 +165,24 @@ func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gatew
 	case "call":
 		name, argText, _ := strings.Cut(rest, " ")
 		if name == "" {
-			return say("usage: /call <tool> [args]; args is a JSON object, e.g. /call mcp__everything__echo {\"message\":\"hi\"}")
+			usage := "usage: /call <tool> [args]; args is a JSON object"
+			if call := exampleCall(req.Tools); call != "" {
+				usage += ", e.g. " + call
+			}
+			return say(usage + "; /tools lists the tools")
 		}
 		args, err := parseArgs(argText)
 		if err != nil {
 			return say(fmt.Sprintf("/call %s: %v", name, err))
 		}
 		return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: NewToolCallID(), Name: name, Args: args}}}}, nil
+	case "help":
+		return say(DirectHelp(req.Tools))
 	default:
-		return say(DirectHelp())
+		if word, ok := UnknownCommand(gateway.PromptText(req.Messages[len(req.Messages)-1].Content)); ok {
+			return say(UnknownCommandText(word))
+		}
+		return say(DirectHelp(req.Tools))
 	}
 }
 

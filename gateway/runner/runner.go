@@ -221,9 +221,11 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		return "", err
 	}
 	cmd, _, isCmd := ParseCommand(gateway.PromptText(req.Message))
-	if isCmd && !cmd.FrontEnd && !cmd.Runner {
+	_, unknown := UnknownCommand(gateway.PromptText(req.Message))
+	if isCmd && !cmd.FrontEnd && !cmd.Runner || unknown {
 		// Slash commands work whatever the model: the direct provider runs
-		// them, and the model sees them in the history afterwards.
+		// them (and says an unknown one is unknown), and the model sees
+		// them in the history afterwards.
 		model, _ = r.model(DirectModelID)
 	}
 	model.ContextWindow = r.windows.of(ctx, model, r.opts.Logger)

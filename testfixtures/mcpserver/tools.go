@@ -197,9 +197,14 @@ func addTools(srv *mcp.Server) {
 		})
 	yes := true
 	mcp.AddTool(srv, &mcp.Tool{Name: "weather", Title: "Weather Report", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes},
-		Description: "Report the weather.\nReturns structured content {\"celsius\": 21, \"sky\": \"clear\"} and no content blocks."},
-		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, weatherOut, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{}}, weatherOut{Celsius: 21, Sky: "clear"}, nil
+		Description: "Report the weather.\nReturns structured content {\"celsius\": 21, \"sky\": \"clear\"} and no content blocks, " +
+			"or with summary true a text block \"21 °C, clear\" as well."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in weatherIn) (*mcp.CallToolResult, weatherOut, error) {
+			res := &mcp.CallToolResult{Content: []mcp.Content{}}
+			if in.Summary {
+				res = text("21 °C, clear")
+			}
+			return res, weatherOut{Celsius: 21, Sky: "clear"}, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_prompt",
 		Description: "Add the prompt name to this server (it sends notifications/prompts/list_changed).\nIts messages: one user text \"<name> says <arg>\" (argument arg, required)."},
@@ -216,6 +221,10 @@ func addTools(srv *mcp.Server) {
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"]}}}}, nil
 		})
+}
+
+type weatherIn struct {
+	Summary bool `json:"summary,omitempty" jsonschema:"also return a text summary"`
 }
 
 type weatherOut struct {
