@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
@@ -112,13 +113,14 @@ func TestSplitSessionKey(t *testing.T) {
 // A model request is a span, a child of the turn's, with the provider,
 // the model's name and the usage (input counting the cached tokens); the
 // direct provider's requests are not. Not parallel: it installs a global
-// tracer provider (restored at the end), as cmd/acp-agent does.
+// tracer provider (the no-op one again at the end), as cmd/acp-agent does.
 func TestRunner_TracesModelRequests(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	// The global provider cannot go back to its initial delegate: the
+	// no-op provider is what "off" is from here on.
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
 	model := &fakeProvider{complete: func(context.Context, *gateway.Request, func(gateway.Event)) (*gateway.Response, error) {
 		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("hi")}},

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 const (
@@ -83,6 +85,7 @@ func TestInject_WritesIntoMeta(t *testing.T) {
 // Tracing off (no SDK installed): a span started under the editor's trace
 // context keeps it, so the traceparent reaches the MCP server unchanged.
 func TestInject_PassesTheEditorsTraceThroughWhenOff(t *testing.T) {
+	otel.SetTracerProvider(noop.NewTracerProvider()) // off, whatever ran before
 	ctx := Extract(context.Background(), map[string]any{"traceparent": editorTraceparent})
 	ctx, turn := StartTurn(ctx, "s1")
 	defer turn.End()

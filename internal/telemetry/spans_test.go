@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // The spans of a turn: parent and child, names, kinds and the semantic
@@ -17,9 +18,10 @@ import (
 func TestSpans_TurnModelAndToolCall(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	// The global provider cannot go back to its initial delegate: the
+	// no-op provider is what "off" is from here on.
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
 	ctx := Extract(context.Background(), map[string]any{"traceparent": editorTraceparent})
 	ctx, turn := StartTurn(ctx, "s1")
