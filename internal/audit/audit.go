@@ -104,6 +104,7 @@ type Record struct {
 // number with microsecond precision) and Time in UTC.
 func (r Record) MarshalJSON() ([]byte, error) {
 	type plain Record
+	r.Time = r.Time.UTC()
 	return json.Marshal(struct {
 		plain
 		DurationMs float64 `json:"durationMs"`

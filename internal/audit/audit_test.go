@@ -36,7 +36,7 @@ func TestLog_WritesOneJSONLinePerCall(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines:\n%s", len(lines), data)
 	}
-	want := `{"time":"2026-11-26T16:42:30.123+01:00","tenant":"","sessionId":"s1","toolCallId":"call_1","server":"fx","tool":"mcp__fx__echo","permission":"allow_once","outcome":"completed","durationMs":1.5}`
+	want := `{"time":"2026-11-26T15:42:30.123Z","tenant":"","sessionId":"s1","toolCallId":"call_1","server":"fx","tool":"mcp__fx__echo","permission":"allow_once","outcome":"completed","durationMs":1.5}`
 	if lines[0] != want {
 		t.Errorf("line 1:\n got %s\nwant %s", lines[0], want)
 	}
