@@ -10,6 +10,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -33,14 +34,25 @@ func (a *Agent) promptEntry(ctx context.Context, raw json.RawMessage) (any, erro
 	return a.prompt(ctx, p)
 }
 
-// prompt serves session/prompt
+// prompt serves session/prompt, traced: the turn is a span
+// (telemetry.StartTurn), a child of the trace context in the request's
+// _meta (traceparent, tracestate) when the client sends one; the model
+// requests and tool calls of the turn are its children.
+func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+	ctx, span := telemetry.StartTurn(telemetry.Extract(ctx, p.Meta), string(p.SessionId))
+	resp, err := a.promptTurn(ctx, p)
+	telemetry.EndTurn(span, string(resp.StopReason), err)
+	return resp, err
+}
+
+// promptTurn serves session/prompt
 // (https://agentclientprotocol.com/protocol/prompt-turn). The turn runs in
 // the gateway through the session core (session.Session.Prompt, one turn at
 // a time) once the client has the session's opening notifications; its
 // events stream back as session/update notifications. Its context is
 // cancelled by session/cancel, by a newer prompt of the session (as
 // acp-go-sdk's agent side does), and by session/close.
-func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
 	ordinal := a.frames.claimPrompt(string(p.SessionId))
 	s, err := a.lookup(p.SessionId)
 	if err != nil {

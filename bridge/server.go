@@ -580,11 +580,13 @@ func (s *server) watch(cs *mcp.ClientSession) {
 // server marked lost is dialed again by the next call, and a call while its
 // redial backoff runs fails at once as a tool error saying when it will be
 // tried again. Errors are redacted (sandbox.RedactError).
-func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (res gateway.Result, err error) {
+	ctx, span := s.startCallSpan(ctx, name) // trace.go
+	defer func() { endCallSpan(span, res, err) }()
 	if err := s.limiter.Allow(); err != nil {
 		return gateway.ErrorResult(ErrorText(err)), nil
 	}
-	res, err := s.callRetrying(ctx, name, args, onUpdate)
+	res, err = s.callRetrying(ctx, name, args, onUpdate)
 	var wait *backoffError
 	if errors.As(err, &wait) {
 		return gateway.ErrorResult(sandbox.RedactURLs(wait.Error())), nil
@@ -648,6 +650,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 	defer cancel()
 	defer s.calls.add(cctx)() // an elicitation arriving now belongs to this call
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	traceMeta(ctx, params) // trace.go
 	if onUpdate != nil {
 		token, fan := s.progress.watch(onUpdate)
 		params.SetProgressToken(token)

@@ -44,7 +44,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	// Every tool of the fixture that only tests use, by its bridged name.
-	for _, tool := range []string{"slow", "fail", "crash", "spawn_grandchild", "spawn_escapee", "env", "roots", "ask_name", "sign_in", "sample", "a_tool_with", "add_prompt"} {
+	for _, tool := range []string{"slow", "fail", "crash", "spawn_grandchild", "spawn_escapee", "env", "roots", "ask_name", "sign_in", "sample", "a_tool_with", "add_prompt", "meta"} {
 		for _, server := range []string{"fixture", "web"} {
 			if name := "mcp__" + server + "__" + tool; strings.Contains(out, name) {
 				t.Errorf("the demo's transcript shows the test-only tool %s:\n%s", name, out)

@@ -23,6 +23,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/audit"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/signin"
@@ -58,6 +59,12 @@ type Config struct {
 	// Context configures how the model's context window is spent:
 	// compaction, the budget of a tool result, tool search.
 	Context ContextConfig `json:"context"`
+	// Telemetry and Audit configure traces and the audit log (telemetry.go).
+	Telemetry TelemetryConfig `json:"telemetry"`
+	Audit     AuditConfig     `json:"audit"`
+
+	// auditor is the audit log startObservability opened, or nil; not a key.
+	auditor audit.Auditor
 }
 
 // ContextConfig is config "context". Zero fields mean the defaults.
@@ -89,6 +96,7 @@ func (c *Config) runnerOptions(models []gateway.Model, history gateway.History, 
 		Models: models, Permissions: c.Permissions.gateway(), History: history, Logger: log,
 		ResultBudget: c.Context.ResultTokens, CompactAt: c.Context.CompactAt, KeepRecent: c.Context.KeepRecent,
 		ToolSearch: runner.ToolSearch(c.Context.ToolSearch), DeferTools: c.Context.DeferTools, DeferShare: c.Context.DeferShare,
+		Audit: c.auditor,
 	}
 }
 

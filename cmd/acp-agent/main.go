@@ -247,6 +247,7 @@ type commonFlags struct {
 	verbose                *bool
 	cpuProfile, memProfile *string
 	debugAddr              *string
+	auditLog               *string
 }
 
 func addCommonFlags(fs *flag.FlagSet) *commonFlags {
@@ -258,6 +259,7 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		cpuProfile: fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file"),
 		memProfile: fs.String("memprofile", "", "write a heap profile (pprof) to this file at exit"),
 		debugAddr:  fs.String("debug-addr", "", "serve net/http/pprof (/debug/pprof/: goroutines, heap, ...) on this loopback host:port (off by default; port 0 picks one, logged)"),
+		auditLog:   fs.String("audit-log", "", "append a JSON line per tool call (who, which tool, permission decision, outcome) to this file (config audit)"),
 	}
 }
 
@@ -301,7 +303,14 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 		closeLog()
 		return nil, err
 	}
-	closeAll := func() { stopDebug(); stopProfiles(); closeLog() }
+	stopObs, err := startObservability(cfg, *c.auditLog, log) // telemetry.go
+	if err != nil {
+		stopDebug()
+		stopProfiles()
+		closeLog()
+		return nil, err
+	}
+	closeAll := func() { stopObs(); stopDebug(); stopProfiles(); closeLog() }
 	return &runEnv{cfg: cfg, log: log, modelArg: *c.model, close: closeAll, creds: defaultCredentials()}, nil
 }
 

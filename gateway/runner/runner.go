@@ -12,10 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
+	"github.com/seed02d3eb6b/acp-agent/internal/audit"
+	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
 )
 
 // Defaults of Options.
@@ -68,6 +72,9 @@ type Options struct {
 	Observer gateway.Observer
 	// Logger receives the runner's logs. Nil discards them.
 	Logger *slog.Logger
+	// Audit, if set, receives one record per tool call the runner settles
+	// (audit.go); it must not block.
+	Audit audit.Auditor
 }
 
 // Runner is the agent loop. It reads a session's tools from the Registry at
@@ -337,10 +344,17 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 	return gateway.StopMaxTurnRequests, nil
 }
 
-// complete sends preq to the turn's model and counts what it used.
-func (r *Runner) complete(ctx context.Context, t *turnState, preq *gateway.Request) (*gateway.Response, error) {
+// complete sends preq to the turn's model and counts what it used. A model
+// request (not the direct provider's) is traced as a span of its own, a
+// child of the turn's (telemetry.StartModelRequest).
+func (r *Runner) complete(ctx context.Context, t *turnState, preq *gateway.Request) (resp *gateway.Response, err error) {
+	if t.model.ID != DirectModelID {
+		var span trace.Span
+		ctx, span = telemetry.StartModelRequest(ctx, t.model.Provider.Name(), modelName(t.model))
+		defer func() { endModelSpan(span, resp, err) }()
+	}
 	start := time.Now()
-	resp, err := t.model.Provider.Complete(ctx, preq, t.emit)
+	resp, err = t.model.Provider.Complete(ctx, preq, t.emit)
 	var u gateway.Usage
 	if resp != nil && resp.Usage.Requests > 0 {
 		u = r.priced(t.model, resp.Usage)
@@ -535,6 +549,12 @@ type pendingCall struct {
 	// started: announced in_progress (the response runs at once), so the
 	// run reports no separate in_progress.
 	started bool
+	// For the audit log (observe.go): perm is what allowed or stopped the
+	// call; ran, that Execute was called; cancelled, that the run was
+	// cancelled; began and ended, when it was announced and settled.
+	perm           audit.Permission
+	ran, cancelled bool
+	began, ended   time.Time
 }
 
 // runCalls runs the tool calls of one model response: first, in order, each
@@ -573,6 +593,7 @@ func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []
 	_ = g.Wait()
 	msgs := make([]gateway.Message, len(pending))
 	for i, p := range pending {
+		r.auditCall(req, p)
 		msgs[i] = gateway.Message{Role: gateway.RoleTool, ToolCallID: p.call.ID, ToolName: p.call.Name, ToolTitle: p.ev.Title, ToolKind: p.ev.Kind, Result: p.res}
 	}
 	return msgs
@@ -584,7 +605,7 @@ func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingC
 	if call.Args == nil {
 		call.Args = map[string]any{}
 	}
-	p := &pendingCall{call: call}
+	p := &pendingCall{call: call, began: time.Now(), perm: audit.PermissionPolicyAllow}
 	if j := slices.IndexFunc(tools, func(t *gateway.Tool) bool { return t.Name == call.Name }); j >= 0 {
 		p.tool = tools[j]
 	}
@@ -601,9 +622,11 @@ func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingC
 	switch {
 	case p.tool == nil:
 		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
+		p.perm = audit.PermissionUnknownTool
 	case !ownTool(p.tool) && r.opts.Permissions.Decide(p.tool) == DecisionDeny:
 		p.res = ptr(gateway.ErrorResult(deniedText(call.Name)))
 		r.decided("deny")
+		p.perm = audit.PermissionPolicyDeny
 	}
 	return p
 }
@@ -628,14 +651,23 @@ func (r *Runner) asks(req gateway.SendRequest, tool *gateway.Tool) bool {
 func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pendingCall) {
 	if ctx.Err() != nil {
 		p.res = ptr(gateway.ErrorResult("cancelled before it started"))
+		p.cancelled = true
 		return
 	}
 	if !r.asks(req, p.tool) {
 		if !ownTool(p.tool) {
-			if r.grants.allowed(req.SessionKey, p.tool.Name) && r.opts.Permissions.Decide(p.tool) == DecisionAsk {
+			ask := r.opts.Permissions.Decide(p.tool) == DecisionAsk
+			granted := r.grants.allowed(req.SessionKey, p.tool.Name)
+			if granted && ask {
 				r.decided("granted")
 			} else {
 				r.decided("allow")
+			}
+			if ask {
+				p.perm = audit.PermissionNotAsked
+				if granted {
+					p.perm = audit.PermissionAllowedAlways
+				}
 			}
 		}
 		return
@@ -648,12 +680,18 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 		}
 		p.res = ptr(gateway.ErrorResult("cancelled: the permission request was not answered"))
 		outcome = gateway.PermissionCancelled
+		p.perm = audit.PermissionCancelled
 	case outcome == gateway.PermissionReject:
 		p.res = ptr(gateway.ErrorResult(declinedText(p.tool.Name)))
+		p.perm = audit.PermissionRejected
 	case outcome == gateway.PermissionUnavailable:
 		p.res = ptr(gateway.ErrorResult(unaskedText(p.tool.Name)))
+		p.perm = audit.PermissionUnavailable
 	case outcome == gateway.PermissionAllowAlways:
 		r.grants.grant(req.SessionKey, p.tool.Name)
+		p.perm = audit.PermissionAllowAlways
+	default:
+		p.perm = audit.PermissionAllowOnce
 	}
 	r.decided(outcome.String())
 }
@@ -672,11 +710,13 @@ func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.
 		emit(gateway.Event{Kind: gateway.EventToolUpdate, Call: &e})
 	}
 	start := time.Now()
+	p.ran = true
 	res, err := p.tool.Execute(ctx, p.call.ID, p.call.Args, onUpdate)
 	took := time.Since(start)
 	switch {
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)):
 		res = gateway.ErrorResult("cancelled")
+		p.cancelled = true
 	case err != nil:
 		r.opts.Logger.Warn("tool call failed", "tool", p.call.Name, "err", err)
 		res = gateway.ErrorResult(err.Error())
@@ -713,6 +753,7 @@ func (r *Runner) refused(p *pendingCall) {
 
 // finish emits the ToolEnd of p with its result.
 func finish(p *pendingCall, emit func(gateway.Event)) {
+	p.ended = time.Now()
 	e := p.ev
 	e.Status = gateway.ToolCompleted
 	if p.res.IsError {

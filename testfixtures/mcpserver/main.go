@@ -12,6 +12,7 @@
 //	spawn_escapee              starts `sleep 600` out of its group (setsid), or as a daemon
 //	env, roots                 the environment it got, the client's roots
 //	headers                    the HTTP headers of the request (HTTP mode)
+//	meta                       the string members of the request's _meta (traceparent, tracestate)
 //	ask_name, sign_in          ask the user (form and URL elicitation), if the client can be asked
 //	sample                     asks the client's model for a haiku (MCP sampling), even when not offered
 //	a_tool_with_a_deliberately_very_long_name_that_needs_truncation_when_bridged

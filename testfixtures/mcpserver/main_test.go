@@ -25,7 +25,7 @@ import (
 
 var allTools = []string{
 	"echo", "add", "image", "audio", "resource", "resource_link", "slow", "fail",
-	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", "ask_name", "sign_in", "sample", longToolName, "weather", "add_prompt",
+	"crash", "spawn_grandchild", "spawn_escapee", "env", "headers", "roots", "ask_name", "sign_in", "sample", longToolName, "weather", "add_prompt", "meta",
 }
 
 // TestFixture drives the built binary over stdio with the go-sdk client, once
@@ -199,7 +199,7 @@ func testTools(t *testing.T, bin, version string) {
 		for _, tool := range res.Tools {
 			names = append(names, tool.Name)
 			readOnly := tool.Annotations != nil && tool.Annotations.ReadOnlyHint
-			if want := tool.Name == "echo" || tool.Name == "add" || tool.Name == "weather"; readOnly != want {
+			if want := tool.Name == "echo" || tool.Name == "add" || tool.Name == "weather" || tool.Name == "meta"; readOnly != want {
 				t.Errorf("%s: readOnlyHint = %v, want %v", tool.Name, readOnly, want)
 			}
 			if tool.Description == "" || tool.InputSchema == nil {
@@ -216,6 +216,20 @@ func testTools(t *testing.T, bin, version string) {
 	t.Run("echo", func(t *testing.T) {
 		if got := textOf(t, f.call(t, "echo", map[string]any{"message": "hi"})); got != "Echo: hi" {
 			t.Errorf("echo = %q", got)
+		}
+	})
+
+	t.Run("meta", func(t *testing.T) {
+		params := &mcp.CallToolParams{Name: "meta", Arguments: map[string]any{},
+			Meta: mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "n": 1}}
+		res, err := f.cs.CallTool(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2026-07-28 adds its own members (protocolVersion): one a line.
+		got := strings.Split(textOf(t, res), "\n")
+		if !slices.Contains(got, "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") || slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "n:") }) {
+			t.Errorf("meta = %q, want the traceparent line and no line for the number", got)
 		}
 	})
 

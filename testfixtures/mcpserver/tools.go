@@ -174,6 +174,18 @@ func addTools(srv *mcp.Server) {
 			slices.Sort(lines)
 			return text(strings.Join(lines, "\n")), nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta", Annotations: readOnly,
+		Description: "Return the string members of the request's _meta (such as traceparent).\nSorted, one \"key: value\" a line."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			var lines []string
+			for k, v := range req.Params.GetMeta() {
+				if s, ok := v.(string); ok {
+					lines = append(lines, k+": "+s)
+				}
+			}
+			slices.Sort(lines)
+			return text(strings.Join(lines, "\n")), nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "roots",
 		Description: "Return the client's roots.\nOne URI a line."},
 		roots)
