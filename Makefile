@@ -96,13 +96,20 @@ TESTPKGS   ?= ./e2e ./...
 # rather than computing, so twice the cores keeps the CPUs busy.
 TESTPARALLEL ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
 
-# test runs every test, e2e included, with the race detector, printing each
-# test as it ends, the failures' output, and then the tests slower than
-# $(SLOWEST); it fails if any test fails. bin/test.json keeps the events.
+# test runs every test, e2e included, with the race detector. While it runs,
+# internal/testprogress prints a line as each package starts and, every
+# $(PROGRESS), the packages still running with their longest-running tests;
+# gotestsum prints each test and package as it ends, with its time, and the
+# failures' output. Then the tests slower than $(SLOWEST). It fails if any
+# test fails. bin/test.json keeps the events.
+PROGRESS ?= 10s
 test: e2e-deps pg-deps
 	@mkdir -p $(BIN)
-	@$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json \
-		-- -race -count=1 -timeout 20m -parallel $(TESTPARALLEL) $(TESTPKGS); status=$$?; \
+	@echo "make test: building the test binaries, then running $(TESTPKGS) with -race (about 5 minutes on 2 idle cores)"
+	@$(GO) build -o $(BIN)/testprogress ./internal/testprogress
+	@$(BIN)/testprogress -every $(PROGRESS) -module $$($(GO) list -m) \
+		-view "$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json --raw-command -- cat" \
+		-- $(GO) test -json -race -count=1 -timeout 20m -parallel $(TESTPARALLEL) $(TESTPKGS); status=$$?; \
 	echo "Tests slower than $(SLOWEST):"; \
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test.json --threshold $(SLOWEST); \
 	exit $$status
