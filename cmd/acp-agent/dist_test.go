@@ -154,6 +154,31 @@ func TestMakeDist_StaticStrippedVersionedReproducible(t *testing.T) {
 	}
 }
 
+// make build makes the same bytes as the release binary of make dist for this
+// platform (so the static, stripped binary the test above checks), and says
+// what it builds and that a first build takes minutes.
+func TestMakeBuild_SameBinaryAsDist(t *testing.T) {
+	root := repoRoot(t)
+	const version = "v9.8.7-build"
+	binDir := t.TempDir()
+	out := runMake(t, root, nil, "BIN="+binDir, "VERSION="+version, "build")
+	for _, want := range []string{"acp-agent " + version, "static (CGO_ENABLED=0", "a first build", "a few minutes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make build said %q, want it to say %q", out, want)
+		}
+	}
+	release := filepath.Join(t.TempDir(), "acp-agent-"+version+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+	runMake(t, root, nil, "DIST="+filepath.Dir(release), "VERSION="+version, release)
+	a, errA := os.ReadFile(filepath.Join(binDir, "acp-agent"))
+	b, errB := os.ReadFile(release)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("make build made %d bytes, make dist %d different ones for %s/%s: want the same binary", len(a), len(b), runtime.GOOS, runtime.GOARCH)
+	}
+}
+
 // make install PREFIX=dir puts a working acp-agent in dir/bin, and installing
 // again while that binary runs (an editor using it) replaces it.
 func TestMakeInstall_PrefixAndReplaceWhileRunning(t *testing.T) {
@@ -161,8 +186,8 @@ func TestMakeInstall_PrefixAndReplaceWhileRunning(t *testing.T) {
 	prefix := t.TempDir()
 	bin := filepath.Join(prefix, "bin", "acp-agent")
 	out := runMake(t, root, nil, "PREFIX="+prefix, "VERSION=v1.0.0-install", "install")
-	if !strings.Contains(out, "installed "+bin) {
-		t.Errorf("make install said %q, want it to name %s", out, bin)
+	if !strings.Contains(out, "installed "+bin) || !strings.Contains(out, "a first build") {
+		t.Errorf("make install said %q, want it to say what it builds and to name %s", out, bin)
 	}
 	if got := versionOf(t, bin); got != "acp-agent v1.0.0-install\n" {
 		t.Errorf("installed --version = %q", got)
