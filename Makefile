@@ -30,15 +30,20 @@ DISTFLAGS := -trimpath -buildvcs=false -ldflags "-s -w -buildid= $(LDFLAGS)"
 
 # build-agent builds the agent into $(1) as a release build (make dist) does
 # for this platform: static, stripped, reproducible, versioned. It prints what
-# it builds, the modules go downloads, and a line every 50 packages compiled
-# (a first build compiles about 430; nothing is printed for cached ones); the
-# compiler's errors as they are. The status is go build's.
+# it builds, the modules go downloads, a line every 50 packages compiled (a
+# first build compiles about 430; cached ones are not counted), and every 10 s
+# the package compiled last (one, SQLite's, takes minutes alone); the
+# compiler's errors as they are. A background loop (killed by its PID when go
+# build ends) feeds awk the 10 s ticks. The status is go build's.
 define build-agent
 	@echo "building $(1): acp-agent $(VERSION) for $$($(GO) env GOOS)/$$($(GO) env GOARCH), static (CGO_ENABLED=0 -trimpath)"
-	@echo "  a first build downloads the Go modules and compiles about 430 packages: a few minutes on 2 cores; later builds take seconds"
-	@{ CGO_ENABLED=0 $(GO) build -v $(DISTFLAGS) -o "$(1)" ./cmd/acp-agent 2>&1; echo "go build exit $$?"; } | \
+	@echo "  a first build downloads the Go modules and compiles about 430 packages: several minutes on 2 cores; later builds take seconds"
+	@{ (while sleep 10; do echo "build-agent tick"; done) & tick=$$!; \
+	   CGO_ENABLED=0 $(GO) build -v $(DISTFLAGS) -o "$(1)" ./cmd/acp-agent 2>&1; status=$$?; \
+	   kill $$tick; echo "go build exit $$status"; } | \
 		awk '/^go build exit [0-9]+$$/ { if (n && $$4 == 0) printf "  compiled %d packages\n", n; exit $$4 } \
-		     /^[A-Za-z0-9_.~+\/-]+$$/ { n++; if (n % 50 == 0) { printf "  compiled %d packages (%s)\n", n, $$0; fflush() }; next } \
+		     /^build-agent tick$$/ { t += 10; if (n) printf "  %ds: compiled %d packages, the last %s\n", t, n, last; else printf "  %ds: compiling\n", t; fflush(); next } \
+		     /^[A-Za-z0-9_.~+\/-]+$$/ { n++; last = $$0; if (n % 50 == 0) { printf "  compiled %d packages (%s)\n", n, $$0; fflush() }; next } \
 		     { print; fflush() }'
 endef
 
@@ -57,11 +62,21 @@ install:
 	@echo "installed $(DESTDIR)$(BINDIR)/acp-agent ($(VERSION))"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
+# dist also packs each binary as acp-agent-$(VERSION)-<os>-<arch>.tar.gz (the
+# binary named acp-agent, reproducible) and writes $(DIST)/registry/acp-agent/
+# agent.json and icon.svg, the entry of Zed's ACP registry
+# (github.com/agentclientprotocol/registry), whose archives are downloaded
+# from $(RELEASE_URL). internal/acpregistry does both; its test validates the
+# entry against the registry's schema.
+RELEASE_URL ?= https://github.com/seed02d3eb6b/acp-agent/releases/download/$(VERSION)
 DISTBINS = $(foreach p,$(PLATFORMS),acp-agent-$(VERSION)-$(p))
+DISTFILES = $(DISTBINS) $(addsuffix .tar.gz,$(DISTBINS))
 dist: $(addprefix $(DIST)/,$(DISTBINS))
-	cd $(DIST) && if command -v sha256sum >/dev/null 2>&1; then sha256sum $(DISTBINS); \
-		else shasum -a 256 $(DISTBINS); fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+	$(GO) run ./internal/acpregistry -dist $(DIST) -version $(VERSION) -release-url $(RELEASE_URL) $(PLATFORMS)
+	cd $(DIST) && if command -v sha256sum >/dev/null 2>&1; then sha256sum $(DISTFILES); \
+		else shasum -a 256 $(DISTFILES); fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
 	@cat $(DIST)/SHA256SUMS
+	@echo "registry entry: $(DIST)/registry/acp-agent/agent.json and icon.svg (archives from $(RELEASE_URL))"
 
 # One release binary: make dist/acp-agent-$(VERSION)-linux-arm64.
 $(DIST)/acp-agent-$(VERSION)-%: FORCE

@@ -148,9 +148,26 @@ func TestMakeDist_StaticStrippedVersionedReproducible(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("two builds of %s differ (%d and %d bytes): the release build is not reproducible", name, len(a), len(b))
 	}
+	archive, err := os.ReadFile(filepath.Join(dist, name+".tar.gz"))
+	if err != nil {
+		t.Fatalf("make dist packed no archive for the registry: %v", err)
+	}
 	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
-	if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(a), name); err != nil || string(sums) != want {
+	if want := fmt.Sprintf("%x  %s\n%x  %s.tar.gz\n", sha256.Sum256(a), name, sha256.Sum256(archive), name); err != nil || string(sums) != want {
 		t.Errorf("SHA256SUMS = %q (%v), want %q", sums, err, want)
+	}
+	// The registry entry names this platform's archive at the release URL;
+	// internal/acpregistry's test validates it against the registry's schema.
+	entry, err := os.ReadFile(filepath.Join(dist, "registry", "acp-agent", "agent.json"))
+	if err != nil {
+		t.Fatalf("make dist wrote no registry entry: %v", err)
+	}
+	wantURL := "https://github.com/seed02d3eb6b/acp-agent/releases/download/" + version + "/" + name + ".tar.gz"
+	if !strings.Contains(string(entry), `"archive": "`+wantURL+`"`) || !strings.Contains(string(entry), `"version": "9.8.7-test"`) {
+		t.Errorf("agent.json does not name %s at version 9.8.7-test:\n%s", wantURL, entry)
+	}
+	if _, err := os.Stat(filepath.Join(dist, "registry", "acp-agent", "icon.svg")); err != nil {
+		t.Errorf("make dist wrote no registry icon: %v", err)
 	}
 }
 
