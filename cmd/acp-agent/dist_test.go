@@ -179,7 +179,7 @@ func TestMakeBuild_SameBinaryAsDist(t *testing.T) {
 	const version = "v9.8.7-build"
 	binDir := t.TempDir()
 	out := runMake(t, root, nil, "BIN="+binDir, "VERSION="+version, "build")
-	for _, want := range []string{"acp-agent " + version, "static (CGO_ENABLED=0", "a first build", "a few minutes"} {
+	for _, want := range []string{"acp-agent " + version, "static (CGO_ENABLED=0", "a first build", "minutes on 2 cores"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make build said %q, want it to say %q", out, want)
 		}
