@@ -136,7 +136,7 @@ TESTPARALLEL ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
 PROGRESS ?= 10s
 test: e2e-deps pg-deps
 	@mkdir -p $(BIN)
-	@echo "make test: building the test binaries, then running $(TESTPKGS) with -race (about 5 minutes on 2 idle cores)"
+	@echo "make test: building the test binaries, then running $(TESTPKGS) with -race (under 5 minutes on 2 idle cores, the build cache warm)"
 	@$(GO) build -o $(BIN)/testprogress ./internal/testprogress
 	@$(BIN)/testprogress -every $(PROGRESS) -module $$($(GO) list -m) \
 		-view "$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json --raw-command -- cat" \
