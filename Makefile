@@ -32,24 +32,55 @@ DISTFLAGS := -trimpath -buildvcs=false -tags $(TAGS) -ldflags "-s -w -buildid= $
 
 .PHONY: build install dist version test unit e2e-deps pg-deps bench demo lint fmt tidy-check fuzz clean
 
+# build-agent builds the agent into $(1) as a release build (make dist) does
+# for this platform: static, stripped, reproducible, versioned. It prints what
+# it builds, the modules go downloads, a line every 50 packages compiled (a
+# first build compiles about 430; cached ones are not counted), and every 10 s
+# the package compiled last (one, SQLite's, takes minutes alone); the
+# compiler's errors as they are. A background loop (killed by its PID when go
+# build ends) feeds awk the 10 s ticks. The status is go build's.
+define build-agent
+	@echo "building $(1): acp-agent $(VERSION) for $$($(GO) env GOOS)/$$($(GO) env GOARCH), static (CGO_ENABLED=0 -trimpath)"
+	@echo "  a first build downloads the Go modules and compiles about 430 packages: several minutes on 2 cores; later builds take seconds"
+	@{ (while sleep 10; do echo "build-agent tick"; done) & tick=$$!; \
+	   CGO_ENABLED=0 $(GO) build -v $(DISTFLAGS) -o "$(1)" ./cmd/acp-agent 2>&1; status=$$?; \
+	   kill $$tick; echo "go build exit $$status"; } | \
+		awk '/^go build exit [0-9]+$$/ { if (n && $$4 == 0) printf "  compiled %d packages\n", n; exit $$4 } \
+		     /^build-agent tick$$/ { t += 10; if (n) printf "  %ds: compiled %d packages, the last %s\n", t, n, last; else printf "  %ds: compiling\n", t; fflush(); next } \
+		     /^[A-Za-z0-9_.~+\/-]+$$/ { n++; last = $$0; if (n % 50 == 0) { printf "  compiled %d packages (%s)\n", n, $$0; fflush() }; next } \
+		     { print; fflush() }'
+endef
+
+# build makes bin/acp-agent, the same binary as make install and make dist.
 build:
-	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(AGENT) ./cmd/acp-agent
+	@mkdir -p $(BIN)
+	$(call build-agent,$(AGENT))
 
 # install builds the agent into $(DESTDIR)$(BINDIR)/acp-agent, as make dist
 # builds it for this platform. The binary is replaced by a rename, so an
 # editor running the old one is not disturbed.
 install:
 	@mkdir -p "$(DESTDIR)$(BINDIR)"
-	CGO_ENABLED=0 $(GO) build $(DISTFLAGS) -o "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" ./cmd/acp-agent
+	$(call build-agent,$(DESTDIR)$(BINDIR)/.acp-agent.tmp)
 	@mv -f "$(DESTDIR)$(BINDIR)/.acp-agent.tmp" "$(DESTDIR)$(BINDIR)/acp-agent"
 	@echo "installed $(DESTDIR)$(BINDIR)/acp-agent ($(VERSION))"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
+# dist also packs each binary as acp-agent-$(VERSION)-<os>-<arch>.tar.gz (the
+# binary named acp-agent, reproducible) and writes $(DIST)/registry/acp-agent/
+# agent.json and icon.svg, the entry of Zed's ACP registry
+# (github.com/agentclientprotocol/registry), whose archives are downloaded
+# from $(RELEASE_URL). internal/acpregistry does both; its test validates the
+# entry against the registry's schema.
+RELEASE_URL ?= https://github.com/seed02d3eb6b/acp-agent/releases/download/$(VERSION)
 DISTBINS = $(foreach p,$(PLATFORMS),acp-agent-$(VERSION)-$(p))
+DISTFILES = $(DISTBINS) $(addsuffix .tar.gz,$(DISTBINS))
 dist: $(addprefix $(DIST)/,$(DISTBINS))
-	cd $(DIST) && if command -v sha256sum >/dev/null 2>&1; then sha256sum $(DISTBINS); \
-		else shasum -a 256 $(DISTBINS); fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+	$(GO) run ./internal/acpregistry -dist $(DIST) -version $(VERSION) -release-url $(RELEASE_URL) $(PLATFORMS)
+	cd $(DIST) && if command -v sha256sum >/dev/null 2>&1; then sha256sum $(DISTFILES); \
+		else shasum -a 256 $(DISTFILES); fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
 	@cat $(DIST)/SHA256SUMS
+	@echo "registry entry: $(DIST)/registry/acp-agent/agent.json and icon.svg (archives from $(RELEASE_URL))"
 
 # One release binary: make dist/acp-agent-$(VERSION)-linux-arm64.
 $(DIST)/acp-agent-$(VERSION)-%: FORCE
@@ -100,13 +131,20 @@ TESTPKGS   ?= ./e2e ./...
 # rather than computing, so twice the cores keeps the CPUs busy.
 TESTPARALLEL ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
 
-# test runs every test, e2e included, with the race detector, printing each
-# test as it ends, the failures' output, and then the tests slower than
-# $(SLOWEST); it fails if any test fails. bin/test.json keeps the events.
+# test runs every test, e2e included, with the race detector. While it runs,
+# internal/testprogress prints a line as each package starts and, every
+# $(PROGRESS), the packages still running with their longest-running tests;
+# gotestsum prints each test and package as it ends, with its time, and the
+# failures' output. Then the tests slower than $(SLOWEST). It fails if any
+# test fails. bin/test.json keeps the events.
+PROGRESS ?= 10s
 test: e2e-deps pg-deps
 	@mkdir -p $(BIN)
-	@$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json \
-		-- -race -count=1 -timeout 20m -parallel $(TESTPARALLEL) $(TESTPKGS); status=$$?; \
+	@echo "make test: building the test binaries, then running $(TESTPKGS) with -race (under 5 minutes on 2 idle cores, the build cache warm)"
+	@$(GO) build -o $(BIN)/testprogress ./internal/testprogress
+	@$(BIN)/testprogress -every $(PROGRESS) -module $$($(GO) list -m) \
+		-view "$(GOTESTSUM) --format $(TESTFORMAT) --format-hide-empty-pkg --jsonfile $(BIN)/test.json --raw-command -- cat" \
+		-- $(GO) test -json -race -count=1 -timeout 20m -parallel $(TESTPARALLEL) $(TESTPKGS); status=$$?; \
 	echo "Tests slower than $(SLOWEST):"; \
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test.json --threshold $(SLOWEST); \
 	exit $$status

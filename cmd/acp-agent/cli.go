@@ -126,11 +126,11 @@ talks to it in JSON-RPC over stdin/stdout. It is not meant to be typed at.
 
 Use it from an editor or an ACP client:
   Zed (settings.json):  "agent_servers": {"acp-agent": {"command": "acp-agent", "args": []}}
-  acpx:                 acpx --agent acp-agent exec "/tools"
+  acpx (Node 22.13+):   npx -y acpx@0.19.1 --agent acp-agent exec "/tools"
 
 Try it (in a clone of the repository):
   make demo             a scripted ACP session against real MCP servers
-  make build && acpx --agent ./bin/acp-agent exec "/tools"
+  make build && npx -y acpx@0.19.1 --agent ./bin/acp-agent exec "/tools"
 
 "acp-agent --help" lists the subcommands and flags.
 `

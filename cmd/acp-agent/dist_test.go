@@ -148,9 +148,51 @@ func TestMakeDist_StaticStrippedVersionedReproducible(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("two builds of %s differ (%d and %d bytes): the release build is not reproducible", name, len(a), len(b))
 	}
+	archive, err := os.ReadFile(filepath.Join(dist, name+".tar.gz"))
+	if err != nil {
+		t.Fatalf("make dist packed no archive for the registry: %v", err)
+	}
 	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
-	if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(a), name); err != nil || string(sums) != want {
+	if want := fmt.Sprintf("%x  %s\n%x  %s.tar.gz\n", sha256.Sum256(a), name, sha256.Sum256(archive), name); err != nil || string(sums) != want {
 		t.Errorf("SHA256SUMS = %q (%v), want %q", sums, err, want)
+	}
+	// The registry entry names this platform's archive at the release URL;
+	// internal/acpregistry's test validates it against the registry's schema.
+	entry, err := os.ReadFile(filepath.Join(dist, "registry", "acp-agent", "agent.json"))
+	if err != nil {
+		t.Fatalf("make dist wrote no registry entry: %v", err)
+	}
+	wantURL := "https://github.com/seed02d3eb6b/acp-agent/releases/download/" + version + "/" + name + ".tar.gz"
+	if !strings.Contains(string(entry), `"archive": "`+wantURL+`"`) || !strings.Contains(string(entry), `"version": "9.8.7-test"`) {
+		t.Errorf("agent.json does not name %s at version 9.8.7-test:\n%s", wantURL, entry)
+	}
+	if _, err := os.Stat(filepath.Join(dist, "registry", "acp-agent", "icon.svg")); err != nil {
+		t.Errorf("make dist wrote no registry icon: %v", err)
+	}
+}
+
+// make build makes the same bytes as the release binary of make dist for this
+// platform (so the static, stripped binary the test above checks), and says
+// what it builds and that a first build takes minutes.
+func TestMakeBuild_SameBinaryAsDist(t *testing.T) {
+	root := repoRoot(t)
+	const version = "v9.8.7-build"
+	binDir := t.TempDir()
+	out := runMake(t, root, nil, "BIN="+binDir, "VERSION="+version, "build")
+	for _, want := range []string{"acp-agent " + version, "static (CGO_ENABLED=0", "a first build", "minutes on 2 cores"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make build said %q, want it to say %q", out, want)
+		}
+	}
+	release := filepath.Join(t.TempDir(), "acp-agent-"+version+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+	runMake(t, root, nil, "DIST="+filepath.Dir(release), "VERSION="+version, release)
+	a, errA := os.ReadFile(filepath.Join(binDir, "acp-agent"))
+	b, errB := os.ReadFile(release)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("make build made %d bytes, make dist %d different ones for %s/%s: want the same binary", len(a), len(b), runtime.GOOS, runtime.GOARCH)
 	}
 }
 
@@ -161,8 +203,8 @@ func TestMakeInstall_PrefixAndReplaceWhileRunning(t *testing.T) {
 	prefix := t.TempDir()
 	bin := filepath.Join(prefix, "bin", "acp-agent")
 	out := runMake(t, root, nil, "PREFIX="+prefix, "VERSION=v1.0.0-install", "install")
-	if !strings.Contains(out, "installed "+bin) {
-		t.Errorf("make install said %q, want it to name %s", out, bin)
+	if !strings.Contains(out, "installed "+bin) || !strings.Contains(out, "a first build") {
+		t.Errorf("make install said %q, want it to say what it builds and to name %s", out, bin)
 	}
 	if got := versionOf(t, bin); got != "acp-agent v1.0.0-install\n" {
 		t.Errorf("installed --version = %q", got)
