@@ -23,7 +23,7 @@ func TestRun_TerminalStdinPrintsTheBanner(t *testing.T) {
 		if !errors.As(err, &code) || code != 2 {
 			t.Fatalf("%q: run = %v, want exit status 2", args, err)
 		}
-		for _, want := range []string{"ACP (Agent Client Protocol) agent", "agent_servers", `"command": "acp-agent"`, "acpx --agent", "make demo", "acp-agent --help"} {
+		for _, want := range []string{"ACP (Agent Client Protocol) agent", "agent_servers", `"command": "acp-agent"`, "npx -y acpx@0.19.1 --agent", "make demo", "acp-agent --help"} {
 			if !strings.Contains(stderr.String(), want) {
 				t.Errorf("%q: the banner lacks %q:\n%s", args, want, stderr.String())
 			}
