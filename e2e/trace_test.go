@@ -17,6 +17,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -283,5 +284,77 @@ func TestAudit_AllowedAndRejectedCalls(t *testing.T) {
 		if id, _ := rec["toolCallId"].(string); id == "" {
 			t.Errorf("line %d: no toolCallId", i+1)
 		}
+	}
+}
+
+// TestTrace_ThroughTheGateway: with the turns run by a gateway, the
+// gateway's model request joins the editor's trace: the translator sends
+// its turn's trace context in chat.send's _meta, and the gateway's chat
+// span is a child of the translator's turn span.
+func TestTrace_ThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	const (
+		editorTrace = "5bf92f3577b34da6a3ce929d0e0e4736"
+		editorSpan  = "10f067aa0ba902b7"
+	)
+	otlp := newOTLPReceiver(t)
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "Hello through the gateway."})
+	g := startGateway(t, "", []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL}, "--model", "openai:gpt-fake")
+	a := startAgentWith(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL}, "--gateway", g.url(), "--store", "memory")
+	sid := a.newSession(t.TempDir())
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	res, err := a.Conn.Prompt(ctx, acpsdk.PromptRequest{
+		SessionId: acpsdk.SessionId(sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("hello")},
+		Meta: map[string]any{"traceparent": "00-" + editorTrace + "-" + editorSpan + "-01"},
+	})
+	if err != nil || res.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %v", res.StopReason, err)
+	}
+	if err := a.Stop(30 * time.Second); err != nil { // exiting flushes the translator's spans
+		t.Fatalf("agent stop: %v", err)
+	}
+	spans := otlp.waitSpans(t, 30*time.Second, "invoke_agent acp-agent", "chat gpt-fake") // the gateway's, within its 5 s batch
+	turn, chat := spans["invoke_agent acp-agent"], spans["chat gpt-fake"]
+	hexID := func(b []byte) string { return fmt.Sprintf("%x", b) }
+	if hexID(turn.TraceId) != editorTrace || hexID(turn.ParentSpanId) != editorSpan {
+		t.Errorf("turn span: trace %x parent %x; want the editor's trace %s, parent %s", turn.TraceId, turn.ParentSpanId, editorTrace, editorSpan)
+	}
+	if hexID(chat.TraceId) != editorTrace || !bytes.Equal(chat.ParentSpanId, turn.SpanId) {
+		t.Errorf("the gateway's chat span: trace %x parent %x; want trace %s, parent the translator's turn %x", chat.TraceId, chat.ParentSpanId, editorTrace, turn.SpanId)
+	}
+}
+
+// TestTrace_MCPServerTurn: an ask_agent call whose _meta carries the
+// caller's traceparent is a turn span of the caller's trace, and the model
+// request a child of it.
+func TestTrace_MCPServerTurn(t *testing.T) {
+	t.Parallel()
+	const (
+		callerTrace = "6bf92f3577b34da6a3ce929d0e0e4736"
+		callerSpan  = "20f067aa0ba902b7"
+	)
+	otlp := newOTLPReceiver(t)
+	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "Delegated."})
+	p := startMCPServerClient(t, "stdio", mcpClientOptions{}, []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL},
+		"--model", "openai:gpt-fake", "--store", "memory")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	res, err := p.client.CallTool(ctx, &mcp.CallToolParams{Name: "ask_agent", Arguments: map[string]any{"message": "do it"},
+		Meta: mcp.Meta{"traceparent": "00-" + callerTrace + "-" + callerSpan + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("ask_agent: %+v, %v", res, err)
+	}
+	if !p.stop() { // exiting flushes the spans
+		t.Fatalf("mcp-server exited with %v", p.cmd.ProcessState)
+	}
+	spans := otlp.waitSpans(t, 30*time.Second, "invoke_agent acp-agent", "chat gpt-fake")
+	turn, chat := spans["invoke_agent acp-agent"], spans["chat gpt-fake"]
+	hexID := func(b []byte) string { return fmt.Sprintf("%x", b) }
+	if hexID(turn.TraceId) != callerTrace || hexID(turn.ParentSpanId) != callerSpan {
+		t.Errorf("turn span: trace %x parent %x; want the caller's trace %s, parent %s", turn.TraceId, turn.ParentSpanId, callerTrace, callerSpan)
+	}
+	if hexID(chat.TraceId) != callerTrace || !bytes.Equal(chat.ParentSpanId, turn.SpanId) {
+		t.Errorf("chat span: trace %x parent %x; want trace %s, parent the turn %x", chat.TraceId, chat.ParentSpanId, callerTrace, turn.SpanId)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -122,6 +124,8 @@ type run struct {
 	stop gateway.StopReason
 	err  error
 
+	span trace.Span // the turn's (telemetry.StartTurn)
+
 	// mu guards the fields below.
 	mu       sync.Mutex
 	answer   strings.Builder
@@ -143,10 +147,17 @@ type requestSink struct {
 // asked for with the sessionKey argument inKey; the run releases c when it
 // ends.
 func (sv *server) start(c *conv, client, key, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
-	ctx, cancel := context.WithCancel(sv.base)
+	// The turn is a span of the caller's trace when its request's _meta
+	// carries one (telemetry.Extract), ended by run.
+	base := sv.base
+	if sc := trace.SpanContextFromContext(telemetry.Extract(context.Background(), req.Params.Meta)); sc.IsValid() {
+		base = trace.ContextWithRemoteSpanContext(base, sc)
+	}
+	tctx, span := telemetry.StartTurn(base, c.s.ID())
+	ctx, cancel := context.WithCancel(tctx)
 	r := &run{
 		sv: sv, c: c, client: client, key: key, message: message, inKey: inKey, mode: askModeOf(req), cancel: cancel,
-		done: make(chan struct{}), asks: make(chan *question), callIdx: make(map[string]int),
+		done: make(chan struct{}), asks: make(chan *question), callIdx: make(map[string]int), span: span,
 	}
 	sv.mu.Lock()
 	closed := sv.closed
@@ -156,6 +167,7 @@ func (sv *server) start(c *conv, client, key, inKey, message string, req *mcp.Ca
 	sv.mu.Unlock()
 	if closed {
 		cancel()
+		span.End()
 		return nil, errClosed
 	}
 	return r, nil
@@ -164,6 +176,7 @@ func (sv *server) start(c *conv, client, key, inKey, message string, req *mcp.Ca
 // run runs the turn and closes r.done.
 func (r *run) run(ctx context.Context) {
 	defer close(r.done)
+	defer func() { telemetry.EndTurn(r.span, string(r.stop), r.err) }()
 	defer r.cancel()
 	defer r.sv.release(r.c)
 	s := r.c.s

@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
 )
 
 // ClientOptions configure a Client.
@@ -391,7 +392,7 @@ func (r *Client) Send(ctx context.Context, req gateway.SendRequest, emit func(ga
 	r.mu.Lock()
 	synced := r.synced[id]
 	r.mu.Unlock()
-	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System, Toggles: req.Toggles,
+	params := ChatSendParams{SessionKey: req.SessionKey, RunID: runID, Message: req.Message, Model: req.Model, System: req.System, Toggles: req.Toggles, Meta: telemetry.Inject(ctx, nil),
 		History: view.Messages, HistoryBase: view.Base, Compaction: view.Compaction, Usage: view.Usage, SessionID: id, HistoryLease: synced}
 	var res ChatSendResult
 	err = p.call(ctx, "chat.send", params, &res)

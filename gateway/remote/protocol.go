@@ -82,6 +82,10 @@ type ChatSendParams struct {
 	System     string            `json:"system,omitempty"`
 	// Toggles are the session's on/off choices (gateway.Toggles).
 	Toggles gateway.Toggles `json:"toggles,omitzero"`
+	// Meta carries the W3C trace context of the translator's turn
+	// (traceparent, tracestate: telemetry.Inject), so that the gateway's
+	// model and tools/call spans join the editor's trace.
+	Meta map[string]any `json:"_meta,omitempty"`
 	// History is what the model sees of the conversation so far, verbatim:
 	// the messages from HistoryBase on (gateway.View.Messages).
 	History []gateway.Message `json:"history,omitempty"`

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
@@ -298,7 +299,7 @@ func (c *serverConn) dispatch(ctx context.Context, method string, params json.Ra
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, badRequest("chat.send: %v", err)
 		}
-		return c.chatSend(ctx, p)
+		return c.chatSend(telemetry.Extract(ctx, p.Meta), p)
 	case "chat.abort":
 		var p ChatAbortParams
 		if err := json.Unmarshal(params, &p); err != nil {
