@@ -315,13 +315,19 @@ func TestTrace_ThroughTheGateway(t *testing.T) {
 		t.Fatalf("agent stop: %v", err)
 	}
 	spans := otlp.waitSpans(t, 30*time.Second, "invoke_agent acp-agent", "chat gpt-fake") // the gateway's, within its 5 s batch
-	turn, chat := spans["invoke_agent acp-agent"], spans["chat gpt-fake"]
+	wantTurnAndChat(t, spans["invoke_agent acp-agent"], spans["chat gpt-fake"], editorTrace, editorSpan)
+}
+
+// wantTurnAndChat checks that turn is a child of span parentSpan of trace
+// traceID, and chat a child of turn.
+func wantTurnAndChat(t *testing.T, turn, chat *tracepb.Span, traceID, parentSpan string) {
+	t.Helper()
 	hexID := func(b []byte) string { return fmt.Sprintf("%x", b) }
-	if hexID(turn.TraceId) != editorTrace || hexID(turn.ParentSpanId) != editorSpan {
-		t.Errorf("turn span: trace %x parent %x; want the editor's trace %s, parent %s", turn.TraceId, turn.ParentSpanId, editorTrace, editorSpan)
+	if hexID(turn.TraceId) != traceID || hexID(turn.ParentSpanId) != parentSpan {
+		t.Errorf("turn span: trace %x parent %x; want the caller's trace %s, parent %s", turn.TraceId, turn.ParentSpanId, traceID, parentSpan)
 	}
-	if hexID(chat.TraceId) != editorTrace || !bytes.Equal(chat.ParentSpanId, turn.SpanId) {
-		t.Errorf("the gateway's chat span: trace %x parent %x; want trace %s, parent the translator's turn %x", chat.TraceId, chat.ParentSpanId, editorTrace, turn.SpanId)
+	if hexID(chat.TraceId) != traceID || !bytes.Equal(chat.ParentSpanId, turn.SpanId) {
+		t.Errorf("chat span: trace %x parent %x; want trace %s, parent the turn %x", chat.TraceId, chat.ParentSpanId, traceID, turn.SpanId)
 	}
 }
 
@@ -349,12 +355,5 @@ func TestTrace_MCPServerTurn(t *testing.T) {
 		t.Fatalf("mcp-server exited with %v", p.cmd.ProcessState)
 	}
 	spans := otlp.waitSpans(t, 30*time.Second, "invoke_agent acp-agent", "chat gpt-fake")
-	turn, chat := spans["invoke_agent acp-agent"], spans["chat gpt-fake"]
-	hexID := func(b []byte) string { return fmt.Sprintf("%x", b) }
-	if hexID(turn.TraceId) != callerTrace || hexID(turn.ParentSpanId) != callerSpan {
-		t.Errorf("turn span: trace %x parent %x; want the caller's trace %s, parent %s", turn.TraceId, turn.ParentSpanId, callerTrace, callerSpan)
-	}
-	if hexID(chat.TraceId) != callerTrace || !bytes.Equal(chat.ParentSpanId, turn.SpanId) {
-		t.Errorf("chat span: trace %x parent %x; want trace %s, parent the turn %x", chat.TraceId, chat.ParentSpanId, callerTrace, turn.SpanId)
-	}
+	wantTurnAndChat(t, spans["invoke_agent acp-agent"], spans["chat gpt-fake"], callerTrace, callerSpan)
 }

@@ -41,22 +41,30 @@ func startDebug(addr string, log *slog.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	stop = serveSide(ln, mux, "--debug-addr", debugCloseTimeout, log)
+	log.Info("serving pprof", "flag", "--debug-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return stop, nil
+}
+
+// serveSide serves h on ln, a side listener of the agent's (flag names it
+// in logs), until the returned stop, which shuts the server down (at most
+// wait) and waits for its goroutine; call it once.
+func serveSide(ln net.Listener, h http.Handler, flag string, wait time.Duration, log *slog.Logger) (stop func()) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("the debug server stopped", "addr", ln.Addr().String(), "err", err)
+			log.Warn("a side server stopped", "flag", flag, "addr", ln.Addr().String(), "err", err)
 		}
 	})
-	log.Info("serving pprof", "flag", "--debug-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), debugCloseTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		if err := hs.Shutdown(ctx); err != nil {
 			_ = hs.Close()
 		}
 		wg.Wait()
-	}, nil
+	}
 }
 
 // checkDebugAddr accepts host:port where host is a loopback IP (127.0.0.0/8,

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
@@ -62,20 +61,7 @@ func startMetricsAddr(addr, token string, m *metrics.Metrics, ready func(context
 	}
 	mux := http.NewServeMux()
 	m.Mount(mux, &metrics.HandlerOptions{Ready: ready, Authorized: metrics.BearerAuth(token)})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("the metrics server stopped", "addr", ln.Addr().String(), "err", err)
-		}
-	})
+	stop = serveSide(ln, mux, "--metrics-addr", metricsStopTimeout, log)
 	log.Info("serving metrics", "flag", "--metrics-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+metrics.PathMetrics, "auth", token != "")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), metricsStopTimeout)
-		defer cancel()
-		if err := hs.Shutdown(ctx); err != nil {
-			_ = hs.Close()
-		}
-		wg.Wait()
-	}, nil
+	return stop, nil
 }
