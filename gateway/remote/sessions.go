@@ -175,6 +175,16 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		}
 		return nil
 	}
+	// update runs f, a store write of the tenant's session id.
+	update := func(id string, f func() error) (any, error) {
+		if err := owned(id); err != nil {
+			return nil, err
+		}
+		if err := f(); err != nil {
+			return nil, c.storeError(method, err)
+		}
+		return struct{}{}, nil
+	}
 	switch method {
 	case "sessions.create":
 		var p SessionCreateParams
@@ -220,37 +230,19 @@ func (c *serverConn) sessions(ctx context.Context, method string, params json.Ra
 		if err := decode(&p); err != nil {
 			return nil, err
 		}
-		if err := owned(p.ID); err != nil {
-			return nil, err
-		}
-		if err := st.SetServers(ctx, p.ID, p.Servers); err != nil {
-			return nil, c.storeError(method, err)
-		}
-		return struct{}{}, nil
+		return update(p.ID, func() error { return st.SetServers(ctx, p.ID, p.Servers) })
 	case "sessions.setModel":
 		var p SessionSetModelParams
 		if err := decode(&p); err != nil {
 			return nil, err
 		}
-		if err := owned(p.ID); err != nil {
-			return nil, err
-		}
-		if err := st.SetModel(ctx, p.ID, p.Model); err != nil {
-			return nil, c.storeError(method, err)
-		}
-		return struct{}{}, nil
+		return update(p.ID, func() error { return st.SetModel(ctx, p.ID, p.Model) })
 	case "sessions.setTitle":
 		var p SessionSetTitleParams
 		if err := decode(&p); err != nil {
 			return nil, err
 		}
-		if err := owned(p.ID); err != nil {
-			return nil, err
-		}
-		if err := st.SetTitle(ctx, p.ID, p.Title); err != nil {
-			return nil, c.storeError(method, err)
-		}
-		return struct{}{}, nil
+		return update(p.ID, func() error { return st.SetTitle(ctx, p.ID, p.Title) })
 	case "sessions.delete":
 		var p SessionIDParams
 		if err := decode(&p); err != nil {
