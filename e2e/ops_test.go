@@ -291,7 +291,13 @@ func TestOps_AgentMetricsAddr(t *testing.T) {
 // logged it.
 func metricsBase(t *testing.T, a *agent) string {
 	t.Helper()
-	found := regexp.MustCompile(`serving metrics.*"url": "(http://[^"]+)/metrics"`).FindStringSubmatch(a.stderr.String())
+	// The log sink writes stderr from its own goroutine: the line may come
+	// after initialize is answered.
+	var found []string
+	testutil.Eventually(30*time.Second, func() bool {
+		found = regexp.MustCompile(`serving metrics.*"url": "(http://[^"]+)/metrics"`).FindStringSubmatch(a.stderr.String())
+		return found != nil
+	})
 	if found == nil {
 		t.Fatalf("the agent did not log its metrics URL:\n%s", a.stderr)
 	}

@@ -30,6 +30,9 @@ type recordingModel struct {
 func (*recordingModel) Name() string { return "rec" }
 
 func (r *recordingModel) Complete(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+	if req.Purpose == gateway.PurposeTitle { // the session's title, after its first turn: not a turn's request
+		return &gateway.Response{Message: gateway.Message{Role: gateway.RoleAssistant, Content: []gateway.Content{gateway.TextContent("A title")}}}, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n++
