@@ -55,6 +55,11 @@ type Agent struct {
 	// titles holds, by sessionId, the title last sent to the client in a
 	// session_info_update or session/set_title response (lifecycle.go).
 	titles sync.Map
+	// sessions holds the sessions this Agent opened (or reopened), by
+	// sessionId: it drives only those, and ends them when it ends. An
+	// entry stays until session/close or delete (forget); one that another
+	// connection reopened since is not this Agent's any more (own).
+	sessions sync.Map
 	// announced holds, by sessionId, the channel closed once the client
 	// knows the session: its session/new response and the notifications
 	// after it are written (open). A prompt waits for it. An entry stays
@@ -111,21 +116,27 @@ func New(core *session.Core, opts *Options) *Agent {
 }
 
 // Serve speaks ACP over in (the client's requests, normally stdin) and out
-// (normally stdout) until the client disconnects or ctx is done, then ends
-// every session (Shutdown). Input passes through the framing layer first
-// (framing.go): what is not valid JSON-RPC 2.0, or is longer than
-// MaxFrameBytes, is answered there and never ends the agent. It may be
-// called once.
-//
-// Every request read is answered before Serve returns: at the end of in,
-// reading stops, the requests under way see their context cancelled (a
-// prompt answers stopReason "cancelled"), and Serve waits for their
-// responses (at most eofAnswerWait) on the connection still open; only then
-// does the engine see the end of input. Then Serve waits for those
-// Shutdown releases.
+// (normally stdout), one message a line ([NewLineStream]); see
+// [Agent.ServeStream].
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	a.out = &frameOut{w: out}
-	a.frames = newFraming(in, a.ready, a.out, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
+	return a.ServeStream(ctx, NewLineStream(in, out))
+}
+
+// ServeStream speaks ACP over s until the client's input ends or ctx is
+// done, then ends the sessions it opened (Shutdown). Input passes through
+// the framing layer first (framing.go): what is not valid JSON-RPC 2.0, or
+// is longer than MaxFrameBytes, is answered there and never ends the
+// agent. It may be called once.
+//
+// Every request read is answered before ServeStream returns: at the end of
+// the input, reading stops, the requests under way see their context
+// cancelled (a prompt answers stopReason "cancelled"), and ServeStream waits
+// for their responses (at most eofAnswerWait) on the connection still
+// open; only then does the engine see the end of input. Then it waits for
+// those Shutdown releases.
+func (a *Agent) ServeStream(ctx context.Context, s Stream) error {
+	a.out = &frameOut{s: s}
+	a.frames = newFraming(s, a.ready, a.out, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
 	a.frames.calls = a.calls
 	a.frames.holdEnd = true
 	a.frames.requireInit = true
@@ -186,12 +197,18 @@ func (a *Agent) connection() *acpsdk.Connection {
 	return a.rpc
 }
 
-// Shutdown ends every live session in parallel: running prompts are
-// cancelled, every MCP connection closes and every child process group is
-// stopped. It is idempotent and bounded by the bridge's grace period plus a
-// few seconds.
+// Shutdown ends the live sessions this Agent opened, in parallel: running
+// prompts are cancelled, every MCP connection closes and every child
+// process group is stopped. The core's other sessions (other connections')
+// go on: its owner ends them (session.Core.Shutdown). It is idempotent and
+// bounded by the bridge's grace period plus a few seconds.
 func (a *Agent) Shutdown() {
-	a.core.Shutdown()
+	var wg sync.WaitGroup
+	a.sessions.Range(func(_, v any) bool {
+		wg.Go(v.(*session.Session).End)
+		return true
+	})
+	wg.Wait()
 	a.tasks.Wait()
 }
 
@@ -287,6 +304,9 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 	announced := make(chan struct{})
 	req.FrontEnd = &frontEnd{a: a, announced: announced}
 	s, err := a.core.Open(ctx, req)
+	if err == nil {
+		a.sessions.Store(s.ID(), s)
+	}
 	if err != nil {
 		close(announced) // what waited for the session goes on
 		if ke := (*session.KeyInUseError)(nil); errors.As(err, &ke) {
@@ -432,14 +452,35 @@ func (a *Agent) send(ctx context.Context, sessionID string, u update) {
 	}
 }
 
-// lookup returns the live session with id.
+// lookup returns the live session with id that this Agent opened: a
+// session another connection opened, or reopened since, is not this
+// client's to drive.
 func (a *Agent) lookup(id acpsdk.SessionId) (*session.Session, error) {
-	s := a.core.Lookup(string(id))
+	s := a.own(string(id))
 	if s == nil {
 		return nil, unknownSession(id, "no live session has that id (session/load or session/resume reopens a stored one)")
 	}
 	return s, nil
 }
+
+// own returns the live session id if this Agent opened it and it is still
+// the core's live instance, else nil.
+func (a *Agent) own(id string) *session.Session {
+	v, ok := a.sessions.Load(id)
+	if !ok {
+		return nil
+	}
+	s := v.(*session.Session)
+	if a.core.Lookup(id) != s {
+		return nil
+	}
+	return s
+}
+
+// HasSession reports whether session id is live on this connection: opened
+// (or reopened) by this Agent and not ended. A transport uses it to route
+// a session's requests (package acp/remote). Safe for concurrent use.
+func (a *Agent) HasSession(id string) bool { return a.own(id) != nil }
 
 // cancel serves session/cancel
 // (https://agentclientprotocol.com/protocol/prompt-turn#cancellation): it

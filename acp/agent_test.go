@@ -104,7 +104,12 @@ func startAgentWith(t *testing.T, opts testOptions) *harness {
 	if opts.Bridge.Dial == nil {
 		opts.Bridge.Dial = dial
 	}
-	agent := newTestAgent(&opts)
+	return startAgentOn(t, newTestAgent(&opts))
+}
+
+// startAgentOn runs agent over pipes, as startAgentWith does.
+func startAgentOn(t *testing.T, agent *Agent) *harness {
+	t.Helper()
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	h := &harness{t: t, client: &acpclient.Recorder{}, agent: agent, done: make(chan struct{})}

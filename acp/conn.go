@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
 	"regexp"
 	"strings"
@@ -37,18 +36,22 @@ import (
 // (calls).
 
 // frameOut is the one writer of the connection: each Write is one whole
-// frame (acp-go-sdk writes a frame per call; framing's writeFrame likewise),
-// and writes are serialized, so frames never interleave.
+// message and its '\n' (acp-go-sdk writes a message per call; framing's
+// writeFrame likewise), and writes are serialized, so messages never
+// interleave.
 type frameOut struct {
 	mu sync.Mutex
-	w  io.Writer
+	s  Stream
 }
 
-// Write writes one frame.
+// Write writes one message.
 func (o *frameOut) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.w.Write(p)
+	if err := o.s.WriteMessage(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // writeFrame implements frameWriter.

@@ -73,7 +73,7 @@ func TestFraming_CountsCalls(t *testing.T) {
 	}, "\n") + "\n"
 	c := newCalls()
 	sink := &frameSink{}
-	f := newFraming(strings.NewReader(in), started(), sink, nil, 0)
+	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, 0)
 	f.calls = c
 	var out []byte
 	buf := make([]byte, 3)
@@ -207,7 +207,7 @@ func TestFraming_OrdersPromptsAndCancels(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"other","prompt":[]}}`,
 	}, "\n") + "\n"
-	f := newFraming(strings.NewReader(in), started(), &frameSink{}, nil, 0)
+	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), &frameSink{}, nil, 0)
 	if _, err := io.ReadAll(f); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,13 @@
-// Package acp is acp-agent's ACP side: an [Agent] that serves one client over
-// stdio ([Agent.Serve]) on one connection (conn.go): the framing layer reads,
-// one writer writes, acp-go-sdk's JSON-RPC engine (github.com/coder/acp-go-sdk
-// Connection) correlates, and one dispatch table decodes every method with
-// acp-go-sdk's types, or ours (wire.go) where it has none.
+// Package acp is acp-agent's ACP side: an [Agent] that serves one client on
+// one connection (conn.go) over any [Stream] of JSON-RPC messages: stdio's
+// lines ([Agent.Serve], [NewLineStream]), or a network transport's messages
+// ([Agent.ServeStream]; package acp/remote serves Streamable HTTP and
+// WebSocket). The framing layer reads, one writer writes, acp-go-sdk's
+// JSON-RPC engine (github.com/coder/acp-go-sdk Connection) correlates, and
+// one dispatch table decodes every method with acp-go-sdk's types, or ours
+// (wire.go) where it has none. Several Agents may share one session core
+// (one per network connection): each drives and ends only the sessions it
+// opened ([Agent.HasSession]).
 //
 // # Sessions
 //

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -113,7 +112,7 @@ type frameWriter interface {
 // Read is called by one goroutine (the SDK's reader); cancelHandled and close
 // may be called from any goroutine.
 type framing struct {
-	in         *bufio.Reader
+	src        Stream
 	start      <-chan struct{}
 	out        frameWriter
 	log        *slog.Logger
@@ -168,10 +167,11 @@ type pendingCancel struct {
 	requests uint64
 }
 
-// newFraming returns the framing reader over in; error responses go to out.
+// newFraming returns the framing reader over src's messages; error
+// responses go to out.
 // mediaLimit is limits.maxMediaBytes (zero: the default). Call close once
 // the connection has ended.
-func newFraming(in io.Reader, start <-chan struct{}, out frameWriter, log *slog.Logger, mediaLimit int) *framing {
+func newFraming(src Stream, start <-chan struct{}, out frameWriter, log *slog.Logger, mediaLimit int) *framing {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -179,7 +179,7 @@ func newFraming(in io.Reader, start <-chan struct{}, out frameWriter, log *slog.
 		mediaLimit = sandbox.DefaultMaxMedia
 	}
 	f := &framing{
-		in: bufio.NewReaderSize(in, 64<<10), start: start, out: out, log: log, mediaLimit: mediaLimit,
+		src: src, start: start, out: out, log: log, mediaLimit: mediaLimit,
 		replies: make(chan []byte, maxQueuedReplies), stop: make(chan struct{}), written: make(chan struct{}),
 		ended: make(chan struct{}), release: make(chan struct{}),
 	}
@@ -241,65 +241,28 @@ func (f *framing) writeReplies() {
 }
 
 // Read implements io.Reader for acp-go-sdk: it yields only valid JSON-RPC
-// lines, each ending in a newline.
+// messages, each on a line of its own.
 func (f *framing) Read(p []byte) (int, error) {
 	<-f.start
 	for len(f.buf) == 0 {
-		line, size, sk, err := f.readLine()
+		msg, err := f.src.ReadMessage()
+		var tl *TooLargeError
 		switch {
-		case sk != nil:
-			f.buf = f.oversize(size, sk)
-		case len(line) > 0:
-			f.buf = f.frame(line)
-		}
-		if err != nil {
-			if len(f.buf) == 0 {
-				f.endOnce.Do(func() { close(f.ended) })
-				if f.holdEnd {
-					<-f.release
-				}
-				return 0, err
+		case errors.As(err, &tl):
+			f.buf = f.oversize(tl.Size, tl.Head)
+			continue
+		case err != nil:
+			f.endOnce.Do(func() { close(f.ended) })
+			if f.holdEnd {
+				<-f.release
 			}
-			break
+			return 0, err
 		}
+		f.buf = f.frame(msg)
 	}
 	n := copy(p, f.buf)
 	f.buf = f.buf[n:]
 	return n, nil
-}
-
-// readLine returns the next line without its line ending. A line over
-// MaxFrameBytes is not kept: it is returned as its size and skeleton.
-func (f *framing) readLine() (line []byte, size int, sk *skeleton, err error) {
-	for {
-		var chunk []byte
-		chunk, err = f.in.ReadSlice('\n')
-		size += len(chunk)
-		if sk == nil && len(line)+len(chunk) > MaxFrameBytes+2 { // room for "\r\n"
-			sk = &skeleton{}
-			sk.write(line)
-			line = nil
-		}
-		if sk != nil {
-			sk.write(chunk)
-		} else {
-			line = append(line, chunk...)
-		}
-		if err != bufio.ErrBufferFull {
-			break
-		}
-	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	line = bytes.TrimSuffix(line, []byte("\r"))
-	if sk == nil && len(line) > MaxFrameBytes {
-		sk = &skeleton{}
-		sk.write(line)
-		line = nil
-	}
-	if sk != nil {
-		size = sk.n - trailingEOL(sk.tail)
-	}
-	return line, size, sk, err
 }
 
 // trailingEOL is the length of the "\n" or "\r\n" that tail ends with.
@@ -693,11 +656,12 @@ func (f *framing) claimPrompt(sessionID string) uint64 {
 	return q[0]
 }
 
-// oversize handles a line over MaxFrameBytes of size bytes (see framing).
-func (f *framing) oversize(size int, sk *skeleton) []byte {
+// oversize handles a message over MaxFrameBytes of size bytes, of which
+// head is the top level (see framing).
+func (f *framing) oversize(size int, head []byte) []byte {
 	var msg map[string]json.RawMessage
-	if json.Unmarshal(sk.out, &msg) != nil || msg == nil {
-		f.replyTooLarge(jsonrpcid.Readable(sk.out), "", size)
+	if json.Unmarshal(head, &msg) != nil || msg == nil {
+		f.replyTooLarge(jsonrpcid.Readable(head), "", size)
 		return nil
 	}
 	id := jsonrpcid.Valid(msg["id"])

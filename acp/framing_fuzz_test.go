@@ -58,7 +58,7 @@ func FuzzFraming(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		sink := &frameSink{}
-		fr := newFraming(strings.NewReader(in), started(), sink, nil, 0)
+		fr := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, 0)
 		defer fr.close()
 		data := make([]byte, 0, len(in)+64)
 		buf := make([]byte, 512)

@@ -56,6 +56,7 @@ func (a *Agent) deleteSession(ctx context.Context, p acpsdk.UnstableDeleteSessio
 // forget drops what the agent keeps of session sid for its client (it was
 // closed or deleted).
 func (a *Agent) forget(sid string) {
+	a.sessions.Delete(sid)
 	a.announced.Delete(sid)
 	a.titles.Delete(sid)
 	a.prompts.forget(sid)

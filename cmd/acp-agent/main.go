@@ -237,6 +237,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	agent := acp.New(core, &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log, SignIn: signIn})
 	err = agent.Serve(ctx, stdin, stdout)
+	core.Shutdown() // the sessions are the agent's: none is left; the history flushed
 	log.Info("stopped")
 	return err
 }
