@@ -205,4 +205,3 @@ func (l *wsLink) close() error {
 	})
 	return err
 }
-
