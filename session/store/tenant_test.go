@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+)
+
+func TestForTenant_AnotherTenantsSessionIsUnknown(t *testing.T) {
+	ctx := context.Background()
+	shared := memory.New()
+	alice, bob := store.ForTenant(shared, "alice"), store.ForTenant(shared, "bob")
+	now := time.Now()
+	if err := alice.Create(ctx, store.Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Tenant: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := shared.Get(ctx, "sess_a")
+	if err != nil || rec.Tenant != "alice" {
+		t.Fatalf("the record's tenant = %q (%v), want alice whatever Create was given", rec.Tenant, err)
+	}
+	turn := store.Turn{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{{Type: gateway.ContentText, Text: "hi"}}}}, StopReason: gateway.StopEndTurn}
+	if err := alice.AppendTurn(ctx, "sess_a", turn); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func() error{
+		"Get":        func() error { _, err := bob.Get(ctx, "sess_a"); return err },
+		"Turns":      func() error { _, err := bob.Turns(ctx, "sess_a"); return err },
+		"AppendTurn": func() error { return bob.AppendTurn(ctx, "sess_a", turn) },
+		"SetTitle":   func() error { return bob.SetTitle(ctx, "sess_a", "mine") },
+		"SetModel":   func() error { return bob.SetModel(ctx, "sess_a", "m") },
+		"SetServers": func() error { return bob.SetServers(ctx, "sess_a", nil) },
+		"Delete":     func() error { return bob.Delete(ctx, "sess_a") },
+	} {
+		if err := f(); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("bob's %s of alice's session: %v, want ErrNotFound", name, err)
+		}
+	}
+	if recs, _, err := bob.List(ctx, store.ListOptions{Tenant: "alice"}); err != nil || len(recs) != 0 {
+		t.Errorf("bob's List (asking for alice's) = %d records (%v), want none", len(recs), err)
+	}
+	if recs, _, err := alice.List(ctx, store.ListOptions{}); err != nil || len(recs) != 1 {
+		t.Errorf("alice's List = %d records (%v), want 1", len(recs), err)
+	}
+	if turns, err := shared.Turns(ctx, "sess_a"); err != nil || len(turns) != 1 {
+		t.Errorf("the session has %d turns (%v), want alice's one", len(turns), err)
+	}
+	if err := alice.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Get(ctx, "sess_a"); err != nil {
+		t.Errorf("closing a view closed the shared store: %v", err)
+	}
+}
