@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
 
-	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
@@ -143,86 +138,6 @@ func storeTurns(tb testing.TB, path, sid, dir string, n int) {
 			tb.Fatal(err)
 		}
 	}
-}
-
-// BenchmarkGatewayLoad: 200 concurrent sessions on one gateway process, over
-// 10 translator connections, each session calling a tool of its own MCP
-// server (an in-memory go-sdk fixture behind a bridge.Manager, as in a
-// translator) through the gateway and back. Reports calls/s, p50 and p99
-// latency of a /call turn, and the gateway's RSS per session. Zero errors.
-func BenchmarkGatewayLoad(b *testing.B) {
-	const conns, perConn = 10, 20
-	g := startGateway(b, "", nil)
-	rss0 := rssKiB(b, g.cmd.Process.Pid)
-	type sess struct {
-		r   *remote.Client
-		key string
-	}
-	var sessions []sess
-	for c := range conns {
-		r, err := remote.Dial(context.Background(), &remote.ClientOptions{URL: g.url(), Info: remote.PeerInfo{Name: "bench", Version: "1"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { r.Close() })
-		for s := range perConn {
-			key := fmt.Sprintf("acp:bench-%d-%d", c, s)
-			m := bridge.NewManager(&bridge.Options{Dial: func(ctx context.Context, _ bridge.ServerSpec) (mcp.Transport, error) {
-				ct, st := mcp.NewInMemoryTransports()
-				srv := mcp.NewServer(&mcp.Implementation{Name: "fx", Version: "1"}, nil)
-				mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-					func(_ context.Context, _ *mcp.CallToolRequest, in struct{ Message string }) (*mcp.CallToolResult, any, error) {
-						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
-					})
-				if _, err := srv.Connect(ctx, st, nil); err != nil {
-					return nil, err
-				}
-				return ct, nil
-			}})
-			if err := m.Connect(context.Background(), []bridge.ServerSpec{{Name: "fx", Transport: bridge.TransportStdio}}); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { m.Close(context.Background()) })
-			if err := r.SetExtraTools(context.Background(), key, m.Tools()); err != nil {
-				b.Fatal(err)
-			}
-			sessions = append(sessions, sess{r, key})
-		}
-	}
-	rss1 := rssKiB(b, g.cmd.Process.Pid)
-	var mu sync.Mutex
-	var lat []time.Duration
-	var errs int
-	start := time.Now()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		var wg sync.WaitGroup
-		for _, s := range sessions {
-			wg.Go(func() {
-				t0 := time.Now()
-				stop, err := s.r.Send(context.Background(), gateway.SendRequest{SessionKey: s.key, RunID: fmt.Sprintf("%s-%d", s.key, i),
-					Message: []gateway.Content{gateway.TextContent(`/call mcp__fx__echo {"Message":"hi"}`)}}, func(gateway.Event) {})
-				d := time.Since(t0)
-				mu.Lock()
-				defer mu.Unlock()
-				lat = append(lat, d)
-				if err != nil || stop != gateway.StopEndTurn {
-					errs++
-				}
-			})
-		}
-		wg.Wait()
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if errs > 0 {
-		b.Fatalf("%d of %d calls failed", errs, len(lat))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
-	b.ReportMetric(float64(rss1-rss0)/float64(len(sessions)), "gateway-KiB/session")
 }
 
 // rssKiB reads a process's resident set size.

@@ -62,6 +62,8 @@ type Config struct {
 	// Telemetry and Audit configure traces and the audit log (telemetry.go).
 	Telemetry TelemetryConfig `json:"telemetry"`
 	Audit     AuditConfig     `json:"audit"`
+	// Gateway configures "acp-agent gateway" (gateway.go).
+	Gateway GatewayConfig `json:"gateway"`
 
 	// auditor is the audit log startObservability opened, or nil; not a key.
 	auditor audit.Auditor

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
@@ -75,29 +73,34 @@ func readTokensFile(path, who string) (map[string]string, error) {
 	return tokens, nil
 }
 
-// openGatewayStore opens the store a gateway keeps its translators'
-// sessions in (--store): "" is none, "memory" one in memory, a postgres://
-// URL the fleet's database (its leases are fleet-wide), else a SQLite file
+// openGatewayStore opens the store a gateway keeps its sessions in:
+// --store (flag), else config store.url or store.path, else the default
+// SQLite file; "memory" is one in memory, a postgres:// URL the fleet's
+// database (its leases are fleet-wide), anything else a SQLite file
 // (several gateway processes may share one, each with its own leases).
-func openGatewayStore(flag string, log *slog.Logger) (store.Store, error) {
+func openGatewayStore(flag string, cfg StoreConfig, log *slog.Logger) (store.Store, error) {
+	path := storeSetting(flag, cfg)
 	switch {
-	case flag == "":
-		return nil, nil
-	case flag == "memory":
+	case path == "memory":
 		return memory.New(), nil
-	case postgres.IsURL(flag):
-		st, err := openStoreURL(context.Background(), flag, log)
-		if err != nil {
+	case postgres.IsURL(path):
+		return openStoreURL(context.Background(), path, log)
+	case path == "":
+		var err error
+		if path, err = sqlite.DefaultPath(); err != nil {
 			return nil, err
 		}
-		return st, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
 	defer cancel()
-	st, err := sqlite.Open(ctx, flag)
-	if err != nil {
+	st, err := sqlite.Open(ctx, path)
+	switch {
+	case errors.Is(err, store.ErrDamaged):
+		return nil, storeErr(openFailure(err, false))
+	case err != nil:
 		return nil, fmt.Errorf("--store: %w", openFailure(err, false))
 	}
+	log.Info("session store: SQLite", "path", path)
 	return st, nil
 }
 
@@ -112,25 +115,4 @@ func replicaName(listen string) string {
 		return host + ":" + port
 	}
 	return host
-}
-
-// gatewayURLs splits --gateway URL[,URL...]: each must be a ws:// or wss://
-// URL with a host.
-func gatewayURLs(flag string) ([]string, error) {
-	var urls []string
-	for _, s := range strings.Split(flag, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-			return nil, fmt.Errorf("--gateway: %q is not a ws:// or wss:// URL with a host", s)
-		}
-		urls = append(urls, s)
-	}
-	if len(urls) == 0 {
-		return nil, errors.New("--gateway names no URL")
-	}
-	return urls, nil
 }

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"context"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
-	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 func writeTokens(t *testing.T, text string, mode os.FileMode) string {
@@ -82,37 +76,13 @@ func TestRunGateway_TokensFileChecked(t *testing.T) {
 	}
 }
 
-func TestGatewayURLs(t *testing.T) {
-	urls, err := gatewayURLs(" ws://a:1, wss://b:2/x ,")
-	if err != nil || len(urls) != 2 || urls[0] != "ws://a:1" || urls[1] != "wss://b:2/x" {
-		t.Fatalf("gatewayURLs = %v, %v", urls, err)
-	}
-	for _, bad := range []string{"", ",", "http://a:1", "ws://", "ws://a:1,nope"} {
-		if _, err := gatewayURLs(bad); err == nil || !strings.Contains(err.Error(), "--gateway") {
-			t.Errorf("gatewayURLs(%q) = %v, want an error", bad, err)
-		}
-	}
-}
-
-func TestRun_StoreGatewayNeedsAGatewayThatKeepsSessions(t *testing.T) {
+func TestRun_GatewayFlagsAreGoneWithAPointerToConnect(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	t.Setenv(tokenEnv, "")
-	err := run([]string{"--store", "gateway"}, strings.NewReader(""), io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "needs --gateway URL") {
-		t.Fatalf("--store gateway without --gateway: %v", err)
-	}
-	srv := remote.NewServer(runner.NewLocal(nil), nil) // keeps no sessions
-	ts := httptest.NewServer(srv)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		ts.Close()
-	}()
-	url := "ws" + strings.TrimPrefix(ts.URL, "http")
-	err = run([]string{"--gateway", url, "--store", "gateway"}, strings.NewReader(""), io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "keeps no sessions") {
-		t.Fatalf("--store gateway with a gateway without a store: %v", err)
+	for _, args := range [][]string{{"--store", "gateway"}, {"--gateway", "ws://127.0.0.1:1"}} {
+		err := run(args, strings.NewReader(""), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "acp-agent connect URL") {
+			t.Errorf("%v: %v, want a pointer to acp-agent connect", args, err)
+		}
 	}
 }

@@ -2,30 +2,37 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
+	"github.com/seed02d3eb6b/acp-agent/acp"
+	"github.com/seed02d3eb6b/acp-agent/acp/remote"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
+	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
+	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
-// tokenEnv holds the gateway token when no --token-file is given.
+// tokenEnv holds the gateway token when no --token-file is given, for the
+// gateway and for "acp-agent connect".
 const tokenEnv = "ACP_AGENT_GATEWAY_TOKEN"
 
-// gatewayToken reads the token from file, else from ACP_AGENT_GATEWAY_TOKEN.
-func gatewayToken(file string) (string, error) { return readToken(file, tokenEnv) }
+// acpPath is the path of the ACP endpoint under --listen.
+const acpPath = "/acp"
 
 // readToken reads a token from file (--token-file), else from the
 // environment variable envName; "" means none.
@@ -117,32 +124,52 @@ func checkListenFlag(flag, addr, token, envName string) error {
 
 const gatewayUsage = `Usage: acp-agent gateway [flags]
 
-Serve the agent runtime (models, permissions policy, turns) as a WebSocket
-service at ws://HOST:PORT for remote translators: "acp-agent --gateway URL"
-runs the ACP front end on the editor's machine and the turns here (the
-README, section "A shared gateway"). The host must be named; a non-loopback address
-needs a token (--token-file, or ` + tokenEnv + `), or tenants' tokens
-(--tokens-file). With --store the gateway keeps its translators' sessions
-("acp-agent --gateway URL --store gateway"); replicas sharing one store
-form a fleet: a session's turn runs on one replica at a time. The listener
-also serves /healthz, /readyz (the store answers) and Prometheus /metrics
-(with a token: the token, or a tenant's, as bearer).
+Serve ACP over the network at http://HOST:PORT/acp: the ACP remote
+transport (Streamable HTTP and WebSocket on one endpoint; https:// with
+--tls-cert and --tls-key; HTTP/2 where the client offers it, cleartext h2c
+too). Sessions run here, with their models, tools and store. An editor whose
+ACP client speaks the transport (the official TypeScript SDK's http-client
+and ws-client) connects to the URL; an editor that starts agents over stdio
+(Zed) runs "acp-agent connect URL", which also starts the editor's stdio MCP
+servers on the editor's machine. The gateway starts a client's stdio server
+itself only if its command is in config gateway.allowCommands.
+
+The host must be named; a non-loopback address needs a token
+(--token-file, or ` + tokenEnv + `), or tenants' tokens (--tokens-file):
+each tenant sees only its own sessions. --store is a SQLite file (default),
+"memory", or a fleet's postgres:// URL: replicas sharing one PostgreSQL
+database serve any session, each turn on one replica at a time, and a
+balancer keeps a connection on its replica by the acp_replica cookie. The
+listener also serves /healthz, /readyz (the store answers) and Prometheus
+/metrics (with a token: the token, or a tenant's, as bearer).
 
 Flags:
 `
 
-// runGateway is "acp-agent gateway": the agent runtime as a WebSocket
-// service for many translators (docs/gateway-protocol.md).
+// gatewayFlags are the flags of "acp-agent gateway".
+type gatewayFlags struct {
+	common                        *commonFlags
+	listen, tokenFile, tokensFile *string
+	origins, store, replica       *string
+	tlsCert, tlsKey               *string
+}
+
+// runGateway is "acp-agent gateway": ACP over the network (package
+// acp/remote), every connection an acp.Agent over its tenant's session
+// core, until SIGINT or SIGTERM; then every connection ends (its turns are
+// answered cancelled, its sessions end) and it returns nil.
 func runGateway(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("acp-agent gateway", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
-	common := addCommonFlags(fs)
-	listen := fs.String("listen", "127.0.0.1:7777", "address to listen on, with an explicit host")
-	tokenFile := fs.String("token-file", "", "file holding the shared token (default: "+tokenEnv+")")
-	origins := fs.String("allowed-origins", "", "comma-separated Origin values accepted from browsers (none by default)")
-	tokensFile := fs.String("tokens-file", "", `file of "TENANT TOKEN" lines, one tenant's token a line (mode 600): each tenant sees only its own sessions`)
-	storeFlag := fs.String("store", "", `keep the translators' sessions (for "acp-agent --store gateway"): a SQLite file, "memory", or the fleet's postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default: none)`)
-	replica := fs.String("replica-name", "", "this replica's name, shown in the busy errors of other replicas (default HOSTNAME:PORT)")
+	f := gatewayFlags{common: addCommonFlags(fs)}
+	f.listen = fs.String("listen", "127.0.0.1:7777", "address to listen on, with an explicit host")
+	f.tokenFile = fs.String("token-file", "", "file holding the gateway's token, one tenant's (default: "+tokenEnv+")")
+	f.origins = fs.String("allowed-origins", "", "comma-separated Origin values accepted from browsers (none by default)")
+	f.tokensFile = fs.String("tokens-file", "", `file of "TENANT TOKEN" lines, one tenant's token a line (mode 600): each tenant sees only its own sessions`)
+	f.store = fs.String("store", "", `the session store: a SQLite file, "memory", or the fleet's postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
+	f.replica = fs.String("replica-name", "", "this replica's name: its affinity cookie's value, and shown in other replicas' busy errors (default HOSTNAME:PORT)")
+	f.tlsCert = fs.String("tls-cert", "", "serve https:// with this PEM certificate (chain) file; needs --tls-key")
+	f.tlsKey = fs.String("tls-key", "", "the PEM private key of --tls-cert")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, gatewayUsage)
@@ -155,45 +182,22 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("gateway: unexpected argument %q: it takes flags only (see acp-agent gateway --help)", fs.Arg(0))
 	}
-	token, err := listenerToken(*tokenFile, tokenEnv)
+	tokens, err := gatewayTokens(*f.tokenFile, *f.tokensFile)
 	if err != nil {
 		return err
 	}
-	var tenants map[string]string
-	if *tokensFile != "" {
-		if tenants, err = readTokensFile(*tokensFile, "tenant"); err != nil {
-			return err
-		}
-		if _, dup := tenants[token]; dup && token != "" {
-			return fmt.Errorf("--tokens-file %s gives the default tenant's token (--token-file or %s) to tenant %s: each token names one tenant", *tokensFile, tokenEnv, tenants[token])
-		}
+	authToken := ""
+	if len(tokens) > 0 {
+		authToken = "tokens"
 	}
-	authToken := token
-	if authToken == "" && len(tenants) > 0 {
-		authToken = "tokens-file"
-	}
-	if err := checkListen(*listen, authToken, tokenEnv); err != nil {
+	if err := checkListen(*f.listen, authToken, tokenEnv); err != nil {
 		return err
 	}
-	if *replica == "" {
-		*replica = replicaName(*listen)
+	if (*f.tlsCert == "") != (*f.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both, or neither for http://")
 	}
-	env, err := common.setup(stderr)
-	if err != nil {
-		return err
-	}
-	defer env.close()
-	log := env.log
-	ms, err := env.models()
-	if err != nil {
-		return err
-	}
-	met := metrics.New()
-	ropts := env.cfg.runnerOptions(ms, nil, log)
-	ropts.Observer = met
-	local := runner.NewLocal(ropts)
 	var allowed []string
-	for _, o := range strings.Split(*origins, ",") {
+	for _, o := range strings.Split(*f.origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			if err := checkOrigin(o); err != nil {
 				return err
@@ -201,40 +205,242 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 			allowed = append(allowed, o)
 		}
 	}
-	store, err := openGatewayStore(*storeFlag, log)
+	if *f.replica == "" {
+		*f.replica = replicaName(*f.listen)
+	}
+	env, ctx, err := f.common.start(stderr)
 	if err != nil {
 		return err
 	}
-	if store != nil {
-		defer store.Close()
+	defer env.close()
+	log, cfg := env.log, env.cfg
+	ms, err := env.models()
+	if err != nil {
+		return err
 	}
-	srv := remote.NewServer(local, &remote.ServerOptions{Token: token, Tokens: tenants, AllowedOrigins: allowed, Store: store, Replica: *replica,
-		Info: remote.PeerInfo{Name: "acp-agent gateway", Version: agentVersion()}, Observer: met, Logger: log})
-	ln, err := net.Listen("tcp", *listen)
+	base, err := cfg.gatewayCoreOptions()
+	if err != nil {
+		return err
+	}
+	st, err := openGatewayStore(*f.store, cfg.Store, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	met := metrics.New()
+	cores := &tenantCores{base: base, store: st, models: ms, cfg: cfg, met: met, log: log, cores: map[string]*tenantCore{}}
+	defer cores.shutdown()
+	met.ServerStates(cores.serverStates)
+	h := remote.NewHandler(func(tenant string) (remote.Conn, error) {
+		return acp.New(cores.get(tenant), &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log.With("tenant", tenant)}), nil
+	}, &remote.Options{
+		Authenticate: remote.BearerAuth(tokens), AllowedOrigins: allowed, LoopbackHost: len(tokens) == 0,
+		Replica: *f.replica, Limits: cfg.Gateway.Limits.remote(), Observer: met.Transport(), Logger: log,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(acpPath, h)
+	met.Mount(mux, &metrics.HandlerOptions{Ready: storeReady(st), Authorized: metrics.BearerAuth(slices.Collect(maps.Keys(tokens))...)})
+	return serveGateway(ctx, &f, mux, h, log)
+}
+
+// gatewayTokens reads the tokens a gateway's clients present, mapped to
+// their tenants: --token-file's (or the environment's) is tenant "", each
+// --tokens-file line's its own. Empty: no credentials are asked.
+func gatewayTokens(tokenFile, tokensFile string) (map[string]string, error) {
+	token, err := listenerToken(tokenFile, tokenEnv)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[string]string{}
+	if tokensFile != "" {
+		if tokens, err = readTokensFile(tokensFile, "tenant"); err != nil {
+			return nil, err
+		}
+	}
+	if token != "" {
+		if t, dup := tokens[token]; dup {
+			return nil, fmt.Errorf("--tokens-file %s gives the default tenant's token (--token-file or %s) to tenant %s: each token names one tenant", tokensFile, tokenEnv, t)
+		}
+		tokens[token] = ""
+	}
+	return tokens, nil
+}
+
+// serveGateway serves mux on --listen (TLS with --tls-cert; HTTP/2 and,
+// without TLS, h2c) until ctx is done, then ends every ACP connection (h)
+// and stops the server.
+func serveGateway(ctx context.Context, f *gatewayFlags, mux http.Handler, h *remote.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	// /healthz, /readyz and /metrics beside the WebSocket service, which
-	// has every other path; /metrics takes the token or a tenant's.
-	mux := http.NewServeMux()
-	mux.Handle("/", srv)
-	met.Mount(mux, &metrics.HandlerOptions{Ready: storeReady(store), Authorized: metrics.BearerAuth(append(slices.Collect(maps.Keys(tenants)), token)...)})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	scheme := "https"
+	if *f.tlsCert == "" {
+		protocols.SetUnencryptedHTTP2(true)
+		scheme = "http"
+	}
+	hs := &http.Server{
+		Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: protocols,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12},
+		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	log.Info("gateway listening", "url", "ws://"+ln.Addr().String(), "auth", authToken != "", "tenants", len(tenants), "store", *storeFlag != "", "replica", *replica)
+	go func() {
+		if *f.tlsCert != "" {
+			errc <- hs.ServeTLS(ln, *f.tlsCert, *f.tlsKey)
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
+	log.Info("gateway listening", "url", scheme+"://"+ln.Addr().String()+acpPath, "replica", *f.replica)
 	select {
-	case err := <-errc:
-		return err
+	case err = <-errc:
+		return fmt.Errorf("--listen %s: %w", *f.listen, err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: ending running turns")
+	log.Info("shutting down: ending every ACP connection")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.Shutdown(sctx)
-	_ = hs.Shutdown(sctx)
+	h.Shutdown(sctx)
+	if hs.Shutdown(sctx) != nil {
+		_ = hs.Close()
+	}
 	log.Info("stopped")
 	return nil
+}
+
+// tenantCores are a gateway's session cores, one per tenant, made on the
+// tenant's first connection: each over the tenant's view of the store
+// (store.ForTenant), with a History, a runner (its tools registry: session
+// keys are the tenant's), and sign-in grants of its own, so tenants share
+// nothing but the models and the store. Safe for concurrent use.
+type tenantCores struct {
+	base   session.CoreOptions
+	store  store.Store
+	models []gateway.Model
+	cfg    *Config
+	met    *metrics.Metrics
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	cores map[string]*tenantCore
+}
+
+type tenantCore struct {
+	core    *session.Core
+	history *session.History
+}
+
+// get returns tenant's core, making it on first use.
+func (t *tenantCores) get(tenant string) *session.Core {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tc := t.cores[tenant]; tc != nil {
+		return tc.core
+	}
+	log := t.log
+	if tenant != "" {
+		log = log.With("tenant", tenant)
+	}
+	opts := t.base
+	opts.Store = store.ForTenant(t.store, tenant)
+	opts.History = session.NewHistory(opts.Store, log)
+	opts.History.ObserveCommits(t.met.StoreCommit)
+	ropts := t.cfg.runnerOptions(t.models, opts.History, log)
+	ropts.Observer = t.met
+	opts.Gateway = runner.NewLocal(ropts)
+	oauth := *t.base.Bridge.OAuth
+	oauth.Store = signin.NewMemory() // a tenant's grants are its own
+	opts.Bridge.OAuth = &oauth
+	opts.Observer, opts.Logger = t.met, log
+	opts.Name, opts.Version = "acp-agent", agentVersion()
+	tc := &tenantCore{core: session.NewCore(&opts), history: opts.History}
+	t.cores[tenant] = tc
+	return tc.core
+}
+
+// serverStates sums the tenants' MCP servers by state, for /metrics.
+func (t *tenantCores) serverStates() map[string]int {
+	t.mu.Lock()
+	cores := make([]*tenantCore, 0, len(t.cores))
+	for _, tc := range t.cores {
+		cores = append(cores, tc)
+	}
+	t.mu.Unlock()
+	out := map[string]int{}
+	for _, tc := range cores {
+		for state, n := range tc.core.ServerStates() {
+			out[state] += n
+		}
+	}
+	return out
+}
+
+// shutdown ends every tenant's sessions, in parallel, and closes their
+// histories (their commits under way finish first).
+func (t *tenantCores) shutdown() {
+	t.mu.Lock()
+	cores := slices.Collect(maps.Values(t.cores))
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, tc := range cores {
+		wg.Go(func() {
+			tc.core.Shutdown()
+			_ = tc.history.Close()
+		})
+	}
+	wg.Wait()
+}
+
+// GatewayConfig is config "gateway": what "acp-agent gateway" lets its
+// clients do, and their limits.
+type GatewayConfig struct {
+	// AllowCommands are the programs a client's stdio MCP server entry may
+	// run on the gateway host, as the entry names them ("uvx") or as the
+	// absolute path that name resolves to; its args are the client's, so
+	// list only programs whose arguments cannot make them run anything
+	// (not npx, a shell, an interpreter). A stdio entry of any other
+	// command fails, naming "acp-agent connect", which starts the editor's
+	// stdio servers on the editor's machine. The config's own mcpServers
+	// are the operator's and always run. Empty: none.
+	AllowCommands []string `json:"allowCommands"`
+	// Limits bound each client; zero fields take the defaults (see
+	// acp/remote.Limits).
+	Limits GatewayLimits `json:"limits"`
+}
+
+// GatewayLimits is config "gateway.limits".
+type GatewayLimits struct {
+	// MaxConnectionsPerTenant: open connections per token's tenant (64).
+	MaxConnectionsPerTenant int `json:"maxConnectionsPerTenant"`
+	// MaxConnections: open connections in all (4096).
+	MaxConnections int `json:"maxConnections"`
+	// MaxBufferedBytes: a connection's output its client has not read
+	// (16 MiB).
+	MaxBufferedBytes int `json:"maxBufferedBytes"`
+	// MaxMessageBytes: one client message (and the most, 10 MiB).
+	MaxMessageBytes int `json:"maxMessageBytes"`
+	// OutputStall: how long a client may read none of its output (60s).
+	OutputStall Duration `json:"outputStall"`
+	// IdleTimeout: an HTTP connection with no stream and no request, or a
+	// WebSocket that answers no ping, that long ends (5m).
+	IdleTimeout Duration `json:"idleTimeout"`
+}
+
+// remote returns the limits as acp/remote takes them.
+func (l GatewayLimits) remote() remote.Limits {
+	return remote.Limits{
+		MaxConnectionsPerTenant: l.MaxConnectionsPerTenant, MaxConnections: l.MaxConnections,
+		MaxBufferedBytes: l.MaxBufferedBytes, MaxMessageBytes: l.MaxMessageBytes,
+		OutputStall: time.Duration(l.OutputStall), IdleTimeout: time.Duration(l.IdleTimeout),
+	}
+}
+
+// gatewayCoreOptions are coreOptions for a gateway's sessions, whose
+// clients are on other machines.
+func (c *Config) gatewayCoreOptions() (session.CoreOptions, error) {
+	return c.coreOptions()
 }

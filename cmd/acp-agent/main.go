@@ -4,17 +4,19 @@
 //
 // Usage:
 //
-//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory|postgres://…|gateway] [--gateway URL[,URL...] [--token-file FILE]]
+//	acp-agent [--config FILE] [--model provider:name] [--store FILE|memory|postgres://…]
 //	          [--verbose] [--log-file FILE] [--version]
+//	acp-agent connect [--token-file FILE] [--config FILE] URL
 //	acp-agent mcp-server [--config FILE] [--model provider:name|direct] [--store FILE|memory|postgres://…]
 //	                     [--listen HOST:PORT [--token-file FILE] [--allowed-origins LIST]] [-v] [--log-file FILE] [--version]
-//	acp-agent gateway [--listen HOST:PORT] [--token-file FILE] [--tokens-file FILE] [--store FILE|memory]
-//	                  [--replica-name NAME] [--allowed-origins LIST] [--config FILE] [--model ...]
+//	acp-agent gateway [--listen HOST:PORT] [--token-file FILE] [--tokens-file FILE] [--store FILE|memory|postgres://…]
+//	                  [--replica-name NAME] [--allowed-origins LIST] [--tls-cert FILE --tls-key FILE] [--config FILE] [--model ...]
 //
 // With no subcommand it speaks ACP on stdin/stdout. stdout carries ACP frames
 // only; logs go to stderr, or to --log-file. "mcp-server" serves the same
 // agent to MCP clients as one tool, ask_agent, on stdio or Streamable HTTP;
-// "gateway" serves the agent runtime to remote translators. "acp-agent
+// "gateway" serves ACP over the network (Streamable HTTP and WebSocket at
+// /acp), and "connect" is the editor's stdio end of it. "acp-agent
 // --help" (and "acp-agent <subcommand> --help") describes them all; run at a
 // terminal, the agent says what it is and exits 2.
 package main
@@ -43,7 +45,6 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
@@ -108,9 +109,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard) // errors are returned (main prints them once), help goes to stdout
 	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", a postgres:// URL (password from PGPASSWORD or ~/.pgpass), or "gateway" (the remote gateway's, with --gateway) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
-	gatewayURL := fs.String("gateway", "", "use the remote gateway at this ws:// URL, or the first that answers of several comma-separated replicas' URLs (token from --token-file or ACP_AGENT_GATEWAY_TOKEN), instead of the in-process one")
-	tokenFile := fs.String("token-file", "", "file holding the remote gateway's token")
+	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", or a postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
+	gatewayURL := fs.String("gateway", "", "removed: use \"acp-agent connect URL\" (see the README, \"A shared gateway\")")
 	metricsAddr := fs.String("metrics-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (off by default; loopback unless a token is set; port 0 picks one, logged)")
 	metricsTokenFile := fs.String("metrics-token-file", "", "file holding the token /metrics asks of scrapers (default: "+metricsTokenEnv+"); needed for a non-loopback --metrics-addr")
 	if err := fs.Parse(args); err != nil {
@@ -127,6 +127,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		// --version and --help are the only things printed on stdout outside ACP.
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
+	}
+	if *gatewayURL != "" || *storeFlag == "gateway" {
+		return errors.New(`--gateway and --store gateway are gone: the gateway speaks ACP itself now; start "acp-agent connect URL" in their place (the gateway's http(s):// or ws(s):// /acp URL; README, "A shared gateway")`)
 	}
 	if isTerminal(stdin) {
 		// A person, not an editor: say what this is rather than wait
@@ -162,44 +165,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		met = metrics.New()
 		opts.Observer = met
 	}
-	gatewayStore := *storeFlag == "gateway"
-	if gatewayStore && *gatewayURL == "" {
-		return errors.New(`--store gateway keeps the sessions in the remote gateway's store: it needs --gateway URL`)
-	}
-	var rc *remote.Client
-	if *gatewayURL != "" {
-		urls, err := gatewayURLs(*gatewayURL)
-		if err != nil {
-			return err
-		}
-		token, err := gatewayToken(*tokenFile)
-		if err != nil {
-			return err
-		}
-		var exts map[string]int
-		if gatewayStore {
-			exts = map[string]int{remote.ExtSessions: remote.ExtSessionsVersion}
-		}
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		rc, err = remote.Dial(dctx, &remote.ClientOptions{URLs: urls, Token: token, Extensions: exts,
-			Info: remote.PeerInfo{Name: "acp-agent", Version: agentVersion()}, Logger: log})
-
-		cancel()
-		if err != nil {
-			return err
-		}
-		defer rc.Close() // after the History's commits (deferred later, run first)
-		opts.Gateway = rc
-		log.Info("using the remote gateway", "urls", urls, "store", gatewayStore)
-	}
-	var st store.Store
-	var tokens signin.Store
-	if gatewayStore {
-		st = rc.Store()
-		if tokens, err = openTokens(cfg.Store.Path); err != nil {
-			return err
-		}
-	} else if st, tokens, err = openStore(*storeFlag, cfg.Store, log); err != nil {
+	st, tokens, err := openStore(*storeFlag, cfg.Store, log)
+	if err != nil {
 		return err
 	}
 	defer st.Close()
@@ -210,21 +177,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if met != nil {
 		opts.History.ObserveCommits(met.StoreCommit)
 	}
-	var signIn *acp.SignIn
-	if rc != nil {
-		rc.SetHistory(opts.History)
-	} else {
-		ms, err := env.models()
-		if err != nil {
-			return err
-		}
-		ropts := cfg.runnerOptions(ms, opts.History, log)
-		if met != nil {
-			ropts.Observer = met
-		}
-		opts.Gateway = runner.NewLocal(ropts)
-		signIn = newSignIn(env.primary, os.Getenv, env.creds) // login.go
+	ms, err := env.models()
+	if err != nil {
+		return err
 	}
+	ropts := cfg.runnerOptions(ms, opts.History, log)
+	if met != nil {
+		ropts.Observer = met
+	}
+	opts.Gateway = runner.NewLocal(ropts)
+	signIn := newSignIn(env.primary, os.Getenv, env.creds) // login.go
 	opts.Name, opts.Version, opts.Logger = "acp-agent", agentVersion(), log
 	core := session.NewCore(&opts)
 	if met != nil {
@@ -448,23 +410,6 @@ func openStore(flagStore string, cfg StoreConfig, log *slog.Logger) (store.Store
 		return nil, nil, openFailure(err, false)
 	}
 	return st, tokens, nil
-}
-
-// openTokens opens the sign-in token store of a translator whose sessions
-// the gateway keeps: in the directory of the local store's path (config
-// store.path, else the default), as with a local store.
-func openTokens(cfgPath string) (signin.Store, error) {
-	path := cfgPath
-	if path == "" || path == "memory" {
-		if path == "memory" {
-			return signin.NewMemory(), nil
-		}
-		var err error
-		if path, err = sqlite.DefaultPath(); err != nil {
-			return nil, err
-		}
-	}
-	return signin.OpenFile(filepath.Join(filepath.Dir(path), tokensFile))
 }
 
 // tokensFile is the name of the sign-in token file, in the directory of the

@@ -83,8 +83,8 @@ func TestREADME_TokenExamplesWorkInAnEmptyHome(t *testing.T) {
 					}
 					continue
 				}
-				if tok, err := gatewayToken(path); err != nil || len(tok) < 32 {
-					t.Errorf("gatewayToken(%s) = %d characters, %v", m[2], len(tok), err)
+				if tok, err := readToken(path, tokenEnv); err != nil || len(tok) < 32 {
+					t.Errorf("readToken(%s) = %d characters, %v", m[2], len(tok), err)
 				}
 			}
 		})

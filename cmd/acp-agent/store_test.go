@@ -47,7 +47,7 @@ func TestOpenStore_SaysWhatToDo(t *testing.T) {
 	if err == nil || err.Error() != newerText || !errors.As(err, &schema) {
 		t.Errorf("newer SQLite schema: %v\nwant %q", err, newerText)
 	}
-	if _, err := openGatewayStore(newer, log); err == nil || err.Error() != "--store: "+newerText {
+	if _, err := openGatewayStore(newer, StoreConfig{}, log); err == nil || err.Error() != "--store: "+newerText {
 		t.Errorf("gateway, newer SQLite schema: %v\nwant %q", err, "--store: "+newerText)
 	}
 

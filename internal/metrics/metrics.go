@@ -52,6 +52,8 @@ type Metrics struct {
 
 	mu           sync.Mutex
 	serverStates func() map[string]int // guarded by mu; nil: none
+
+	transportState // Transport (transport.go)
 }
 
 // New returns Metrics registered in a new registry, with the Go runtime's

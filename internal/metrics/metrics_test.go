@@ -14,15 +14,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/seed02d3eb6b/acp-agent/acp/remote"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/remote"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 var (
 	_ gateway.Observer = (*Metrics)(nil)
 	_ session.Observer = (*Metrics)(nil)
-	_ remote.Observer  = (*Metrics)(nil)
+	_ remote.Observer  = (*TransportMetrics)(nil)
 )
 
 func TestMetrics_Record(t *testing.T) {
@@ -203,5 +203,35 @@ func TestMetrics_OpenListenerRefusesRebinding(t *testing.T) {
 func TestBearerAuth_None(t *testing.T) {
 	if BearerAuth("", "") != nil {
 		t.Error("BearerAuth of no tokens is not nil (everyone)")
+	}
+}
+
+func TestMetrics_Transport(t *testing.T) {
+	m := New()
+	tr := m.Transport()
+	if m.Transport() != tr {
+		t.Fatal("Transport made twice")
+	}
+	tr.Opened("websocket")
+	tr.Opened("http")
+	tr.Closed("http", "idle")
+	tr.Refused(409)
+	tr.Message("websocket", true, 100)
+	tr.Message("websocket", false, 50)
+	tr.Message("websocket", false, 25)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"open websocket", testutil.ToFloat64(tr.open.WithLabelValues("websocket")), 1},
+		{"open http", testutil.ToFloat64(tr.open.WithLabelValues("http")), 0},
+		{"closed idle", testutil.ToFloat64(tr.closed.WithLabelValues("http", "idle")), 1},
+		{"refused 409", testutil.ToFloat64(tr.refused.WithLabelValues("409")), 1},
+		{"messages out", testutil.ToFloat64(tr.messages.WithLabelValues("websocket", "out")), 2},
+		{"bytes out", testutil.ToFloat64(tr.bytes.WithLabelValues("websocket", "out")), 75},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
 	}
 }
