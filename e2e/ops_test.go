@@ -147,21 +147,22 @@ const opsToken = "ops-e2e-token-0123456789abcdefghijklmnop"
 
 // TestOps_GatewayHealthMetricsReadiness: a gateway on PostgreSQL with a
 // token serves /healthz and /readyz to anyone and /metrics only with the
-// token; a model turn with two tool calls through a translator shows in
-// the metrics by name and value; /readyz turns 503 within 5 s of losing
-// the database and 200 again once it is back.
+// token; a model turn with two tool calls from a network client shows in
+// the metrics by name and value, with the transport's connections and
+// messages; /readyz turns 503 within 5 s of losing the database and 200
+// again once it is back.
 func TestOps_GatewayHealthMetricsReadiness(t *testing.T) {
 	t.Parallel()
 	fake := fakemodel.NewOpenAI(t)
 	pg := pgtest.Start(t)
 	g := startGateway(t, "", []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1", "ACP_AGENT_GATEWAY_TOKEN=" + opsToken},
-		"--model", "openai:gpt-fake", "--store", pg)
+		"--model", "openai:gpt-fake", "--store", pg, "--config", gatewayConfig(t, ""))
 	base := "http://" + g.addr
 
-	a := startAgentWith(t, []string{"ACP_AGENT_GATEWAY_TOKEN=" + opsToken}, "--gateway", g.url(), "--store", "gateway")
+	a := dialGateway(t, g.url(), opsToken, "", nil)
 	perms := &permissionAnswers{}
 	a.Client.SetPermission(perms.answer)
-	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
+	sid := a.newSession(t.TempDir(), httpServer("fixture", startFixtureHTTP(t)+"/mcp", nil))
 	fake.Push(
 		fakemodel.Turn{Text: "Looking.", ToolCalls: []fakemodel.ToolCall{
 			{ID: "call_echo", Name: "mcp__fixture__echo", Args: `{"message":"hi"}`}, // read-only: allowed by the policy
@@ -170,7 +171,7 @@ func TestOps_GatewayHealthMetricsReadiness(t *testing.T) {
 		fakemodel.Turn{Text: "Done."},
 	)
 	perms.queue("allow_once")
-	if stop, out := a.prompt(sid, "echo and show the image"); stop != acpsdk.StopReasonEndTurn {
+	if stop, out := a.mustPrompt(sid, "echo and show the image"); stop != acpsdk.StopReasonEndTurn {
 		t.Fatalf("stop = %s\n%s", stop, dump(out))
 	}
 
@@ -198,8 +199,12 @@ func TestOps_GatewayHealthMetricsReadiness(t *testing.T) {
 	m.want(t, eq(1), "1", "acp_agent_permission_decisions_total", "decision=allow_once")
 	m.want(t, eq(1), "1 lease taken", "acp_agent_lease_wait_seconds_count", "outcome=acquired")
 	m.want(t, eq(0), "0", "acp_agent_leases_lost_total")
-	m.want(t, eq(1), "1 (the translator's turn, through sessions.appendTurn)", "acp_agent_store_commit_duration_seconds_count", "outcome=ok")
-	m.want(t, eq(1), "1", "acp_agent_store_committed_turns_total")
+	m.want(t, eq(1), "1 (the turn)", "acp_agent_store_committed_turns_total")
+	m.want(t, eq(1), "1", "acp_agent_sessions_opened_total")
+	m.want(t, eq(1), "1", "acp_agent_acp_connections_total", "transport=websocket")
+	m.want(t, eq(1), "1", "acp_agent_acp_connections_open", "transport=websocket")
+	m.want(t, eq(4), "4 (initialize, session/new, session/prompt, the answer to the permission request)", "acp_agent_acp_messages_total", "transport=websocket", "direction=in")
+	m.want(t, atLeast(5), ">= 5", "acp_agent_acp_messages_total", "transport=websocket", "direction=out")
 	m.want(t, atLeast(1), "> 0", "go_goroutines")
 	for _, secret := range []string{opsToken, "OPENAI_API_KEY", "hi\""} {
 		if strings.Contains(string(m), secret) {

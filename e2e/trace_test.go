@@ -287,10 +287,9 @@ func TestAudit_AllowedAndRejectedCalls(t *testing.T) {
 	}
 }
 
-// TestTrace_ThroughTheGateway: with the turns run by a gateway, the
-// gateway's model request joins the editor's trace: the translator sends
-// its turn's trace context in chat.send's _meta, and the gateway's chat
-// span is a child of the translator's turn span.
+// TestTrace_ThroughTheGateway: a network client's traceparent in
+// session/prompt's _meta reaches the gateway, whose turn span is its child
+// and the model request's span the turn's.
 func TestTrace_ThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	const (
@@ -300,7 +299,7 @@ func TestTrace_ThroughTheGateway(t *testing.T) {
 	otlp := newOTLPReceiver(t)
 	fake := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "Hello through the gateway."})
 	g := startGateway(t, "", []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + fake.URL + "/v1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL}, "--model", "openai:gpt-fake")
-	a := startAgentWith(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL}, "--gateway", g.url(), "--store", "memory")
+	a := dialGateway(t, g.url(), "", "", nil)
 	sid := a.newSession(t.TempDir())
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -310,9 +309,6 @@ func TestTrace_ThroughTheGateway(t *testing.T) {
 	})
 	if err != nil || res.StopReason != acpsdk.StopReasonEndTurn {
 		t.Fatalf("prompt: %v, %v", res.StopReason, err)
-	}
-	if err := a.Stop(30 * time.Second); err != nil { // exiting flushes the translator's spans
-		t.Fatalf("agent stop: %v", err)
 	}
 	spans := otlp.waitSpans(t, 30*time.Second, "invoke_agent acp-agent", "chat gpt-fake") // the gateway's, within its 5 s batch
 	wantTurnAndChat(t, spans["invoke_agent acp-agent"], spans["chat gpt-fake"], editorTrace, editorSpan)
