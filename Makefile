@@ -156,12 +156,11 @@ bench: e2e-deps pg-deps
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'BenchmarkCall$$|FirstChunk' -benchtime 2000x -count 1 ./e2e | tee $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'Load500' -benchtime 20x -count 1 ./e2e | tee -a $(BIN)/bench.txt
-	$(GO) test -run '^$$' -bench 'GatewayLoad' -benchtime 10x -count 1 ./e2e | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'GatewayLoad' -benchtime 1x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'ReadFile' -benchtime 2000x -count 1 ./bridge/builtin | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'SessionNew10|CloseChildrenGone|EOFExit' -benchtime 5x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkIdleSession$$' -benchtime 50x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkSessions1000$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
-	$(GO) test -run '^$$' -bench 'BenchmarkFleet$$' -benchtime 3x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkEconomy' -benchtime 1x -count 1 ./gateway/runner | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkHistoryAppend|BenchmarkSQLiteAppendTurn' -benchtime 4000x -count 1 ./session ./session/store/sqlite | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary ($$(nproc) cores, $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
@@ -169,6 +168,7 @@ bench: e2e-deps pg-deps
 		$$1 ~ /^BenchmarkCall\// { split($$1, k, "/"); ns[k[2] " " k[3] " " k[4]] = $$3; if (!((k[2] " " k[3]) in seen)) { seen[k[2] " " k[3]] = 1; order[++n] = k[2] " " k[3] } } \
 		$$1 == "BenchmarkFirstChunk" {fa=$$5} $$1 == "BenchmarkFirstChunkDirect" {fd=$$5} \
 		$$1 == "BenchmarkLoad500Turns" {l=$$3} \
+		$$1 ~ /^BenchmarkGatewayLoad\// { split($$1, k, "/"); gl[k[2]] = $$0 } \
 		$$1 == "BenchmarkReadFileBridged" {rb=$$3} $$1 == "BenchmarkReadFileDirect" {rd=$$3} \
 		$$1 == "BenchmarkHistoryAppend/sessions=1" {d1=$$5} $$1 == "BenchmarkHistoryAppend/sessions=32" {d32=$$5} \
 		END { raw = ns["stdio 2025-11-25 raw"]; \
@@ -176,14 +176,16 @@ bench: e2e-deps pg-deps
 		        if (!b || !d) continue; \
 		        printf "tools/call, %s: bridged/direct %.2fx (%.0f us through the agent vs %.0f us go-sdk direct", g, b/d, b/1000, d/1000; \
 		        if (m) printf "; %.0f us with --store memory", m/1000; \
+		        w = ns[g " bridged-websocket"]; if (w) printf "; over WebSocket to a gateway %.0f us, %.2fx stdio", w/1000, w/b; \
 		        if (raw && g == "stdio 2025-11-25") printf "; raw pipe floor %.0f us, bridged/raw %.2fx", raw/1000, b/raw; \
 		        printf ")\n" } \
 		      if (fa && fd) printf "first agent_message_chunk: the agent adds %.0f us to the first delta of the provider (%.0f us vs %.0f us)\n", (fa-fd)/1000, fa/1000, fd/1000; \
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \
+		      for (gk in gl) { split(gl[gk], f, " "); line = "gateway, 200 WebSocket clients x 20 /call turns, " gk ":"; for (i = 5; i < length(f); i += 2) line = line " " f[i] " " f[i+1]; print line } \
 		      if (rb && rd) printf "built-in read_file: the in-process MCP hop adds %.0f us (%.0f us bridged vs %.0f us direct)\n", (rb-rd)/1000, rb/1000, rd/1000; \
 		      if (d1 && d32) printf "durability: the response to a prompt waits for the SQLite commit of its turn, %.0f us alone, %.0f us per turn with 32 sessions (group commit); before, 0 (written behind, lost on a crash)\n", d1, d32 }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name) } \
-		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Fleet|Economy)/ { \
+		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Economy)/ { \
 		  line = name ":"; for (i = 5; i < NF; i += 2) line = line " " $$(i+1) " " $$i; print line }' $(BIN)/bench.txt
 
 $(BIN)/mcp-fixture: FORCE

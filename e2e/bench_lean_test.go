@@ -102,7 +102,11 @@ func (p *rawPeer) notify(b *testing.B, method, params string) {
 //     session/prompt "/call mcp__fixture__echo" to the agent, which calls the
 //     fixture through the bridge; the default (SQLite) session store;
 //   - bridged-memory: bridged with --store memory (the difference is the
-//     transcript's cost).
+//     transcript's cost);
+//   - bridged-websocket: bridged, but the agent is a gateway and the lean
+//     client speaks to it over a WebSocket (its default SQLite store, the
+//     fixture one of its config's gateway.allowCommands): the network
+//     transport's cost.
 //
 // At 2025-11-25 the fixture is capped to that version (FIXTURE_MAX_PROTOCOL),
 // so both sides of each ratio speak the same MCP; 2026-07-28 is what the
@@ -128,6 +132,7 @@ func BenchmarkCall(b *testing.B) {
 			"env": []any{map[string]string{"name": "FIXTURE_MAX_PROTOCOL", "value": version}}}
 		b.Run("stdio/"+version+"/bridged", func(b *testing.B) { benchLeanBridged(b, stdio) })
 		b.Run("stdio/"+version+"/bridged-memory", func(b *testing.B) { benchLeanBridged(b, stdio, "--store", "memory") })
+		b.Run("stdio/"+version+"/bridged-websocket", func(b *testing.B) { benchWebSocketBridged(b, stdio) })
 		if version != "2025-11-25" {
 			continue // see below
 		}
