@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,3 +143,46 @@ func TestDial_HTTPSessionNotHereFailsItsRequests(t *testing.T) {
 	}
 	readResponse(t, c, 10)
 }
+
+// Streamable HTTP over HTTP/2 (TLS), as the RFD asks: the POSTs and the
+// streams of one connection share one TCP connection.
+func TestDial_HTTP2(t *testing.T) {
+	g := newTestGateway(t, nil)
+	srv := httptest.NewUnstartedServer(g.h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	var protos []string
+	var mu sync.Mutex
+	hc := srv.Client()
+	inner := hc.Transport
+	hc.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := inner.RoundTrip(r)
+		if err == nil {
+			mu.Lock()
+			protos = append(protos, resp.Proto)
+			mu.Unlock()
+		}
+		return resp, err
+	})
+	c, err := Dial(t.Context(), srv.URL+"/acp", &DialOptions{Transport: TransportHTTP, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	clientSession(t, c, t.TempDir())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range protos {
+		if p != "HTTP/2.0" {
+			t.Fatalf("a request went over %s, want HTTP/2.0 (all: %v)", p, protos)
+		}
+	}
+	if len(protos) < 4 {
+		t.Errorf("%d requests, want initialize, the streams and the POSTs", len(protos))
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
