@@ -100,9 +100,27 @@ type CoreOptions struct {
 	// session is attached to it. Nil means NewHistory(Store, Logger); a
 	// Gateway built by the caller should then share the History it uses.
 	History *History
-	// Observer, if set, is told of sessions opened and closed and of
-	// servers' sign-ins (metrics); it must not block.
+	// Observer, if set, is told of sessions opened and closed, of
+	// servers' sign-ins and of the turns' leases (metrics); it must not
+	// block.
 	Observer Observer
+	// Leases, if set, make this Core one replica of a fleet whose replicas
+	// share Store (and one process's Cores, with store.LocalLeases): each
+	// prompt turn (Session.Prompt) runs under the session's lease, so one
+	// replica at a time runs a turn of a session, and Open and Core.Delete
+	// take it too; see "Leases" in the package doc. With a
+	// store.FencedStore, Leases must be the store's own (its tokens are
+	// the ones it fences by). Nil: no leases and no store round trips for
+	// them (one process serves its sessions alone: the stdio agent).
+	Leases store.Leases
+	// Replica is this Core's name as a lease holder, which the user of
+	// another replica is told ("session X is running a turn on <Replica>").
+	// Empty means "this process".
+	Replica string
+	// OpenLeaseWait bounds how long Open waits for the lease of a session
+	// that another holder runs a turn of (Leases) before it opens the
+	// session without it. Zero means 10 s; negative means no wait.
+	OpenLeaseWait time.Duration
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -207,6 +225,12 @@ func NewCore(o *CoreOptions) *Core {
 	if opts.Gateway == nil {
 		opts.Gateway = runner.NewLocal(&runner.Options{History: opts.History, Logger: opts.Logger})
 	}
+	if opts.Replica == "" {
+		opts.Replica = "this process"
+	}
+	if opts.OpenLeaseWait == 0 {
+		opts.OpenLeaseWait = defaultOpenLeaseWait
+	}
 	return &Core{
 		opts: opts, gw: opts.Gateway, store: opts.Store, history: opts.History, log: opts.Logger,
 		sessions: make(map[string]*Session), keys: make(map[string]bool),
@@ -266,8 +290,10 @@ type OpenRequest struct {
 // servers, ends a live instance of the same ID, attaches the history,
 // connects every server in parallel (a failed server does not fail the
 // open: see [bridge.Manager.Servers]), registers the tools with the gateway
-// and records the servers. It returns when every server has connected or
-// failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
+// and records the servers. With CoreOptions.Leases the history is attached
+// under the session's lease, waited for at most CoreOptions.OpenLeaseWait
+// (see "Leases" in the package doc). It returns when every server has
+// connected or failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
 // the cause of ctx.
 func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if req.ID != "" && req.Fork != "" {
@@ -361,7 +387,7 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	if err := c.add(s); err != nil {
 		return nil, err
 	}
-	turns, err := c.history.Attach(ctx, rec.Key, rec.ID)
+	turns, err := c.attach(ctx, s)
 	if err != nil {
 		s.End()
 		return nil, fmt.Errorf("loading the session's history: %w", err)
