@@ -77,7 +77,7 @@ type CoreOptions struct {
 	// (runner.NewLocal).
 	Gateway gateway.Gateway
 	// Bridge is the template of each session's bridge.Manager options; Cwd,
-	// ClientInfo, Logger and OnToolsChanged are set per session.
+	// StdioDir, ClientInfo, Logger and OnToolsChanged are set per session.
 	// Bridge.Limits also holds the servers-per-session quota.
 	Bridge bridge.Options
 	// DefaultServers are connected in every session, merged with the
@@ -121,6 +121,16 @@ type CoreOptions struct {
 	// that another holder runs a turn of (Leases) before it opens the
 	// session without it. Zero means 10 s; negative means no wait.
 	OpenLeaseWait time.Duration
+	// RemoteClients says that the sessions' clients are on other machines
+	// (a network gateway's): a session's cwd and additionalDirectories are
+	// paths on the client's machine, so Open checks only that they are
+	// absolute, and its stdio MCP servers (commands the operator allowed)
+	// start in a private temporary directory of the session's (mode 0700,
+	// made at open, removed when the session ends) instead of the cwd. The
+	// servers' roots, InProcessEnv and the model's system prompt keep the
+	// client's paths. False: the client is on this machine, and the cwd
+	// must be an existing directory here.
+	RemoteClients bool
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -266,7 +276,8 @@ type OpenRequest struct {
 	// means "acp:<ID>". A reopened session keeps its stored key.
 	Key string
 	// Cwd is the session's working directory: an absolute path to an
-	// existing directory, else the error wraps ErrInvalid.
+	// existing directory (with CoreOptions.RemoteClients: an absolute
+	// path, on the client's machine), else the error wraps ErrInvalid.
 	Cwd string
 	// AdditionalDirectories are more directories of the session (ACP
 	// additionalDirectories), under the same rule as Cwd. Only in-process
@@ -325,11 +336,15 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDir("cwd", req.Cwd); err != nil {
+	check := checkDir
+	if c.opts.RemoteClients {
+		check = checkAbs
+	}
+	if err := check("cwd", req.Cwd); err != nil {
 		return nil, err
 	}
 	for i, d := range req.AdditionalDirectories {
-		if err := checkDir(fmt.Sprintf("additionalDirectories[%d]", i), d); err != nil {
+		if err := check(fmt.Sprintf("additionalDirectories[%d]", i), d); err != nil {
 			return nil, err
 		}
 	}
@@ -376,7 +391,17 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	}
 	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
 		frontEnd: req.FrontEnd, untitled: rec.Title == ""}
+	if c.opts.RemoteClients {
+		// The client's cwd is on its machine: the stdio servers start in a
+		// directory of the session's own here.
+		dir, err := os.MkdirTemp("", "acp-agent-session-")
+		if err != nil {
+			return nil, fmt.Errorf("making the session's private directory: %w", err)
+		}
+		s.dir = dir
+	}
 	opts := c.bridgeOptions(s.base, rec.ID, rec.Key, req)
+	opts.StdioDir = s.dir
 	if req.FrontEnd != nil {
 		if ask := req.FrontEnd.Ask(rec.ID); ask != nil {
 			opts.Sampler = c.sampler(s, ask)
@@ -385,6 +410,7 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	opts.OnPromptsChanged = c.commandsChanged(s, req) // prompts.go
 	s.manager = bridge.NewManager(opts)
 	if err := c.add(s); err != nil {
+		s.removeDir()
 		return nil, err
 	}
 	turns, err := c.attach(ctx, s)
@@ -497,8 +523,8 @@ func checkNewID(id string) error {
 // session's stdio servers start, or an additional directory): an absolute
 // path to an existing directory.
 func checkDir(field, dir string) error {
-	if !filepath.IsAbs(dir) {
-		return Invalidf("%s %q must be an absolute path", field, dir)
+	if err := checkAbs(field, dir); err != nil {
+		return err
 	}
 	fi, err := os.Stat(dir)
 	switch {
@@ -508,6 +534,15 @@ func checkDir(field, dir string) error {
 		return Invalidf("%s %q cannot be used: %v", field, dir, err)
 	case !fi.IsDir():
 		return Invalidf("%s %q is not a directory", field, dir)
+	}
+	return nil
+}
+
+// checkAbs checks a session directory given in field on a client's
+// machine (CoreOptions.RemoteClients): an absolute path.
+func checkAbs(field, dir string) error {
+	if !filepath.IsAbs(dir) {
+		return Invalidf("%s %q must be an absolute path", field, dir)
 	}
 	return nil
 }

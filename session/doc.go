@@ -70,6 +70,15 @@
 // Without Leases (the stdio agent) none of this costs anything: no lease,
 // no store round trip.
 //
+// # Clients on other machines
+//
+// With [CoreOptions.RemoteClients] (a network gateway's Core), a session's
+// cwd and additional directories are paths on its client's machine: they
+// must be absolute, not exist here. Its stdio servers start in a private
+// temporary directory of the session's, removed when it ends; the roots
+// the servers are told of, [InProcessEnv] and [Session.Cwd] keep the
+// client's paths.
+//
 // # Identities
 //
 // [NewID] issues session IDs ("sess_" and 26 base32 characters); [Key]

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,10 +20,13 @@ import (
 // time. Get one from [Core.Open] or [Core.Lookup]. Its methods are safe for
 // concurrent use.
 type Session struct {
-	core    *Core
-	id      string // the session's ID (ACP sessionId)
-	key     string // gateway session key
-	cwd     string
+	core *Core
+	id   string // the session's ID (ACP sessionId)
+	key  string // gateway session key
+	cwd  string
+	// dir is the session's private directory, where its stdio servers
+	// start (CoreOptions.RemoteClients), or "". End removes it.
+	dir     string
 	manager *bridge.Manager
 	runs    atomic.Uint64 // numbers prompt turns for run IDs
 	// base is the session's life: the values of Core.Open's context without
@@ -252,8 +256,9 @@ func (s *Session) Cancel() {
 // End ends the session: it leaves the Core's live sessions, its running
 // turn is cancelled (its tool calls get notifications/cancelled) and waited
 // for, at most 5 seconds (its lease, if any, released), then its servers
-// are closed (child process groups stopped), its tools unregistered and
-// its history cache dropped. The
+// are closed (child process groups stopped), its private directory
+// removed (CoreOptions.RemoteClients), its tools unregistered and its
+// history cache dropped. The
 // stored session stays. End is idempotent; concurrent calls wait for the
 // first.
 func (s *Session) End() {
@@ -279,8 +284,20 @@ func (s *Session) End() {
 		s.tasks.Wait()
 		ctx := s.base // End takes no context: teardown is not abandoned
 		_ = s.manager.Close(ctx)
+		s.removeDir()
 		_ = s.core.gw.ClearExtraTools(ctx, s.key)
 		s.core.history.Forget(ctx, s.key)
 		s.core.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
 	})
+}
+
+// removeDir removes s's private directory, if it has one
+// (CoreOptions.RemoteClients), with whatever its servers left in it.
+func (s *Session) removeDir() {
+	if s.dir == "" {
+		return
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		s.core.log.Warn("removing the session's private directory failed", "session", s.id, "dir", s.dir, "err", err)
+	}
 }
