@@ -395,6 +395,7 @@ type frontEnd struct {
 var (
 	_ session.ServerEvents = (*frontEnd)(nil) // notices.go
 	_ session.TitleWatcher = (*frontEnd)(nil) // lifecycle.go
+	_ session.Replayer     = (*frontEnd)(nil) // load.go
 )
 
 // Editor implements session.FrontEnd: the client's fs/*, terminal/* and

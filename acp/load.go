@@ -85,6 +85,16 @@ func (a *Agent) replay(ctx context.Context, sessionID string, turns []store.Turn
 	}
 }
 
+// Replay implements session.Replayer: the turns of a session that another
+// replica ran since this one opened it, replayed (as session/load does)
+// before the prompt turn that found them, once the client knows the
+// session.
+func (f *frontEnd) Replay(ctx context.Context, sid string, turns []store.Turn) {
+	if f.waitAnnounced(ctx) {
+		f.a.replay(ctx, sid, turns)
+	}
+}
+
 // notifyPaced is notify after waiting for the replay pacer.
 func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u update) {
 	if err := a.pace.Wait(ctx); err != nil {

@@ -44,9 +44,14 @@ const (
 // Options configure a Manager. The zero value is valid.
 type Options struct {
 	// Cwd is the session working directory: the working directory of stdio
-	// children and the one MCP root the bridge advertises. Empty means the
-	// agent's own working directory and no roots.
+	// children (unless StdioDir is set) and the one MCP root the bridge
+	// advertises. Empty means the agent's own working directory and no
+	// roots.
 	Cwd string
+	// StdioDir, if set, is the working directory of stdio children instead
+	// of Cwd, which then only names the root: for a session whose cwd is
+	// on its client's machine, not this one (a network gateway's).
+	StdioDir string
 	// ClientInfo is the MCP clientInfo sent in initialize. Nil means
 	// {name: "acp-agent", version: "dev"}.
 	ClientInfo *mcp.Implementation

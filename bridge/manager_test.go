@@ -379,3 +379,26 @@ func TestManager_ToolListChangedRefreshes(t *testing.T) {
 		}
 	}
 }
+
+// StdioDir is where stdio children start (a session whose cwd is on its
+// client's machine); Cwd stays the root the servers are told of.
+func TestManager_StdioDirIsApartFromTheRoot(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "pwd")
+	m := NewManager(&Options{Cwd: "/client/project", StdioDir: dir, Timeouts: Timeouts{Connect: 60 * time.Second}})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	_ = m.Connect(t.Context(), []ServerSpec{{Name: "pwd", Transport: TransportStdio, Command: "sh", Args: []string{"-c", "pwd > " + out}}})
+	data, err := os.ReadFile(out)
+	real, _ := filepath.EvalSymlinks(dir)
+	if got := strings.TrimSpace(string(data)); err != nil || got != dir && got != real {
+		t.Errorf("the child ran in %q (%v), want StdioDir %q", got, err, dir)
+	}
+
+	user := newFakeUser(&mcp.ElicitResult{Action: "decline"})
+	var sampler fakeSampler
+	mm := memManager(t, &Options{Cwd: "/client/project", StdioDir: dir, Elicitor: user.elicitor(true, false), Sampler: sampler.sampler()},
+		map[string]*mcp.Server{"ask": inputServer()}, ServerSpec{Name: "ask", Transport: TransportStdio})
+	if got := callText(t, mm, "ask", "c1", nil); !strings.Contains(got, "root: file:///client/project\n") {
+		t.Errorf("the server got %q, want the root of Cwd", got)
+	}
+}

@@ -399,7 +399,11 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	for _, k := range dropped {
 		s.log.Warn("dropped an environment variable that could inject code into the server; sandbox.allowEnv re-allows it", "key", k)
 	}
-	cmd = sandbox.Command(procCtx, s.spec.Command, s.spec.Args, s.opts.Cwd, env)
+	dir := s.opts.Cwd
+	if s.opts.StdioDir != "" {
+		dir = s.opts.StdioDir
+	}
+	cmd = sandbox.Command(procCtx, s.spec.Command, s.spec.Args, dir, env)
 	stderr := newTailWriter(s.log)
 	cmd.Stderr = stderr
 	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}}

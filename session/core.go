@@ -77,7 +77,7 @@ type CoreOptions struct {
 	// (runner.NewLocal).
 	Gateway gateway.Gateway
 	// Bridge is the template of each session's bridge.Manager options; Cwd,
-	// ClientInfo, Logger and OnToolsChanged are set per session.
+	// StdioDir, ClientInfo, Logger and OnToolsChanged are set per session.
 	// Bridge.Limits also holds the servers-per-session quota.
 	Bridge bridge.Options
 	// DefaultServers are connected in every session, merged with the
@@ -100,9 +100,37 @@ type CoreOptions struct {
 	// session is attached to it. Nil means NewHistory(Store, Logger); a
 	// Gateway built by the caller should then share the History it uses.
 	History *History
-	// Observer, if set, is told of sessions opened and closed and of
-	// servers' sign-ins (metrics); it must not block.
+	// Observer, if set, is told of sessions opened and closed, of
+	// servers' sign-ins and of the turns' leases (metrics); it must not
+	// block.
 	Observer Observer
+	// Leases, if set, make this Core one replica of a fleet whose replicas
+	// share Store (and one process's Cores, with store.LocalLeases): each
+	// prompt turn (Session.Prompt) runs under the session's lease, so one
+	// replica at a time runs a turn of a session, and Open and Core.Delete
+	// take it too; see "Leases" in the package doc. With a
+	// store.FencedStore, Leases must be the store's own (its tokens are
+	// the ones it fences by). Nil: no leases and no store round trips for
+	// them (one process serves its sessions alone: the stdio agent).
+	Leases store.Leases
+	// Replica is this Core's name as a lease holder, which the user of
+	// another replica is told ("session X is running a turn on <Replica>").
+	// Empty means "this process".
+	Replica string
+	// OpenLeaseWait bounds how long Open waits for the lease of a session
+	// that another holder runs a turn of (Leases) before it opens the
+	// session without it. Zero means 10 s; negative means no wait.
+	OpenLeaseWait time.Duration
+	// RemoteClients says that the sessions' clients are on other machines
+	// (a network gateway's): a session's cwd and additionalDirectories are
+	// paths on the client's machine, so Open checks only that they are
+	// absolute, and its stdio MCP servers (commands the operator allowed)
+	// start in a private temporary directory of the session's (mode 0700,
+	// made at open, removed when the session ends) instead of the cwd. The
+	// servers' roots, InProcessEnv and the model's system prompt keep the
+	// client's paths. False: the client is on this machine, and the cwd
+	// must be an existing directory here.
+	RemoteClients bool
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -207,6 +235,12 @@ func NewCore(o *CoreOptions) *Core {
 	if opts.Gateway == nil {
 		opts.Gateway = runner.NewLocal(&runner.Options{History: opts.History, Logger: opts.Logger})
 	}
+	if opts.Replica == "" {
+		opts.Replica = "this process"
+	}
+	if opts.OpenLeaseWait == 0 {
+		opts.OpenLeaseWait = defaultOpenLeaseWait
+	}
 	return &Core{
 		opts: opts, gw: opts.Gateway, store: opts.Store, history: opts.History, log: opts.Logger,
 		sessions: make(map[string]*Session), keys: make(map[string]bool),
@@ -242,7 +276,8 @@ type OpenRequest struct {
 	// means "acp:<ID>". A reopened session keeps its stored key.
 	Key string
 	// Cwd is the session's working directory: an absolute path to an
-	// existing directory, else the error wraps ErrInvalid.
+	// existing directory (with CoreOptions.RemoteClients: an absolute
+	// path, on the client's machine), else the error wraps ErrInvalid.
 	Cwd string
 	// AdditionalDirectories are more directories of the session (ACP
 	// additionalDirectories), under the same rule as Cwd. Only in-process
@@ -266,8 +301,10 @@ type OpenRequest struct {
 // servers, ends a live instance of the same ID, attaches the history,
 // connects every server in parallel (a failed server does not fail the
 // open: see [bridge.Manager.Servers]), registers the tools with the gateway
-// and records the servers. It returns when every server has connected or
-// failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
+// and records the servers. With CoreOptions.Leases the history is attached
+// under the session's lease, waited for at most CoreOptions.OpenLeaseWait
+// (see "Leases" in the package doc). It returns when every server has
+// connected or failed. Errors wrap ErrNotFound, ErrInvalid (a *KeyInUseError among them), ErrClosed or
 // the cause of ctx.
 func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if req.ID != "" && req.Fork != "" {
@@ -299,11 +336,15 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDir("cwd", req.Cwd); err != nil {
+	check := checkDir
+	if c.opts.RemoteClients {
+		check = checkAbs
+	}
+	if err := check("cwd", req.Cwd); err != nil {
 		return nil, err
 	}
 	for i, d := range req.AdditionalDirectories {
-		if err := checkDir(fmt.Sprintf("additionalDirectories[%d]", i), d); err != nil {
+		if err := check(fmt.Sprintf("additionalDirectories[%d]", i), d); err != nil {
 			return nil, err
 		}
 	}
@@ -350,7 +391,17 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	}
 	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
 		frontEnd: req.FrontEnd, untitled: rec.Title == ""}
+	if c.opts.RemoteClients {
+		// The client's cwd is on its machine: the stdio servers start in a
+		// directory of the session's own here.
+		dir, err := os.MkdirTemp("", "acp-agent-session-")
+		if err != nil {
+			return nil, fmt.Errorf("making the session's private directory: %w", err)
+		}
+		s.dir = dir
+	}
 	opts := c.bridgeOptions(s.base, rec.ID, rec.Key, req)
+	opts.StdioDir = s.dir
 	if req.FrontEnd != nil {
 		if ask := req.FrontEnd.Ask(rec.ID); ask != nil {
 			opts.Sampler = c.sampler(s, ask)
@@ -359,9 +410,10 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	opts.OnPromptsChanged = c.commandsChanged(s, req) // prompts.go
 	s.manager = bridge.NewManager(opts)
 	if err := c.add(s); err != nil {
+		s.removeDir()
 		return nil, err
 	}
-	turns, err := c.history.Attach(ctx, rec.Key, rec.ID)
+	turns, err := c.attach(ctx, s)
 	if err != nil {
 		s.End()
 		return nil, fmt.Errorf("loading the session's history: %w", err)
@@ -471,8 +523,8 @@ func checkNewID(id string) error {
 // session's stdio servers start, or an additional directory): an absolute
 // path to an existing directory.
 func checkDir(field, dir string) error {
-	if !filepath.IsAbs(dir) {
-		return Invalidf("%s %q must be an absolute path", field, dir)
+	if err := checkAbs(field, dir); err != nil {
+		return err
 	}
 	fi, err := os.Stat(dir)
 	switch {
@@ -482,6 +534,15 @@ func checkDir(field, dir string) error {
 		return Invalidf("%s %q cannot be used: %v", field, dir, err)
 	case !fi.IsDir():
 		return Invalidf("%s %q is not a directory", field, dir)
+	}
+	return nil
+}
+
+// checkAbs checks a session directory given in field on a client's
+// machine (CoreOptions.RemoteClients): an absolute path.
+func checkAbs(field, dir string) error {
+	if !filepath.IsAbs(dir) {
+		return Invalidf("%s %q must be an absolute path", field, dir)
 	}
 	return nil
 }

@@ -36,6 +36,49 @@
 // each finished turn is committed in one transaction. A nil
 // [CoreOptions.Store] is an in-memory store.
 //
+// # Leases
+//
+// Several Cores may serve one store's sessions: the replicas of a gateway
+// fleet on one PostgreSQL database (its [store.Leases] and
+// [store.FencedStore]), or one process's Cores with [store.LocalLeases].
+// Given [CoreOptions.Leases], a Core keeps the fleet's guarantees itself:
+//   - each prompt turn ([Session.Prompt]) runs under the session's lease,
+//     taken after the session's turn lock (front-end commands run through
+//     [Session.Turn] take none: they write nothing to the store). Another
+//     holder's lease fails the prompt at once with a [*BusyError] naming
+//     its [CoreOptions.Replica]; a failure of the leases is an error
+//     naming the cause;
+//   - a lease lost while its turn runs ([store.Lease].Lost) cancels the
+//     turn, which fails with a [*LeaseLostError];
+//   - the turn's commit is fenced by the lease's token on a FencedStore
+//     ([History.Fence]): a turn whose lease another holder has taken since
+//     is not stored, and its prompt fails (gateway.ErrTurnNotStored
+//     wrapping [store.ErrFenced]);
+//   - a turn whose token is not the one after the token this instance of
+//     the session last held (another replica has had the lease since, or
+//     the open could not learn it) first reads the session's history again
+//     ([History.Reload]), so the model sees the turns committed elsewhere,
+//     and gives those to the front end's [Replayer] before the turn runs;
+//   - [Core.Open] takes the lease around attaching the history, so that a
+//     load's replay is whole, and learns its token; it waits for another
+//     holder's at most [CoreOptions.OpenLeaseWait] (10 s), then opens
+//     without it and tells the client ([FrontEnd.Tell],
+//     [RunningElsewhereText]) that a turn runs elsewhere;
+//   - [Core.Delete] takes the lease (a [*BusyError] while another holder
+//     runs a turn) and releases it after the delete.
+//
+// Without Leases (the stdio agent) none of this costs anything: no lease,
+// no store round trip.
+//
+// # Clients on other machines
+//
+// With [CoreOptions.RemoteClients] (a network gateway's Core), a session's
+// cwd and additional directories are paths on its client's machine: they
+// must be absolute, not exist here. Its stdio servers start in a private
+// temporary directory of the session's, removed when it ends; the roots
+// the servers are told of, [InProcessEnv] and [Session.Cwd] keep the
+// client's paths.
+//
 // # Identities
 //
 // [NewID] issues session IDs ("sess_" and 26 base32 characters); [Key]
@@ -46,16 +89,22 @@
 // Open and the Session methods return errors wrapping [ErrInvalid] (the
 // caller's request is wrong; a [*KeyInUseError] and a [*NameTakenError]
 // among them), [store.ErrNotFound], [ErrClosed] and [ErrEnded]; front ends
-// map them to their protocol's errors. The errors state facts; what the
-// user can do about them is the front end's to say (a *NameTakenError:
-// choose another name).
+// map them to their protocol's errors; with Leases, a prompt's error may
+// be a [*BusyError] or a [*LeaseLostError]. The errors state facts; what
+// the user can do about them is said once, by [ErrorText], which every
+// front end shows: from an error's Remedy method where it has one (a
+// *BusyError, a *LeaseLostError), else in ErrorText itself (a
+// *NameTakenError: choose another name).
 //
 // # Concurrency
 //
 // Every method is safe for concurrent use. The state locks of a [Core] and
 // of a [Session] are never held together nor across I/O; a Session's turn
-// lock is held for a whole turn and taken before its state lock. The only
-// goroutines the core starts are Shutdown's, one per session, and it waits
-// for them; each session's [bridge.Manager] owns its server connections,
-// and End waits for it to close them.
+// lock is held for a whole turn and taken before its state lock. The
+// goroutines the core starts are Shutdown's, one per session, which it
+// waits for; a leased turn's watcher of its lease's loss, which the turn
+// waits for before it returns; and a session's background tasks (its
+// title, a message told after the open), which End ends and waits for.
+// Each session's [bridge.Manager] owns its server connections, and End
+// waits for it to close them.
 package session

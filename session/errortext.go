@@ -12,6 +12,8 @@ import (
 // what the user can do about it, where the error states only the fact and
 // leaves that to the front end. It is the one place those words are
 // written for the errors of opening a session and of a turn:
+//   - an error in err's chain with a Remedy() string method (a
+//     *BusyError, a *LeaseLostError): "; " and its remedy;
 //   - a session store's file (store.ErrorText);
 //   - a *NameTakenError: "; choose another name";
 //   - a *gateway.TurnLostError: "; the next prompt will work once it is
@@ -19,6 +21,10 @@ import (
 //   - a *provider.Error with a Hint: the hint, in parentheses.
 func ErrorText(err error) string {
 	msg := store.ErrorText(err)
+	var remedy interface{ Remedy() string }
+	if errors.As(err, &remedy) {
+		return msg + "; " + remedy.Remedy()
+	}
 	var taken *NameTakenError
 	var lost *gateway.TurnLostError
 	var pe *provider.Error

@@ -17,6 +17,8 @@ func TestErrorText(t *testing.T) {
 	taken := fmt.Errorf("opening: %w", &session.NameTakenError{Name: "acp"})
 	lost := &gateway.TurnLostError{URL: "ws://gw/", Err: errors.New("closed")}
 	hinted := &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY"}
+	busy := fmt.Errorf("turn: %w", &session.BusyError{ID: "s1", Owner: "replica-b"})
+	lostLease := &session.LeaseLostError{ID: "s1"}
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -24,6 +26,9 @@ func TestErrorText(t *testing.T) {
 		{taken, taken.Error() + "; choose another name"},
 		{lost, lost.Error() + "; the next prompt will work once it is back"},
 		{hinted, hinted.Error() + " (set ANTHROPIC_API_KEY)"},
+		{busy, "turn: session s1 is running a turn on replica-b; send the prompt again once that turn ends"},
+		{&session.BusyError{ID: "s1", Owner: "replica-b", Delete: true}, "session s1 is running a turn on replica-b; delete it once that turn ends (or cancel that turn where it runs)"},
+		{lostLease, "the lease of session s1 was lost (the connection to the session store that holds it broke): the turn was stopped; send the prompt again: it runs once the session store can be reached"},
 		{errors.New("plain"), "plain"},
 	} {
 		if got := session.ErrorText(tc.err); got != tc.want {

@@ -9,6 +9,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
 // FrontEnd is what a session's client offers the core: given once per
@@ -69,4 +70,18 @@ type ServerEvent struct {
 	// true for a connection that ended on its own (lost or failed) or came
 	// back (bridge.Options.OnLinkChanged).
 	Link bool
+}
+
+// Replayer is a FrontEnd that can show its client turns of a session that
+// ran elsewhere: with CoreOptions.Leases, when a prompt turn finds that
+// another replica committed turns of the session since this Core attached
+// it (the client moved between replicas, or a turn ran there while the
+// session opened here), the session's history is read again and Replay
+// gets those turns, oldest first, before the turn runs, so they precede
+// its events (acp: session/update notifications, as session/load replays).
+// It is called on the turn's goroutine, with the turn's ctx, and returns
+// once they are sent (or ctx ends). Without it, the model sees those turns
+// and the client is not shown them.
+type Replayer interface {
+	Replay(ctx context.Context, sessionID string, turns []store.Turn)
 }

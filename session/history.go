@@ -31,6 +31,13 @@ import (
 // transcript go on together without it, with no gap. Commits of one
 // session are made in order; Attach of a session, Forget, Flush and Close
 // wait for its commits under way. Safe for concurrent use.
+//
+// A session's turns may be fenced by a lease token (Fence), for a fleet of
+// replicas sharing a store.FencedStore: such a turn is committed alone with
+// AppendTurnFenced, by its own Append call rather than the committer, and
+// fails, wrapping store.ErrFenced, once another holder has taken the
+// session's lease. Reload catches an attached session up with turns that
+// another process committed.
 type History struct {
 	store store.Store
 	log   *slog.Logger
@@ -51,9 +58,10 @@ type History struct {
 
 // ObserveCommits makes f hear of every group commit, for metrics: the
 // turns it held, its wall time, and its error (the first turn's that
-// failed; nil when all were stored). f runs on the committer goroutine and
-// must not block: the next commit waits for it. Call it before the first
-// Append; nil stops it.
+// failed; nil when all were stored); a fenced turn (Fence) is a commit of
+// its own. f runs on the committer goroutine (a fenced turn's: on its
+// Append's) and must not block: the next commit waits for it. Call it
+// before the first Append; nil stops it.
 func (h *History) ObserveCommits(f func(turns int, d time.Duration, err error)) {
 	h.mu.Lock()
 	h.onCommit = f
@@ -62,10 +70,11 @@ func (h *History) ObserveCommits(f func(turns int, d time.Duration, err error)) 
 
 // commit is one turn waiting for the committer.
 type commit struct {
-	id   string
-	turn store.Turn
-	err  error
-	done chan struct{} // closed once err is set
+	id    string
+	turn  store.Turn
+	token int64 // the lease token to fence the commit by; 0: none
+	err   error
+	done  chan struct{} // closed once err is set
 }
 
 type liveHistory struct {
@@ -73,6 +82,12 @@ type liveHistory struct {
 	// view is what the model sees: gateway.ViewAfter of every turn. Its
 	// Messages are appended to in place; View hands out clipped copies.
 	view gateway.View
+	// turns is how many stored turns view holds: those read at Attach and
+	// those appended since (Reload returns the ones after them).
+	turns int
+	// fence, when not 0, is the lease token the session's turns are
+	// committed under (Fence).
+	fence int64
 }
 
 var _ gateway.History = (*History)(nil)
@@ -111,9 +126,48 @@ func (h *History) Attach(ctx context.Context, key, id string) ([]store.Turn, err
 		v = gateway.ViewAfter(v, gateway.Turn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction})
 	}
 	h.mu.Lock()
-	h.live[key] = &liveHistory{id: id, view: v}
+	h.live[key] = &liveHistory{id: id, view: v, turns: len(turns)}
 	h.mu.Unlock()
 	return turns, nil
+}
+
+// Reload attaches the session attached under key again (see Attach),
+// reading its committed turns from the store, and returns those after the
+// turns the view held: the turns another process (a replica of a fleet)
+// committed since this History attached the session or appended its last
+// turn, which the session's client has not seen. The session's fence
+// (Fence) is cleared. A key not attached is an error.
+func (h *History) Reload(ctx context.Context, key string) ([]store.Turn, error) {
+	h.mu.Lock()
+	l := h.live[key]
+	var seen int
+	if l != nil {
+		seen = l.turns
+	}
+	h.mu.Unlock()
+	if l == nil {
+		return nil, fmt.Errorf("session key %q is not attached to a stored session", key)
+	}
+	turns, err := h.Attach(ctx, key, l.id)
+	if err != nil {
+		return nil, err
+	}
+	return turns[min(seen, len(turns)):], nil
+}
+
+// Fence makes the turns appended under key from now on committed under the
+// lease token token, when the store is a store.FencedStore
+// (AppendTurnFenced: refused with store.ErrFenced once a later hold of the
+// session's lease exists); 0 ends it. A store that is not a FencedStore
+// commits them as any other. A key not attached is ignored. Call it while
+// no turn of the session is being appended (between turns, under the
+// session's lease).
+func (h *History) Fence(key string, token int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l := h.live[key]; l != nil {
+		l.fence = token
+	}
 }
 
 // View implements gateway.History: the view of the session attached under
@@ -150,16 +204,29 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) err
 		return errClosed
 	}
 	c := &commit{id: l.id, turn: store.Turn{Messages: turn.Messages, StopReason: turn.StopReason, Usage: turn.Usage, Compaction: turn.Compaction}, done: make(chan struct{})}
-	h.pending[c.id] = c.done // a session's commits go in the order they are queued
-	h.queue = append(h.queue, c)
-	if !h.committing {
-		h.committing = true
-		// The committer commits other sessions' turns too, and outlives
-		// this call: it keeps ctx's values, never its cancellation.
-		base := context.WithoutCancel(ctx)
-		h.committers.Go(func() { h.committer(base) })
+	fs, fenced := h.store.(store.FencedStore)
+	if fenced && l.fence != 0 {
+		// Alone, on this goroutine, after the session's commits under way.
+		c.token = l.fence
+		prev := h.pending[c.id]
+		h.pending[c.id] = c.done
+		observe := h.onCommit
+		h.committers.Add(1) // for Close, as the committer is
+		h.mu.Unlock()
+		h.commitFenced(context.WithoutCancel(ctx), fs, c, prev, observe)
+		h.committers.Done()
+	} else {
+		h.pending[c.id] = c.done // a session's commits go in the order they are queued
+		h.queue = append(h.queue, c)
+		if !h.committing {
+			h.committing = true
+			// The committer commits other sessions' turns too, and outlives
+			// this call: it keeps ctx's values, never its cancellation.
+			base := context.WithoutCancel(ctx)
+			h.committers.Go(func() { h.committer(base) })
+		}
+		h.mu.Unlock()
 	}
-	h.mu.Unlock()
 	<-c.done
 
 	h.mu.Lock()
@@ -173,8 +240,30 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) err
 	}
 	if cur := h.live[key]; cur == l {
 		l.view = gateway.ViewAfter(l.view, turn)
+		l.turns++
 	}
 	return nil
+}
+
+// commitFenced commits c alone, fenced by its token, once prev (the
+// session's commit before it, or nil) is done; observe, if set, hears of
+// it as of a group commit of one turn. A fenced-out commit's error names
+// the session and wraps store.ErrFenced.
+func (h *History) commitFenced(base context.Context, fs store.FencedStore, c *commit, prev chan struct{}, observe func(int, time.Duration, error)) {
+	defer close(c.done)
+	if prev != nil {
+		<-prev
+	}
+	ctx, cancel := context.WithTimeout(base, commitTimeout)
+	defer cancel()
+	start := time.Now()
+	c.err = fs.AppendTurnFenced(ctx, c.id, c.token, c.turn)
+	if errors.Is(c.err, store.ErrFenced) {
+		c.err = fmt.Errorf("session %s: another holder took the session's lease while this turn ran: %w", c.id, c.err)
+	}
+	if observe != nil {
+		observe(1, time.Since(start), c.err)
+	}
 }
 
 // committer commits the queued turns, a batch at a time, and returns once

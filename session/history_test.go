@@ -1,8 +1,12 @@
 package session
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -109,5 +113,98 @@ func TestHistory_ViewIsClipped(t *testing.T) {
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Reload reads a session again and returns the turns committed elsewhere
+// (another History over the store: another replica) since this History
+// attached it or appended its last turn; its own turns are not among them.
+func TestHistory_ReloadReturnsTheTurnsCommittedElsewhere(t *testing.T) {
+	ctx := t.Context()
+	st := memory.New()
+	st.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	st.AppendTurn(ctx, "s", turn("one", "1"))
+	a, b := NewHistory(st, nil), NewHistory(st, nil)
+	for _, h := range []*History{a, b} {
+		if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prompts := func(turns []store.Turn) (out []string) {
+		for _, t := range turns {
+			out = append(out, gateway.PromptText(t.Messages[0].Content))
+		}
+		return out
+	}
+	for _, p := range []string{"two", "three"} {
+		if err := b.Append(ctx, "acp:s", gatewayTurn(turn(p, p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := a.Reload(ctx, "acp:s")
+	if err != nil || !reflect.DeepEqual(prompts(got), []string{"two", "three"}) || len(a.View(ctx, "acp:s").Messages) != 6 {
+		t.Fatalf("Reload = %q, %v (view: %d messages); want two and three, and the view of all three turns", prompts(got), err, len(a.View(ctx, "acp:s").Messages))
+	}
+	if err := a.Append(ctx, "acp:s", gatewayTurn(turn("four", "4"))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Reload(ctx, "acp:s"); err != nil || len(got) != 0 {
+		t.Errorf("Reload after its own turn = %q, %v; want none", prompts(got), err)
+	}
+	if got, err := b.Reload(ctx, "acp:s"); err != nil || !reflect.DeepEqual(prompts(got), []string{"four"}) {
+		t.Errorf("the other's Reload = %q, %v; want four", prompts(got), err)
+	}
+	if _, err := a.Reload(ctx, "acp:nope"); err == nil {
+		t.Error("Reload of a key not attached succeeded")
+	}
+}
+
+// A fenced turn (Fence) is committed alone under its lease token: stored
+// while the token is the session's latest; once another holder has taken
+// the lease, Append fails naming the session and wrapping store.ErrFenced,
+// and neither the view nor the store holds the turn. Fence 0 ends it.
+// Each commit is observed as one of one turn.
+func TestHistory_FencedTurnsAreRefusedOnceTheLeaseMovedOn(t *testing.T) {
+	ctx := t.Context()
+	st := newFleetStore()
+	st.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"})
+	h := NewHistory(st, nil)
+	observed := make(chan string, 8) // told after the commit: the committer's may follow Append's return
+	h.ObserveCommits(func(turns int, _ time.Duration, err error) { observed <- fmt.Sprint(turns, err == nil) })
+	if _, err := h.Attach(ctx, "acp:s", "s"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, "s", "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Fence("acp:s", l.Token)
+	if err := h.Append(ctx, "acp:s", gatewayTurn(turn("one", "1"))); err != nil {
+		t.Fatalf("fenced Append under the latest token = %v", err)
+	}
+	st.expire("s")
+	if _, err := st.Acquire(ctx, "s", "other"); err != nil {
+		t.Fatal(err)
+	}
+	err = h.Append(ctx, "acp:s", gatewayTurn(turn("two", "2")))
+	if !errors.Is(err, store.ErrFenced) || !strings.Contains(err.Error(), "session s: another holder took the session's lease while this turn ran") {
+		t.Fatalf("fenced Append after another holder took the lease = %v", err)
+	}
+	if n := len(h.View(ctx, "acp:s").Messages); n != 2 {
+		t.Errorf("the view has %d messages, want the first turn's 2", n)
+	}
+	if turns, _ := st.Turns(ctx, "s"); len(turns) != 1 {
+		t.Errorf("%d stored turns, want 1", len(turns))
+	}
+	h.Fence("acp:s", 0)
+	if err := h.Append(ctx, "acp:s", gatewayTurn(turn("three", "3"))); err != nil {
+		t.Errorf("unfenced Append = %v", err)
+	}
+	var got []string
+	for range 3 {
+		got = append(got, wait(t, observed, "a commit observed"))
+	}
+	if strings.Join(got, ",") != "1 true,1 false,1 true" {
+		t.Errorf("observed commits %q", got)
 	}
 }

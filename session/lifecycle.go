@@ -18,10 +18,13 @@ const MaxTitle = 200
 // record, transcript, usage and compaction, lease rows): a live instance
 // is ended first (see [Session.End]: its turn is cancelled, its servers
 // closed) and its turns under way are committed, then deleted. An unknown
-// id is an error wrapping store.ErrNotFound. Through a gateway store, a
-// session that another replica is running is refused (the gateway's
-// busy error). A live instance is ended even when the store then refuses
-// the delete: the stored session stays, for session/load.
+// id is an error wrapping store.ErrNotFound. With CoreOptions.Leases, the
+// session's lease is taken first (after the live instance's turn has
+// ended) and released after the delete, so no replica is running a turn
+// of it meanwhile: a session another holder runs a turn of is refused
+// with a *BusyError (Delete set), and the lease's new token fences out a
+// late commit of an older turn. A live instance is ended even when the
+// delete is then refused: the stored session stays, for session/load.
 func (c *Core) Delete(ctx context.Context, id string) error {
 	if s := c.Lookup(id); s != nil {
 		c.log.Info("deleting a live session: ending it first", "session", id)
@@ -29,6 +32,13 @@ func (c *Core) Delete(ctx context.Context, id string) error {
 	}
 	if err := c.history.wait(ctx, id); err != nil {
 		return err
+	}
+	l, err := c.deleteLease(ctx, id)
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		defer c.releaseLease(ctx, l)
 	}
 	if err := c.store.Delete(ctx, id); err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,10 +20,13 @@ import (
 // time. Get one from [Core.Open] or [Core.Lookup]. Its methods are safe for
 // concurrent use.
 type Session struct {
-	core    *Core
-	id      string // the session's ID (ACP sessionId)
-	key     string // gateway session key
-	cwd     string
+	core *Core
+	id   string // the session's ID (ACP sessionId)
+	key  string // gateway session key
+	cwd  string
+	// dir is the session's private directory, where its stdio servers
+	// start (CoreOptions.RemoteClients), or "". End removes it.
+	dir     string
 	manager *bridge.Manager
 	runs    atomic.Uint64 // numbers prompt turns for run IDs
 	// base is the session's life: the values of Core.Open's context without
@@ -34,6 +38,11 @@ type Session struct {
 	// turn is held for the whole of a turn: one turn at a time. Lock order:
 	// turn before mu.
 	turn sync.Mutex
+	// token is the token of the last lease of the session this instance
+	// held (CoreOptions.Leases: at open, then by each prompt turn), 0 when
+	// unknown; a turn whose lease is not the next one catches up first
+	// (lease.go). Guarded by turn.
+	token int64
 
 	// frontEnd is the client's (OpenRequest.FrontEnd), or nil.
 	frontEnd FrontEnd
@@ -145,7 +154,10 @@ type PromptRequest struct {
 	Emit func(gateway.Event)
 }
 
-// Prompt runs one turn through the gateway (see [Session.Turn]). A prompt
+// Prompt runs one turn through the gateway (see [Session.Turn]); with
+// CoreOptions.Leases, under the session's lease (see "Leases" in the
+// package doc: another holder's lease fails it at once with a *BusyError,
+// a lease lost meanwhile stops it with a *LeaseLostError). A prompt
 // command ("/<server>:<prompt> ...", see [Session.Commands]) is run first:
 // its messages are the user's message, or, in direct mode or when it
 // fails, the answer shown (an agent message) and the turn ends. A turn
@@ -153,7 +165,7 @@ type PromptRequest struct {
 // gateway.StopCancelled. An error is ErrEnded or the gateway's (a provider
 // failure, logged): the session stays usable.
 func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReason, error) {
-	return s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
+	return s.run(ctx, true, func(ctx context.Context) (gateway.StopReason, error) {
 		runID := fmt.Sprintf("%s-%d", s.id, s.runs.Add(1))
 		emit := p.Emit
 		if emit == nil {
@@ -187,8 +199,17 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 // Turn runs f as the session's turn: one turn at a time, with a context that Cancel
 // and End cancel. It returns f's results, or ErrEnded when the session has
 // ended. Front ends run commands they answer themselves (acp: /servers)
-// through it, so those too wait for a running turn.
+// through it, so those too wait for a running turn. It takes no lease
+// (CoreOptions.Leases): such a command reads only this process's state of
+// the session and writes nothing to the store, so it runs while another
+// replica runs a turn of the session.
 func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) (gateway.StopReason, error)) (gateway.StopReason, error) {
+	return s.run(ctx, false, f)
+}
+
+// run runs f as the session's turn (Turn); a leased one under the
+// session's lease, when the Core has Leases (lease.go).
+func (s *Session) run(ctx context.Context, leased bool, f func(ctx context.Context) (gateway.StopReason, error)) (gateway.StopReason, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.turn.Lock()
@@ -197,6 +218,9 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) (gateway
 		return "", ErrEnded
 	}
 	defer s.finish()
+	if leased && s.core.opts.Leases != nil {
+		return s.underLease(ctx, f)
+	}
 	return f(ctx)
 }
 
@@ -231,8 +255,10 @@ func (s *Session) Cancel() {
 
 // End ends the session: it leaves the Core's live sessions, its running
 // turn is cancelled (its tool calls get notifications/cancelled) and waited
-// for, at most 5 seconds, then its servers are closed (child process groups
-// stopped), its tools unregistered and its history cache dropped. The
+// for, at most 5 seconds (its lease, if any, released), then its servers
+// are closed (child process groups stopped), its private directory
+// removed (CoreOptions.RemoteClients), its tools unregistered and its
+// history cache dropped. The
 // stored session stays. End is idempotent; concurrent calls wait for the
 // first.
 func (s *Session) End() {
@@ -258,8 +284,20 @@ func (s *Session) End() {
 		s.tasks.Wait()
 		ctx := s.base // End takes no context: teardown is not abandoned
 		_ = s.manager.Close(ctx)
+		s.removeDir()
 		_ = s.core.gw.ClearExtraTools(ctx, s.key)
 		s.core.history.Forget(ctx, s.key)
 		s.core.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
 	})
+}
+
+// removeDir removes s's private directory, if it has one
+// (CoreOptions.RemoteClients), with whatever its servers left in it.
+func (s *Session) removeDir() {
+	if s.dir == "" {
+		return
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		s.core.log.Warn("removing the session's private directory failed", "session", s.id, "dir", s.dir, "err", err)
+	}
 }

@@ -2,12 +2,13 @@ package session
 
 import (
 	"sync"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 )
 
-// Observer is told of a Core's sessions and its servers' sign-ins, for
-// metrics. Its methods are called on the Core's goroutines, under none of
+// Observer is told of a Core's sessions, its servers' sign-ins and, with
+// CoreOptions.Leases, the leases its prompt turns run under, for metrics. Its methods are called on the Core's goroutines, under none of
 // its locks; an implementation must be safe for concurrent use and must
 // not block. A nil Observer is off.
 type Observer interface {
@@ -20,6 +21,15 @@ type Observer interface {
 	// (the user was asked to sign in), "completed" (the server then
 	// connected) or "failed" (it failed instead).
 	SignIn(outcome string)
+	// LeaseWaited reports the taking of a prompt turn's lease
+	// (CoreOptions.Leases): outcome "acquired", "busy" (another holder has
+	// it: the turn fails with a *BusyError) or "error" (the leases failed,
+	// or the turn was cancelled first); d is the time the taking took.
+	// Never called without Leases.
+	LeaseWaited(outcome string, d time.Duration)
+	// LeaseLost reports a lease lost while its turn ran (the turn is
+	// stopped: a *LeaseLostError).
+	LeaseLost()
 }
 
 // ServerStates counts the MCP servers of every live session by state

@@ -16,6 +16,8 @@ type countingObserver struct {
 	mu             sync.Mutex
 	opened, closed int
 	signIns        []string
+	leaseWaits     []string // outcomes
+	leasesLost     int
 }
 
 var _ Observer = (*countingObserver)(nil)
@@ -26,6 +28,21 @@ func (o *countingObserver) SignIn(outcome string) {
 	o.mu.Lock()
 	o.signIns = append(o.signIns, outcome)
 	o.mu.Unlock()
+}
+
+func (o *countingObserver) LeaseWaited(outcome string, _ time.Duration) {
+	o.mu.Lock()
+	o.leaseWaits = append(o.leaseWaits, outcome)
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) LeaseLost() { o.mu.Lock(); o.leasesLost++; o.mu.Unlock() }
+
+// leases returns the lease outcomes and losses told so far.
+func (o *countingObserver) leases() (waits []string, lost int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.leaseWaits...), o.leasesLost
 }
 
 func (o *countingObserver) counts() (opened, closed int) {

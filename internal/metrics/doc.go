@@ -8,7 +8,9 @@
 //   - gateway.Observer (runner.Options.Observer): turns, model requests,
 //     tokens and cost, tool calls, permission decisions;
 //   - session.Observer (session.CoreOptions.Observer): sessions opened and
-//     closed, sign-ins of MCP servers;
+//     closed, sign-ins of MCP servers, and, for a session core with
+//     leases (a gateway fleet's), the waits for prompt turns' leases and
+//     the leases lost;
 //   - remote.Observer (remote.ServerOptions.Observer): lease waits and
 //     losses of a gateway fleet, and its store's commits of translators'
 //     turns;
