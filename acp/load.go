@@ -55,7 +55,8 @@ func (a *Agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 
 // reopen checks that the session is stored (an unknown sessionId is said
 // before anything wrong in the request's servers) and that cwd, when it is
-// a directory, is the session's own: a session reopens where it was
+// a directory (for a core whose clients are remote: when it is absolute),
+// is the session's own: a session reopens where it was
 // created, where its transcript's paths and its servers' roots are (a cwd
 // that is no directory is the core's to refuse, saying so). Then it parses
 // the request's own servers; the core reads the record again as it opens
@@ -68,7 +69,10 @@ func (a *Agent) reopen(ctx context.Context, method string, id acpsdk.SessionId, 
 	if err != nil {
 		return nil, fmt.Errorf("reading the session store: %w", err)
 	}
-	if fi, err := os.Stat(cwd); err == nil && fi.IsDir() && filepath.IsAbs(cwd) && filepath.Clean(cwd) != filepath.Clean(rec.Cwd) {
+	// A client on another machine (a gateway's) names paths of its own:
+	// they are compared, not looked up here.
+	isDir := func() bool { fi, err := os.Stat(cwd); return err == nil && fi.IsDir() }
+	if filepath.IsAbs(cwd) && (a.core.RemoteClients() || isDir()) && filepath.Clean(cwd) != filepath.Clean(rec.Cwd) {
 		return nil, session.Invalidf("%s: cwd %q is not the cwd of session %s, %q: a session reopens in the directory it was created in", method, cwd, id, rec.Cwd)
 	}
 	return ownServers(servers)

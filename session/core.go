@@ -250,6 +250,10 @@ func NewCore(o *CoreOptions) *Core {
 // Store returns the Core's store.
 func (c *Core) Store() store.Store { return c.store }
 
+// RemoteClients reports CoreOptions.RemoteClients: the sessions' paths are
+// on their clients' machines, not this one's.
+func (c *Core) RemoteClients() bool { return c.opts.RemoteClients }
+
 // Limits returns the quotas every session's servers run under
 // (CoreOptions.Bridge.Limits); a front end applies the ones it checks
 // itself, such as MaxMedia in a prompt.

@@ -228,6 +228,13 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	}
 	defer st.Close()
 	met := metrics.New()
+	// One turn of a session at a time: fleet-wide on PostgreSQL (its
+	// advisory locks, with fencing tokens), else in this process.
+	leases, ok := st.(store.Leases)
+	if !ok {
+		leases = &store.LocalLeases{}
+	}
+	base.Leases, base.Replica, base.RemoteClients = leases, *f.replica, true
 	cores := &tenantCores{base: base, store: st, models: ms, cfg: cfg, met: met, log: log, cores: map[string]*tenantCore{}}
 	defer cores.shutdown()
 	met.ServerStates(cores.serverStates)
