@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // scriptProvider is a model that replays responses, one per request, and
@@ -160,26 +160,27 @@ func TestAgent_ProviderErrorEndsTheTurnOnly(t *testing.T) {
 	}
 }
 
-// A turn cut by a lost gateway connection ends with a message saying what
-// happened and what to do; the session goes on.
-func TestAgent_LostGatewayTurnSaysWhatToDo(t *testing.T) {
+// A turn that fails with an error that knows its remedy (here: a lost
+// lease) ends with a message saying what happened and what to do; the
+// session goes on.
+func TestAgent_FailedTurnSaysWhatToDo(t *testing.T) {
 	gw := &lostGateway{Gateway: runner.NewLocal(nil)}
 	h := startAgentWith(t, testOptions{Gateway: gw})
 	sid := h.newSession()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	stop, out := h.prompt(ctx, sid, "hi")
-	want := "\nThe turn failed: the connection to the gateway ws://gw.test/ was lost during the turn (gateway connection closed: test); the next prompt will work once it is back\n"
+	want := "\nThe turn failed: the lease of session s1 was lost (the connection to the session store that holds it broke): the turn was stopped; send the prompt again: it runs once the session store can be reached\n"
 	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(joinText(out), want) {
 		t.Errorf("%s %q\nwant %q", stop, joinText(out), want)
 	}
 }
 
-// lostGateway is a gateway whose turns are cut by a lost connection.
+// lostGateway is a gateway whose turns are cut by a lost lease.
 type lostGateway struct{ gateway.Gateway }
 
 func (lostGateway) Send(context.Context, gateway.SendRequest, func(gateway.Event)) (gateway.StopReason, error) {
-	return "", &gateway.TurnLostError{URL: "ws://gw.test/", Err: errors.New("gateway connection closed: test")}
+	return "", &session.LeaseLostError{ID: "s1"}
 }
 
 type failProvider struct{}

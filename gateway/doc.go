@@ -3,10 +3,10 @@
 // package that only needs a [Tool] or a [Message] (bridge, session) links
 // no model SDK and no WebSocket library.
 //
-//	translator ── Send(sessionKey, message) ──▶ Runner ⇄ Provider (model)
-//	           ◀── Events (text, tool start/update/end) ──┘
-//	                                           │ tool calls
-//	                                Registry[sessionKey] → Tool.Execute
+//	session ── Send(sessionKey, message) ──▶ Runner ⇄ Provider (model)
+//	        ◀── Events (text, tool start/update/end) ──┘
+//	                                        │ tool calls
+//	                             Registry[sessionKey] → Tool.Execute
 //
 // # Tools and content
 //
@@ -32,14 +32,9 @@
 //
 // # The Gateway interface
 //
-// [Gateway] is what the ACP translator drives: each session's extra tools
-// and its prompt turns ([SendRequest]), which report [Event]s and end with a
-// [StopReason]. Tool permissions are asked through an [AskFunc]. Two
-// implementations exist:
-//
-//   - runner.Local (package gateway/runner): in process, a Registry and the
-//     Runner, the agent loop;
-//   - remote.Client (package gateway/remote): a translator's client of a
-//     shared gateway service, remote.Server, over the WebSocket protocol of
-//     docs/gateway-protocol.md.
+// [Gateway] is what the session core (package session) drives: each
+// session's extra tools and its prompt turns ([SendRequest]), which report
+// [Event]s and end with a [StopReason]. Tool permissions are asked through
+// an [AskFunc]. runner.Local (package gateway/runner) implements it in
+// process: a Registry and the Runner, the agent loop.
 package gateway

@@ -18,7 +18,7 @@ const (
 // EventKind is the kind of an Event.
 type EventKind int
 
-// The events of a turn, in the order a translator sees them: deltas as the
+// The events of a turn, in the order a front end sees them: deltas as the
 // model streams, and for each tool call one ToolStart, any ToolUpdates, and
 // one ToolEnd; a compaction before the request it shrinks; last, once, the
 // turn's usage.
@@ -97,7 +97,7 @@ const (
 	ToolFailed     ToolStatus = "failed"
 )
 
-// Event is one step of a turn streamed to the translator.
+// Event is one step of a turn streamed to the front end.
 type Event struct {
 	Kind EventKind
 	// Text is the delta of EventTextDelta and EventThoughtDelta.

@@ -2,49 +2,24 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 )
 
-// Gateway is what the ACP translator drives: the extra tools of each session
-// and its prompt turns. It is implemented in process by Local; a remote
-// gateway implements the same methods over its own protocol. Methods are safe
-// for concurrent use; the caller runs one Send per session at a time.
+// Gateway is what the session core drives: the extra tools of each session
+// and its prompt turns. It is implemented in process by runner.Local.
+// Methods are safe for concurrent use; the caller runs one Send per session
+// at a time.
 type Gateway interface {
-	// SetExtraTools replaces the extra tools of sessionKey atomically
-	// (sessions.setExtraTools).
+	// SetExtraTools replaces the extra tools of sessionKey atomically.
 	SetExtraTools(ctx context.Context, sessionKey string, tools []*Tool) error
-	// ClearExtraTools removes them and forgets the session's conversation
-	// (sessions.clearExtraTools).
+	// ClearExtraTools removes them and forgets the session's conversation.
 	ClearExtraTools(ctx context.Context, sessionKey string) error
-	// Send runs one prompt turn (chat.send); cancelling ctx aborts it
-	// (chat.abort) and the turn ends with StopCancelled. Events reach emit in
-	// order, from one goroutine at a time. A remote gateway whose
-	// connection drops during the turn returns a *TurnLostError.
+	// Send runs one prompt turn; cancelling ctx aborts it and the turn ends
+	// with StopCancelled. Events reach emit in order, from one goroutine at
+	// a time.
 	Send(ctx context.Context, req SendRequest, emit func(Event)) (StopReason, error)
 	// Models lists the models a session can choose from, the default first.
 	Models() []ModelInfo
 }
-
-// TurnLostError is the error of a turn cut short because the connection to
-// a remote gateway was lost while it ran (gateway/remote's Client.Send). The
-// turn's outcome is unknown and it is not in the history; the session stays
-// usable, and its next turn runs once the connection is back. The front end
-// tells the user so.
-type TurnLostError struct {
-	// URL is the gateway's URL, as the client was given it.
-	URL string
-	// Err is why the connection ended.
-	Err error
-}
-
-// Error reads like "the connection to the gateway ws://… was lost during
-// the turn (gateway connection closed: …)".
-func (e *TurnLostError) Error() string {
-	return fmt.Sprintf("the connection to the gateway %s was lost during the turn (%v)", e.URL, e.Err)
-}
-
-// Unwrap returns Err.
-func (e *TurnLostError) Unwrap() error { return e.Err }
 
 // ModelInfo describes a model a session can choose.
 type ModelInfo struct {
@@ -77,7 +52,7 @@ type Toggles struct {
 // SendRequest is one user message for a session.
 type SendRequest struct {
 	SessionKey string
-	// RunID identifies the turn in logs and, for a remote gateway, on the wire.
+	// RunID identifies the turn in logs.
 	RunID string
 	// Message is the user's prompt content.
 	Message []Content
@@ -93,11 +68,4 @@ type SendRequest struct {
 	// session/request_permission). Nil allows every call the policy would
 	// ask about.
 	Ask AskFunc
-	// CallerHistory says the caller keeps the conversation (a translator
-	// talking to a remote gateway): History is what the model sees of it so
-	// far, and the finished turn goes to OnTurn instead of the gateway's
-	// History.
-	CallerHistory bool
-	History       View
-	OnTurn        func(Turn)
 }

@@ -93,7 +93,7 @@ type ToolUpdate struct {
 
 // Result is the outcome of one tool call. Nothing is dropped here: every
 // content kind is kept, and each consumer (a model provider, the ACP
-// translator) degrades what it cannot carry.
+// front end) degrades what it cannot carry.
 type Result struct {
 	// Content holds the result blocks in order.
 	Content []Content `json:"content"`

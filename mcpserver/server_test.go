@@ -580,19 +580,20 @@ func TestModel_ProviderErrorIsError(t *testing.T) {
 	}
 }
 
-// TestModel_LostGatewayTurnIsError: a turn cut by a lost gateway connection
-// is an isError result saying what happened and what to do.
-func TestModel_LostGatewayTurnIsError(t *testing.T) {
+// TestModel_FailedTurnIsError: a turn that fails with an error that knows
+// its remedy (a lost lease) is an isError result saying what happened and
+// what to do.
+func TestModel_FailedTurnIsError(t *testing.T) {
 	e := start(t, setup{gateway: func(gw gateway.Gateway) gateway.Gateway { return lostGateway{gw} }})
 	r := ask(t, e.connect(nil), "hello", "")
-	want := "ask_agent: the turn failed: the connection to the gateway ws://gw.test/ was lost during the turn (gateway connection closed: test); the next prompt will work once it is back"
+	want := "ask_agent: the turn failed: the lease of session s1 was lost (the connection to the session store that holds it broke): the turn was stopped; send the prompt again: it runs once the session store can be reached"
 	if !r.IsError || r.text != want {
 		t.Fatalf("result %v %q\nwant isError %q", r.IsError, r.text, want)
 	}
 }
 
 // lostGateway is a gateway with a model whose turns are cut by a lost
-// connection.
+// lease.
 type lostGateway struct{ gateway.Gateway }
 
 func (lostGateway) Models() []gateway.ModelInfo {
@@ -600,7 +601,7 @@ func (lostGateway) Models() []gateway.ModelInfo {
 }
 
 func (lostGateway) Send(context.Context, gateway.SendRequest, func(gateway.Event)) (gateway.StopReason, error) {
-	return "", &gateway.TurnLostError{URL: "ws://gw.test/", Err: errors.New("gateway connection closed: test")}
+	return "", &session.LeaseLostError{ID: "s1"}
 }
 
 // TestOpen_ServerNamedLikeAnInProcessOneIsError: a default server with the

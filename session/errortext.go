@@ -3,7 +3,6 @@ package session
 import (
 	"errors"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -16,8 +15,6 @@ import (
 //     *BusyError, a *LeaseLostError): "; " and its remedy;
 //   - a session store's file (store.ErrorText);
 //   - a *NameTakenError: "; choose another name";
-//   - a *gateway.TurnLostError: "; the next prompt will work once it is
-//     back";
 //   - a *provider.Error with a Hint: the hint, in parentheses.
 func ErrorText(err error) string {
 	msg := store.ErrorText(err)
@@ -26,13 +23,10 @@ func ErrorText(err error) string {
 		return msg + "; " + remedy.Remedy()
 	}
 	var taken *NameTakenError
-	var lost *gateway.TurnLostError
 	var pe *provider.Error
 	switch {
 	case errors.As(err, &taken):
 		msg += "; choose another name"
-	case errors.As(err, &lost):
-		msg += "; the next prompt will work once it is back"
 	case errors.As(err, &pe) && pe.Hint != "":
 		msg += " (" + pe.Hint + ")"
 	}

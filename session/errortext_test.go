@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -15,7 +14,6 @@ import (
 // errors.As.
 func TestErrorText(t *testing.T) {
 	taken := fmt.Errorf("opening: %w", &session.NameTakenError{Name: "acp"})
-	lost := &gateway.TurnLostError{URL: "ws://gw/", Err: errors.New("closed")}
 	hinted := &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY"}
 	busy := fmt.Errorf("turn: %w", &session.BusyError{ID: "s1", Owner: "replica-b"})
 	lostLease := &session.LeaseLostError{ID: "s1"}
@@ -24,7 +22,6 @@ func TestErrorText(t *testing.T) {
 		want string
 	}{
 		{taken, taken.Error() + "; choose another name"},
-		{lost, lost.Error() + "; the next prompt will work once it is back"},
 		{hinted, hinted.Error() + " (set ANTHROPIC_API_KEY)"},
 		{busy, "turn: session s1 is running a turn on replica-b; send the prompt again once that turn ends"},
 		{&session.BusyError{ID: "s1", Owner: "replica-b", Delete: true}, "session s1 is running a turn on replica-b; delete it once that turn ends (or cancel that turn where it runs)"},

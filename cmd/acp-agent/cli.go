@@ -22,7 +22,7 @@ type subcommand struct {
 // subcommands are acp-agent's subcommands, in the order --help lists them.
 // A new subcommand (login, logout, …) is one entry here.
 var subcommands = []subcommand{
-	{"gateway", "serve the agent runtime to remote translators over WebSocket",
+	{"gateway", "serve ACP over the network (Streamable HTTP and WebSocket at /acp) to editors and acp-agent connect",
 		func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 			return runGateway(args, stdout, stderr)
 		}},

@@ -105,7 +105,8 @@ func openGatewayStore(flag string, cfg StoreConfig, log *slog.Logger) (store.Sto
 }
 
 // replicaName is a gateway's default --replica-name: host name and listen
-// port, as lease errors show it to the translators of other replicas.
+// port: its affinity cookie's value, and how busy errors name it on other
+// replicas.
 func replicaName(listen string) string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

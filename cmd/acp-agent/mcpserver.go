@@ -30,7 +30,7 @@ import (
 // mcpTokenEnv holds the token of "mcp-server --listen" when no --token-file
 // is given. It is not the gateway's variable: the MCP endpoint and the
 // gateway are different trust relations, and a shell that exports the
-// gateway token for `acp-agent --gateway` must not silently open (or lock)
+// gateway token for `acp-agent connect` must not silently open (or lock)
 // an MCP endpoint with it.
 const mcpTokenEnv = "ACP_AGENT_MCP_TOKEN"
 

@@ -104,8 +104,8 @@ func TestRunner_CallIDCheckDoesNotRescanHistory(t *testing.T) {
 }
 
 // The index of a session's call IDs follows its history: calls of later
-// turns, a history replaced under the same key (forgotten and reloaded),
-// and a history passed by the caller (CallerHistory) are all seen.
+// turns and a history replaced under the same key (forgotten and
+// reloaded) are both seen.
 func TestRunner_CallIDIndexFollowsTheHistory(t *testing.T) {
 	reg := &gateway.Registry{}
 	reg.Set("k", []*gateway.Tool{echoTool("echo")})
@@ -146,11 +146,5 @@ func TestRunner_CallIDIndexFollowsTheHistory(t *testing.T) {
 	reuse = "b"
 	if got := turn(gateway.SendRequest{}); got == "b" {
 		t.Errorf("a call reused ID %q of the reloaded history", got)
-	}
-	reuse = "c"
-	caller := []gateway.Message{{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: "c", Name: "echo"}}},
-		{Role: gateway.RoleTool, ToolCallID: "c", ToolName: "echo", Result: &gateway.Result{}}}
-	if got := turn(gateway.SendRequest{CallerHistory: true, History: gateway.View{Messages: caller}}); got == "c" {
-		t.Errorf("a call reused ID %q of the caller's history", got)
 	}
 }

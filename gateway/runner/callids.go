@@ -25,8 +25,8 @@ type callIDIndex struct {
 // same array, even after it is freed). A gateway.History only appends
 // to a session's messages (until Forget), so a history that starts at the
 // same address and is no shorter begins with the messages already read; any
-// other history (one reallocated by an append, reloaded, or passed by the
-// caller with CallerHistory) is read again from the start.
+// other history (one reallocated by an append, or reloaded) is read again
+// from the start.
 type sessionCallIDs struct {
 	mu    sync.Mutex
 	first weak.Pointer[gateway.Message]

@@ -26,6 +26,5 @@
 // # The in-process gateway
 //
 // [Local] implements [gateway.Gateway] with a [gateway.Registry] and a
-// [Runner]; [NewLocal] is what the agent uses when it runs its own models.
-// Package gateway/remote serves a Local to other processes.
+// [Runner]; [NewLocal] is what every session core uses.
 package runner

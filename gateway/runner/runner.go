@@ -243,11 +243,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		turn: []gateway.Message{{Role: gateway.RoleUser, Content: req.Message}},
 		emit: func(e gateway.Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) },
 	}
-	if req.CallerHistory {
-		t.view = req.History
-	} else {
-		t.view = r.opts.History.View(ctx, req.SessionKey)
-	}
+	t.view = r.opts.History.View(ctx, req.SessionKey)
 	if obs := r.opts.Observer; obs != nil {
 		start := time.Now()
 		defer func() { obs.TurnEnded(t.model.ID, stop, time.Since(start), err) }()
@@ -264,12 +260,6 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			}})
 		}
 		done := gateway.Turn{Messages: t.turn, StopReason: s, Usage: t.usage, Compaction: t.compaction}
-		if req.CallerHistory {
-			if req.OnTurn != nil {
-				req.OnTurn(done)
-			}
-			return
-		}
 		// The turn is kept even when ctx was cancelled. One that cannot be
 		// kept fails the prompt, since the conversation goes on without it;
 		// a cancelled prompt still answers cancelled (ACP session/cancel).

@@ -11,20 +11,17 @@
 //     closed, sign-ins of MCP servers, and, for a session core with
 //     leases (a gateway fleet's), the waits for prompt turns' leases and
 //     the leases lost;
-//   - remote.Observer (remote.ServerOptions.Observer): lease waits and
-//     losses of a gateway fleet, and its store's commits of translators'
-//     turns;
-//   - [Metrics.StoreCommit] (session.History.ObserveCommits, and
-//     remote.Observer): store commit latency;
+//   - acp/remote.Observer ([Metrics.Transport], remote.Options.Observer):
+//     the gateway's network connections by transport, requests refused by
+//     status, messages and bytes;
+//   - [Metrics.StoreCommit] (session.History.ObserveCommits): store commit
+//     latency;
 //   - [Metrics.ServerStates]: MCP servers by state, read at scrape time.
 //
 // Names follow Prometheus conventions and, where they exist, the
 // OpenTelemetry GenAI and MCP semantic conventions (gen_ai_*, mcp_*).
-// Each process counts what it runs: a gateway counts turns, model requests,
-// tool calls, leases and its store's commits, while sessions (open,
-// opened, closed), sign-ins and MCP servers by state are counted where the
-// session core runs (the stdio agent, which may be a gateway's translator,
-// and mcp-server). No
+// Each process counts what it runs, where its session core runs: the stdio
+// agent, mcp-server, or a gateway (which also counts its connections). No
 // label carries a secret or an unbounded value: model, server and tool
 // names are kept up to a cap each (see [MaxModels], [MaxServers],
 // [MaxTools]), later ones are counted as "other".

@@ -143,13 +143,13 @@ func (m *Metrics) PermissionDecided(decision string) {
 	m.permissions.WithLabelValues(decision).Inc()
 }
 
-// LeaseWaited implements session.Observer and remote.Observer: the wait
-// for a turn's lease, by outcome.
+// LeaseWaited implements session.Observer: the wait for a turn's lease, by
+// outcome.
 func (m *Metrics) LeaseWaited(outcome string, d time.Duration) {
 	m.leaseWait.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-// LeaseLost implements session.Observer and remote.Observer.
+// LeaseLost implements session.Observer.
 func (m *Metrics) LeaseLost() { m.leasesLost.Inc() }
 
 // StoreCommit records one group commit of turns (the func of

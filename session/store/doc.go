@@ -14,8 +14,8 @@
 //
 // Package session/store/storetest is the contract every Store passes.
 // Package session builds the live sessions on a Store (its History commits
-// each finished turn); package gateway/remote serves a Store to remote
-// clients and is one ([BatchStore] is the group commit a store may offer).
+// each finished turn; [BatchStore] is the group commit a store may offer);
+// [ForTenant] is the view of a shared store one tenant of a gateway sees.
 //
 // # Errors
 //

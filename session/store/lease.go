@@ -53,8 +53,8 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // LeasedError is the answer to Acquire while another holder has the lease.
 // It reads "session ID is running a turn on OWNER"; what the user should do
-// about it is for the front end that shows it to say (gateway/remote's
-// busy error does).
+// about it is for the front end that shows it to say (session.BusyError
+// says it).
 type LeasedError struct {
 	// ID is the session; Owner the holder of its lease, as named at its
 	// Acquire (a replica's name, say).
