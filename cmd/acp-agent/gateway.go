@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -234,7 +236,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		leases = &store.LocalLeases{}
 	}
-	base.Leases, base.Replica, base.RemoteClients = leases, *f.replica, true
+	base.Leases, base.Replica, base.RemoteClients = store.HideLeaseErrors(leases, hideStoreError(log)), *f.replica, true
 	cores := &tenantCores{base: base, store: st, models: ms, cfg: cfg, met: met, log: log, cores: map[string]*tenantCore{}}
 	defer cores.shutdown()
 	met.ServerStates(cores.serverStates)
@@ -353,7 +355,7 @@ func (t *tenantCores) get(tenant string) *session.Core {
 		log = log.With("tenant", tenant)
 	}
 	opts := t.base
-	opts.Store = store.ForTenant(t.store, tenant)
+	opts.Store = store.ForTenant(t.store, tenant, &store.TenantOptions{HideError: hideStoreError(log)})
 	opts.History = session.NewHistory(opts.Store, log)
 	opts.History.ObserveCommits(t.met.StoreCommit)
 	ropts := t.cfg.runnerOptions(t.models, opts.History, log)
@@ -450,4 +452,18 @@ func (l GatewayLimits) remote() remote.Limits {
 // clients are on other machines.
 func (c *Config) gatewayCoreOptions() (session.CoreOptions, error) {
 	return c.coreOptions()
+}
+
+// hideStoreError is a gateway's store.TenantOptions.HideError: the
+// store's own errors (they name its database, host or file) are logged
+// whole, with what to do about a file's (store.ErrorText), under a fresh
+// reference, and the tenant is told the reference only.
+func hideStoreError(log *slog.Logger) func(error) error {
+	return func(err error) error {
+		var b [4]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+		ref := hex.EncodeToString(b[:])
+		log.Error("the session store failed", "ref", ref, "err", store.ErrorText(err))
+		return &store.HiddenError{Ref: ref}
+	}
 }

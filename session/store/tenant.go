@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
-// ForTenant returns the view of st that tenant sees on a shared gateway:
+// ForTenant returns the view of st that tenant sees on a shared gateway
+// (opts may be nil):
 // the sessions it creates are its own (Record.Tenant is set to tenant),
 // List lists only its own, and every other method on a session of another
 // tenant answers ErrNotFound, exactly as for a missing one, so a tenant
@@ -14,8 +16,11 @@ import (
 // st (the view's owner closes it). Ownership checked once is remembered
 // (a record's tenant never changes), so a session's turns cost no extra
 // read after its first. Safe for concurrent use.
-func ForTenant(st Store, tenant string) Store {
+func ForTenant(st Store, tenant string, opts *TenantOptions) Store {
 	v := &tenantView{st: st, tenant: tenant}
+	if opts != nil {
+		v.hide = opts.HideError
+	}
 	batch, isBatch := st.(BatchStore)
 	fenced, isFenced := st.(FencedStore)
 	switch {
@@ -29,11 +34,45 @@ func ForTenant(st Store, tenant string) Store {
 	return v
 }
 
+// TenantOptions configure ForTenant.
+type TenantOptions struct {
+	// HideError, if set, replaces every error of the store that is not
+	// about the request (ErrNotFound, ErrBadCursor, ErrFenced and the
+	// context's errors pass as they are) with what the tenant may see: a
+	// store's error names its database, host or file, which another tenant's
+	// operator, not this tenant, may know. It typically logs err under a
+	// reference and returns an error giving the reference (HiddenError).
+	HideError func(err error) error
+}
+
+// HiddenError is an error of the session store a tenant is not shown: Ref
+// is the reference its log line carries.
+type HiddenError struct{ Ref string }
+
+func (e *HiddenError) Error() string {
+	return "the session store failed (ref " + e.Ref + "); the gateway's operator finds the cause in its log"
+}
+
+// hideable reports whether err is one HideError replaces.
+func hideable(err error) bool {
+	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadCursor) && !errors.Is(err, ErrFenced) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
 // tenantView is ForTenant's view.
 type tenantView struct {
 	st     Store
 	tenant string
-	owned  sync.Map // session id → struct{}: the tenant's, checked
+	hide   func(error) error // TenantOptions.HideError, or nil
+	owned  sync.Map          // session id → struct{}: the tenant's, checked
+}
+
+// shown is err as the tenant may see it.
+func (v *tenantView) shown(err error) error {
+	if v.hide == nil || !hideable(err) {
+		return err
+	}
+	return v.hide(err)
 }
 
 // own checks that session id is the tenant's (ErrNotFound otherwise).
@@ -43,7 +82,7 @@ func (v *tenantView) own(ctx context.Context, id string) error {
 	}
 	rec, err := v.st.Get(ctx, id)
 	if err != nil {
-		return err
+		return v.shown(err)
 	}
 	if rec.Tenant != v.tenant {
 		return ErrNotFound
@@ -55,7 +94,7 @@ func (v *tenantView) own(ctx context.Context, id string) error {
 func (v *tenantView) Create(ctx context.Context, r Record) error {
 	r.Tenant = v.tenant
 	if err := v.st.Create(ctx, r); err != nil {
-		return err
+		return v.shown(err)
 	}
 	v.owned.Store(r.ID, struct{}{})
 	return nil
@@ -64,7 +103,7 @@ func (v *tenantView) Create(ctx context.Context, r Record) error {
 func (v *tenantView) Get(ctx context.Context, id string) (Record, error) {
 	rec, err := v.st.Get(ctx, id)
 	if err != nil {
-		return Record{}, err
+		return Record{}, v.shown(err)
 	}
 	if rec.Tenant != v.tenant {
 		return Record{}, ErrNotFound
@@ -76,21 +115,21 @@ func (v *tenantView) SetServers(ctx context.Context, id string, servers []Server
 	if err := v.own(ctx, id); err != nil {
 		return err
 	}
-	return v.st.SetServers(ctx, id, servers)
+	return v.shown(v.st.SetServers(ctx, id, servers))
 }
 
 func (v *tenantView) SetModel(ctx context.Context, id, model string) error {
 	if err := v.own(ctx, id); err != nil {
 		return err
 	}
-	return v.st.SetModel(ctx, id, model)
+	return v.shown(v.st.SetModel(ctx, id, model))
 }
 
 func (v *tenantView) SetTitle(ctx context.Context, id, title string) error {
 	if err := v.own(ctx, id); err != nil {
 		return err
 	}
-	return v.st.SetTitle(ctx, id, title)
+	return v.shown(v.st.SetTitle(ctx, id, title))
 }
 
 func (v *tenantView) Delete(ctx context.Context, id string) error {
@@ -98,7 +137,7 @@ func (v *tenantView) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	if err := v.st.Delete(ctx, id); err != nil {
-		return err
+		return v.shown(err)
 	}
 	v.owned.Delete(id)
 	return nil
@@ -106,21 +145,23 @@ func (v *tenantView) Delete(ctx context.Context, id string) error {
 
 func (v *tenantView) List(ctx context.Context, opts ListOptions) ([]Record, string, error) {
 	opts.Tenant = v.tenant
-	return v.st.List(ctx, opts)
+	recs, next, err := v.st.List(ctx, opts)
+	return recs, next, v.shown(err)
 }
 
 func (v *tenantView) AppendTurn(ctx context.Context, id string, turn Turn) error {
 	if err := v.own(ctx, id); err != nil {
 		return err
 	}
-	return v.st.AppendTurn(ctx, id, turn)
+	return v.shown(v.st.AppendTurn(ctx, id, turn))
 }
 
 func (v *tenantView) Turns(ctx context.Context, id string) ([]Turn, error) {
 	if err := v.own(ctx, id); err != nil {
 		return nil, err
 	}
-	return v.st.Turns(ctx, id)
+	turns, err := v.st.Turns(ctx, id)
+	return turns, v.shown(err)
 }
 
 // Close implements Store; the shared store stays open.
@@ -137,7 +178,7 @@ func (v *tenantBatch) AppendTurns(ctx context.Context, batch []SessionTurn) erro
 			return err
 		}
 	}
-	return v.batch.AppendTurns(ctx, batch)
+	return v.shown(v.batch.AppendTurns(ctx, batch))
 }
 
 type tenantFenced struct {
@@ -149,7 +190,7 @@ func (v *tenantFenced) AppendTurnFenced(ctx context.Context, id string, token in
 	if err := v.own(ctx, id); err != nil {
 		return err
 	}
-	return v.fenced.AppendTurnFenced(ctx, id, token, turn)
+	return v.shown(v.fenced.AppendTurnFenced(ctx, id, token, turn))
 }
 
 type tenantBatchFenced struct {
@@ -161,5 +202,27 @@ func (v *tenantBatchFenced) AppendTurnFenced(ctx context.Context, id string, tok
 	if err := v.own(ctx, id); err != nil {
 		return err
 	}
-	return v.fenced.AppendTurnFenced(ctx, id, token, turn)
+	return v.shown(v.fenced.AppendTurnFenced(ctx, id, token, turn))
+}
+
+// HideLeaseErrors returns l whose Acquire errors other than a
+// *LeasedError (another holder: the front end names it) and the context's
+// pass through hide, as TenantOptions.HideError does for a store's: the
+// leases of a database name it in their errors.
+func HideLeaseErrors(l Leases, hide func(error) error) Leases {
+	return hiddenLeases{l, hide}
+}
+
+type hiddenLeases struct {
+	Leases
+	hide func(error) error
+}
+
+func (h hiddenLeases) Acquire(ctx context.Context, id, owner string) (*Lease, error) {
+	l, err := h.Leases.Acquire(ctx, id, owner)
+	var le *LeasedError
+	if err == nil || errors.As(err, &le) || !hideable(err) {
+		return l, err
+	}
+	return nil, h.hide(err)
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 func TestForTenant_AnotherTenantsSessionIsUnknown(t *testing.T) {
 	ctx := context.Background()
 	shared := memory.New()
-	alice, bob := store.ForTenant(shared, "alice"), store.ForTenant(shared, "bob")
+	alice, bob := store.ForTenant(shared, "alice", nil), store.ForTenant(shared, "bob", nil)
 	now := time.Now()
 	if err := alice.Create(ctx, store.Record{ID: "sess_a", Key: "acp:sess_a", Cwd: "/w", Created: now, Updated: now, Tenant: "bob"}); err != nil {
 		t.Fatal(err)
@@ -54,5 +55,41 @@ func TestForTenant_AnotherTenantsSessionIsUnknown(t *testing.T) {
 	}
 	if _, err := shared.Get(ctx, "sess_a"); err != nil {
 		t.Errorf("closing a view closed the shared store: %v", err)
+	}
+}
+
+// failingStore fails every read with an error naming its database.
+type failingStore struct{ store.Store }
+
+func (failingStore) Get(context.Context, string) (store.Record, error) {
+	return store.Record{}, errors.New("session store postgres://acp@db.internal/fleet: connection refused")
+}
+
+func TestForTenant_HidesTheStoresOwnErrors(t *testing.T) {
+	ctx := context.Background()
+	var logged []error
+	hide := func(err error) error { logged = append(logged, err); return &store.HiddenError{Ref: "0badc0de"} }
+	v := store.ForTenant(failingStore{memory.New()}, "alice", &store.TenantOptions{HideError: hide})
+	_, err := v.Get(ctx, "sess_x")
+	if err == nil || err.Error() != "the session store failed (ref 0badc0de); the gateway's operator finds the cause in its log" {
+		t.Fatalf("Get: %v", err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0].Error(), "db.internal") {
+		t.Errorf("the cause was not handed to HideError: %v", logged)
+	}
+	// The request's own errors pass as they are.
+	plain := store.ForTenant(memory.New(), "alice", &store.TenantOptions{HideError: hide})
+	if _, err := plain.Get(ctx, "sess_missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a missing session: %v, want ErrNotFound", err)
+	}
+	// A lease held by another holder is said as it is; a failure is hidden.
+	var ll store.LocalLeases
+	leases := store.HideLeaseErrors(&ll, hide)
+	if _, err := ll.Acquire(ctx, "s", "replica-a"); err != nil {
+		t.Fatal(err)
+	}
+	var le *store.LeasedError
+	if _, err := leases.Acquire(ctx, "s", "replica-b"); !errors.As(err, &le) {
+		t.Errorf("a held lease: %v, want a *LeasedError", err)
 	}
 }
