@@ -185,6 +185,9 @@ func TestOps_GatewayHealthMetricsReadiness(t *testing.T) {
 		t.Errorf("/metrics without the token = %d, want 401", code)
 	}
 	m := scrapeMetrics(t, base, opsToken)
+	if os.Getenv("E2E_PRINT_SCRAPE") != "" {
+		t.Logf("SCRAPE\n%s", m)
+	}
 	model := "gen_ai_request_model=openai:gpt-fake"
 	m.want(t, eq(1), "1", "acp_agent_turns_total", model, "stop_reason=end_turn")
 	m.want(t, eq(1), "1 turn", "acp_agent_turn_duration_seconds_count", "stop_reason=end_turn")
