@@ -14,8 +14,10 @@ import (
 // bridge enforces, whose errors state only the fact:
 //
 //   - a *sandbox.PolicyError that a setting would lift: " (set
-//     sandbox.allowPrivateNetworks to allow it)", or "; use https, or add
-//     the host to sandbox.allowHosts" for plain http;
+//     sandbox.allowPrivateNetworks to allow it)", "; use https, or add
+//     the host to sandbox.allowHosts" for plain http, or "; its operator
+//     may list the host in sandbox.allowHosts" for loopback refused by
+//     sandbox.URLPolicy.RefuseLoopback (https would be refused too);
 //   - a *sandbox.RateLimitError: "; retry in N s";
 //   - a *signin.CorruptError (the sign-in token file): ": delete it and
 //     sign in to its MCP servers again";
@@ -36,6 +38,8 @@ func advice(err error) string {
 	var rle *sandbox.RateLimitError
 	var corrupt *signin.CorruptError
 	switch {
+	case errors.As(err, &pe) && pe.Loopback:
+		return "; its operator may list the host in " + pe.Setting
 	case errors.As(err, &pe) && pe.Setting == sandbox.SettingAllowHosts:
 		return "; use https, or add the host to " + pe.Setting
 	case errors.As(err, &pe) && pe.Setting != "":
