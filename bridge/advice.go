@@ -22,7 +22,9 @@ import (
 //   - a *signin.CorruptError (the sign-in token file): ": delete it and
 //     sign in to its MCP servers again";
 //   - a server's reason after Manager.Logout ("signed out"): " (/logout);
-//     /login signs in again".
+//     /login signs in again";
+//   - an error with a remedy (a Remedy() string method, such as
+//     *StdioRefusedError): "; " and the remedy.
 //
 // Any other error is its own text. A nil err is "".
 func ErrorText(err error) string {
@@ -37,6 +39,7 @@ func advice(err error) string {
 	var pe *sandbox.PolicyError
 	var rle *sandbox.RateLimitError
 	var corrupt *signin.CorruptError
+	var rem interface{ Remedy() string }
 	switch {
 	case errors.As(err, &pe) && pe.Loopback:
 		return "; its operator may list the host in " + pe.Setting
@@ -50,6 +53,8 @@ func advice(err error) string {
 		return ": delete it and sign in to its MCP servers again"
 	case errors.Is(err, errSignedOut):
 		return " (/logout); /login signs in again"
+	case errors.As(err, &rem) && rem.Remedy() != "":
+		return "; " + rem.Remedy()
 	}
 	return ""
 }
