@@ -14,13 +14,17 @@ import (
 // bridge enforces, whose errors state only the fact:
 //
 //   - a *sandbox.PolicyError that a setting would lift: " (set
-//     sandbox.allowPrivateNetworks to allow it)", or "; use https, or add
-//     the host to sandbox.allowHosts" for plain http;
+//     sandbox.allowPrivateNetworks to allow it)", "; use https, or add
+//     the host to sandbox.allowHosts" for plain http, or "; its operator
+//     may list the host in sandbox.allowHosts" for loopback refused by
+//     sandbox.URLPolicy.RefuseLoopback (https would be refused too);
 //   - a *sandbox.RateLimitError: "; retry in N s";
 //   - a *signin.CorruptError (the sign-in token file): ": delete it and
 //     sign in to its MCP servers again";
 //   - a server's reason after Manager.Logout ("signed out"): " (/logout);
-//     /login signs in again".
+//     /login signs in again";
+//   - an error with a remedy (a Remedy() string method, such as
+//     *StdioRefusedError): "; " and the remedy.
 //
 // Any other error is its own text. A nil err is "".
 func ErrorText(err error) string {
@@ -35,7 +39,10 @@ func advice(err error) string {
 	var pe *sandbox.PolicyError
 	var rle *sandbox.RateLimitError
 	var corrupt *signin.CorruptError
+	var rem interface{ Remedy() string }
 	switch {
+	case errors.As(err, &pe) && pe.Loopback:
+		return "; its operator may list the host in " + pe.Setting
 	case errors.As(err, &pe) && pe.Setting == sandbox.SettingAllowHosts:
 		return "; use https, or add the host to " + pe.Setting
 	case errors.As(err, &pe) && pe.Setting != "":
@@ -46,6 +53,8 @@ func advice(err error) string {
 		return ": delete it and sign in to its MCP servers again"
 	case errors.Is(err, errSignedOut):
 		return " (/logout); /login signs in again"
+	case errors.As(err, &rem) && rem.Remedy() != "":
+		return "; " + rem.Remedy()
 	}
 	return ""
 }

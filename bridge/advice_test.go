@@ -20,6 +20,7 @@ func TestErrorText(t *testing.T) {
 	_, private := p.CheckURL("https://10.0.0.7/mcp")
 	_, plain := p.CheckURL("http://mcp.example.com/mcp")
 	_, metadata := p.CheckURL("http://169.254.169.254/")
+	_, loopback := (&sandbox.URLPolicy{RefuseLoopback: true}).CheckURL("http://127.0.0.1:9/mcp")
 	tests := []struct {
 		name string
 		err  error
@@ -28,6 +29,7 @@ func TestErrorText(t *testing.T) {
 		{"private", private, `URL "https://10.0.0.7/mcp" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)`},
 		{"plain http", plain, `URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1); use https, or add the host to sandbox.allowHosts`},
 		{"wrapped", fmt.Errorf("initialize failed: %w", private), `initialize failed: URL "https://10.0.0.7/mcp" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)`},
+		{"loopback on a gateway", loopback, `URL "http://127.0.0.1:9/mcp" refused: loopback address 127.0.0.1, on the agent's own host, not the client's; its operator may list the host in sandbox.allowHosts`},
 		{"no setting", metadata, `URL "http://169.254.169.254/" refused: cloud metadata address 169.254.169.254`},
 		{"rate limit", &sandbox.RateLimitError{Server: "gh", PerMinute: 3, RetryAfter: 19500 * time.Millisecond}, "rate limit: server gh allows 3 calls/min; retry in 20 s"},
 		{"corrupt token file", fmt.Errorf("deleting the stored sign-in of MCP server %q: %w", "remote", &signin.CorruptError{Path: "/state/oauth-tokens.json", Err: errors.New("version 7, want 1")}),

@@ -40,9 +40,11 @@
 // [mcp.SSEClientTransport]; the bridge writes no JSON-RPC of its own. Stdio servers run under the
 // sandbox's environment and process rules ([sandbox.EnvPolicy],
 // [sandbox.Start]); http and sse servers are reached only through the
-// [sandbox.URLPolicy]. [Options.Dial] replaces the built-in transports, for
-// tests (in-memory transports) and for transports that live outside the
-// bridge.
+// [sandbox.URLPolicy]. [Options.StdioPolicy] may refuse a stdio server
+// before its process starts (a gateway's host runs only the commands its
+// operator allows: [*StdioRefusedError]). [Options.Dial] replaces the
+// built-in transports, for tests (in-memory transports) and for
+// transports that live outside the bridge.
 //
 // # Elicitation
 //

@@ -64,6 +64,18 @@ type Options struct {
 	Grace time.Duration
 	// Env builds stdio children's environments. Nil means the default policy.
 	Env *sandbox.EnvPolicy
+	// StdioPolicy, if non-nil, decides whether a stdio server may start on
+	// this host: it is called with the server's spec before its process
+	// would start (before Options.Dial too, so what would supply the
+	// transport does not change the decision), once per connect, from the
+	// goroutine connecting that server (servers connect in parallel, so it
+	// may be called concurrently). A non-nil error fails the server at once
+	// (StateFailed, the error its ServerStatus.Err as it is, shown with
+	// ErrorText like any failure) and no process is started; nil lets it
+	// start. acp-agent gateway refuses the editor's stdio servers, which
+	// would run on the gateway host, with a *StdioRefusedError unless its
+	// operator allows the command. Nil allows every stdio server.
+	StdioPolicy func(spec ServerSpec) error
 	// URLs decides which http and sse servers may be reached, on every
 	// connection. Nil means the default policy.
 	URLs *sandbox.URLPolicy

@@ -8,7 +8,8 @@
 // the client advertised at initialize; package session carries it to the
 // session's in-process MCP servers (session.InProcessEnv); the built-in tools
 // (package bridge/builtin) use it when it offers a method and work locally
-// otherwise. A front end without an editor (the MCP server mode) passes nil.
+// otherwise, or, on a gateway (builtin.Options.EditorOnly), fail the call. A
+// front end without an editor (the MCP server mode) passes nil.
 package editor
 
 import "context"

@@ -83,6 +83,9 @@
 // [URLPolicy.CheckURL] checks a URL before connecting, and the policy's
 // dialer and redirect check ([URLPolicy.HTTPClient]) check every address
 // actually dialed, so that DNS cannot smuggle a private address past it.
+// Loopback is allowed by default (a local agent's editor is on its host);
+// [URLPolicy.RefuseLoopback], for an agent whose clients are on other
+// machines, refuses it too, but for the hosts of AllowHosts.
 // Refusals are [*PolicyError] values wrapping [ErrRefused]; they state the
 // rule broken, and name in Setting the configuration key that would lift it
 // for the front end to tell the user (bridge.ErrorText).

@@ -27,7 +27,8 @@ const (
 	// network address.
 	SettingAllowPrivateNetworks = "sandbox.allowPrivateNetworks"
 	// SettingAllowHosts is the configuration key of URLPolicy.AllowHosts:
-	// a host listed there may be reached over plain http.
+	// a host listed there may be reached over plain http, and on loopback
+	// under URLPolicy.RefuseLoopback.
 	SettingAllowHosts = "sandbox.allowHosts"
 )
 
@@ -43,10 +44,16 @@ type PolicyError struct {
 	Rule string
 	// Setting is the configuration key that would allow the URL or
 	// address: SettingAllowPrivateNetworks for a private network address,
-	// SettingAllowHosts for plain http to a host not on loopback; "" when
-	// no setting allows it (a cloud metadata address, a malformed URL, a
-	// redirect to another origin, a sign-in's rules).
+	// SettingAllowHosts for plain http to a host not on loopback and for
+	// a loopback host or address refused by URLPolicy.RefuseLoopback; ""
+	// when no setting allows it (a cloud metadata address, a malformed
+	// URL, a redirect to another origin, a sign-in's rules).
 	Setting string
+	// Loopback says the refusal is of a loopback host or address under
+	// URLPolicy.RefuseLoopback (Setting is then SettingAllowHosts): a
+	// front end advises listing the host, not https, which would be
+	// refused too.
+	Loopback bool
 }
 
 // Error reads like `URL "http://10.0.0.1/mcp" refused: private network
@@ -87,7 +94,10 @@ const maxRedirects = 10
 //     NAT64 or IPv4-compatible counts as private.
 //   - Private ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7,
 //     fec0::/10) only with AllowPrivateNetworks or for a host in AllowHosts.
-//     Loopback is always allowed.
+//   - Loopback is allowed, unless RefuseLoopback is set: then loopback
+//     (localhost and *.localhost, 127.0.0.0/8 and ::1, as a literal in any
+//     of the embedded forms above and as any resolved address) only for a
+//     host in AllowHosts; AllowPrivateNetworks does not widen it.
 //   - Userinfo, an empty host, an empty label ("a..b"), a non-ASCII host
 //     (write it in punycode), a character outside [a-z0-9._-] in a host
 //     name, a port outside 1-65535, and a host that ends in a number but is
@@ -115,6 +125,17 @@ type URLPolicy struct {
 	// sandbox.denyHosts). Deny wins over everything. An IP pattern also
 	// refuses a name that resolves to that address.
 	DenyHosts []string
+	// RefuseLoopback refuses loopback hosts and addresses (localhost,
+	// *.localhost, 127.0.0.0/8, ::1, their IPv4-in-IPv6 forms, and any name
+	// that resolves to one) unless the host is in AllowHosts, both in
+	// CheckURL and at dial time; AllowPrivateNetworks does not widen it. It
+	// is for an agent whose clients are not on its host (acp-agent
+	// gateway): this host's loopback services are not theirs to reach. A
+	// refusal is a *PolicyError with Setting SettingAllowHosts and
+	// Loopback set. A loopback host in AllowHosts may still use plain
+	// http. False (the default) allows loopback, as a local agent's
+	// editor is on its host.
+	RefuseLoopback bool
 	// Resolver looks up host names, given as dialed (case and a trailing
 	// dot kept); nil means net.DefaultResolver.LookupNetIP(ctx, "ip", host).
 	Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -182,6 +203,9 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 	var loopback bool
 	if isIP {
 		c, rule := classify(ip)
+		if rule := p.loopbackRule(ip, allowed); rule != "" {
+			return nil, &PolicyError{URL: shown, Rule: rule, Setting: SettingAllowHosts, Loopback: true}
+		}
 		if rule := p.addrRule(c, rule, allowed); rule != "" {
 			return refuseFor(settingOf(c), rule)
 		}
@@ -191,6 +215,9 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 			return refuse("%s", rule)
 		}
 		loopback = isLoopbackName(host)
+		if loopback && p.RefuseLoopback && !allowed {
+			return nil, &PolicyError{URL: shown, Rule: "loopback host " + host + ruleLoopbackWhy, Setting: SettingAllowHosts, Loopback: true}
+		}
 	}
 	if u.Scheme == "http" && !loopback && !allowed {
 		return refuseFor(SettingAllowHosts, "plain http only to loopback (localhost, 127.0.0.0/8, ::1)")
@@ -310,6 +337,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 	}
 	var ok []netip.Addr
 	var skipped, skippedSetting string // the rule of the first skipped address, and its Setting
+	var skippedLoopback bool           // and its Loopback
 	for _, a := range addrs {
 		if !isIP && matchAny(p.DenyHosts, a.String(), a, true) {
 			return nil, refuse("%s%s, which is in sandbox.denyHosts", prefix, a)
@@ -319,8 +347,14 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 			return nil, refuse("%s%s", prefix, classRule)
 		}
 		var rule, setting string
+		var loop bool
 		if lim.addr != nil {
 			rule = lim.addr(ctx, a, c)
+		}
+		if rule == "" {
+			if rule = p.loopbackRule(a, allowed); rule != "" {
+				setting, loop = SettingAllowHosts, true
+			}
 		}
 		if rule == "" {
 			rule, setting = p.addrRule(c, classRule, allowed), settingOf(c)
@@ -330,7 +364,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 		}
 		if rule != "" {
 			if skipped == "" {
-				skipped, skippedSetting = prefix+rule, setting
+				skipped, skippedSetting, skippedLoopback = prefix+rule, setting, loop
 			}
 			continue
 		}
@@ -341,7 +375,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 	}
 	if len(ok) == 0 {
 		if skipped != "" {
-			return nil, &PolicyError{Addr: addr, Rule: skipped, Setting: skippedSetting}
+			return nil, &PolicyError{Addr: addr, Rule: skipped, Setting: skippedSetting, Loopback: skippedLoopback}
 		}
 		return nil, fmt.Errorf("sandbox: dial %s %s: no address of that family", network, addr)
 	}
@@ -396,6 +430,23 @@ func (p *URLPolicy) addrRule(c addrClass, rule string, allowed bool) string {
 		return rule
 	}
 	return ""
+}
+
+// ruleLoopbackWhy ends the rule of a loopback refusal (RefuseLoopback).
+const ruleLoopbackWhy = ", on the agent's own host, not the client's"
+
+// loopbackRule returns the rule refusing address a under RefuseLoopback,
+// or "": a is loopback (127.0.0.0/8 or ::1, in any form unwrap sees
+// through, NAT64 and IPv4-compatible included) and the host is not in
+// AllowHosts (allowed).
+func (p *URLPolicy) loopbackRule(a netip.Addr, allowed bool) string {
+	if !p.RefuseLoopback || allowed {
+		return ""
+	}
+	if v, _ := unwrap(a.WithZone("")); !v.IsLoopback() {
+		return ""
+	}
+	return "loopback address " + a.WithZone("").String() + ruleLoopbackWhy
 }
 
 // originTransport refuses requests to another origin than its server's:

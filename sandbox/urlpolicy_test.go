@@ -530,11 +530,42 @@ func forbiddenAddr(a netip.Addr) string {
 	return ""
 }
 
+// unwrapForTest returns the IPv4 address embedded in a (IPv4-mapped,
+// NAT64 64:ff9b::/96, IPv4-compatible ::a.b.c.d but :: and ::1), written
+// apart from the policy's own unwrap.
+func unwrapForTest(a netip.Addr) netip.Addr {
+	a = a.WithZone("")
+	if a.Is4In6() {
+		return a.Unmap()
+	}
+	b := a.As16()
+	if netip.MustParsePrefix("64:ff9b::/96").Contains(a) || a.Is6() && [12]byte(b[:12]) == [12]byte{} && !a.IsUnspecified() && !a.IsLoopback() {
+		return netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return a
+}
+
 func FuzzURLPolicy_CheckURL(f *testing.F) {
-	for _, tt := range checkURLCases {
+	for _, tt := range slices.Concat(checkURLCases, refuseLoopbackCases) {
 		f.Add(tt.url)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		// Under RefuseLoopback, nothing on loopback passes: the rules
+		// below, and no loopback host or address at all.
+		if u, err := (&URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}).CheckURL(raw); err == nil {
+			host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+			a, perr := netip.ParseAddr(host)
+			if perr == nil {
+				if v := unwrapForTest(a); v.IsLoopback() {
+					t.Fatalf("CheckURL(%q) with RefuseLoopback accepted loopback address %s", raw, a)
+				}
+			}
+			if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+				t.Fatalf("CheckURL(%q) with RefuseLoopback accepted loopback host %q", raw, host)
+			}
+		} else if !errors.Is(err, ErrRefused) {
+			t.Fatalf("CheckURL(%q) with RefuseLoopback = %v, not a refusal", raw, err)
+		}
 		var p URLPolicy
 		u, err := p.CheckURL(raw)
 		if err != nil {

@@ -60,6 +60,22 @@
 // (fs/read_text_file, fs/write_text_file) is the editor's to confine: it is
 // asked only for paths that passed the check.
 //
+// # On a gateway
+//
+// With Options.EditorOnly (acp-agent gateway, whose sessions' files are on
+// the editor's machine) the tools touch nothing of the agent's host: no
+// os.Root is opened, no path is looked at on disk, no process is started.
+// read_file, write_file and edit_file go through the editor's fs methods
+// and run_command through its terminal, whatever the editor lacks being an
+// error result that names the method and says why the agent cannot do it
+// itself; list_directory and search_files are not offered. A path is
+// checked by name only (relative to Root, or absolute inside Root or
+// Dirs, no ".." out): symbolic links, directories and file types are the
+// editor's to judge. write_file's parent directories are the editor's to
+// create, and a file the editor cannot read is written without a diff
+// (whether it existed is not known here). The limits on a file's text
+// apply as they do locally.
+//
 // # Presentation
 //
 // Results carry a gateway.Show in their _meta (bridge.MetaShow) for the
@@ -115,8 +131,26 @@ type Options struct {
 	// additionalDirectories); relative entries are ignored.
 	Dirs []string
 	// Editor is the session's editor, or nil: the tools use the methods it
-	// offers and work locally otherwise.
+	// offers and work locally otherwise (but see EditorOnly).
 	Editor editor.Editor
+	// EditorOnly is for an agent that is not on the machine of the
+	// session's files, acp-agent gateway: Root and Dirs are paths on the
+	// editor's machine, and the tools never touch the agent's own file
+	// system or start a process. read_file, write_file and edit_file work
+	// only through the editor's fs/read_text_file and fs/write_text_file,
+	// run_command only in the editor's terminal; a method the editor does
+	// not offer makes the call an error result naming the method. Paths
+	// are confined by name only (the links on the editor's machine are
+	// the editor's to judge), and no os.Root is opened.
+	// list_directory and search_files, which ACP has no method for, are
+	// not offered.
+	//
+	// The tool list is fixed by EditorOnly alone, whatever the editor
+	// offers: a lazy in-process server's list is kept once per process by
+	// name (session.InProcessServer.Lazy, bridge.ServerSpec.ToolsKey), so
+	// a process builds its built-in servers all with EditorOnly or all
+	// without.
+	EditorOnly bool
 }
 
 // New returns the built-in server of one session. Each call returns a new
@@ -128,8 +162,9 @@ type Options struct {
 // session: they are closed when its last session ends (the bridge ends it
 // with the ACP session) and opened again if a session connects later. A
 // directory that cannot be opened allows nothing: a tool's path in it is an
-// error naming the directory. opts may be nil (no Root: nothing allowed);
-// it is copied.
+// error naming the directory. With Options.EditorOnly nothing is opened
+// (see On a gateway). opts may be nil (no Root: nothing allowed); it is
+// copied.
 func New(opts *Options) *mcp.Server {
 	var o Options
 	if opts != nil {
@@ -147,7 +182,9 @@ func (t *tools) server() *mcp.Server {
 	// the bridge then sends no logging/setLevel to them).
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "acp-agent built-in tools", Version: "1"}, &mcp.ServerOptions{SchemaCache: schemas, Capabilities: caps})
-	s.AddReceivingMiddleware(t.fs.trackSessions)
+	if t.fs != nil { // EditorOnly tools have no roots
+		s.AddReceivingMiddleware(t.fs.trackSessions)
+	}
 	addUpdatePlan(s, t)
 	no := false
 	mcp.AddTool(s, &mcp.Tool{
@@ -168,6 +205,10 @@ func (t *tools) server() *mcp.Server {
 		Description: "Replace old_text with new_text in a file. old_text must occur exactly once, unless replace_all is true (then every occurrence is replaced). Fails when old_text is not found.",
 		Annotations: &mcp.ToolAnnotations{Title: "Edit file", OpenWorldHint: &no},
 	}, t.editFile)
+	addRunCommand(s, t)
+	if t.editorOnly {
+		return s // ACP has no method to list or search the editor's files
+	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_directory",
 		Meta:        kind("read"),
@@ -180,6 +221,5 @@ func (t *tools) server() *mcp.Server {
 		Description: "Find files under path (default: the session directory) whose path relative to it matches the glob pattern: a pattern without \"/\" matches base names at any depth (\"*.go\"), one with \"/\" whole paths, \"**\" matching any number of directories (\"cmd/**/*.go\"). With regex, return instead the lines of those files matching the regular expression (RE2 syntax), as path:line:text. Results are capped at 200.",
 		Annotations: &mcp.ToolAnnotations{Title: "Search files", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.searchFiles)
-	addRunCommand(s, t)
 	return s
 }

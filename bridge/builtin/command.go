@@ -69,13 +69,20 @@ type RunCommandOutput struct {
 // addRunCommand adds run_command to s.
 func addRunCommand(s *mcp.Server, t *tools) {
 	yes := true
+	desc := "Run a shell command line with /bin/sh -c in the session directory, stdin empty, and return its exit status and output " +
+		"(stdout and stderr interleaved; only the last 64 KiB are kept). It is killed, with every process it started, after timeout_seconds " +
+		"(default 120, at most 600) or when the call is cancelled; background processes do not outlive it. A non-zero exit status is " +
+		"reported in the result, not as a failure of the tool. When the editor offers terminals, the command runs in one and the user sees it live."
+	if t.editorOnly {
+		desc = "Run a shell command line with /bin/sh -c in the session directory, in the editor's terminal (the user sees it live), and return " +
+			"its exit status and output (only the last 64 KiB are kept). It is killed after timeout_seconds (default 120, at most 600) or when " +
+			"the call is cancelled. A non-zero exit status is reported in the result, not as a failure of the tool. It fails when the editor " +
+			"offers no terminals."
+	}
 	mcp.AddTool(s, &mcp.Tool{
-		Name: "run_command",
-		Meta: kind("execute"),
-		Description: "Run a shell command line with /bin/sh -c in the session directory, stdin empty, and return its exit status and output " +
-			"(stdout and stderr interleaved; only the last 64 KiB are kept). It is killed, with every process it started, after timeout_seconds " +
-			"(default 120, at most 600) or when the call is cancelled; background processes do not outlive it. A non-zero exit status is " +
-			"reported in the result, not as a failure of the tool. When the editor offers terminals, the command runs in one and the user sees it live.",
+		Name:        "run_command",
+		Meta:        kind("execute"),
+		Description: desc,
 		Annotations: &mcp.ToolAnnotations{Title: "Run command", DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, t.runCommand)
 }
@@ -94,7 +101,7 @@ func commandTimeout(s int) (time.Duration, error) {
 }
 
 // runCommand runs in.Command in an editor terminal when the editor offers
-// them, else as a local child. A command that ran is a result whatever its
+// them, else as a local child (with editorOnly, never: needEditor's error). A command that ran is a result whatever its
 // exit status (the model reads the status); a timeout is an error result,
 // with what the command printed; a command that could not start is an error.
 func (t *tools) runCommand(ctx context.Context, req *mcp.CallToolRequest, in RunCommandInput) (*mcp.CallToolResult, RunCommandOutput, error) {
@@ -106,6 +113,9 @@ func (t *tools) runCommand(ctx context.Context, req *mcp.CallToolRequest, in Run
 	}
 	timeout, err := commandTimeout(in.TimeoutSeconds)
 	if err != nil {
+		return nil, RunCommandOutput{}, err
+	}
+	if err := t.needEditor("run the command", methodTerminal); err != nil {
 		return nil, RunCommandOutput{}, err
 	}
 	var out RunCommandOutput

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
@@ -34,6 +35,39 @@ func (t *tools) editorWrites() bool {
 	return t.editor != nil && t.editor.Capabilities().WriteTextFile
 }
 
+// The editor's methods the tools use, as error texts name them.
+const (
+	methodRead     = "fs/read_text_file"
+	methodWrite    = "fs/write_text_file"
+	methodTerminal = "terminal/create"
+)
+
+// needEditor returns, with editorOnly, the tool error of a call that needs
+// methods the editor does not offer (those of methods it lacks named), to
+// do what (such as `read "a.go"`); else nil. Without editorOnly a lacking
+// method is done locally.
+func (t *tools) needEditor(what string, methods ...string) error {
+	if !t.editorOnly {
+		return nil
+	}
+	var caps editor.Capabilities
+	if t.editor != nil {
+		caps = t.editor.Capabilities()
+	}
+	offered := map[string]bool{methodRead: caps.ReadTextFile, methodWrite: caps.WriteTextFile, methodTerminal: caps.Terminal}
+	var lacking []string
+	for _, m := range methods {
+		if !offered[m] {
+			lacking = append(lacking, m)
+		}
+	}
+	if len(lacking) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the editor does not offer %s, and acp-agent runs on a gateway, away from the session's files and processes: it cannot %s itself",
+		strings.Join(lacking, " or "), what)
+}
+
 // readText returns the whole text of the file tgt: through the editor when
 // it offers fs/read_text_file (its text, with the changes the user has not
 // saved yet, wins over the disk), else from disk. Both sources are under
@@ -41,14 +75,22 @@ func (t *tools) editorWrites() bool {
 // first 8 KiB. A file the editor cannot read and that is not on disk is
 // errNoFile; any other editor error names the path and the editor's answer.
 // The disk is read through tgt.root only.
+//
+// With editorOnly the disk is never looked at: an editor that does not
+// offer fs/read_text_file is needEditor's error, and any error of the
+// editor names the path and the editor's answer.
 func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
+	if err := t.needEditor(fmt.Sprintf("read %q", tgt.name), methodRead); err != nil {
+		return "", err
+	}
 	if !t.editorReads() {
 		b, err := t.readLocal(tgt)
 		return string(b), err
 	}
 	// The disk tells what the editor cannot be asked for: a directory or
 	// another file that is not regular, or a file too large to fetch whole.
-	if fi, err := tgt.root.Stat(tgt.rel); err == nil {
+	// With editorOnly the disk is not the editor's: not looked at.
+	if fi, err := t.statLocal(tgt); err == nil {
 		if err := regularFile(fi, tgt.name); err != nil {
 			return "", err
 		}
@@ -60,6 +102,9 @@ func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
+		}
+		if t.editorOnly {
+			return "", fmt.Errorf("path %q: the editor could not read it: %v", tgt.name, err)
 		}
 		if _, serr := tgt.root.Stat(tgt.rel); errors.Is(serr, fs.ErrNotExist) {
 			return "", fmt.Errorf("path %q: %w", tgt.name, errNoFile)
@@ -123,9 +168,14 @@ func (t *tools) readLocal(tgt target) ([]byte, error) {
 // and saves it), else on disk keeping the file's permissions. Missing
 // parent directories are created on disk first either way, so write_file
 // behaves the same with or without an editor. The disk is written through
-// tgt.root only.
+// tgt.root only. With editorOnly only the editor writes (needEditor's error
+// when it does not offer fs/write_text_file), and the parent directories
+// are its to create.
 func (t *tools) writeText(ctx context.Context, tgt target, content string) error {
-	if dir := filepath.Dir(tgt.rel); dir != "." {
+	if err := t.needEditor(fmt.Sprintf("write %q", tgt.name), methodWrite); err != nil {
+		return err
+	}
+	if dir := filepath.Dir(tgt.rel); dir != "." && !t.editorOnly {
 		if err := tgt.root.MkdirAll(dir, 0o755); err != nil {
 			if escapes(tgt.root, err) || errors.Is(err, os.ErrClosed) {
 				return t.localError(tgt, err)
@@ -146,6 +196,18 @@ func (t *tools) writeText(ctx context.Context, tgt target, content string) error
 		return fmt.Errorf("path %q: the editor could not write it: %v", tgt.name, err)
 	}
 	return nil
+}
+
+// errNotLocal is statLocal's error with editorOnly.
+var errNotLocal = errors.New("the session's files are on the editor's machine")
+
+// statLocal is tgt's file information on disk, through tgt.root; with
+// editorOnly it looks at nothing and returns errNotLocal.
+func (t *tools) statLocal(tgt target) (fs.FileInfo, error) {
+	if t.editorOnly {
+		return nil, errNotLocal
+	}
+	return tgt.root.Stat(tgt.rel)
 }
 
 // regularFile refuses what the tools must not read or write as a file: a

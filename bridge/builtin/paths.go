@@ -14,22 +14,25 @@ import (
 // tools holds the session directories the tools are confined to, opened
 // as roots, and the session's editor.
 type tools struct {
-	root   string        // the session cwd, absolute
-	dirs   []string      // additional directories, absolute and clean
-	fs     *rootSet      // root, then dirs, opened: every local file operation goes through them
-	editor editor.Editor // nil: local only
+	root       string        // the session cwd, absolute
+	dirs       []string      // additional directories, absolute and clean
+	fs         *rootSet      // root, then dirs, opened: every local file operation goes through them; nil when editorOnly
+	editor     editor.Editor // nil: local only (nothing at all when editorOnly)
+	editorOnly bool          // Options.EditorOnly: nothing local, only the editor's methods
 }
 
-// newTools returns the tools of opts, their directories opened as roots;
-// the caller closes t.fs.
+// newTools returns the tools of opts, their directories opened as roots
+// unless opts.EditorOnly; the caller closes t.fs.
 func newTools(opts Options) *tools {
-	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor}
+	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor, editorOnly: opts.EditorOnly}
 	for _, d := range opts.Dirs {
 		if filepath.IsAbs(d) {
 			t.dirs = append(t.dirs, filepath.Clean(d))
 		}
 	}
-	t.fs = openRoots(t.roots())
+	if !t.editorOnly {
+		t.fs = openRoots(t.roots())
+	}
 	return t
 }
 
@@ -42,7 +45,7 @@ type target struct {
 	name string   // as the model gave it: error texts name it
 	abs  string   // clean absolute path, symbolic links kept: what the editor and the client see
 	real string   // abs with symbolic links resolved, as they were at the check: what the results show
-	root *os.Root // the session directory that holds real, opened as a root
+	root *os.Root // the session directory that holds real, opened as a root; nil when editorOnly
 	base string   // the path of root's directory, symbolic links resolved: real is base/rel
 	rel  string   // real relative to base ("." for base itself): the name local operations use in root
 }
@@ -74,24 +77,13 @@ func (t *tools) allowed() string {
 // of the directory that holds the resolved path (target.root), which every
 // local operation goes through. A directory that cannot be opened as a
 // root allows nothing: the error names it.
+//
+// With editorOnly, resolve checks by name only and reads nothing: the path
+// is the editor's, on its machine (resolveName).
 func (t *tools) resolve(path string) (target, error) {
-	if strings.TrimSpace(path) == "" {
-		return target{}, errors.New("path: must be a non-empty path")
-	}
-	if strings.ContainsRune(path, 0) {
-		return target{}, fmt.Errorf("path %q: must not contain NUL", path)
-	}
-	abs := path
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(t.root, abs)
-	}
-	abs = filepath.Clean(abs)
-	inside := false
-	for _, r := range t.roots() {
-		inside = inside || within(r, abs)
-	}
-	if !inside {
-		return target{}, fmt.Errorf("path %q is outside %s: paths must stay inside them (no \"..\" out of them, no absolute path elsewhere)", path, t.allowed())
+	abs, err := t.resolveName(path)
+	if err != nil || t.editorOnly {
+		return target{name: path, abs: abs, real: abs}, err
 	}
 	// realRoots[i] is the directory of index i (t.roots()) with its
 	// symbolic links resolved, "" when it is gone.
@@ -141,6 +133,30 @@ func (t *tools) resolve(path string) (target, error) {
 	return target{}, fmt.Errorf("path %q leads through a symbolic link to %s, outside %s: links must not lead out of them", path, real, t.allowed())
 }
 
+// resolveName is the check of resolve by name: path must not be empty,
+// and once made absolute (relative to the root) and cleaned, it must be
+// inside the root or one of the additional directories. It returns the
+// clean absolute path, and reads nothing.
+func (t *tools) resolveName(path string) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", errors.New("path: must be a non-empty path")
+	}
+	if strings.ContainsRune(path, 0) {
+		return "", fmt.Errorf("path %q: must not contain NUL", path)
+	}
+	abs := path
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(t.root, abs)
+	}
+	abs = filepath.Clean(abs)
+	for _, r := range t.roots() {
+		if within(r, abs) {
+			return abs, nil
+		}
+	}
+	return "", fmt.Errorf("path %q is outside %s: paths must stay inside them (no \"..\" out of them, no absolute path elsewhere)", path, t.allowed())
+}
+
 // localError is the tool error of a local operation on tgt that failed
 // with err: a path that leads out of its root (a directory on the way
 // swapped for a symbolic link out after resolve checked it) in the words of
@@ -158,7 +174,11 @@ func (t *tools) localError(tgt target, err error) error {
 // display is path as the tools report it to the model: relative to the
 // root when inside, else absolute.
 func (t *tools) display(p string) string {
-	for _, root := range []string{t.root, evalOr(t.root)} {
+	roots := []string{t.root}
+	if !t.editorOnly { // the root's links are on the editor's machine
+		roots = append(roots, evalOr(t.root))
+	}
+	for _, root := range roots {
 		if rel, err := filepath.Rel(root, p); err == nil && within(root, p) {
 			return filepath.ToSlash(rel)
 		}

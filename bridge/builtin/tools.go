@@ -161,15 +161,20 @@ func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteF
 	if err != nil {
 		return nil, WriteFileOutput{}, err
 	}
+	if err := t.needEditor(fmt.Sprintf("write %q", in.Path), methodWrite); err != nil {
+		return nil, WriteFileOutput{}, err
+	}
 	if len(in.Content) > MaxFileBytes {
 		return nil, WriteFileOutput{}, fmt.Errorf("content for %q is %d bytes: at most %d bytes are written", in.Path, len(in.Content), MaxFileBytes)
 	}
-	if fi, err := tgt.root.Stat(tgt.rel); err == nil && fi.IsDir() {
+	if fi, err := t.statLocal(tgt); err == nil && fi.IsDir() {
 		return nil, WriteFileOutput{}, fmt.Errorf("path %q is a directory", in.Path)
 	}
 	// The text before, for the diff: the editor's when it reads. A file
 	// missing from both is created; one whose text cannot be had (binary,
-	// too large, an editor error) is overwritten and shown without a diff.
+	// too large, an editor error; with editorOnly any failed read, as the
+	// disk cannot tell a missing file) is overwritten and shown without a
+	// diff.
 	var before *string
 	created, diff := false, true
 	switch old, err := t.readText(ctx, tgt); {
@@ -203,6 +208,9 @@ func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteF
 func (t *tools) editFile(ctx context.Context, _ *mcp.CallToolRequest, in EditFileInput) (*mcp.CallToolResult, EditFileOutput, error) {
 	tgt, err := t.resolve(in.Path)
 	if err != nil {
+		return nil, EditFileOutput{}, err
+	}
+	if err := t.needEditor(fmt.Sprintf("edit %q", in.Path), methodRead, methodWrite); err != nil {
 		return nil, EditFileOutput{}, err
 	}
 	if in.OldText == "" {

@@ -62,6 +62,30 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// sandbox.allowHosts may list loopback hosts, by address or name: a
+// gateway, whose URL policy refuses loopback (sandbox.URLPolicy
+// RefuseLoopback), reaches exactly those.
+func TestParseConfig_AllowHostsLoopback(t *testing.T) {
+	cfg := &Config{}
+	if err := parseConfig([]byte(`{"sandbox": {"allowHosts": ["127.0.0.1", "[::1]", "localhost"]}}`), cfg); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := cfg.coreOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := *opts.Bridge.URLs
+	p.RefuseLoopback = true // as the gateway sets it
+	for _, u := range []string{"http://127.0.0.1:8808/mcp", "http://[::1]:8808/mcp", "http://localhost:8808/mcp"} {
+		if _, err := p.CheckURL(u); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want allowed by sandbox.allowHosts", u, err)
+		}
+	}
+	if _, err := p.CheckURL("http://127.0.0.2:8808/mcp"); err == nil {
+		t.Error("a loopback address not in sandbox.allowHosts was allowed")
+	}
+}
+
 func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 	tests := []struct{ json, want string }{
 		{`{"timeout": {}}`, `key "timeout": unknown key (valid keys here: mcpServers, timeouts,`},
