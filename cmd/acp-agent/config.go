@@ -184,13 +184,14 @@ type ToolsConfig struct {
 	Builtin *bool `json:"builtin"`
 }
 
-// inProcess returns the in-process servers of every session.
-func (t ToolsConfig) inProcess() []session.InProcessServer {
+// inProcess returns the in-process servers of every session; editorOnly
+// (a gateway's) gives built-in tools that work through the editor alone.
+func (t ToolsConfig) inProcess(editorOnly bool) []session.InProcessServer {
 	if t.Builtin != nil && !*t.Builtin {
 		return nil
 	}
 	return []session.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
-		return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor})
+		return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor, EditorOnly: editorOnly})
 	}, Timeouts: bridge.Timeouts{ToolCall: builtin.CallTimeout}, Lazy: true}}
 }
 
@@ -588,7 +589,7 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 		}
 	}
 	return session.CoreOptions{
-		InProcess:      c.Tools.inProcess(),
+		InProcess:      c.Tools.inProcess(false),
 		DefaultServers: defaults,
 		ServerSettings: settings,
 		Bridge: bridge.Options{

@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/acp/remote"
+	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
@@ -449,9 +452,59 @@ func (l GatewayLimits) remote() remote.Limits {
 }
 
 // gatewayCoreOptions are coreOptions for a gateway's sessions, whose
-// clients are on other machines.
+// clients are on other machines: the built-in tools work through the
+// editor alone, a client's URL may not reach this host's loopback (unless
+// sandbox.allowHosts lists it), and a stdio server starts only if it is
+// one of the config's own or its command is in gateway.allowCommands.
 func (c *Config) gatewayCoreOptions() (session.CoreOptions, error) {
-	return c.coreOptions()
+	opts, err := c.coreOptions()
+	if err != nil {
+		return opts, err
+	}
+	opts.InProcess = c.Tools.inProcess(true)
+	urls := *opts.Bridge.URLs
+	urls.RefuseLoopback = true
+	opts.Bridge.URLs = &urls
+	allowed := &commandAllowList{commands: c.Gateway.AllowCommands, servers: opts.DefaultServers}
+	opts.Bridge.StdioPolicy = allowed.check
+	return opts, nil
+}
+
+// commandAllowList is a gateway's rule for stdio servers: the config's
+// own servers (the operator's, by command and args) and the commands of
+// gateway.allowCommands (with any args) may run on this host.
+type commandAllowList struct {
+	commands []string
+	servers  []bridge.ServerSpec
+}
+
+// check is bridge.Options.StdioPolicy: nil, or a *bridge.StdioRefusedError.
+func (l *commandAllowList) check(spec bridge.ServerSpec) error {
+	for _, d := range l.servers {
+		if d.Transport == bridge.TransportStdio && d.Command == spec.Command && slices.Equal(d.Args, spec.Args) {
+			return nil
+		}
+	}
+	got := resolveCommand(spec.Command)
+	for _, a := range l.commands {
+		if a == spec.Command || got != "" && resolveCommand(a) == got {
+			return nil
+		}
+	}
+	return &bridge.StdioRefusedError{Server: spec.Name, Command: spec.Command}
+}
+
+// resolveCommand is the absolute path cmd runs (looked up in PATH when it
+// is a bare name), cleaned, or "" when there is none.
+func resolveCommand(cmd string) string {
+	p, err := exec.LookPath(cmd)
+	if err != nil {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return filepath.Clean(abs)
+	}
+	return ""
 }
 
 // hideStoreError is a gateway's store.TenantOptions.HideError: the
