@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -197,4 +198,60 @@ func TestGateway_HostileHTTP(t *testing.T) {
 func isCode(err error, code int) bool {
 	re, ok := err.(*acpsdk.RequestError)
 	return ok && re.Code == code
+}
+
+// TestGateway_OfficialTSClient: the official TypeScript SDK's client
+// transports (2.4.0: experimental/http-client and ws-client) drive the
+// gateway, with a token: a server the client hosts (MCP-over-ACP), the
+// permission request, two sessions at once on one connection, and a
+// session loaded on a new connection with its whole replay.
+func TestGateway_OfficialTSClient(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, "", []string{"ACP_AGENT_GATEWAY_TOKEN=" + gatewayTestToken}, "--store", filepath.Join(t.TempDir(), "sessions.db"))
+	for _, transport := range []string{"http", "ws"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			url := g.url()
+			if transport == "ws" {
+				url = "ws" + strings.TrimPrefix(url, "http")
+			}
+			cwd := t.TempDir()
+			run := runTSRemote(t, transport, url, cwd, "--token", gatewayTestToken)
+			if len(run.Errors) != 0 || run.ConnectionClosed || !run.MCPOverACP {
+				t.Fatalf("errors %+v, closed early %v (%s), mcpOverAcp %v", run.Errors, run.ConnectionClosed, str(run.ConnectionError), run.MCPOverACP)
+			}
+			checkDefaultTurns(t, run, run.SessionID)
+			if len(run.Permissions) != 1 || run.Permissions[0].OptionID != "allow_once" {
+				t.Errorf("permissions %+v, want the /call allowed once", run.Permissions)
+			}
+
+			two := runTSRemote(t, transport, url, t.TempDir(), "--token", gatewayTestToken, "--scenario", "two-sessions")
+			if len(two.Errors) != 0 || len(two.SessionIDs) != 2 {
+				t.Fatalf("two sessions: errors %+v, sessions %v", two.Errors, two.SessionIDs)
+			}
+			for _, sid := range two.SessionIDs {
+				checkDefaultTurns(t, two, sid)
+			}
+
+			load := runTSRemote(t, transport, url, cwd, "--token", gatewayTestToken, "--scenario", "load", "--session", run.SessionID)
+			if len(load.Errors) != 0 || load.SessionID != run.SessionID {
+				t.Fatalf("load: errors %+v, session %q", load.Errors, load.SessionID)
+			}
+			replay := ""
+			for _, u := range load.Replayed {
+				b, _ := json.Marshal(u.Update)
+				replay += string(b) + "\n"
+			}
+			for _, want := range []string{`"text":"/tools"`, `TS remote editor echo: hi from the remote TS client`} {
+				if !strings.Contains(replay, want) {
+					t.Errorf("the replay lacks %s:\n%s\nload run: %+v", want, replay, load)
+				}
+			}
+
+			bad := runTSRemote(t, transport, url, cwd, "--token", "not-the-gateway-token-0123456789abcdef")
+			if bad.ConnectionError == nil && len(bad.Errors) == 0 {
+				t.Errorf("a wrong token was let in: %+v", bad)
+			}
+		})
+	}
 }

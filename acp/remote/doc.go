@@ -18,7 +18,8 @@
 //
 // Over Streamable HTTP, the agent's messages are routed as the SDK routes
 // them: a response goes where its request came from (a session-scoped
-// request's to that session's stream; session/load's to the connection's),
+// request's to that session's stream, session/load's too, behind the
+// replay it answers, where the SDK's server sends it to the connection's),
 // a request or notification with params.sessionId to that session's
 // stream, anything else to the connection's. Streams buffer what their
 // client has not read yet, up to [Limits].MaxBufferedBytes per connection:

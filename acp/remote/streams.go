@@ -158,17 +158,16 @@ func (s *httpState) sessionBox(sid string) (*mailbox, error) {
 }
 
 // expect records the route of the response to the client's request f: the
-// stream of its session, except session/load's, which goes to the
-// connection's stream (as the SDK's server routes it).
+// stream of its session, or the connection's. session/load's too goes to
+// its session's stream (the SDK's server sends it to the connection's),
+// behind the replay it answers: on two streams, the client could read the
+// response before the last replayed updates.
 func (s *httpState) expect(f fields) {
 	key := idKey(f.ID)
 	if key == "" || len(key) > maxIDLength {
 		return
 	}
 	sid := f.Params.SessionID
-	if f.Method == "session/load" {
-		sid = ""
-	}
 	s.mu.Lock()
 	s.requests[key] = sid
 	s.mu.Unlock()
