@@ -200,6 +200,7 @@ FORCE:
 fuzz:
 	$(GO) test ./acp -run '^$$' -fuzz FuzzParseMCPServers -fuzztime 30s
 	$(GO) test ./bridge -run '^$$' -fuzz FuzzBridgedNames -fuzztime 30s
+	$(GO) test ./acp/connect -run '^$$' -fuzz FuzzSessionTable_Rewrite -fuzztime 30s
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)

@@ -401,17 +401,11 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 		return nil, nil, nil, fmt.Errorf("%w: unknown type %q", ErrUnsupportedTransport, s.spec.Transport)
 	}
 	procCtx, procCancel := context.WithCancel(context.WithoutCancel(ctx))
-	env, dropped := s.opts.Env.ChildEnv(s.spec.Env)
-	for _, k := range dropped {
-		s.log.Warn("dropped an environment variable that could inject code into the server; sandbox.allowEnv re-allows it", "key", k)
-	}
 	dir := s.opts.Cwd
 	if s.opts.StdioDir != "" {
 		dir = s.opts.StdioDir
 	}
-	cmd = sandbox.Command(procCtx, s.spec.Command, s.spec.Args, dir, env)
-	stderr := newTailWriter(s.log)
-	cmd.Stderr = stderr
+	cmd, stderr := stdioCommand(procCtx, s.spec, dir, s.opts.Env, s.log)
 	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}}
 	s.conn.mu.Lock()
 	s.conn.cmd, s.conn.proc, s.conn.procCancel, s.conn.stderr, s.conn.stdout = cmd, nil, procCancel, stderr, st.out

@@ -208,7 +208,16 @@ type Core struct {
 	// some s.
 	sessions map[string]*Session
 	keys     map[string]bool
-	closing  bool // Shutdown has begun: Open fails with ErrClosed
+	// ending are the instances no longer live whose End is still tearing
+	// down (its servers, its tools and history by key), by key: an Open of
+	// the same key waits for it, or that teardown would clear the new
+	// instance's tools and history (a session reopened by another
+	// connection while the old one's connection ends it).
+	ending  map[string]*Session
+	closing bool // Shutdown has begun: Open fails with ErrClosed
+	// waitingForEnd, if set (tests), is called when an Open waits for an
+	// ending instance of its key.
+	waitingForEnd func()
 }
 
 // NewCore returns a Core. opts may be nil (every default); it is copied.
@@ -243,7 +252,7 @@ func NewCore(o *CoreOptions) *Core {
 	}
 	return &Core{
 		opts: opts, gw: opts.Gateway, store: opts.Store, history: opts.History, log: opts.Logger,
-		sessions: make(map[string]*Session), keys: make(map[string]bool),
+		sessions: make(map[string]*Session), keys: make(map[string]bool), ending: make(map[string]*Session),
 	}
 }
 
@@ -393,7 +402,7 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
-	s := &Session{core: c, id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
+	s := &Session{core: c, torn: make(chan struct{}), id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
 		frontEnd: req.FrontEnd, untitled: rec.Title == ""}
 	if c.opts.RemoteClients {
 		// The client's cwd is on its machine: the stdio servers start in a
@@ -413,7 +422,7 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	}
 	opts.OnPromptsChanged = c.commandsChanged(s, req) // prompts.go
 	s.manager = bridge.NewManager(opts)
-	if err := c.add(s); err != nil {
+	if err := c.addWhenEnded(ctx, s); err != nil {
 		s.removeDir()
 		return nil, err
 	}
@@ -622,15 +631,45 @@ func (c *Core) bridgeOptions(base context.Context, id, key string, req OpenReque
 	return &o
 }
 
-func (c *Core) add(s *Session) error {
+// addWhenEnded adds s to the live sessions once no earlier instance of
+// its key is still ending (its End's teardown clears the key's tools and
+// history), or fails as add does, or with ctx's cause.
+func (c *Core) addWhenEnded(ctx context.Context, s *Session) error {
+	for {
+		old, err := c.add(s)
+		if old == nil {
+			return err
+		}
+		c.mu.Lock()
+		hook := c.waitingForEnd
+		c.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+		select {
+		case <-old.torn:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// add adds s to the live sessions, unless an earlier instance of its key
+// is still ending (returned: wait for its torn), its key is live
+// (KeyInUseError) or the Core is closing (ErrClosed).
+func (c *Core) add(s *Session) (ending *Session, err error) {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if c.keys[s.key] {
 		c.mu.Unlock()
-		return &KeyInUseError{Key: s.key}
+		return nil, &KeyInUseError{Key: s.key}
+	}
+	if old := c.ending[s.key]; old != nil {
+		c.mu.Unlock()
+		return old, nil
 	}
 	c.sessions[s.id] = s
 	c.keys[s.key] = true
@@ -638,22 +677,33 @@ func (c *Core) add(s *Session) error {
 	if c.opts.Observer != nil {
 		c.opts.Observer.SessionOpened()
 	}
-	return nil
+	return nil, nil
 }
 
 // remove drops s from the live sessions, if it is still the live instance
-// of its ID.
+// of its ID, and counts it among the ending ones until ended.
 func (c *Core) remove(s *Session) {
 	c.mu.Lock()
 	removed := c.sessions[s.id] == s
 	if removed {
 		delete(c.sessions, s.id)
 		delete(c.keys, s.key)
+		c.ending[s.key] = s
 	}
 	c.mu.Unlock()
 	if removed && c.opts.Observer != nil {
 		c.opts.Observer.SessionClosed()
 	}
+}
+
+// ended notes that s's End has torn it down.
+func (c *Core) ended(s *Session) {
+	c.mu.Lock()
+	if c.ending[s.key] == s {
+		delete(c.ending, s.key)
+	}
+	c.mu.Unlock()
+	close(s.torn)
 }
 
 // Lookup returns the live session with id, or nil.

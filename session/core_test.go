@@ -127,6 +127,77 @@ func TestCore_OpenCreateUnderAnID(t *testing.T) {
 	}
 }
 
+// blockingClearGateway holds the first ClearExtraTools until release is
+// closed, so that an End is caught in the middle of its teardown.
+type blockingClearGateway struct {
+	*recordingGateway
+	once     sync.Once
+	clearing chan struct{} // closed when the first ClearExtraTools is held
+	release  chan struct{}
+}
+
+func (g *blockingClearGateway) ClearExtraTools(ctx context.Context, key string) error {
+	g.once.Do(func() {
+		close(g.clearing)
+		<-g.release
+	})
+	return g.recordingGateway.ClearExtraTools(ctx, key)
+}
+
+// TestCore_ReopenWaitsForTheEndingInstance: a session reopened (by another
+// connection) while its old instance's End is still tearing down waits for
+// that teardown, which would otherwise clear the new instance's tools and
+// detach its history (the key is the same).
+func TestCore_ReopenWaitsForTheEndingInstance(t *testing.T) {
+	st := memory.New()
+	history := NewHistory(st, nil)
+	rec := &recordingGateway{Gateway: runner.NewLocal(&runner.Options{History: history})}
+	gw := &blockingClearGateway{recordingGateway: rec, clearing: make(chan struct{}), release: make(chan struct{})}
+	c := NewCore(&CoreOptions{Gateway: gw, Store: st, History: history})
+	t.Cleanup(c.Shutdown)
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(gw.release) }) }
+	t.Cleanup(release) // before Shutdown, which would wait for the held End
+	waiting := make(chan struct{}, 1)
+	c.waitingForEnd = func() { waiting <- struct{}{} }
+
+	old, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { defer close(ended); old.End() }() // the old connection's end
+	<-gw.clearing
+
+	type opened struct {
+		s   *Session
+		err error
+	}
+	reopened := make(chan opened, 1)
+	go func() {
+		s, err := c.Open(t.Context(), OpenRequest{ID: old.ID(), Cwd: t.TempDir()})
+		reopened <- opened{s, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-reopened:
+		t.Fatalf("the reopen (%v) did not wait for the old instance's teardown", r.err)
+	}
+	release()
+	<-ended
+	r := <-reopened
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	log := rec.log()
+	if last := log[len(log)-1]; last != "set "+r.s.Key() {
+		t.Errorf("gateway calls %q: the new instance's tools are not the last word", log)
+	}
+	if _, err := r.s.Turn(t.Context(), func(context.Context) (gateway.StopReason, error) { return gateway.StopEndTurn, nil }); err != nil {
+		t.Errorf("a turn of the reopened session = %v", err)
+	}
+}
+
 func TestCore_KeyInUseUntilEnd(t *testing.T) {
 	c, _ := newTestCore(t, CoreOptions{})
 	s, err := c.Open(t.Context(), OpenRequest{Key: "k", Cwd: t.TempDir()})

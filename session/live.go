@@ -68,6 +68,8 @@ type Session struct {
 	turnDone   chan struct{}
 	ended      bool // End has begun: no turn starts any more
 	endOnce    sync.Once
+	// torn is closed when End's teardown is done (Core.ended).
+	torn chan struct{}
 }
 
 // ID returns the session's ID.
@@ -288,6 +290,7 @@ func (s *Session) End() {
 		_ = s.core.gw.ClearExtraTools(ctx, s.key)
 		s.core.history.Forget(ctx, s.key)
 		s.core.log.Info("session ended", "session", s.id, "elapsed", time.Since(start))
+		s.core.ended(s)
 	})
 }
 

@@ -65,6 +65,8 @@ func TestRun_HelpDescribesEverything(t *testing.T) {
 			wants = []string{"Usage:", "credentials.json", "--config", "--base-url", "--no-check"}
 		case "logout":
 			wants = []string{"Usage:", "credentials.json"}
+		case "connect": // no model: the gateway has it; the config for the local servers' sandbox
+			wants = []string{"Usage:", "Config file:", cfgPath, "--config", "--log-file", "--token-file", "--verbose", "sandbox"}
 		}
 		if args[0] == "--help" || args[0] == "-h" {
 			wants = append(wants, "ACP (Agent Client Protocol) agent", "agent_servers", "--store", "--version", "--gateway", "--verbose")
@@ -93,7 +95,7 @@ func TestRun_HelpDescribesEverything(t *testing.T) {
 // package prints nothing itself (no second copy, no flag dump on stderr).
 func TestRun_UnknownFlagIsOneError(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	for _, args := range [][]string{{"--bogus"}, {"gateway", "--bogus"}, {"mcp-server", "--bogus"}} {
+	for _, args := range [][]string{{"--bogus"}, {"gateway", "--bogus"}, {"mcp-server", "--bogus"}, {"connect", "--bogus"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(args, strings.NewReader(""), &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), "-bogus") || !strings.Contains(err.Error(), "--help") {
@@ -164,7 +166,7 @@ func TestHelp_PointsAtReadmeSections(t *testing.T) {
 		}
 	}
 	section := regexp.MustCompile(`section "([^"]+)"`)
-	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"mcp-server", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"mcp-server", "--help"}, {"connect", "--help"}} {
 		var stdout, stderr bytes.Buffer
 		if err := run(args, strings.NewReader(""), &stdout, &stderr); err != nil {
 			t.Fatalf("%q: %v", args, err)

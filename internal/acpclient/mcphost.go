@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -74,7 +73,7 @@ func (h *MCPHost) wrap(w io.Writer, r io.Reader) (io.Writer, io.Reader) {
 	mux := mcpacp.NewMux(handle, []string{mcpacp.MethodMessage}, func(p []byte) error {
 		_, err := lw.Write(p)
 		return err
-	}, slog.New(slog.DiscardHandler))
+	}, nil)
 	h.router.SetConn(mux.Conn())
 	return lw, mux.Filter(r)
 }

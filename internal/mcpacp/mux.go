@@ -21,8 +21,11 @@
 // client built on acp-go-sdk's ClientSideConnection, which cannot dispatch
 // mcp/message, runs a [Mux] beside it: a second acpsdk.Connection sharing
 // the stream, handed the frames it owns ([Mux.Wants], [Mux.Deliver]), whose
-// requests carry ids of their own ("mcpacp-<n>") so their responses can be
-// told apart. Only the test client (internal/acpclient) does.
+// requests carry ids of their own ("mcpacp-<n>", or [MuxOptions.IDPrefix])
+// so their responses can be told apart. The test client
+// (internal/acpclient) runs one, and so does acp-agent connect
+// (acp/connect), whose Mux shares the gateway connection with the
+// editor's messages and serves the local servers it relays.
 package mcpacp
 
 import (
@@ -44,8 +47,20 @@ import (
 // acpsdk.ClientMethodMcpMessage).
 const MethodMessage = "mcp/message"
 
-// idPrefix marks the ids of the Mux's own requests on the shared stream.
-const idPrefix = "mcpacp-"
+// DefaultIDPrefix marks the ids of a Mux's own requests on the shared
+// stream unless MuxOptions.IDPrefix says otherwise.
+const DefaultIDPrefix = "mcpacp-"
+
+// MuxOptions configure a Mux; the zero value is valid.
+type MuxOptions struct {
+	// Logger receives the connection's diagnostics. Nil discards them.
+	Logger *slog.Logger
+	// IDPrefix starts the id of every request the Mux sends ("<prefix><n>",
+	// a JSON string), by which Wants and Deliver tell its responses from
+	// the main connection's. It must be a prefix no id of the main
+	// connection starts with. Empty means DefaultIDPrefix.
+	IDPrefix string
+}
 
 // Mux is a second acp-go-sdk Connection on a stream that a main connection
 // (acpsdk.AgentSideConnection or ClientSideConnection) already speaks on. It
@@ -54,6 +69,7 @@ const idPrefix = "mcpacp-"
 // concurrent use; Deliver is meant for the one goroutine reading the
 // stream.
 type Mux struct {
+	prefix  string // MuxOptions.IDPrefix
 	conn    *acpsdk.Connection
 	pw      *io.PipeWriter
 	out     func([]byte) error
@@ -65,14 +81,22 @@ type Mux struct {
 // NewMux returns a Mux serving methods with handler. out writes one whole
 // frame (a JSON object and a newline) to the peer; it must be serialized
 // with the main connection's writes (one frame per call keeps frames whole).
-// log receives the connection's diagnostics (nil discards them). Close it
-// when the stream ends.
-func NewMux(handler acpsdk.MethodHandler, methods []string, out func([]byte) error, log *slog.Logger) *Mux {
+// opts may be nil (every default); it is copied. Close the Mux when the
+// stream ends.
+func NewMux(handler acpsdk.MethodHandler, methods []string, out func([]byte) error, opts *MuxOptions) *Mux {
+	var o MuxOptions
+	if opts != nil {
+		o = *opts
+	}
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if o.IDPrefix == "" {
+		o.IDPrefix = DefaultIDPrefix
+	}
 	pr, pw := io.Pipe()
-	m := &Mux{pw: pw, out: out, methods: make(map[string]bool, len(methods)), log: log}
+	m := &Mux{prefix: o.IDPrefix, pw: pw, out: out, methods: make(map[string]bool, len(methods)), log: log}
 	for _, name := range methods {
 		m.methods[name] = true
 	}
@@ -101,7 +125,7 @@ func (m *Mux) Wants(method string, id json.RawMessage) bool {
 		return m.methods[method]
 	}
 	var s string
-	return json.Unmarshal(id, &s) == nil && strings.HasPrefix(s, idPrefix)
+	return json.Unmarshal(id, &s) == nil && strings.HasPrefix(s, m.prefix)
 }
 
 // Deliver hands one incoming frame that Wants accepted to the Mux's
@@ -115,8 +139,8 @@ func (m *Mux) Deliver(frame []byte) error {
 	}
 	if _, isRequest := msg["method"]; !isRequest {
 		var s string
-		if json.Unmarshal(msg["id"], &s) == nil && strings.HasPrefix(s, idPrefix) {
-			msg["id"] = json.RawMessage(strings.TrimPrefix(s, idPrefix))
+		if json.Unmarshal(msg["id"], &s) == nil && strings.HasPrefix(s, m.prefix) {
+			msg["id"] = json.RawMessage(strings.TrimPrefix(s, m.prefix))
 			b, err := json.Marshal(msg)
 			if err != nil {
 				return err
@@ -172,7 +196,7 @@ func (m *Mux) Filter(r io.Reader) io.Reader {
 }
 
 // write sends one frame of the Mux's connection: a request's numeric id
-// becomes "mcpacp-<id>" so that its response is told apart from the main
+// becomes "<prefix><id>" so that its response is told apart from the main
 // connection's.
 func (m *Mux) write(p []byte) error {
 	var msg map[string]json.RawMessage
@@ -181,7 +205,7 @@ func (m *Mux) write(p []byte) error {
 	}
 	id, hasID := msg["id"]
 	if _, hasMethod := msg["method"]; hasID && hasMethod {
-		b, err := json.Marshal(idPrefix + string(id))
+		b, err := json.Marshal(m.prefix + string(id))
 		if err != nil {
 			return err
 		}
