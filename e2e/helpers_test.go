@@ -44,9 +44,22 @@ func startAgentWith(t testing.TB, env []string, args ...string) *agent {
 // Recorder), which advertises the fs and terminal capabilities it serves.
 func startAgentClient(t testing.TB, rec *acpclient.Recorder, env []string, args ...string) *agent {
 	t.Helper()
+	return startAgentArgv(t, rec, env, append([]string{"--verbose"}, args...))
+}
+
+// startConnect runs "acp-agent connect" to the gateway at url as the
+// editor's agent, with env and flags, initialized.
+func startConnect(t testing.TB, rec *acpclient.Recorder, env []string, url string, flags ...string) *agent {
+	t.Helper()
+	return startAgentArgv(t, rec, env, append(append([]string{"connect", "--verbose"}, flags...), url))
+}
+
+// startAgentArgv runs the agent binary with exactly argv, initialized.
+func startAgentArgv(t testing.TB, rec *acpclient.Recorder, env []string, argv []string) *agent {
+	t.Helper()
 	stderr := &testutil.Buffer{}
 	env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	p, err := acpclient.Start(agentBin, append([]string{"--verbose"}, args...), env, stderr, rec)
+	p, err := acpclient.Start(agentBin, argv, env, stderr, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,12 +91,18 @@ func dialGateway(t testing.TB, url, token, transport string, rec *acpclient.Reco
 // tryDialGateway is dialGateway returning its error.
 func tryDialGateway(t testing.TB, url, token, transport string, rec *acpclient.Recorder) (*netClient, error) {
 	t.Helper()
+	return dialGatewayWith(t, url, &remote.DialOptions{Token: token, Transport: transport}, rec)
+}
+
+// dialGatewayWith is tryDialGateway with the dial's options.
+func dialGatewayWith(t testing.TB, url string, opts *remote.DialOptions, rec *acpclient.Recorder) (*netClient, error) {
+	t.Helper()
 	if rec == nil {
 		rec = &acpclient.Recorder{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cc, err := remote.Dial(ctx, url, &remote.DialOptions{Token: token, Transport: transport})
+	cc, err := remote.Dial(ctx, url, opts)
 	if err != nil {
 		return nil, err
 	}
