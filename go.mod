@@ -13,7 +13,6 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/tmaxmax/go-sse v0.12.0
 	github.com/yosida95/uritemplate/v3 v3.0.2
 	go.opentelemetry.io/otel v1.47.0
