@@ -210,7 +210,9 @@ func TestFleet_OneURLTwoReplicas(t *testing.T) {
 	go func() {
 		_, _ = gone.Conn.Prompt(goneCtx, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sid2), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("finish this")}})
 	}()
-	if _, _, err := gone.Client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool { return n.Update.AgentMessageChunk != nil && n.SessionId == acpsdk.SessionId(sid2) }); err != nil {
+	if _, _, err := gone.Client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool {
+		return n.Update.AgentMessageChunk != nil && n.SessionId == acpsdk.SessionId(sid2)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	conns.closeAll() // its streams and requests break; no DELETE, no cancel
