@@ -185,7 +185,6 @@ func TestFleet_OneURLTwoReplicas(t *testing.T) {
 		t.Fatalf("replica-a's turn: %s", stop)
 	}
 	fake.Push(fakemodel.Turn{Text: "I see the answer from replica-a."})
-	from = len(editor.Client.Updates())
 	stop, out := editor.prompt(sid, "what did the other one say?")
 	if stop != acpsdk.StopReasonEndTurn || !strings.Contains(text(out), "Elsewhere: ") || !strings.HasSuffix(text(out), "I see the answer from replica-a.") {
 		t.Errorf("the next prompt on replica-b: %q, want replica-a's turn shown first", text(out))

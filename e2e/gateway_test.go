@@ -104,7 +104,7 @@ func TestGateway_TenantsAreIsolated(t *testing.T) {
 	if list, err := b.Conn.ListSessions(ctx, acpsdk.ListSessionsRequest{}); err != nil || len(list.Sessions) != 0 {
 		t.Errorf("bob's session/list = %v, %v; want none", list.Sessions, err)
 	}
-	if stop, err, _ := b.prompt(sid, "/help"); err == nil {
+	if stop, _, err := b.prompt(sid, "/help"); err == nil {
 		t.Errorf("bob prompting alice's session: %s, want an error", stop)
 	}
 	if list, err := a.Conn.ListSessions(ctx, acpsdk.ListSessionsRequest{}); err != nil || len(list.Sessions) != 1 {

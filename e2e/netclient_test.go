@@ -178,20 +178,20 @@ func (c *netClient) newSession(cwd string, servers ...acpsdk.McpServer) string {
 	return string(res.SessionId)
 }
 
-// prompt runs one turn and returns its stop reason, error and updates.
-func (c *netClient) prompt(sid, text string) (acpsdk.StopReason, error, []acpsdk.SessionNotification) {
+// prompt runs one turn and returns its stop reason, updates and error.
+func (c *netClient) prompt(sid, text string) (acpsdk.StopReason, []acpsdk.SessionNotification, error) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	from := len(c.Client.Updates())
 	res, err := c.Conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
-	return res.StopReason, err, c.Client.Updates()[from:]
+	return res.StopReason, c.Client.Updates()[from:], err
 }
 
 // mustPrompt is prompt, failing the test on an error.
 func (c *netClient) mustPrompt(sid, text string) (acpsdk.StopReason, []acpsdk.SessionNotification) {
 	c.t.Helper()
-	stop, err, out := c.prompt(sid, text)
+	stop, out, err := c.prompt(sid, text)
 	if err != nil {
 		c.t.Fatalf("prompt %q: %v", text, err)
 	}
