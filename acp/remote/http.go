@@ -49,20 +49,15 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, tenant string) {
 		h.jsonError(w, r, http.StatusBadRequest, -32600, "Invalid Request: a JSON-RPC message must be a JSON object")
 		return
 	}
-	connID := r.Header.Get(HeaderConnectionID)
 	if f.Method == "initialize" && f.hasID {
-		if connID != "" {
+		if r.Header.Get(HeaderConnectionID) != "" {
 			h.refuse(w, r, http.StatusBadRequest, "initialize opens a connection: POST it without "+HeaderConnectionID)
 			return
 		}
 		h.initialize(w, r, tenant, trimmed, f)
 		return
 	}
-	if connID == "" {
-		h.refuse(w, r, http.StatusBadRequest, "missing "+HeaderConnectionID+": POST initialize first, then send its connection id with every message")
-		return
-	}
-	c := h.lookup(w, r, tenant, connID)
+	c := h.connection(w, r, tenant, "POST initialize first, then send its connection id with every message")
 	if c == nil {
 		return
 	}
@@ -88,6 +83,18 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, tenant string) {
 		h.refuse(w, r, http.StatusGone, fmt.Sprintf("ACP connection %s has ended (%s): initialize a new one", c.id, c.reason))
 	case <-r.Context().Done():
 	}
+}
+
+// connection returns tenant's open connection r names in
+// Acp-Connection-Id, or answers why not (400 saying hint, 404, 410) and
+// returns nil.
+func (h *Handler) connection(w http.ResponseWriter, r *http.Request, tenant, hint string) *connection {
+	id := r.Header.Get(HeaderConnectionID)
+	if id == "" {
+		h.refuse(w, r, http.StatusBadRequest, "missing "+HeaderConnectionID+": "+hint)
+		return nil
+	}
+	return h.lookup(w, r, tenant, id)
 }
 
 // jsonError answers r with status and a JSON-RPC error response (id null),
@@ -192,12 +199,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, tenant string) {
 		h.refuse(w, r, http.StatusNotAcceptable, "a GET opens a stream of the agent's messages: send Accept: text/event-stream (or Upgrade: websocket)")
 		return
 	}
-	connID := r.Header.Get(HeaderConnectionID)
-	if connID == "" {
-		h.refuse(w, r, http.StatusBadRequest, "missing "+HeaderConnectionID+": POST initialize first")
-		return
-	}
-	c := h.lookup(w, r, tenant, connID)
+	c := h.connection(w, r, tenant, "POST initialize first")
 	if c == nil {
 		return
 	}
@@ -224,12 +226,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, tenant string) {
 // delete serves a DELETE: the connection ends (its agent answers what is
 // under way and ends its sessions), answered 202.
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, tenant string) {
-	connID := r.Header.Get(HeaderConnectionID)
-	if connID == "" {
-		h.refuse(w, r, http.StatusBadRequest, "missing "+HeaderConnectionID+": name the connection to end")
-		return
-	}
-	c := h.lookup(w, r, tenant, connID)
+	c := h.connection(w, r, tenant, "name the connection to end")
 	if c == nil {
 		return
 	}
