@@ -39,6 +39,7 @@ type TooLargeError struct {
 	Head []byte
 }
 
+// Error gives the message's size and the limit.
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("a JSON-RPC message of %d bytes is over the limit of %d bytes", e.Size, MaxFrameBytes)
 }

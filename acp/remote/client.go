@@ -165,6 +165,7 @@ type StatusError struct {
 	URL    string
 }
 
+// Error reads "URL: 401 Unauthorized: <the gateway's reason>".
 func (e *StatusError) Error() string {
 	if e.Body == "" {
 		return fmt.Sprintf("%s: %d %s", e.URL, e.Status, http.StatusText(e.Status))

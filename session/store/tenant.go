@@ -49,6 +49,7 @@ type TenantOptions struct {
 // is the reference its log line carries.
 type HiddenError struct{ Ref string }
 
+// Error gives the reference and where the cause is.
 func (e *HiddenError) Error() string {
 	return "the session store failed (ref " + e.Ref + "); the gateway's operator finds the cause in its log"
 }
