@@ -2,12 +2,22 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,4 +264,114 @@ func TestGateway_OfficialTSClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGateway_TLSAndHTTP2: with --tls-cert and --tls-key the gateway
+// serves https:// and wss://, Streamable HTTP over HTTP/2; in the clear it
+// takes HTTP/2 too (h2c, prior knowledge).
+func TestGateway_TLSAndHTTP2(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile, pool := selfSignedCert(t)
+	tlsGW := startGateway(t, "", nil, "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)
+	httpsURL := "https://" + tlsGW.addr + "/acp"
+	h2 := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	var protos protoRecorder
+	for _, tr := range []string{remote.TransportWebSocket, remote.TransportHTTP} {
+		rt := http.RoundTripper(h2) // the WebSocket dialer takes the *http.Transport's TLS settings
+		if tr == remote.TransportHTTP {
+			rt = protos.wrap(h2)
+		}
+		c, err := dialGatewayWith(t, httpsURL, &remote.DialOptions{Transport: tr, HTTPClient: &http.Client{Transport: rt}}, nil)
+		if err != nil {
+			t.Fatalf("%s over TLS: %v", tr, err)
+		}
+		sid := c.newSession(t.TempDir())
+		if stop, _ := c.mustPrompt(sid, "/help"); stop != acpsdk.StopReasonEndTurn {
+			t.Errorf("%s over TLS: stop %s", tr, stop)
+		}
+	}
+	if got := protos.all(); len(got) == 0 || slices.ContainsFunc(got, func(p string) bool { return p != "HTTP/2.0" }) {
+		t.Errorf("Streamable HTTP over TLS went over %v, want HTTP/2.0 only", got)
+	}
+
+	clear := startGateway(t, "", nil, "--store", "memory")
+	h2c := &http.Transport{Protocols: new(http.Protocols)}
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	var clearProtos protoRecorder
+	c, err := dialGatewayWith(t, clear.url(), &remote.DialOptions{Transport: remote.TransportHTTP, HTTPClient: &http.Client{Transport: clearProtos.wrap(h2c)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := c.newSession(t.TempDir())
+	c.mustPrompt(sid, "/help")
+	if got := clearProtos.all(); len(got) == 0 || slices.ContainsFunc(got, func(p string) bool { return p != "HTTP/2.0" }) {
+		t.Errorf("cleartext Streamable HTTP went over %v, want HTTP/2.0 (h2c) only", got)
+	}
+}
+
+// protoRecorder records the protocol of each response of a transport.
+type protoRecorder struct {
+	mu     sync.Mutex
+	protos []string
+}
+
+func (p *protoRecorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if err == nil && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			p.mu.Lock()
+			p.protos = append(p.protos, resp.Proto)
+			p.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (p *protoRecorder) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.protos)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key (PEM
+// files) and returns them with a pool that trusts it.
+func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "acp-agent e2e"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
 }
