@@ -77,7 +77,14 @@ func benchWebSocketBridged(b *testing.B, entry map[string]any) {
 		b.Fatal(err)
 	}
 	g := startGateway(b, "", nil, append([]string{"--config", cfg}, agentProfileArgs(b)...)...)
-	p := dialWSPeer(b, g.url())
+	benchWebSocketPeer(b, g.url(), entry)
+}
+
+// benchWebSocketPeer times /call mcp__fixture__echo turns from a lean
+// WebSocket client through the ACP endpoint at url, the fixture being the
+// mcpServers entry entry.
+func benchWebSocketPeer(b *testing.B, url string, entry map[string]any) {
+	p := dialWSPeer(b, url)
 	p.call(b, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	server, _ := json.Marshal(entry)
 	cwd, _ := json.Marshal(b.TempDir())

@@ -106,7 +106,10 @@ func (p *rawPeer) notify(b *testing.B, method, params string) {
 //   - bridged-websocket: bridged, but the agent is a gateway and the lean
 //     client speaks to it over a WebSocket (its default SQLite store, the
 //     fixture one of its config's gateway.allowCommands): the network
-//     transport's cost.
+//     transport's cost;
+//   - bridged-websocket-sdk: the same over the TypeScript SDK's reference
+//     server (ts-reference-server.mjs: its AcpServer in front of the stdio
+//     agent), for comparison with the gateway.
 //
 // At 2025-11-25 the fixture is capped to that version (FIXTURE_MAX_PROTOCOL),
 // so both sides of each ratio speak the same MCP; 2026-07-28 is what the
@@ -133,6 +136,9 @@ func BenchmarkCall(b *testing.B) {
 		b.Run("stdio/"+version+"/bridged", func(b *testing.B) { benchLeanBridged(b, stdio) })
 		b.Run("stdio/"+version+"/bridged-memory", func(b *testing.B) { benchLeanBridged(b, stdio, "--store", "memory") })
 		b.Run("stdio/"+version+"/bridged-websocket", func(b *testing.B) { benchWebSocketBridged(b, stdio) })
+		b.Run("stdio/"+version+"/bridged-websocket-sdk", func(b *testing.B) {
+			benchWebSocketPeer(b, startTSReference(b, agentProfileArgs(b)...).URL, stdio)
+		})
 		if version != "2025-11-25" {
 			continue // see below
 		}

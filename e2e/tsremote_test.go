@@ -97,7 +97,7 @@ func (s *tsReference) agentsGone(t *testing.T) {
 // binary run with agentArgs, and waits (events, not time) for the URL it
 // prints once listening. The server is stopped with SIGTERM when the test
 // ends (it closes its connections and waits for its agents).
-func startTSReference(t *testing.T, agentArgs ...string) *tsReference {
+func startTSReference(t testing.TB, agentArgs ...string) *tsReference {
 	t.Helper()
 	script, err := filepath.Abs("testdata/ts-reference-server.mjs")
 	if err != nil {
