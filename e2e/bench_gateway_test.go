@@ -123,8 +123,9 @@ func BenchmarkGatewayLoad(b *testing.B) {
 }
 
 // thinkTime is the pause of a paced client between an answer and its next
-// prompt: less than a model takes to write a tool call.
-const thinkTime = 250 * time.Millisecond
+// prompt: about what a fast model takes to write its next tool call (a
+// person takes longer). 200 clients so offer about 200 turns a second.
+const thinkTime = time.Second
 
 func benchGatewayLoad(b *testing.B, think time.Duration) {
 	clients, turns := 200, 20
