@@ -110,9 +110,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	common := addCommonFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	storeFlag := fs.String("store", "", `the session store: a SQLite file, "memory", or a postgres:// URL (password from PGPASSWORD or ~/.pgpass) (default $XDG_STATE_HOME/acp-agent/sessions.db)`)
-	gatewayURL := fs.String("gateway", "", "removed: use \"acp-agent connect URL\" (see the README, \"A shared gateway\")")
 	metricsAddr := fs.String("metrics-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (off by default; loopback unless a token is set; port 0 picks one, logged)")
 	metricsTokenFile := fs.String("metrics-token-file", "", "file holding the token /metrics asks of scrapers (default: "+metricsTokenEnv+"); needed for a non-loopback --metrics-addr")
+	if err := removedGatewayFlags(args); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printAgentUsage(stdout, fs)
@@ -127,9 +129,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		// --version and --help are the only things printed on stdout outside ACP.
 		fmt.Fprintln(stdout, "acp-agent", agentVersion())
 		return nil
-	}
-	if *gatewayURL != "" || *storeFlag == "gateway" {
-		return errors.New(`--gateway and --store gateway are gone: the gateway speaks ACP itself now; start "acp-agent connect URL" in their place (the gateway's http(s):// or ws(s):// /acp URL; README, "A shared gateway")`)
 	}
 	if isTerminal(stdin) {
 		// A person, not an editor: say what this is rather than wait
@@ -202,6 +201,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	core.Shutdown() // the sessions are the agent's: none is left; the history flushed
 	log.Info("stopped")
 	return err
+}
+
+// removedGatewayFlags refuses the flags of the gateway's former private
+// protocol (--gateway URL, --store gateway), saying what replaces them.
+func removedGatewayFlags(args []string) error {
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "--" {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		if name == "gateway" || name == "store" && value == "gateway" {
+			return errors.New(`--gateway and --store gateway are gone: the gateway speaks ACP itself now; start "acp-agent connect URL" in their place (the gateway's http(s):// or ws(s):// /acp URL; README, "A shared gateway")`)
+		}
+	}
+	return nil
 }
 
 // commonFlags are the flags of both the agent and the gateway.
