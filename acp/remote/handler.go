@@ -83,9 +83,10 @@ type Limits struct {
 	// request for that long, and a WebSocket whose client answers no ping
 	// for that long. Default 5 min.
 	IdleTimeout time.Duration
-	// MaxSessionStreams is how many session streams of one connection may
-	// hold messages with no client reading them; one more closes the
-	// connection. Default 1024.
+	// MaxSessionStreams is how many session streams one connection may
+	// have (a GET for one more is 409), and how many of them may hold
+	// messages with no client reading them (one more closes the
+	// connection). Default 1024.
 	MaxSessionStreams int
 	// MaxPendingMessages is how many of a connection's POSTed messages may
 	// wait for its agent to read them; more POSTs wait. Default 256.

@@ -48,6 +48,10 @@ type httpState struct {
 	lastActive time.Time
 	idleTimer  *time.Timer
 	finished   bool
+	// stalled is set once the client has read nothing for
+	// Limits.OutputStall: later writes that find no room fail at once
+	// (the connection is ending) instead of waiting as long again.
+	stalled bool
 }
 
 // mailbox is one stream's queue of messages. Its fields are guarded by the
@@ -93,6 +97,10 @@ func (s *httpState) route(msg []byte) error {
 	var stall *time.Timer
 	s.mu.Lock()
 	for s.buffered >= lim.MaxBufferedBytes && !s.finished {
+		if s.stalled {
+			s.mu.Unlock()
+			return stalledError(lim.OutputStall)
+		}
 		progress := s.progress
 		s.mu.Unlock()
 		if stall == nil {
@@ -102,7 +110,11 @@ func (s *httpState) route(msg []byte) error {
 		select {
 		case <-progress:
 		case <-stall.C:
-			s.c.h.log.Warn("closing an ACP connection: its client reads none of its output", "connection", s.c.id, "buffered", s.buffered, "stall", lim.OutputStall)
+			s.mu.Lock()
+			s.stalled = true
+			buffered := s.buffered
+			s.mu.Unlock()
+			s.c.h.log.Warn("closing an ACP connection: its client reads none of its output", "connection", s.c.id, "buffered", buffered, "stall", lim.OutputStall)
 			s.c.end(closeStalled)
 			return stalledError(lim.OutputStall)
 		}
@@ -193,10 +205,13 @@ func (s *httpState) waitRoom(ctx context.Context, c *connection) error {
 	var stall *time.Timer
 	for {
 		s.mu.Lock()
-		full, progress := s.buffered >= lim.MaxBufferedBytes && !s.finished, s.progress
+		full, progress, stalled := s.buffered >= lim.MaxBufferedBytes && !s.finished, s.progress, s.stalled
 		s.mu.Unlock()
 		if !full {
 			return nil
+		}
+		if stalled {
+			return stalledError(lim.OutputStall)
 		}
 		if stall == nil {
 			stall = time.NewTimer(lim.OutputStall)
@@ -205,6 +220,9 @@ func (s *httpState) waitRoom(ctx context.Context, c *connection) error {
 		select {
 		case <-progress:
 		case <-stall.C:
+			s.mu.Lock()
+			s.stalled = true
+			s.mu.Unlock()
 			c.end(closeStalled)
 			return stalledError(lim.OutputStall)
 		case <-ctx.Done():
@@ -225,6 +243,9 @@ func (s *httpState) acquire(sid string) (*mailbox, error) {
 	mb := s.main
 	if sid != "" {
 		mb = s.sessions[sid]
+		if mb == nil && len(s.sessions) >= s.c.h.lim.MaxSessionStreams {
+			return nil, fmt.Errorf("the connection has %d session streams, its limit (Limits.MaxSessionStreams): close some", len(s.sessions))
+		}
 		if mb == nil {
 			mb = newMailbox()
 			s.sessions[sid] = mb

@@ -295,7 +295,9 @@ func serveGateway(ctx context.Context, f *gatewayFlags, mux http.Handler, h *rem
 		scheme = "http"
 	}
 	hs := &http.Server{
-		Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: protocols,
+		// ReadTimeout bounds reading a request (a POST's body): an SSE
+		// response may last, a WebSocket sets deadlines of its own.
+		Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, Protocols: protocols,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12},
 		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
