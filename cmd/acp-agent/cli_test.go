@@ -69,13 +69,16 @@ func TestRun_HelpDescribesEverything(t *testing.T) {
 			wants = []string{"Usage:", "Config file:", cfgPath, "--config", "--log-file", "--token-file", "--verbose", "sandbox"}
 		}
 		if args[0] == "--help" || args[0] == "-h" {
-			wants = append(wants, "ACP (Agent Client Protocol) agent", "agent_servers", "--store", "--version", "--gateway", "--verbose")
+			wants = append(wants, "ACP (Agent Client Protocol) agent", "agent_servers", "--store", "--version", "--verbose")
 			for _, sc := range subcommands {
 				wants = append(wants, "  "+sc.name+" ", sc.summary)
 			}
 		}
 		if args[0] == "gateway" {
 			wants = append(wants, "--listen", "(default 127.0.0.1:7777)", "--token-file", "--allowed-origins")
+		}
+		if strings.Contains(out, "--gateway") {
+			t.Errorf("%q: the help still lists --gateway, which is no flag any more", args)
 		}
 		for _, w := range wants {
 			if !strings.Contains(out, w) {
