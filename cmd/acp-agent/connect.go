@@ -102,7 +102,7 @@ func connectWith(args []string, stdin io.Reader, stdout, stderr io.Writer, diale
 	if err := checkGatewayURL(gatewayURL); err != nil {
 		return err
 	}
-	token, err := readToken(*tokenFile, tokenEnv)
+	token, err := readToken("--token-file", *tokenFile, tokenEnv)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 )
 
 // debugCloseTimeout bounds how long exiting waits for the debug server's
@@ -21,7 +23,9 @@ const debugCloseTimeout = 2 * time.Second
 // trace, ...) on addr, a loopback host:port given by --debug-addr ("" serves
 // nothing). A host that is not a loopback IP or "localhost" is refused: the
 // profiles show the process's memory, so they are never served beyond the
-// machine. The bound address (useful with port 0) is logged at info. The
+// machine; and a request whose Host is not loopback or that carries an
+// Origin is refused (metrics.LocalOnly), so that a web page cannot read
+// them through a name rebound to 127.0.0.1. The bound address (useful with port 0) is logged at info. The
 // returned stop shuts the server down, waiting at most debugCloseTimeout,
 // and waits for its goroutine; it may be called once.
 func startDebug(addr string, log *slog.Logger) (stop func(), err error) {
@@ -41,7 +45,7 @@ func startDebug(addr string, log *slog.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	stop = serveSide(ln, mux, "--debug-addr", debugCloseTimeout, log)
+	stop = serveSide(ln, metrics.LocalOnly(mux), "--debug-addr", debugCloseTimeout, log)
 	log.Info("serving pprof", "flag", "--debug-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return stop, nil
 }

@@ -89,6 +89,26 @@ func TestStartDebug_ServesPprofOnLoopback(t *testing.T) {
 			t.Errorf("GET %s: %s, want 200 with %q; body starts %.200q", path, res.Status, want, body)
 		}
 	}
+	// A name rebound to 127.0.0.1, or a web page's request: 403, as the
+	// --metrics-addr listener answers.
+	for _, h := range []struct{ host, origin string }{{"attacker.example", ""}, {"attacker.example:6060", ""}, {"", "http://attacker.example"}, {"", "http://" + rec.Addr}} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+rec.Addr+"/debug/pprof/cmdline", nil)
+		if h.host != "" {
+			req.Host = h.host
+		}
+		if h.origin != "" {
+			req.Header.Set("Origin", h.origin)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusForbidden || strings.Contains(string(body), "debug-addr") {
+			t.Errorf("Host %q Origin %q: %s %.100q, want 403", h.host, h.origin, res.Status, body)
+		}
+	}
 	stop()
 	stopped = true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

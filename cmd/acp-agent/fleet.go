@@ -26,8 +26,9 @@ var tenantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // starts a comment line; blank lines are skipped), mapping each token to
 // the name of who holds it, a who ("tenant" for the gateway, "client" for
 // mcp-server). A name may have several tokens (to rotate them); a token
-// belongs to one name. The file must not be readable by group or others
-// (chmod 600), since it holds secrets.
+// belongs to one name. Each token must be as strong as a listener's
+// (checkTokenStrength), and the file must not be readable by group or
+// others (chmod 600), since it holds secrets.
 func readTokensFile(path, who string) (map[string]string, error) {
 	upper := strings.ToUpper(who)
 	info, err := os.Stat(path)
@@ -56,8 +57,8 @@ func readTokensFile(path, who string) (map[string]string, error) {
 		if !tenantName.MatchString(tenant) {
 			return nil, fmt.Errorf("--tokens-file %s line %d: %s %q: a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", path, n, who, tenant)
 		}
-		if len(token) < 16 {
-			return nil, fmt.Errorf("--tokens-file %s line %d: the token of %s %s is shorter than 16 characters", path, n, who, tenant)
+		if err := checkTokenStrength(token); err != nil {
+			return nil, fmt.Errorf("--tokens-file %s line %d: %s %s: %w", path, n, who, tenant, err)
 		}
 		if _, dup := tokens[token]; dup {
 			return nil, fmt.Errorf("--tokens-file %s line %d: this token is already given to %s %s: each token names one %s", path, n, who, tokens[token], who)

@@ -21,12 +21,13 @@ func writeTokens(t *testing.T, text string, mode os.FileMode) string {
 }
 
 func TestReadTokensFile(t *testing.T) {
-	good := "# tenants\nalice 0123456789abcdef0123\n\nbob   fedcba9876543210fedc\nalice rotated-token-000000001\n"
+	const a, b, a2 = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "rotated-token-0000000000000000001"
+	good := "# tenants\nalice " + a + "\n\nbob   " + b + "\nalice " + a2 + "\n"
 	tokens, err := readTokensFile(writeTokens(t, good, 0o600), "tenant")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"0123456789abcdef0123": "alice", "fedcba9876543210fedc": "bob", "rotated-token-000000001": "alice"}
+	want := map[string]string{a: "alice", b: "bob", a2: "alice"}
 	if len(tokens) != len(want) {
 		t.Fatalf("tokens = %v, want %v", tokens, want)
 	}
@@ -44,10 +45,14 @@ func TestReadTokensFile(t *testing.T) {
 		{good, 0o604, "chmod 600"},
 		{"alice\n", 0o600, `line 1: want "TENANT TOKEN"`},
 		{"alice tok extra\n", 0o600, "got 3 fields"},
-		{"al/ice 0123456789abcdef0123\n", 0o600, `tenant "al/ice"`},
-		{"-x 0123456789abcdef0123\n", 0o600, `tenant "-x"`},
-		{"alice short\n", 0o600, "shorter than 16 characters"},
-		{"alice 0123456789abcdef0123\nbob 0123456789abcdef0123\n", 0o600, "line 2: this token is already given to tenant alice"},
+		{"al/ice " + a + "\n", 0o600, `tenant "al/ice"`},
+		{"-x " + a + "\n", 0o600, `tenant "-x"`},
+		{"alice short\n", 0o600, "line 1: tenant alice: the token has 5 characters (5 different): a listener's token needs at least 32, of at least 8 different characters"},
+		// The listener rule, on each line: 16 of one repeated, 39 of one.
+		{"alice " + a + "\nbob aaaaaaaaaaaaaaaa\n", 0o600, "line 2: tenant bob: the token has 16 characters (1 different)"},
+		{"bob " + strings.Repeat("a", 39) + "\n", 0o600, "line 1: tenant bob: the token has 39 characters (1 different)"},
+		{"bob " + strings.Repeat("abcd", 10) + "\n", 0o600, "the token has 40 characters (4 different)"},
+		{"alice " + a + "\nbob " + a + "\n", 0o600, "line 2: this token is already given to tenant alice"},
 		{"# nothing\n", 0o600, "names no tenant"},
 	} {
 		_, err := readTokensFile(writeTokens(t, tt.text, tt.mode), "tenant")

@@ -39,17 +39,17 @@ const tokenEnv = "ACP_AGENT_GATEWAY_TOKEN"
 // acpPath is the path of the ACP endpoint under --listen.
 const acpPath = "/acp"
 
-// readToken reads a token from file (--token-file), else from the
-// environment variable envName; "" means none.
-func readToken(file, envName string) (string, error) {
+// readToken reads a token from file (given by flag, such as --token-file),
+// else from the environment variable envName; "" means none.
+func readToken(flag, file, envName string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
+			return "", fmt.Errorf("%s: %w", flag, err)
 		}
 		t := strings.TrimSpace(string(b))
 		if t == "" {
-			return "", fmt.Errorf("--token-file %s is empty", file)
+			return "", fmt.Errorf("%s %s is empty", flag, file)
 		}
 		return t, nil
 	}
@@ -63,38 +63,48 @@ func readToken(file, envName string) (string, error) {
 const minTokenChars, minTokenDistinct = 32, 8
 
 // listenerToken reads the token a listener (the gateway, mcp-server
-// --listen) requires of its clients, from file (--token-file) or the
-// environment variable envName, and refuses one that others can guess or
-// read: shorter than minTokenChars, fewer than minTokenDistinct different
-// characters, or in a file that group or others can read or write. ""
-// means none.
-func listenerToken(file, envName string) (string, error) {
+// --listen, --metrics-addr) requires of its clients, from file (given by
+// flag, such as --token-file) or the environment variable envName, and
+// refuses one that others can guess or read: a weak one (checkTokenStrength)
+// or one in a file that group or others can read or write. "" means none.
+// Errors name flag.
+func listenerToken(flag, file, envName string) (string, error) {
 	if file != "" {
 		fi, err := os.Stat(file)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
+			return "", fmt.Errorf("%s: %w", flag, err)
 		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-			return "", fmt.Errorf("--token-file %s is readable or writable by group or others (mode %04o): it holds a secret; chmod 600 it", file, perm)
+			return "", fmt.Errorf("%s %s is readable or writable by group or others (mode %04o): it holds a secret; chmod 600 it", flag, file, perm)
 		}
 	}
-	token, err := readToken(file, envName)
+	token, err := readToken(flag, file, envName)
 	if token == "" || err != nil {
 		return token, err
 	}
-	from := "--token-file " + file
+	from := flag + " " + file
 	if file == "" {
 		from = envName
 	}
+	if err := checkTokenStrength(token); err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
+	}
+	return token, nil
+}
+
+// checkTokenStrength refuses a token others could guess: shorter than
+// minTokenChars or of fewer than minTokenDistinct different characters.
+// The error says the rule and how to make a good token.
+func checkTokenStrength(token string) error {
 	distinct := map[rune]bool{}
 	for _, r := range token {
 		distinct[r] = true
 	}
 	if len(token) < minTokenChars || len(distinct) < minTokenDistinct {
-		return "", fmt.Errorf("%s: the token has %d characters (%d different): a listener's token needs at least %d, of at least %d different characters; make one with: openssl rand -hex 32",
-			from, len(token), len(distinct), minTokenChars, minTokenDistinct)
+		return fmt.Errorf("the token has %d characters (%d different): a listener's token needs at least %d, of at least %d different characters; make one with: openssl rand -hex 32",
+			len(token), len(distinct), minTokenChars, minTokenDistinct)
 	}
-	return token, nil
+	return nil
 }
 
 // checkListen refuses an address without an explicit host (":7777" binds
@@ -146,7 +156,11 @@ each tenant sees only its own sessions. --store is a SQLite file (default),
 database serve any session, each turn on one replica at a time, and a
 balancer keeps a connection on its replica by the acp_replica cookie. The
 listener also serves /healthz, /readyz (the store answers) and Prometheus
-/metrics (with a token: the token, or a tenant's, as bearer).
+/metrics. With tokens, /metrics and the reason /readyz fails are the
+operator's: the bearer of --metrics-token-file's token (or
+` + metricsTokenEnv + `'s), or of --token-file's when there is no
+--tokens-file; a tenant's token reads neither, and with tenants the
+metrics leave out MCP servers' and tools' names.
 
 Flags:
 `
@@ -157,6 +171,7 @@ type gatewayFlags struct {
 	listen, tokenFile, tokensFile *string
 	origins, store, replica       *string
 	tlsCert, tlsKey               *string
+	metricsTokenFile              *string
 }
 
 // runGateway is "acp-agent gateway": ACP over the network (package
@@ -175,6 +190,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	f.replica = fs.String("replica-name", "", "this replica's name: its affinity cookie's value, and shown in other replicas' busy errors (default HOSTNAME:PORT)")
 	f.tlsCert = fs.String("tls-cert", "", "serve https:// with this PEM certificate (chain) file; needs --tls-key")
 	f.tlsKey = fs.String("tls-key", "", "the PEM private key of --tls-cert")
+	f.metricsTokenFile = fs.String("metrics-token-file", "", "file holding the operator's token, the one that reads /metrics and why /readyz fails (default: "+metricsTokenEnv+"); with --tokens-file no tenant's token does")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, gatewayUsage)
@@ -191,6 +207,11 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	operator, err := operatorToken(*f.metricsTokenFile, tokens)
+	if err != nil {
+		return err
+	}
+	shared := *f.tokensFile != "" // tenants share the gateway
 	authToken := ""
 	if len(tokens) > 0 {
 		authToken = "tokens"
@@ -232,7 +253,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	met := metrics.New()
+	met := metrics.New(&metrics.Options{Tenants: shared})
 	// One turn of a session at a time: fleet-wide on PostgreSQL (its
 	// advisory locks, with fencing tokens), else in this process.
 	leases, ok := st.(store.Leases)
@@ -251,7 +272,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle(acpPath, h)
-	met.Mount(mux, &metrics.HandlerOptions{Ready: storeReady(st), Authorized: metrics.BearerAuth(slices.Collect(maps.Keys(tokens))...)})
+	met.Mount(mux, &metrics.HandlerOptions{Ready: storeReady(st), Authorized: operatorAuth(operator, tokens, shared), Logger: log})
 	return serveGateway(ctx, &f, mux, h, log)
 }
 
@@ -259,7 +280,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 // their tenants: --token-file's (or the environment's) is tenant "", each
 // --tokens-file line's its own. Empty: no credentials are asked.
 func gatewayTokens(tokenFile, tokensFile string) (map[string]string, error) {
-	token, err := listenerToken(tokenFile, tokenEnv)
+	token, err := listenerToken("--token-file", tokenFile, tokenEnv)
 	if err != nil {
 		return nil, err
 	}

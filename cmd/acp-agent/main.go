@@ -139,8 +139,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var metricsToken string
 	if *metricsAddr != "" {
 		var err error
-		if metricsToken, err = listenerToken(*metricsTokenFile, metricsTokenEnv); err != nil {
-			return errors.New(strings.Replace(err.Error(), "--token-file", "--metrics-token-file", 1))
+		if metricsToken, err = listenerToken("--metrics-token-file", *metricsTokenFile, metricsTokenEnv); err != nil {
+			return err
 		}
 		if err := checkListenFlag("--metrics-addr", *metricsAddr, metricsToken, metricsTokenEnv); err != nil {
 			return err
@@ -161,7 +161,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	var met *metrics.Metrics // nil: no --metrics-addr
 	if *metricsAddr != "" {
-		met = metrics.New()
+		met = metrics.New(nil)
 		opts.Observer = met
 	}
 	st, tokens, err := openStore(*storeFlag, cfg.Store, log)

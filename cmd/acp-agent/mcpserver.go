@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -65,7 +64,10 @@ loopback listener refuses a Host header that is not loopback (DNS
 rebinding). Requests of protocol 2026-07-28 and later are served
 statelessly, older clients on sessions (Mcp-Session-Id). The listener also
 serves /healthz, /readyz (the session store answers) and Prometheus
-/metrics (with a token: a client's token as bearer).
+/metrics. With tokens, /metrics and the reason /readyz fails are the
+operator's: the bearer of --metrics-token-file's token (or
+` + metricsTokenEnv + `'s), or of --token-file's when there is no
+--tokens-file; with --tokens-file no client's token reads them.
 
 Claude Desktop / Claude Code:
   {"mcpServers": {"acp-agent": {"command": "acp-agent", "args": ["mcp-server"]}}}
@@ -79,12 +81,16 @@ type mcpServerFlags struct {
 	store, listen      *string
 	tokenFile, origins *string
 	tokensFile         *string
+	metricsTokenFile   *string
 	showVersion        *bool
 	allowedOrigins     []string // --allowed-origins, checked
 	// clients maps each token a request may send to its client's identity
 	// (mcpClientID): from --token-file (or the environment) and
 	// --tokens-file. Empty: no token is asked for.
 	clients map[string]string
+	// operator is the token that reads /metrics and why /readyz fails
+	// (--metrics-token-file); "" none.
+	operator string
 }
 
 // parseMCPServerFlags parses and checks the flags; help is true for
@@ -99,6 +105,7 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 	f.tokenFile = fs.String("token-file", "", "with --listen: `FILE` holding the bearer token every request must send (default: "+mcpTokenEnv+"); required off loopback")
 	f.tokensFile = fs.String("tokens-file", "", "with --listen: `FILE` of \"CLIENT TOKEN\" lines (chmod 600): each token names a client, whose sessionKeys are its own")
 	f.origins = fs.String("allowed-origins", "", "with --listen: comma-separated Origin values (`LIST`) accepted from browsers (none by default)")
+	f.metricsTokenFile = fs.String("metrics-token-file", "", "with --listen: `FILE` holding the operator's token, the one that reads /metrics and why /readyz fails (default: "+metricsTokenEnv+"); with --tokens-file no client's token does")
 	f.showVersion = fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,14 +133,14 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		}
 	}
 	if *f.listen == "" {
-		for _, name := range []string{"token-file", "tokens-file", "allowed-origins"} {
+		for _, name := range []string{"token-file", "tokens-file", "allowed-origins", "metrics-token-file"} {
 			if set[name] {
 				return nil, false, fmt.Errorf("--%s applies only with --listen (stdio needs no token and has no browsers)", name)
 			}
 		}
 		return f, false, nil
 	}
-	token, err := listenerToken(*f.tokenFile, mcpTokenEnv)
+	token, err := listenerToken("--token-file", *f.tokenFile, mcpTokenEnv)
 	if err != nil {
 		return nil, false, err
 	}
@@ -158,6 +165,9 @@ func parseMCPServerFlags(args []string, stdout io.Writer) (f *mcpServerFlags, he
 		authToken = "tokens-file"
 	}
 	if err := checkListen(*f.listen, authToken, mcpTokenEnv); err != nil {
+		return nil, false, err
+	}
+	if f.operator, err = operatorToken(*f.metricsTokenFile, f.clients); err != nil {
 		return nil, false, err
 	}
 	return f, false, nil
@@ -215,7 +225,7 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	ropts := cfg.runnerOptions(ms, opts.History, log)
 	var met *metrics.Metrics
 	if *f.listen != "" { // served beside MCP on the listener
-		met = metrics.New()
+		met = metrics.New(&metrics.Options{Tenants: *f.tokensFile != ""})
 		ropts.Observer, opts.Observer = met, met
 		opts.History.ObserveCommits(met.StoreCommit)
 	}
@@ -306,7 +316,7 @@ func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f *mcpServerFlags, ops *
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, mcpHTTPHandler(srv, f.clients, f.allowedOrigins, log))
 	if ops != nil && ops.met != nil {
-		ops.met.Mount(mux, &metrics.HandlerOptions{Ready: ops.ready, Authorized: metrics.BearerAuth(slices.Collect(maps.Keys(f.clients))...)})
+		ops.met.Mount(mux, &metrics.HandlerOptions{Ready: ops.ready, Authorized: operatorAuth(f.operator, f.clients, *f.tokensFile != ""), Logger: log})
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}

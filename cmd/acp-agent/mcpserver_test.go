@@ -85,6 +85,9 @@ func TestMCPServerFlags_Errors(t *testing.T) {
 // strongToken is a token a listener accepts (openssl rand -hex 32).
 const strongToken = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
+// strongToken2 is another token a listener accepts.
+const strongToken2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"
+
 func TestMCPServerFlags_TokenFromEnvironment(t *testing.T) {
 	t.Setenv(mcpTokenEnv, "s3cret")
 	if _, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777"}, io.Discard); err == nil || !strings.Contains(err.Error(), mcpTokenEnv+": the token has 6 characters") {
@@ -106,14 +109,14 @@ func TestMCPServerFlags_TokenFromEnvironment(t *testing.T) {
 func TestMCPServerFlags_TokensFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "clients")
-	if err := os.WriteFile(file, []byte("# who may call\nalice "+strongToken+"\nbob "+strings.Repeat("b", 32)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("# who may call\nalice "+strongToken+"\nbob "+strongToken2+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f, _, err := parseMCPServerFlags([]string{"--listen", "0.0.0.0:7777", "--tokens-file", file}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.clients) != 2 || f.clients[strongToken] != "client:alice" || f.clients[strings.Repeat("b", 32)] != "client:bob" {
+	if len(f.clients) != 2 || f.clients[strongToken] != "client:alice" || f.clients[strongToken2] != "client:bob" {
 		t.Errorf("clients %q, want alice and bob by their tokens", f.clients)
 	}
 	t.Setenv(mcpTokenEnv, strongToken)
@@ -373,7 +376,7 @@ func TestMCPClientID(t *testing.T) {
 // With several clients (--tokens-file), each request carries the identity
 // of the client whose token it sent; a token of none is refused.
 func TestMCPHTTPHandler_ClientPerToken(t *testing.T) {
-	bob := strings.Repeat("b", 32)
+	bob := strongToken2
 	ts := httptest.NewServer(mcpHTTPHandler(whoServer(), map[string]string{strongToken: "client:alice", bob: "client:bob"}, nil, slog.New(slog.DiscardHandler)))
 	defer ts.Close()
 	for token, want := range map[string]string{strongToken: "client:alice ", bob: "client:bob "} {

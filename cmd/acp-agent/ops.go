@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
@@ -60,8 +62,46 @@ func startMetricsAddr(addr, token string, m *metrics.Metrics, ready func(context
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	m.Mount(mux, &metrics.HandlerOptions{Ready: ready, Authorized: metrics.BearerAuth(token)})
+	m.Mount(mux, &metrics.HandlerOptions{Ready: ready, Authorized: metrics.BearerAuth(token), Logger: log})
 	stop = serveSide(ln, mux, "--metrics-addr", metricsStopTimeout, log)
 	log.Info("serving metrics", "flag", "--metrics-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+metrics.PathMetrics, "auth", token != "")
 	return stop, nil
+}
+
+// operatorToken reads the operator's token of a listener's /metrics and
+// /readyz reason (--metrics-token-file, else metricsTokenEnv; "" none) and
+// refuses one that a client (clients: token → name) also holds.
+func operatorToken(file string, clients map[string]string) (string, error) {
+	token, err := listenerToken("--metrics-token-file", file, metricsTokenEnv)
+	if err != nil || token == "" {
+		return "", err
+	}
+	if name, ok := clients[token]; ok {
+		if name == "" {
+			name = "the --token-file one"
+		}
+		return "", fmt.Errorf("--metrics-token-file (or %s) is a client's token (%s): the operator's token must be one no client holds", metricsTokenEnv, name)
+	}
+	return token, nil
+}
+
+// operatorAuth is the metrics.HandlerOptions.Authorized of a listener
+// whose clients hold clients' tokens (token → name): nil (everyone on a
+// loopback Host) when no client needs a token; else the operator's token,
+// and, when shared is false (one --token-file token, no --tokens-file),
+// that one client's token too: who runs a gateway for one is its operator.
+// With shared clients and no operator token, no request is an operator's
+// (metrics.Nobody).
+func operatorAuth(operator string, clients map[string]string, shared bool) func(*http.Request) bool {
+	if len(clients) == 0 && operator == "" {
+		return nil
+	}
+	tokens := []string{operator}
+	if !shared {
+		tokens = slices.AppendSeq(tokens, maps.Keys(clients))
+	}
+	if auth := metrics.BearerAuth(tokens...); auth != nil {
+		return auth
+	}
+	return metrics.Nobody
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,10 +55,10 @@ func TestCheckListenFlag_MetricsAddr(t *testing.T) {
 
 func TestStartMetricsAddr(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	if _, err := startMetricsAddr("0.0.0.0:0", "", metrics.New(), nil, log); err == nil {
+	if _, err := startMetricsAddr("0.0.0.0:0", "", metrics.New(nil), nil, log); err == nil {
 		t.Fatal("a non-loopback --metrics-addr without a token was served")
 	}
-	m := metrics.New()
+	m := metrics.New(nil)
 	m.SessionOpened()
 	// Port 0: the bound address is logged (as an operator finds it).
 	var logged strings.Builder
@@ -82,5 +86,89 @@ func TestStartMetricsAddr(t *testing.T) {
 		if path == metrics.PathMetrics && !strings.Contains(string(b), "acp_agent_sessions_open 1") {
 			t.Errorf("/metrics lacks acp_agent_sessions_open 1:\n%s", b)
 		}
+	}
+}
+
+// The operator's endpoints on a listener with clients: one --token-file
+// client is its operator; with --tokens-file only the metrics token is,
+// and without one nobody is. A loopback listener without tokens serves
+// everyone (behind metrics.LocalOnly).
+func TestOperatorAuth(t *testing.T) {
+	const op = "operator-0123456789abcdef0123456789"
+	req := func(bearer string) *http.Request {
+		r, _ := http.NewRequest("GET", "http://127.0.0.1/metrics", nil)
+		if bearer != "" {
+			r.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		return r
+	}
+	one := map[string]string{strongToken: ""}
+	tenants := map[string]string{strongToken: "alice", strongToken2: "bob"}
+	for _, tt := range []struct {
+		name     string
+		operator string
+		clients  map[string]string
+		shared   bool
+		allowed  []string // bearers let in; every other of op, strongToken, strongToken2, "" is not
+		everyone bool
+	}{
+		{name: "loopback, no tokens", everyone: true},
+		{name: "one client", clients: one, allowed: []string{strongToken}},
+		{name: "one client and an operator", operator: op, clients: one, allowed: []string{strongToken, op}},
+		{name: "tenants", clients: tenants, shared: true},
+		{name: "tenants and an operator", operator: op, clients: tenants, shared: true, allowed: []string{op}},
+	} {
+		auth := operatorAuth(tt.operator, tt.clients, tt.shared)
+		if tt.everyone {
+			if auth != nil {
+				t.Errorf("%s: a check, want nil (everyone)", tt.name)
+			}
+			continue
+		}
+		for _, bearer := range []string{op, strongToken, strongToken2, ""} {
+			if got, want := auth(req(bearer)), slices.Contains(tt.allowed, bearer); got != want {
+				t.Errorf("%s: bearer %.12q let in %v, want %v", tt.name, bearer, got, want)
+			}
+		}
+	}
+}
+
+// The operator's token must be strong, kept private, and no client's; its
+// errors name --metrics-token-file, as the stdio agent's --metrics-addr
+// ones do.
+func TestOperatorToken(t *testing.T) {
+	t.Setenv(metricsTokenEnv, "")
+	dir := t.TempDir()
+	write := func(name, token string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(token+"\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if tok, err := operatorToken("", nil); tok != "" || err != nil {
+		t.Errorf("none: %q, %v", tok, err)
+	}
+	if tok, err := operatorToken(write("ok", strongToken2, 0o600), map[string]string{strongToken: "client:alice"}); tok != strongToken2 || err != nil {
+		t.Errorf("a good one: %q, %v", tok, err)
+	}
+	for _, tt := range []struct {
+		file string
+		want string
+	}{
+		{write("weak", strings.Repeat("a", 39), 0o600), "--metrics-token-file " + dir + "/weak: the token has 39 characters (1 different)"},
+		{write("loose", strongToken2, 0o644), "--metrics-token-file " + dir + "/loose is readable or writable by group or others (mode 0644)"},
+		{write("empty", "", 0o600), "--metrics-token-file " + dir + "/empty is empty"},
+		{write("alice", strongToken, 0o600), "--metrics-token-file (or " + metricsTokenEnv + ") is a client's token (client:alice)"},
+		{filepath.Join(dir, "missing"), "--metrics-token-file: stat "},
+	} {
+		if _, err := operatorToken(tt.file, map[string]string{strongToken: "client:alice"}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", filepath.Base(tt.file), err, tt.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--metrics-addr", "127.0.0.1:0", "--metrics-token-file", write("weak2", "short", 0o600)}, strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.HasPrefix(err.Error(), "--metrics-token-file "+dir+"/weak2: the token has 5 characters") {
+		t.Errorf("the agent's weak --metrics-token-file: %v", err)
 	}
 }

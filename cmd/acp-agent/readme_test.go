@@ -83,7 +83,7 @@ func TestREADME_TokenExamplesWorkInAnEmptyHome(t *testing.T) {
 					}
 					continue
 				}
-				if tok, err := readToken(path, tokenEnv); err != nil || len(tok) < 32 {
+				if tok, err := readToken("--token-file", path, tokenEnv); err != nil || len(tok) < 32 {
 					t.Errorf("readToken(%s) = %d characters, %v", m[2], len(tok), err)
 				}
 			}

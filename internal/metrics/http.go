@@ -2,9 +2,12 @@ package metrics
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -25,49 +28,61 @@ const (
 )
 
 // HandlerOptions configure the operator endpoints. The zero value serves
-// every path to everyone and is always ready.
+// every path to everyone on a loopback Host (LocalOnly) and is always
+// ready.
 type HandlerOptions struct {
 	// Ready reports whether the process can do work (its session store
 	// answers); it runs under a context bounded by ReadyTimeout. Nil is
 	// always ready.
 	Ready func(ctx context.Context) error
-	// Authorized reports whether r may read /metrics and the reason of a
-	// failed /readyz; nil lets everyone (a loopback listener without a
-	// token). /healthz and /readyz's status answer everyone: probes carry
-	// no token.
+	// Authorized reports whether r comes from an operator, who may read
+	// /metrics and the reason of a failed /readyz; nil lets everyone (a
+	// loopback listener without a token), behind LocalOnly. /healthz and
+	// /readyz's status answer everyone: probes carry no token.
 	Authorized func(r *http.Request) bool
+	// Logger records the reason of a failed /readyz under the reference
+	// a request that is not an operator's is given. Nil: slog.Default().
+	Logger *slog.Logger
 }
+
+// Nobody is an HandlerOptions.Authorized that accepts no request: the
+// endpoints of a listener whose clients hold tokens but whose operator
+// has none (their /metrics answer 401, /readyz only ready or not).
+func Nobody(*http.Request) bool { return false }
 
 // Mount serves /healthz, /readyz and /metrics on mux:
 //
 //   - /healthz: 200 "ok" while the process serves;
 //   - /readyz: 200 "ok" when opts.Ready returns nil within ReadyTimeout,
-//     else 503 "not ready: <reason>" (the reason only to an authorized
-//     request);
+//     else 503: "not ready: <reason>" to an operator (opts.Authorized),
+//     "not ready (ref <hex>)" to others, the reason logged under the ref
+//     (a store's reason may name its database URL);
 //   - /metrics: the Prometheus text format (or OpenMetrics, as the scraper
-//     asks), 401 without a valid token when opts.Authorized is set.
+//     asks), 401 without an operator's token when opts.Authorized is set.
 //
-// Without opts.Authorized (a loopback listener with no token), a request
-// whose Host is not loopback gets 403, as the go-sdk's DNS-rebinding
-// protection answers: a web page cannot read the endpoints through a name
+// Without opts.Authorized (a loopback listener with no token), every path
+// is LocalOnly: a web page cannot read the endpoints through a name
 // rebound to 127.0.0.1.
 func (m *Metrics) Mount(mux *http.ServeMux, opts *HandlerOptions) {
 	var o HandlerOptions
 	if opts != nil {
 		o = *opts
 	}
-	authorized := func(r *http.Request) bool { return o.Authorized == nil || o.Authorized(r) }
-	handle := func(path string, h http.HandlerFunc) {
-		if o.Authorized == nil {
-			h = loopbackHostOnly(h)
-		}
-		mux.HandleFunc("GET "+path, h)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	handle(PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+	authorized := func(r *http.Request) bool { return o.Authorized == nil || o.Authorized(r) }
+	handle := func(path string, h http.Handler) {
+		if o.Authorized == nil {
+			h = LocalOnly(h)
+		}
+		mux.Handle("GET "+path, h)
+	}
+	handle(PathHealth, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
-	})
-	handle(PathReady, func(w http.ResponseWriter, r *http.Request) {
+	}))
+	handle(PathReady, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if o.Ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
@@ -78,25 +93,35 @@ func (m *Metrics) Mount(mux *http.ServeMux, opts *HandlerOptions) {
 			cancel()
 			if err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				msg := "not ready"
-				if authorized(r) {
-					msg += ": " + err.Error()
+				msg := "not ready: " + err.Error()
+				if !authorized(r) {
+					ref := newRef()
+					o.Logger.Warn("not ready", "ref", ref, "err", err)
+					msg = "not ready (ref " + ref + "); the operator finds the cause in the log, or reads it here with the operator's token"
 				}
 				_, _ = w.Write([]byte(msg + "\n"))
 				return
 			}
 		}
 		_, _ = w.Write([]byte("ok\n"))
-	})
+	}))
 	prom := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
-	handle(PathMetrics, func(w http.ResponseWriter, r *http.Request) {
+	handle(PathMetrics, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="acp-agent metrics"`)
-			http.Error(w, "metrics need \"Authorization: Bearer <token>\" with the listener's token", http.StatusUnauthorized)
+			http.Error(w, "metrics need \"Authorization: Bearer <token>\" with the operator's metrics token (--metrics-token-file or ACP_AGENT_METRICS_TOKEN)", http.StatusUnauthorized)
 			return
 		}
 		prom.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// newRef returns a fresh reference (8 hex digits) that ties an answer to
+// the log line giving its cause.
+func newRef() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
 }
 
 // BearerAuth returns an HandlerOptions.Authorized that accepts a request
@@ -126,10 +151,15 @@ func BearerAuth(tokens ...string) func(*http.Request) bool {
 	}
 }
 
-// loopbackHostOnly refuses (403) a request whose Host header is not a
-// loopback address or "localhost", with or without a port.
-func loopbackHostOnly(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// LocalOnly serves h only to requests a local, non-browser client makes:
+// 403 for a Host header that is not a loopback address or "localhost"
+// (with or without a port), as the go-sdk's DNS-rebinding protection
+// answers, and 403 for any request with an Origin header (a web page's;
+// scrapers, curl and go tool pprof send none). For listeners bound to
+// loopback without a token: --debug-addr, --metrics-addr, and a gateway's
+// or mcp-server's operator endpoints.
+func LocalOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host
 		if hh, _, err := net.SplitHostPort(host); err == nil {
 			host = hh
@@ -138,6 +168,10 @@ func loopbackHostOnly(h http.HandlerFunc) http.HandlerFunc {
 			http.Error(w, fmt.Sprintf("Host %q is not loopback: this listener serves only this machine", r.Host), http.StatusForbidden)
 			return
 		}
-		h(w, r)
-	}
+		if o := r.Header.Get("Origin"); o != "" {
+			http.Error(w, fmt.Sprintf("Origin %q: this listener serves no web page", o), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

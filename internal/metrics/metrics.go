@@ -49,6 +49,9 @@ type Metrics struct {
 	committedTurns                 prometheus.Counter
 
 	models, servers, tools *bounded
+	// tenants: MCP servers' and their tools' names are not recorded
+	// (Options.Tenants).
+	tenants bool
 
 	mu           sync.Mutex
 	serverStates func() map[string]int // guarded by mu; nil: none
@@ -56,12 +59,28 @@ type Metrics struct {
 	transportState // Transport (transport.go)
 }
 
+// Options configure Metrics. The zero value records every label.
+type Options struct {
+	// Tenants is set for a process whose tenants (or clients) share it: a
+	// gateway with --tokens-file, mcp-server --listen with clients. Then
+	// the names of MCP servers and their tools, which are one tenant's
+	// (its mcpServers) and which one tenant could otherwise spend the
+	// caps on, are recorded as Other; the agent's own tools (server "")
+	// keep their names.
+	Tenants bool
+}
+
 // New returns Metrics registered in a new registry, with the Go runtime's
-// and the process's collectors.
-func New() *Metrics {
+// and the process's collectors. opts may be nil.
+func New(opts *Options) *Metrics {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
 	m := &Metrics{
 		reg:    prometheus.NewRegistry(),
 		models: newBounded(MaxModels), servers: newBounded(MaxServers), tools: newBounded(MaxTools),
+		tenants: o.Tenants,
 	}
 	f := factory{m.reg}
 	m.sessionsOpen = f.gauge("acp_agent_sessions_open", "Sessions live in this process.")
@@ -131,6 +150,9 @@ func (m *Metrics) TurnEnded(model string, stop gateway.StopReason, d time.Durati
 // ToolCallEnded implements gateway.Observer; a refused call counts but has
 // no duration.
 func (m *Metrics) ToolCallEnded(server, tool, outcome string, d time.Duration) {
+	if m.tenants && server != "" {
+		server, tool = Other, Other
+	}
 	server, tool = m.servers.value(server), m.tools.value(tool)
 	m.toolCalls.WithLabelValues(server, tool, outcome).Inc()
 	if outcome != "refused" {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -26,7 +28,7 @@ var (
 )
 
 func TestMetrics_Record(t *testing.T) {
-	m := New()
+	m := New(nil)
 	m.SessionOpened()
 	m.SessionOpened()
 	m.SessionClosed()
@@ -98,7 +100,7 @@ mcp_client_servers{state="failed"} 1
 }
 
 func TestMetrics_LabelsBounded(t *testing.T) {
-	m := New()
+	m := New(nil)
 	for i := range MaxTools + 10 {
 		m.ToolCallEnded("s", fmt.Sprintf("tool%d", i), "ok", time.Millisecond)
 	}
@@ -116,14 +118,16 @@ func TestMetrics_LabelsBounded(t *testing.T) {
 }
 
 func TestMetrics_Endpoints(t *testing.T) {
-	m := New()
+	m := New(nil)
 	m.SessionOpened()
 	var readyErr error
 	const token = "0123456789abcdef0123456789abcdef"
 	mux := http.NewServeMux()
+	var logs syncBuffer
 	m.Mount(mux, &HandlerOptions{
 		Ready:      func(ctx context.Context) error { return readyErr },
 		Authorized: BearerAuth(token),
+		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -147,9 +151,20 @@ func TestMetrics_Endpoints(t *testing.T) {
 	if code, body := get(PathReady, ""); code != 200 || body != "ok\n" {
 		t.Errorf("/readyz = %d %q, want 200 ok", code, body)
 	}
-	readyErr = errors.New("the session store does not answer: connection refused")
-	if code, body := get(PathReady, ""); code != 503 || body != "not ready\n" {
-		t.Errorf("/readyz without a token, store down = %d %q, want 503 and no reason", code, body)
+	readyErr = errors.New("the session store does not answer: postgres://u@db/x: connection refused")
+	// Who is not the operator is told not ready and a reference, which
+	// the log gives with the reason (a store's names its database URL).
+	for _, bearer := range []string{"", "a-tenant-token-0123456789abcdef"} {
+		logs.Reset()
+		code, body := get(PathReady, bearer)
+		ref, ok := strings.CutPrefix(body, "not ready (ref ")
+		if code != 503 || !ok || len(ref) < 8 || strings.Contains(body, "connection refused") || strings.Contains(body, "postgres") {
+			t.Errorf("/readyz with bearer %q, store down = %d %q, want 503, a ref and no reason", bearer, code, body)
+			continue
+		}
+		if l := logs.String(); !strings.Contains(l, "ref="+ref[:8]) || !strings.Contains(l, "postgres://u@db/x") {
+			t.Errorf("the log of a hidden /readyz reason lacks its ref %s and reason:\n%s", ref[:8], l)
+		}
 	}
 	if code, body := get(PathReady, token); code != 503 || !strings.Contains(body, "connection refused") {
 		t.Errorf("/readyz with the token, store down = %d %q, want 503 with the reason", code, body)
@@ -167,7 +182,7 @@ func TestMetrics_Endpoints(t *testing.T) {
 }
 
 func TestMetrics_ReadyTimesOut(t *testing.T) {
-	m := New()
+	m := New(nil)
 	mux := http.NewServeMux()
 	m.Mount(mux, &HandlerOptions{Ready: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }})
 	synctest.Test(t, func(t *testing.T) {
@@ -184,7 +199,7 @@ func TestMetrics_ReadyTimesOut(t *testing.T) {
 }
 
 func TestMetrics_OpenListenerRefusesRebinding(t *testing.T) {
-	m := New()
+	m := New(nil)
 	mux := http.NewServeMux()
 	m.Mount(mux, nil)
 	for host, want := range map[string]int{"127.0.0.1:9464": 200, "localhost:9464": 200, "[::1]:9464": 200, "evil.example:9464": 403, "10.0.0.5": 403} {
@@ -207,7 +222,7 @@ func TestBearerAuth_None(t *testing.T) {
 }
 
 func TestMetrics_Transport(t *testing.T) {
-	m := New()
+	m := New(nil)
 	tr := m.Transport()
 	if m.Transport() != tr {
 		t.Fatal("Transport made twice")
@@ -232,6 +247,88 @@ func TestMetrics_Transport(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger writes from the handler's
+// goroutine while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
+
+// LocalOnly serves a loopback Host without an Origin, and refuses a name
+// rebound to 127.0.0.1 and any web page's request.
+func TestLocalOnly(t *testing.T) {
+	h := LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	for _, tt := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:6060", "", 200},
+		{"localhost:6060", "", 200},
+		{"[::1]:6060", "", 200},
+		{"attacker.example", "", 403},
+		{"attacker.example:6060", "", 403},
+		{"127.0.0.1.nip.io:6060", "", 403},
+		{"127.0.0.1:6060", "http://attacker.example", 403},
+		{"127.0.0.1:6060", "http://127.0.0.1:6060", 403},
+		{"127.0.0.1:6060", "null", 403},
+	} {
+		r := httptest.NewRequest("GET", "/debug/pprof/cmdline", nil)
+		r.Host = tt.host
+		if tt.origin != "" {
+			r.Header.Set("Origin", tt.origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != tt.want {
+			t.Errorf("Host %q Origin %q = %d %q, want %d", tt.host, tt.origin, rec.Code, rec.Body.String(), tt.want)
+		}
+	}
+}
+
+// With tenants, an MCP server's and its tools' names are not recorded: one
+// tenant's names stay its own, and no tenant spends the caps on others.
+func TestMetrics_TenantsLeaveOutServerNames(t *testing.T) {
+	for _, tenants := range []bool{false, true} {
+		m := New(&Options{Tenants: tenants})
+		m.ToolCallEnded("", "read_file", "ok", time.Millisecond)
+		for i := range MaxServers + 10 {
+			m.ToolCallEnded(fmt.Sprintf("acme-merger-%d", i), "t", "ok", time.Millisecond)
+		}
+		series := testutil.CollectAndCount(m.toolCalls)
+		named := testutil.ToFloat64(m.toolCalls.WithLabelValues("acme-merger-0", "t", "ok"))
+		if tenants && (named != 0 || series != 2) {
+			t.Errorf("tenants: %v calls under a server's name, %d series, want none and 2 (other, the agent's own)", named, series)
+		}
+		if !tenants && named != 1 {
+			t.Errorf("no tenants: %v calls under the first server's name, want 1", named)
+		}
+		if n := testutil.ToFloat64(m.toolCalls.WithLabelValues("", "read_file", "ok")); n != 1 {
+			t.Errorf("tenants %v: the agent's own tool by name = %v, want 1", tenants, n)
+		}
+		if n := testutil.ToFloat64(m.toolCalls.WithLabelValues(Other, Other, "ok")); tenants && n != MaxServers+10 {
+			t.Errorf("tenants: MCP servers' calls as other = %v, want %d", n, MaxServers+10)
 		}
 	}
 }
