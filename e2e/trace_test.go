@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/testfixtures/fakemodel"
 )
 
@@ -352,4 +354,70 @@ func TestTrace_MCPServerTurn(t *testing.T) {
 	}
 	spans := otlp.waitSpans(t, 30*time.Second, "invoke_agent acp-agent", "chat gpt-fake")
 	wantTurnAndChat(t, spans["invoke_agent acp-agent"], spans["chat gpt-fake"], callerTrace, callerSpan)
+}
+
+// TestAudit_FileRules: the audit log is appended only to a regular file
+// of the agent's user that no one else may read. A link planted at its
+// path (to a file the attacker wants written) and a file of mode 0666 stop
+// the agent at start, naming the file and the rule, and the link's target
+// is untouched. Lines the file no longer takes (here a file size limit,
+// as a full disk) are dropped, counted in
+// acp_agent_audit_dropped_lines_total, and every turn goes on.
+func TestAudit_FileRules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "audit.log")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	loose := filepath.Join(dir, "loose.log")
+	if err := os.WriteFile(loose, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		link:  `--audit-log: audit log "` + link + `" is a symbolic link`,
+		loose: `--audit-log: audit log "` + loose + `" is readable or writable by group or others (mode 0666)`,
+	} {
+		code, out := runBinary(t, nil, "--store", "memory", "--audit-log", path)
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("--audit-log %s: exit %d, want 1 with %q:\n%s", filepath.Base(path), code, want, out)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if fi, err := os.Stat(loose); err != nil || fi.Mode().Perm() != 0o666 || fi.Size() != 0 {
+		t.Errorf("the loose file was written or changed: %v %v", fi, err)
+	}
+
+	// A file that takes no more: the agent's file size limit at its size.
+	full := filepath.Join(dir, "full.log")
+	if err := os.WriteFile(full, []byte(strings.Repeat("x", 4096)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgentWith(t, nil, "--store", "memory", "--audit-log", full, "--metrics-addr", "127.0.0.1:0")
+	base := metricsBase(t, a)
+	if out, err := exec.Command("prlimit", "--pid", fmt.Sprint(a.Cmd.Process.Pid), "--fsize=4096:4096").CombinedOutput(); err != nil {
+		t.Fatalf("prlimit: %v: %s", err, out)
+	}
+	sid := a.newSession(t.TempDir(), fixtureServer("fixture", ""))
+	for range 3 {
+		if _, out := a.prompt(sid, `/call mcp__fixture__echo {"message":"hi"}`); contentText(finalToolUpdate(t, out)) != "Echo: hi" {
+			t.Fatalf("/call with the audit log full: %s", dump(out))
+		}
+	}
+	testutil.WaitFor(t, 30*time.Second, func() bool {
+		v, _ := scrapeMetrics(t, base, "").value("acp_agent_audit_dropped_lines_total")
+		return v == 3
+	}, "acp_agent_audit_dropped_lines_total never reached 3:\n%s", a.stderr)
+	if !strings.Contains(a.stderr.String(), "audit log: cannot write a line") {
+		t.Errorf("the agent did not log the failed writes:\n%s", a.stderr)
+	}
 }

@@ -264,6 +264,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	cores := &tenantCores{base: base, store: st, models: ms, cfg: cfg, met: met, log: log, cores: map[string]*tenantCore{}}
 	defer cores.shutdown()
 	met.ServerStates(cores.serverStates)
+	cfg.observe(met)
 	h := remote.NewHandler(func(tenant string) (remote.Conn, error) {
 		return acp.New(cores.get(tenant), &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log.With("tenant", tenant)}), nil
 	}, &remote.Options{

@@ -190,6 +190,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	core := session.NewCore(&opts)
 	if met != nil {
 		met.ServerStates(core.ServerStates)
+		cfg.observe(met)
 		stopMetrics, err := startMetricsAddr(*metricsAddr, metricsToken, met, storeReady(st), log)
 		if err != nil {
 			return err

@@ -234,6 +234,7 @@ func runMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	core := session.NewCore(&opts)
 	if met != nil {
 		met.ServerStates(core.ServerStates)
+		cfg.observe(met)
 	}
 	cwd, err := os.Getwd()
 	if err != nil {

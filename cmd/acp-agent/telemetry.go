@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
+	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/internal/telemetry/otlp"
 )
 
@@ -82,4 +83,12 @@ func startObservability(cfg *Config, auditFlag string, log *slog.Logger) (stop f
 		}
 		stopTraces()
 	}, nil
+}
+
+// observe has met record the process's audit log (its dropped lines), if
+// cfg has one; met may be nil.
+func (c *Config) observe(met *metrics.Metrics) {
+	if al, ok := c.auditor.(*audit.Log); ok && met != nil {
+		met.AuditDropped(al.Dropped)
+	}
 }

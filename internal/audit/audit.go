@@ -19,12 +19,14 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -154,16 +156,49 @@ type Log struct {
 
 var _ Auditor = (*Log)(nil)
 
-// Open appends to the file at path (created with mode 0600). It fails when
-// the file cannot be opened, naming it.
+// Open appends to the file at path, created with mode 0600 when missing.
+// It refuses, with an error naming path and the rule, a path that is a
+// symbolic link (O_NOFOLLOW: a link planted there would have the agent
+// append to its target), anything but a regular file, a file of another
+// user, and a file group or others may read or write (the lines name
+// sessions, tools and, when included, arguments and results). The checks
+// are made on the opened file (fstat), so nothing can swap it in between;
+// O_NONBLOCK (no effect on a regular file's writes) keeps a FIFO planted
+// there from holding the start up.
 func Open(path string, opts *Options) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("audit log %q is a symbolic link: the agent appends only to a regular file it owns; remove the link or name its target", path)
+		}
 		return nil, fmt.Errorf("audit log %q: %w", path, err)
+	}
+	if err := checkFile(path, f); err != nil {
+		_ = f.Close()
+		return nil, err
 	}
 	l := New(f, opts)
 	l.closer = f
 	return l, nil
+}
+
+// checkFile refuses f (the file at path) unless it is a regular file of
+// this process's user without group or other permission bits.
+func checkFile(path string, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log %q: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("audit log %q is not a regular file (%s): the agent appends only to a regular file it owns", path, fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("audit log %q belongs to user %d, not to the agent's (%d): the agent appends only to a file it owns", path, st.Uid, os.Getuid())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("audit log %q is readable or writable by group or others (mode %04o): its lines name sessions and tools; chmod 600 it", path, perm)
+	}
+	return nil
 }
 
 // New returns a Log writing to w, which Close does not close. opts may be
@@ -208,7 +243,8 @@ func (l *Log) ToolCall(r Record) {
 }
 
 // Dropped returns how many lines were dropped so far: the buffer was full,
-// the Log was closed, or writing failed.
+// the Log was closed, or writing failed (a full disk). Metrics export it as
+// acp_agent_audit_dropped_lines_total.
 func (l *Log) Dropped() int64 { return l.dropped.Load() }
 
 // write is the writer goroutine: one line per record, then a warning

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -152,3 +153,74 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 	return w.syncBuffer.Write(p)
 }
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// Open appends only to a regular file of the agent's user that no one
+// else may read: a link planted at the path (to a file the attacker wants
+// written) is refused and its target untouched, as are a file of mode 0666 and
+// a FIFO (without waiting for a reader); a missing file is created 0600.
+func TestOpen_RefusesLinksAndLooseFiles(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "audit.log")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(link, nil); err == nil || !strings.Contains(err.Error(), "is a symbolic link") || !strings.Contains(err.Error(), link) {
+		t.Errorf("Open(a link) = %v, want a refusal naming it", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+
+	loose := filepath.Join(dir, "loose.log")
+	if err := os.WriteFile(loose, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(loose, nil); err == nil || !strings.Contains(err.Error(), "readable or writable by group or others (mode 0666)") {
+		t.Errorf("Open(a 0666 file) = %v, want a refusal naming the mode", err)
+	}
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(fifo, nil); err == nil {
+		t.Error("Open(a FIFO) succeeded")
+	}
+	if _, err := Open(filepath.Join(dir, "sub"), nil); err != nil {
+		t.Fatal(err) // a new file, created
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "sub")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a new audit log: %v, mode %v, want 0600", err, fi.Mode())
+	}
+}
+
+// A line the file does not take (a full disk, here a file size limit)
+// is dropped and counted, and the writer goes on.
+func TestLog_WriteErrorsAreCounted(t *testing.T) {
+	var logs syncBuffer
+	l := New(failingWriter{}, &Options{Logger: newTextLogger(&logs)})
+	for range 3 {
+		l.ToolCall(Record{Tool: "t"})
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Dropped(); got != 3 {
+		t.Errorf("Dropped = %d, want 3", got)
+	}
+	if !strings.Contains(logs.String(), "no space left on device") {
+		t.Errorf("the write error is not logged:\n%s", logs.String())
+	}
+}
+
+// failingWriter fails every write as a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }

@@ -55,6 +55,7 @@ type Metrics struct {
 
 	mu           sync.Mutex
 	serverStates func() map[string]int // guarded by mu; nil: none
+	auditDropped func() int64          // guarded by mu; nil: no audit log
 
 	transportState // Transport (transport.go)
 }
@@ -105,6 +106,18 @@ func New(opts *Options) *Metrics {
 	m.commitDuration = f.histogramVec("acp_agent_store_commit_duration_seconds", "Wall time of one group commit of finished turns to the session store, by outcome (ok, error).",
 		[]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}, labelOutcome)
 	m.committedTurns = f.counter("acp_agent_store_committed_turns_total", "Turns committed to the session store.")
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "acp_agent_audit_dropped_lines_total",
+		Help: "Audit log lines dropped: the writer fell behind, or the file took no more (a full disk). 0 without an audit log.",
+	}, func() float64 {
+		m.mu.Lock()
+		f := m.auditDropped
+		m.mu.Unlock()
+		if f == nil {
+			return 0
+		}
+		return float64(f())
+	}))
 	m.reg.MustRegister(serverStates{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -189,6 +202,14 @@ func (m *Metrics) StoreCommit(turns int, d time.Duration, err error) {
 func (m *Metrics) ServerStates(f func() map[string]int) {
 	m.mu.Lock()
 	m.serverStates = f
+	m.mu.Unlock()
+}
+
+// AuditDropped makes acp_agent_audit_dropped_lines_total read f at each
+// scrape: the audit log's dropped lines (audit.Log.Dropped). Nil reports 0.
+func (m *Metrics) AuditDropped(f func() int64) {
+	m.mu.Lock()
+	m.auditDropped = f
 	m.mu.Unlock()
 }
 

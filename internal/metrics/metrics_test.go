@@ -332,3 +332,30 @@ func TestMetrics_TenantsLeaveOutServerNames(t *testing.T) {
 		}
 	}
 }
+
+// acp_agent_audit_dropped_lines_total reads the audit log's count at each
+// scrape; 0 without one.
+func TestMetrics_AuditDropped(t *testing.T) {
+	m := New(nil)
+	read := func() float64 {
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "acp_agent_audit_dropped_lines_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no acp_agent_audit_dropped_lines_total")
+		return 0
+	}
+	if v := read(); v != 0 {
+		t.Errorf("without an audit log: %v, want 0", v)
+	}
+	var dropped int64 = 7
+	m.AuditDropped(func() int64 { return dropped })
+	if v := read(); v != 7 {
+		t.Errorf("with 7 dropped: %v", v)
+	}
+}
