@@ -96,7 +96,8 @@ func TestClientKey_SurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e1 := start(t, setup{fake: fake, store: st1})
+	cwd := t.TempDir()
+	e1 := start(t, setup{fake: fake, store: st1, cwd: cwd})
 	ask(t, e1.connect(nil), "Remember tangerine.", "project-x").ok(t)
 	e1.shutdown()
 	e1.core.Shutdown()
@@ -108,7 +109,7 @@ func TestClientKey_SurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st2.Close() })
-	e2 := start(t, setup{fake: fake, store: st2})
+	e2 := start(t, setup{fake: fake, store: st2, cwd: cwd})
 	ask(t, e2.connect(nil), "Which word?", "project-x").ok(t)
 	if second := requestText(t, fake.Requests()[1]); !strings.Contains(second, "Remember tangerine.") {
 		t.Errorf("the request after the restart lacks the first exchange: %s", second)

@@ -168,8 +168,9 @@ var errClosed = errors.New("ask_agent: the server is shutting down")
 // acquire returns the live conversation stored under id, for the
 // sessionKey key, and marks it busy: release it once done. A conversation
 // that is not live is opened: created when fresh (a key the agent has just
-// issued), else reopened from the store, or created under id on the first
-// use of the key. Concurrent calls for one id share one open.
+// issued), else reopened from the store (only a conversation the server
+// started, in its directory: see reopen), or created under id on the
+// first use of the key. Concurrent calls for one id share one open.
 func (sv *server) acquire(ctx context.Context, id, key string, fresh bool) (*conv, error) {
 	for {
 		sv.mu.Lock()
@@ -218,8 +219,11 @@ func (sv *server) acquire(ctx context.Context, id, key string, fresh bool) (*con
 // failure c leaves the live conversations.
 func (sv *server) open(ctx context.Context, c *conv, key string, fresh bool) {
 	defer close(c.opened)
-	s, created, err := sv.openSession(ctx, c.id, fresh)
+	s, created, err := sv.openSession(ctx, c.id, key, fresh)
+	var refused refusal
 	switch {
+	case errors.As(err, &refused):
+		c.err = err // it names the key and says why
 	case err != nil && fresh:
 		c.err = fmt.Errorf("ask_agent: opening a new conversation: %w", err)
 	case err != nil && created:
@@ -241,6 +245,8 @@ func (sv *server) open(ctx context.Context, c *conv, key string, fresh bool) {
 		s.End()
 	}
 	switch {
+	case errors.As(c.err, &refused):
+		sv.log.Warn("refused to continue a stored session", "sessionKey", key, "session", c.id, "cause", c.err)
 	case c.err != nil:
 	case fresh:
 		sv.log.Info("conversation started", "sessionKey", key, "session", c.id)
@@ -251,20 +257,23 @@ func (sv *server) open(ctx context.Context, c *conv, key string, fresh bool) {
 	}
 }
 
-// openSession opens the stored session id, or creates it (created) when
-// fresh or when the store has none. A create that fails because another
-// process created id meanwhile reopens it.
-func (sv *server) openSession(ctx context.Context, id string, fresh bool) (s *session.Session, created bool, err error) {
+// openSession opens the stored session id (reopen: refused when another
+// front end's, or another directory's), or creates it (created) when fresh
+// or when the store has none, under the gateway key that marks it the
+// server's (gatewayKey). A create that fails because another process
+// created id meanwhile reopens it.
+func (sv *server) openSession(ctx context.Context, id, key string, fresh bool) (s *session.Session, created bool, err error) {
 	if !fresh {
-		s, err = sv.core.Open(ctx, session.OpenRequest{ID: id, Cwd: sv.opts.Cwd})
+		s, err = sv.reopen(ctx, id, key)
 		if !errors.Is(err, store.ErrNotFound) {
 			return s, false, err
 		}
 	}
-	s, err = sv.core.Open(ctx, session.OpenRequest{ID: id, Create: true, Cwd: sv.opts.Cwd})
+	s, err = sv.core.Open(ctx, session.OpenRequest{ID: id, Create: true, Key: gatewayKey(id), Cwd: sv.opts.Cwd})
 	if err != nil && !fresh && !errors.Is(err, session.ErrInvalid) && ctx.Err() == nil {
-		if s, err2 := sv.core.Open(ctx, session.OpenRequest{ID: id, Cwd: sv.opts.Cwd}); err2 == nil {
-			return s, false, nil
+		var r refusal
+		if s, err2 := sv.reopen(ctx, id, key); err2 == nil || errors.As(err2, &r) {
+			return s, false, err2
 		}
 	}
 	return s, true, err

@@ -80,6 +80,9 @@ type setup struct {
 	gateway func(gateway.Gateway) gateway.Gateway
 	// servers are the default MCP servers of every conversation.
 	servers []bridge.ServerSpec
+	// cwd is the server's directory ("": a new temporary one); a server
+	// restarted on a store continues its conversations in the same one.
+	cwd string
 }
 
 // env is a running server and its core.
@@ -118,7 +121,10 @@ func start(t *testing.T, st setup) *env {
 		InProcess: []session.InProcessServer{{Name: "kit", New: st.kit.server}},
 	})
 
-	srv, shutdown := mcpserver.New(core, &mcpserver.Options{Cwd: t.TempDir(), IdleTimeout: st.idle})
+	if st.cwd == "" {
+		st.cwd = t.TempDir()
+	}
+	srv, shutdown := mcpserver.New(core, &mcpserver.Options{Cwd: st.cwd, IdleTimeout: st.idle})
 	e := &env{t: t, core: core, srv: srv, shutdown: shutdown, kit: st.kit}
 	t.Cleanup(func() {
 		shutdown()
@@ -352,7 +358,8 @@ func TestModel_ReopenFromSQLiteAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e1 := start(t, setup{fake: fake, store: store1})
+	cwd := t.TempDir()
+	e1 := start(t, setup{fake: fake, store: store1, cwd: cwd})
 	key := ask(t, e1.connect(nil), "Remember the code word tangerine.", "").ok(t).out.SessionKey
 	e1.shutdown()
 	e1.core.Shutdown()
@@ -365,7 +372,7 @@ func TestModel_ReopenFromSQLiteAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store2.Close() })
-	e2 := start(t, setup{fake: fake, store: store2})
+	e2 := start(t, setup{fake: fake, store: store2, cwd: cwd})
 	r := ask(t, e2.connect(nil), "What was the code word?", key).ok(t)
 	if r.out.SessionKey != key {
 		t.Errorf("sessionKey %q after the reopen, want %q", r.out.SessionKey, key)

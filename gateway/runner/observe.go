@@ -44,17 +44,20 @@ func endModelSpan(span trace.Span, resp *gateway.Response, err error) {
 }
 
 // SplitSessionKey returns the gateway tenant of a session key and the
-// session's id: a remote gateway's keys are "tenant:<tenant>|<key>", and
-// an ACP session's key is "acp:<sessionId>" unless its client supplied one
-// (then the id is that key).
+// session's id: a remote gateway's keys are "tenant:<tenant>|<key>", an
+// ACP session's key is "acp:<sessionId>" unless its client supplied one
+// (then the id is that key), and an MCP front end's conversation's is
+// "mcp:<sessionId>".
 func SplitSessionKey(key string) (tenant, sessionID string) {
 	if rest, ok := strings.CutPrefix(key, "tenant:"); ok {
 		if t, k, ok := strings.Cut(rest, "|"); ok {
 			tenant, key = t, k
 		}
 	}
-	if id, ok := strings.CutPrefix(key, "acp:"); ok {
-		return tenant, id
+	for _, prefix := range []string{"acp:", "mcp:"} {
+		if id, ok := strings.CutPrefix(key, prefix); ok {
+			return tenant, id
+		}
 	}
 	return tenant, key
 }

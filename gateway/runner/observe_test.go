@@ -99,6 +99,7 @@ func TestRunner_AuditsEveryToolCall(t *testing.T) {
 func TestSplitSessionKey(t *testing.T) {
 	for key, want := range map[string][2]string{
 		"acp:s1":                {"", "s1"},
+		"mcp:sess_1":            {"", "sess_1"},
 		"tenant:acme|acp:s1":    {"acme", "s1"},
 		"tenant:|tenant:odd":    {"", "tenant:odd"},
 		"my-own-key":            {"", "my-own-key"},
