@@ -30,8 +30,16 @@
 //     base32 characters, so the store holds neither the key nor the client's
 //     identity. A key of the issued form from the local client is the
 //     session's ID itself (every key was a session ID before clients could
-//     choose theirs); over stdio such a key therefore names any stored
-//     session of that ID.
+//     choose theirs).
+//   - A key continues only a conversation the server started (its stored
+//     record carries the gateway key "mcp:<session ID>", which an ACP
+//     client cannot choose; a digest ID, "mcp_…", is the server's too),
+//     and only in the directory it was started in, as ACP session/load
+//     requires. A key of the issued form that names a session an editor
+//     opened over ACP, or a conversation started in another directory, is
+//     an isError result naming the key and both directories; nothing runs
+//     and nothing is stored. (Conversations stored under an issued key
+//     before the marker existed look like an editor's and are refused.)
 //
 // The result's text is the agent's answer; its structuredContent ([Output])
 // also carries the sessionKey, the stop reason and the tool calls (name,
