@@ -201,6 +201,8 @@ fuzz:
 	$(GO) test ./acp -run '^$$' -fuzz FuzzParseMCPServers -fuzztime 30s
 	$(GO) test ./bridge -run '^$$' -fuzz FuzzBridgedNames -fuzztime 30s
 	$(GO) test ./acp/connect -run '^$$' -fuzz FuzzSessionTable_Rewrite -fuzztime 30s
+	$(GO) test ./mcpserver -run '^$$' -fuzz FuzzStdioTransport -fuzztime 30s
+	$(GO) test ./internal/jsonrpcid -run '^$$' -fuzz FuzzExact -fuzztime 30s
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)

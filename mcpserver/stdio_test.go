@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
 )
 
@@ -55,7 +57,7 @@ func TestStdioTransport_MalformedLinesAreAnsweredAndSkipped(t *testing.T) {
 		{`"hello"`, nil, -32600, "must be a JSON object"},
 		{`{"jsonrpc":"1.0","id":2,"method":"ping"}`, float64(2), -32600, `jsonrpc must be "2.0"`},
 		{`{"method":"ping","id":"x"}`, "x", -32600, `jsonrpc must be "2.0"`},
-		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, nil, -32600, "id must be a string or a number"},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, nil, -32600, "id must be a string or an integer"},
 		{`{"jsonrpc":"2.0","id":3,"method":42}`, float64(3), -32600, "method must be a non-empty string"},
 		{`{"jsonrpc":"2.0","id":4}`, float64(4), -32600, "no method"},
 		{`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":` + strings.Repeat("[", 12000) + strings.Repeat("]", 12000) + `}}`, float64(5), -32700, "nests deeper"},
@@ -79,4 +81,31 @@ func TestStdioTransport_MalformedLinesAreAnsweredAndSkipped(t *testing.T) {
 	if r := next(); r["id"] != float64(11) || r["error"] != nil {
 		t.Errorf("ping: %v", r)
 	}
+}
+
+// The malformed lines of the e2e suite (testutil.MalformedJSONRPC), each
+// followed by a ping, to the real server behind the stdio transport: each
+// gets its answer, or none, and the ping is answered.
+func TestStdioTransport_MalformedCorpus(t *testing.T) {
+	e := start(t, setup{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Run(ctx, mcpserver.NewStdioTransport(inR, outW, 0, nil)); _ = outW.Close() }()
+	t.Cleanup(func() { cancel(); _ = inW.Close(); <-done })
+	out := testutil.ScanLines(outR)
+	testutil.FeedMalformed(t, []testutil.Malformed{
+		{Name: "initialize", Line: `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, ID: `"init"`, Result: true},
+		{Name: "initialized", Line: `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+	}, inW, out)
+	testutil.FeedMalformed(t, testutil.MalformedJSONRPC(), inW, out)
+	_ = inW.Close()
+	for line := range out { // until the server's output closes
+		t.Errorf("the server wrote %.200q after its input closed", line)
+	}
+	if err := <-done; err != nil && !errors.Is(err, io.EOF) {
+		t.Errorf("the server ended with %v, want EOF", err)
+	}
+	done <- nil // for the cleanup's receive
 }
