@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -108,4 +109,111 @@ func TestStdioTransport_MalformedCorpus(t *testing.T) {
 		t.Errorf("the server ended with %v, want EOF", err)
 	}
 	done <- nil // for the cleanup's receive
+}
+
+// The server's own requests over the stdio transport: a response to one
+// reaches it; a response to an id the server never sent, or to a request
+// it cancelled, is dropped; an invalid response fails the request it
+// answers; the connection goes on throughout.
+func TestStdioTransport_ServerRequests(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	var logged testutil.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	ss, err := srv.Connect(ctx, mcpserver.NewStdioTransport(inR, outW, 0, log), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = ss.Wait(); _ = outW.Close(); close(ended) }()
+	t.Cleanup(func() { _ = inW.Close(); <-ended })
+	out := testutil.ScanLines(outR)
+	// send writes a line without waiting for the server to read it (it may
+	// answer first); a failed write shows as the server's missing answer.
+	send := func(s string) {
+		go func() { _, _ = io.WriteString(inW, s+"\n") }()
+	}
+	type message struct {
+		ID     any            `json:"id"`
+		Method string         `json:"method"`
+		Params map[string]any `json:"params"`
+		Result any            `json:"result"`
+	}
+	next := func() message {
+		t.Helper()
+		select {
+		case line, ok := <-out:
+			if !ok {
+				t.Fatal("the server ended")
+			}
+			var m message
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return m
+		case <-ctx.Done():
+			t.Fatal("no message from the server")
+		}
+		return message{}
+	}
+	send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"c","version":"1"}}}`)
+	if m := next(); m.ID != "init" {
+		t.Fatalf("initialize: %+v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// listRoots asks the client for its roots and returns the request.
+	listRoots := func(ctx context.Context) (message, <-chan error) {
+		t.Helper()
+		errc := make(chan error, 1)
+		go func() { _, err := ss.ListRoots(ctx, nil); errc <- err }()
+		m := next()
+		if m.Method != "roots/list" {
+			t.Fatalf("want roots/list, got %+v", m)
+		}
+		return m, errc
+	}
+	ping := func(id string) {
+		t.Helper()
+		send(`{"jsonrpc":"2.0","id":"` + id + `","method":"ping"}`)
+		if m := next(); m.ID != id || m.Result == nil {
+			t.Fatalf("ping %s: %+v", id, m)
+		}
+	}
+
+	req, errc := listRoots(ctx)
+	id, _ := json.Marshal(req.ID)
+	send(`{"jsonrpc":"2.0","id":919,"result":{"roots":[{"uri":"file:///never"}]}}`) // never sent: dropped
+	send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"roots":[{"uri":"file:///work"}]}}`)
+	if err := <-errc; err != nil {
+		t.Fatalf("roots/list: %v", err)
+	}
+	ping("p1")
+
+	req, errc = listRoots(ctx)
+	id, _ = json.Marshal(req.ID)
+	send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{},"error":{"code":1,"message":"both"}}`)
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "the client's response is invalid: it has both result and error") {
+		t.Errorf("roots/list answered with both result and error: %v", err)
+	}
+	ping("p2")
+
+	cctx, ccancel := context.WithCancel(ctx)
+	req, errc = listRoots(cctx)
+	ccancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled roots/list: %v", err)
+	}
+	if m := next(); m.Method != "notifications/cancelled" {
+		t.Fatalf("want notifications/cancelled, got %+v", m)
+	}
+	id, _ = json.Marshal(req.ID)
+	send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"roots":[]}}`) // late: dropped
+	ping("p3")
+	dropped := func(id string) bool {
+		return strings.Contains(logged.String(), `msg="dropped a response to no request of the server's under way (never sent, answered or cancelled)" id=`+id)
+	}
+	testutil.WaitFor(t, wait, func() bool { return dropped("919") && dropped(string(id)) }, "the dropped responses were not logged:\n%s", &logged)
 }
