@@ -50,7 +50,10 @@ the working directory of this process. A call without a sessionKey starts
 a conversation under a fresh key; a call with one (returned by an earlier
 call, or the client's own: 1 to 128 visible ASCII characters) continues
 that conversation, also across restarts, or starts it on the key's first
-use. Over --listen, each client's keys are its own: a client is who holds
+use. A key continues only a conversation an mcp-server started, in the
+directory it was started in: an editor's ACP session, or a conversation of
+another directory, is refused (an error result naming both directories).
+Over --listen, each client's keys are its own: a client is who holds
 a token (--tokens-file names one client per token; --token-file's one
 token is one client), and without a token every request is one client.
 
