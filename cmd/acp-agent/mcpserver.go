@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/mcpserver"
 	"github.com/seed02d3eb6b/acp-agent/session"
@@ -409,12 +412,57 @@ func mcpVersionRouter(srv *mcp.Server, log *slog.Logger) http.Handler {
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, EventStore: mcp.NewMemoryEventStore(nil)})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true, PropagateRequestCancellation: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !exactIDs(w, r) {
+			return
+		}
 		if r.Header.Get("Mcp-Protocol-Version") >= mcpStatelessVersion {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
 	})
+}
+
+// exactIDs reads r's body (at most mcp.DefaultMaxLineLength bytes) and
+// puts it back, and answers 400 with a JSON-RPC -32600 error on id null
+// when a message of it (or of a batch) has an id the go-sdk would not give
+// back unchanged (jsonrpcid.Exact: 1.5, 1e19 and 1e400 are refused): the
+// SDK reads ids as doubles and would answer on another id. A body it
+// cannot parse goes on to the SDK, which answers it. It reports whether
+// the request goes on.
+func exactIDs(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxLineLength))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msgs []struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(t, &msgs) != nil {
+			return true
+		}
+	} else {
+		msgs = append(msgs, struct {
+			ID json.RawMessage `json:"id"`
+		}{})
+		if json.Unmarshal(t, &msgs[0]) != nil {
+			return true
+		}
+	}
+	for _, m := range msgs {
+		if m.ID != nil && !bytes.Equal(m.ID, []byte("null")) && jsonrpcid.Exact(m.ID) == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			msg := fmt.Sprintf("invalid request: the id %.40s is not a string or an integer a double holds exactly (JSON-RPC 2.0: an id is a string or an integer)", m.ID)
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": msg}})
+			_, _ = w.Write(b)
+			return false
+		}
+	}
+	return true
 }
 
 // mcpClientID is the identity of the clients holding token: a digest of it,

@@ -13,7 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Over Streamable HTTP, a request whose id is 1e400 is answered 400 and a
+// Over Streamable HTTP, a request whose id is 1e400, or any id the SDK
+// would give back as another (1.5, 1e19, 2^53+1), is answered 400 and a
 // response to an id the server never sent 202, on a session (2025-11-25)
 // and statelessly (2026-07-28); the session that sent them, and another
 // client's, go on.
@@ -59,6 +60,11 @@ func TestMCPHTTPHandler_MalformedMessages(t *testing.T) {
 			want int
 		}{
 			{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, http.StatusBadRequest},
+			// Ids the SDK would answer on another id (1, -2^63, 2^53).
+			{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, http.StatusBadRequest},
+			{`{"jsonrpc":"2.0","id":1e19,"method":"ping"}`, http.StatusBadRequest},
+			{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, http.StatusBadRequest},
+			{`[{"jsonrpc":"2.0","id":1.5,"method":"ping"}]`, http.StatusBadRequest},
 			{`{"jsonrpc":"2.0","id":919,"error":{"code":-32600,"message":"x"}}`, http.StatusAccepted},
 		} {
 			if code, body, _ := post(tt.line, wire); code != tt.want {
@@ -68,6 +74,12 @@ func TestMCPHTTPHandler_MalformedMessages(t *testing.T) {
 	}
 	if code, body, _ := post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, session); code != http.StatusOK || !strings.Contains(body, `"id":2,"result":{}`) {
 		t.Errorf("ping on the session after the malformed messages: %d %s", code, body)
+	}
+	if code, body, _ := post(`{"jsonrpc":"2.0","id":"s-1","method":"ping"}`, session); code != http.StatusOK || !strings.Contains(body, `"id":"s-1","result":{}`) {
+		t.Errorf("ping with a string id: %d %s", code, body)
+	}
+	if code, body, _ := post(`{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, session); code != http.StatusOK || !strings.Contains(body, `"result":{}`) {
+		t.Errorf("ping with id 1e3 (an integer): %d %s", code, body)
 	}
 	if res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}}); err != nil || res.IsError {
 		t.Errorf("the other client's call: %+v %v", res, err)
