@@ -56,9 +56,22 @@
 // are read or written); writes create a new temporary file in the root and
 // rename it over the file, so a hard link to a file elsewhere is replaced,
 // not written through. list_directory and search_files stop once the call
-// is cancelled or times out, between two entries. What goes to the editor
-// (fs/read_text_file, fs/write_text_file) is the editor's to confine: it is
-// asked only for paths that passed the check.
+// is cancelled or times out, between two entries.
+//
+// The editor (fs/read_text_file, fs/write_text_file) opens the path it is
+// given by name, beyond any os.Root: it is asked only for paths that passed
+// the check, and each is pinned at the moment of the call (pin.go): resolved
+// through the root to the real path, with no symbolic link on the way
+// (links inside resolved, one that leads out refused), which is what the
+// editor gets, each directory on the way and the file identified (device
+// and inode) through the root and by that name. After the call they are
+// identified again: a directory on the way replaced or turned into a link
+// (or, for a read, another file) fails the call with an error naming the
+// path and saying it "changed during the call". A read's text then never
+// reaches the model. A write may have gone through the swapped link to a
+// file outside in that window: that is reported, not undone. A swap undone
+// before the check after the call (a directory swapped out and back while
+// the editor worked) is not seen.
 //
 // # On a gateway
 //

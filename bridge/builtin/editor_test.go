@@ -27,6 +27,12 @@ type fakeEditor struct {
 	caps     editor.Capabilities
 	readErr  error // if set, every read fails with it
 	writeErr error // if set, every write fails with it
+	// beforeRead and beforeWrite, if set, run at the start of each read or
+	// write, with its path, before the editor opens it: the moment a racing
+	// change lands between the tools' check and the editor's use.
+	beforeRead, beforeWrite func(path string)
+	// returned records what each read returned, in order.
+	returned []string
 
 	mu      sync.Mutex
 	calls   []string
@@ -45,6 +51,9 @@ func (e *fakeEditor) ReadTextFile(_ context.Context, path string, line, limit in
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = append(e.calls, "read "+path)
+	if e.beforeRead != nil {
+		e.beforeRead(path)
+	}
 	if !e.caps.ReadTextFile {
 		return "", errors.New("fs/read_text_file not offered")
 	}
@@ -55,12 +64,14 @@ func (e *fakeEditor) ReadTextFile(_ context.Context, path string, line, limit in
 		return "", fmt.Errorf("unexpected line %d limit %d", line, limit)
 	}
 	if s, ok := e.unsaved[path]; ok {
+		e.returned = append(e.returned, s)
 		return s, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("fs/read_text_file %s: {\"code\":-32002,\"message\":\"Resource not found\"}", path)
 	}
+	e.returned = append(e.returned, string(b))
 	return string(b), nil
 }
 
@@ -68,6 +79,9 @@ func (e *fakeEditor) WriteTextFile(_ context.Context, path, content string) erro
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = append(e.calls, "write "+path)
+	if e.beforeWrite != nil {
+		e.beforeWrite(path)
+	}
 	if !e.caps.WriteTextFile {
 		return errors.New("fs/write_text_file not offered")
 	}
@@ -86,6 +100,13 @@ func (e *fakeEditor) setUnsaved(path, text string) {
 	e.mu.Lock()
 	e.unsaved[path] = text
 	e.mu.Unlock()
+}
+
+// readsReturned is what the reads returned so far, in order.
+func (e *fakeEditor) readsReturned() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.returned)
 }
 
 func (e *fakeEditor) callLog() []string {

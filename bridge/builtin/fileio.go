@@ -74,7 +74,9 @@ func (t *tools) needEditor(what string, methods ...string) error {
 // the same rules: no directory, at most MaxFileBytes, no NUL byte in the
 // first 8 KiB. A file the editor cannot read and that is not on disk is
 // errNoFile; any other editor error names the path and the editor's answer.
-// The disk is read through tgt.root only.
+// The disk is read through tgt.root only. The editor is asked for tgt's
+// pinned real path (editorPath), and its answer is dropped for an error
+// naming the path when that path changed during the call (editorDone).
 //
 // With editorOnly the disk is never looked at: an editor that does not
 // offer fs/read_text_file is needEditor's error, and any error of the
@@ -98,7 +100,14 @@ func (t *tools) readText(ctx context.Context, tgt target) (string, error) {
 			return "", fmt.Errorf("path %q is %d bytes: files over %d bytes are not read", tgt.name, fi.Size(), MaxFileBytes)
 		}
 	}
-	s, err := t.editor.ReadTextFile(ctx, tgt.abs, 0, 0)
+	path, pin, err := t.editorPath(tgt)
+	if err != nil {
+		return "", err
+	}
+	s, err := t.editor.ReadTextFile(ctx, path, 0, 0)
+	if cerr := t.editorDone(tgt, pin, true); cerr != nil {
+		return "", cerr // the text, or the error, may be of a file outside: never shown
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
@@ -170,7 +179,9 @@ func (t *tools) readLocal(tgt target) ([]byte, error) {
 // behaves the same with or without an editor. The disk is written through
 // tgt.root only. With editorOnly only the editor writes (needEditor's error
 // when it does not offer fs/write_text_file), and the parent directories
-// are its to create.
+// are its to create. The editor is asked to write tgt's pinned real path; a
+// path that changed during the call is an error saying the editor may have
+// written outside (editorDone): reported, not undone.
 func (t *tools) writeText(ctx context.Context, tgt target, content string) error {
 	if err := t.needEditor(fmt.Sprintf("write %q", tgt.name), methodWrite); err != nil {
 		return err
@@ -189,13 +200,46 @@ func (t *tools) writeText(ctx context.Context, tgt target, content string) error
 		}
 		return nil
 	}
-	if err := t.editor.WriteTextFile(ctx, tgt.abs, content); err != nil {
+	path, pin, err := t.editorPath(tgt)
+	if err != nil {
+		return err
+	}
+	err = t.editor.WriteTextFile(ctx, path, content)
+	if cerr := t.editorDone(tgt, pin, false); cerr != nil {
+		return fmt.Errorf("%w: the editor was asked to write %s, and may have written through the change, outside %s; that is not undone", cerr, path, t.allowed())
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		return fmt.Errorf("path %q: the editor could not write it: %v", tgt.name, err)
 	}
 	return nil
+}
+
+// editorPath is the path the editor is asked for tgt: with editorOnly its
+// clean absolute path as given (the editor's machine is not looked at),
+// else the path pinned (see pin.go), whose pin editorDone checks after the
+// call.
+func (t *tools) editorPath(tgt target) (string, *pinned, error) {
+	if t.editorOnly {
+		return tgt.abs, nil, nil
+	}
+	p, err := t.pin(tgt)
+	if err != nil {
+		return "", nil, err
+	}
+	return p.abs, &p, nil
+}
+
+// editorDone checks, after the editor's call, that the pinned path of tgt
+// still leads where it did (recheck; sameFile for a read); nil pin (with
+// editorOnly) is no check.
+func (t *tools) editorDone(tgt target, pin *pinned, sameFile bool) error {
+	if pin == nil {
+		return nil
+	}
+	return t.recheck(tgt, *pin, sameFile)
 }
 
 // errNotLocal is statLocal's error with editorOnly.

@@ -43,7 +43,7 @@ func newTools(opts Options) *tools {
 // refuses it), and one that stays inside is followed.
 type target struct {
 	name string   // as the model gave it: error texts name it
-	abs  string   // clean absolute path, symbolic links kept: what the editor and the client see
+	abs  string   // clean absolute path, symbolic links kept: what the client is shown (the editor gets the pinned real path, pin.go)
 	real string   // abs with symbolic links resolved, as they were at the check: what the results show
 	root *os.Root // the session directory that holds real, opened as a root; nil when editorOnly
 	base string   // the path of root's directory, symbolic links resolved: real is base/rel
