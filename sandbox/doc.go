@@ -61,8 +61,19 @@
 //     member in rounds), waits until it is empty and removes it; other
 //     children's cgroups are untouched. When the agent exits, even by
 //     SIGKILL, the watchdog kills everything below the base and removes it.
-//     Only a process that deliberately moves itself to another cgroup it may
-//     write to (root, or the agent's user within a delegated subtree) escapes.
+//     When the agent may make cgroup namespaces (CAP_SYS_ADMIN: root; Setup
+//     tries once), each child also starts in a cgroup namespace of its own,
+//     rooted at its cgroup (unshare CLONE_NEWCGROUP in the child, once it is
+//     in the cgroup). A process that writes its pid to an ancestor's
+//     cgroup.procs to leave the cgroup is then refused by the kernel where
+//     the hierarchy is mounted with nsdelegate (systemd mounts it so); where
+//     it is not, the move succeeds, but the process is still in the child's
+//     namespace, by which teardown and the watchdog find and kill it. Only a
+//     process that also leaves the namespace (setns or unshare: it needs
+//     CAP_SYS_ADMIN, so root) escapes. Without cgroup namespaces (an agent
+//     that is not root), a process that moves itself to another cgroup it
+//     may write to (the agent's user within a delegated subtree) escapes.
+//     [Contained] says which of these holds here.
 //   - Linux without one (no cgroup v2, read-only or not delegated, an older
 //     kernel, or Setup not called): the fallback finds descendants by their
 //     parentage while the child runs, by ServerTagEnv in their environment,
@@ -75,7 +86,8 @@
 //     calls setsid or setpgid escapes, and nothing ends the servers if the
 //     agent dies by SIGKILL (they see their stdin close).
 //
-// Setup's cgroup attempt is silent: the fallback is no error.
+// Setup's cgroup attempt is silent: the fallback is no error. [Contained]
+// reports what it found, for the agent to log.
 //
 // # Network
 //

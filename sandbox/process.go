@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -56,6 +58,13 @@ type Process struct {
 
 	mu   sync.Mutex
 	seen map[int]procID // every descendant seen so far (Linux)
+	// cgroupNS is the child's cgroup namespace, as /proc/<pid>/ns/cgroup
+	// reads ("cgroup:[4026532000]"), "" when it has none of its own
+	// (Linux; see Setup). nsFile holds the namespace open, so that its
+	// number cannot pass to a new namespace while the sweep may match it;
+	// both are dropped when a sweep has ended. Guarded by mu.
+	cgroupNS string
+	nsFile   *os.File
 }
 
 // procID tells a process apart from a later one that reuses its pid.
@@ -68,7 +77,11 @@ type procID struct{ start uint64 }
 // the child starts directly in a new cgroup v2 of its own below it, where
 // everything it starts stays (a process cannot leave a cgroup by setsid,
 // double forks or a cleared environment; only by writing its pid to another
-// cgroup's cgroup.procs, which it needs write access to). It fails as
+// cgroup's cgroup.procs, which it needs write access to), and, when the
+// agent may make cgroup namespaces, in a cgroup namespace of its own rooted
+// at that cgroup (what moves itself out is refused by a hierarchy mounted
+// with nsdelegate, and found by that namespace at teardown otherwise; see
+// the package doc). It fails as
 // cmd.Start does; cmd must not have been started. Start may be called
 // concurrently.
 func Start(cmd *exec.Cmd) (*Process, error) {
@@ -140,8 +153,11 @@ func SignalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 //
 //   - Linux, child in a cgroup of its own (see Setup): everything in the
 //     cgroup, found by the kernel, whatever its group, session, parent or
-//     environment; then the cgroup is removed. Nothing it started survives
-//     unless it deliberately moved itself to another cgroup it may write to.
+//     environment; then the cgroup is removed; with a cgroup namespace of
+//     its own, also every process still in that namespace (what moved
+//     itself to another cgroup). Nothing it started survives unless it
+//     deliberately moved itself to another cgroup it may write to and, with
+//     a namespace, also left that (CAP_SYS_ADMIN).
 //   - Linux without a cgroup: the descendants seen while the child ran,
 //     those that carry its ServerTagEnv, and, when no other child started
 //     by Start is alive, the agent's adopted orphans. A daemon that cleared
@@ -181,4 +197,44 @@ func StopGroup(p *Process, grace time.Duration, stop func()) {
 	}
 	p.sweep()
 	<-stopped
+}
+
+// Containment is what keeps a session's processes in on this host, as
+// Setup found it: for the agent to log once at startup. The zero value
+// (before Setup, and outside Linux) has no cgroup.
+type Containment struct {
+	// Cgroup is the base cgroup below which each child starts in a cgroup
+	// of its own (Linux, cgroup v2), "" when children get none; CgroupErr
+	// is then why (nil where it was not tried).
+	Cgroup    string
+	CgroupErr error
+	// Namespace says each child also starts in a cgroup namespace of its
+	// own, rooted at its cgroup; NamespaceErr is why not when there is a
+	// Cgroup (EPERM: the agent lacks CAP_SYS_ADMIN in its user namespace).
+	Namespace    bool
+	NamespaceErr error
+	// NSDelegate says the cgroup v2 hierarchy is mounted with nsdelegate:
+	// with Namespace, the kernel refuses to move a child's process to a
+	// cgroup outside its namespace's root.
+	NSDelegate bool
+}
+
+// String says what holds, in one sentence.
+func (c Containment) String() string {
+	switch {
+	case c.Cgroup == "" && c.CgroupErr == nil:
+		return "children are ended by their process group only"
+	case c.Cgroup == "":
+		return fmt.Sprintf("children get no cgroup (%v): teardown finds their descendants by parentage, their environment tag and the subreaper; "+
+			"a daemon that clears its environment and forks twice while another server runs escapes", c.CgroupErr)
+	case !c.Namespace:
+		return fmt.Sprintf("each child starts in a cgroup of its own, without a cgroup namespace (%v): a process that may write an ancestor cgroup's cgroup.procs "+
+			"(root, or the agent's user in a delegated subtree) can move itself out and outlive its session", c.NamespaceErr)
+	case c.NSDelegate:
+		return "each child starts in a cgroup and a cgroup namespace of its own, on a hierarchy mounted with nsdelegate: the kernel refuses to move " +
+			"its processes out of that cgroup, unless one first leaves the namespace (setns or unshare, which takes CAP_SYS_ADMIN: root)"
+	}
+	return "each child starts in a cgroup and a cgroup namespace of its own; the hierarchy has no nsdelegate, so a process that may write an ancestor " +
+		"cgroup's cgroup.procs (root) can move itself out of the cgroup, and teardown and the watchdog then find it by its cgroup namespace, " +
+		"unless it left that too (setns or unshare, CAP_SYS_ADMIN)"
 }

@@ -20,9 +20,12 @@ import (
 // base cgroup, <the agent's own cgroup>/acp-agent-<pid>; Start then starts
 // each child directly into a cgroup of its own below it (clone3 with
 // CLONE_INTO_CGROUP), where every process it starts stays, whatever it does
-// with its process group, session, parent or environment. Teardown kills
-// that cgroup (cgroup.kill) and removes it; the watchdog kills and removes
-// the base when the agent exits. Without a base (no cgroup v2, read-only,
+// with its process group, session, parent or environment; when the agent
+// may, the child then unshares a cgroup namespace rooted at that cgroup, so
+// that a process moving itself out is refused (nsdelegate) or still found
+// by its namespace. Teardown kills that cgroup (cgroup.kill) and removes
+// it, then what is left in the namespace; the watchdog kills and removes
+// the base, and what is in the listed namespaces, when the agent exits. Without a base (no cgroup v2, read-only,
 // not delegated, too old a kernel) children get no cgroup, and teardown
 // relies on the tag and the subreaper alone.
 var cgroups struct {
@@ -39,6 +42,18 @@ var cgroups struct {
 	base string
 	// err is why base is "" (nil while it is not), for tests and debugging.
 	err error
+
+	// ns says children start in a cgroup namespace of their own, rooted at
+	// their cgroup (unshare CLONE_NEWCGROUP in the child, once it is in its
+	// cgroup); nsErr is why not when a base exists but the kernel refused
+	// that (EPERM: the agent lacks CAP_SYS_ADMIN). Guarded by mu.
+	ns    bool
+	nsErr error
+	// nsDelegate says the cgroup v2 hierarchy is mounted with nsdelegate:
+	// the kernel then refuses to move a process in a cgroup namespace to a
+	// cgroup outside its namespace's root (cgroup.procs: ENOENT). Guarded
+	// by mu.
+	nsDelegate bool
 
 	// noKill is set when the kernel has no cgroup.kill (before 5.14):
 	// members are then frozen and killed one by one. Tests set it too.
@@ -59,19 +74,50 @@ const cgroupRound = 100 * time.Millisecond
 
 // setupCgroups creates the base cgroup and checks that a child can be
 // started into a cgroup below it, once. Any failure leaves base "" (the
-// fallback) with the reason in err.
+// fallback) with the reason in err. With a base, it then checks that such a
+// child may make itself a cgroup namespace (probeCgroupNS), and reads
+// whether the hierarchy is mounted with nsdelegate.
 func setupCgroups() {
 	cgroups.once.Do(func() {
 		base, err := makeBaseCgroup()
+		var nsErr error
+		var delegate bool
+		if err == nil {
+			nsErr = probeCgroupNS(base)
+			if mountinfo, merr := os.ReadFile("/proc/self/mountinfo"); merr == nil {
+				delegate = nsDelegate(mountinfo)
+			}
+		}
 		cgroups.mu.Lock()
 		defer cgroups.mu.Unlock()
 		cgroups.base, cgroups.err = base, err
+		cgroups.ns, cgroups.nsErr, cgroups.nsDelegate = err == nil && nsErr == nil, nsErr, delegate
 		if err == nil {
 			if _, err := os.Stat(base + "/cgroup.kill"); err != nil {
 				cgroups.noKill.Store(true)
 			}
 		}
 	})
+}
+
+// Contained returns what Setup found keeps a session's processes in (see
+// Containment); before Setup, the zero Containment.
+func Contained() Containment {
+	cgroups.mu.Lock()
+	defer cgroups.mu.Unlock()
+	c := Containment{Cgroup: cgroups.base, CgroupErr: cgroups.err, NSDelegate: cgroups.nsDelegate}
+	if c.Cgroup != "" {
+		c.Namespace, c.NamespaceErr = cgroups.ns, cgroups.nsErr
+	}
+	return c
+}
+
+// cgroupNS reports whether children start in a cgroup namespace of their
+// own (see cgroups.ns).
+func cgroupNS() bool {
+	cgroups.mu.Lock()
+	defer cgroups.mu.Unlock()
+	return cgroups.ns && cgroups.base != ""
 }
 
 // cgroupBase returns the base cgroup's directory, or "" and why there is
@@ -150,6 +196,58 @@ func probeCgroup(dir string) error {
 		return nil
 	}
 	return fmt.Errorf("starting a process into cgroup %s: %w", dir, err)
+}
+
+// probeCgroupNS starts a process into the cgroup dir as probeCgroup does,
+// but with unshare(CLONE_NEWCGROUP) in the child before the exec, as Start
+// does: ENOENT from the exec says the unshare succeeded; EPERM says the
+// agent may not make cgroup namespaces (no CAP_SYS_ADMIN in its user
+// namespace).
+func probeCgroupNS(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	children.Lock()
+	defer children.Unlock()
+	_, err = syscall.ForkExec("", nil, &syscall.ProcAttr{
+		Sys: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd, Unshareflags: unix.CLONE_NEWCGROUP},
+	})
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("starting a process in a cgroup namespace of its own: %w", err)
+}
+
+// nsDelegate reports whether a cgroup2 mount in mountinfo has the
+// nsdelegate option (a flag of the whole hierarchy: every cgroup2 mount
+// shows it in its super options).
+func nsDelegate(mountinfo []byte) bool {
+	for line := range strings.Lines(string(mountinfo)) {
+		_, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(post)
+		if !ok || len(f) < 3 || f[0] != "cgroup2" {
+			continue
+		}
+		for o := range strings.SplitSeq(f[2], ",") {
+			if o == "nsdelegate" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cgroupNSOf returns the cgroup namespace of the process pid, as the link
+// /proc/<pid>/ns/cgroup reads ("cgroup:[4026532000]"), or "" when it
+// cannot be read (the process is gone, or another user's).
+func cgroupNSOf(pid int) string {
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/cgroup")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 // cgroupDir returns the directory of the calling process's cgroup v2, given

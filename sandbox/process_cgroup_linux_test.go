@@ -329,3 +329,165 @@ func TestCgroupDir(t *testing.T) {
 		})
 	}
 }
+
+// escapeScript writes the script escape.sh to dir and returns a shell
+// command that starts it as a daemon with an empty environment (env -i: no
+// ServerTagEnv), in a session of its own (setsid), orphaned at once (the
+// shell that starts it exits): its pid is in the file "pid" in the current
+// directory. The daemon writes its cgroup as it sees it to "cg", then its
+// own pid to target's cgroup.procs, records in "moved" whether the kernel
+// let it ("moved", or "refused: <error>"), and sleeps.
+func escapeScript(t *testing.T, dir, target string) string {
+	t.Helper()
+	for _, name := range []string{"env", "setsid", "sleep"} {
+		if _, err := exec.LookPath(name); err != nil {
+			t.Skipf("no %s: %v", name, err)
+		}
+	}
+	script := fmt.Sprintf("grep '^0::' /proc/self/cgroup > cg\n"+
+		"if echo $$ 2>err > %s; then echo moved > moved; else echo \"refused: $(cat err)\" > moved; fi\n"+
+		"exec sleep 600\n", filepath.Join(target, "cgroup.procs"))
+	if err := os.WriteFile(filepath.Join(dir, "escape.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return `env -i PATH="$PATH" setsid /bin/sh -c '/bin/sh escape.sh </dev/null >/dev/null 2>&1 & echo $! > pid'`
+}
+
+// TestTeardown_EndsAProcessThatMovedItselfOutOfItsCgroup is issue 33's
+// escape: a process below a child writes its own pid to the cgroup.procs of
+// an ancestor of the child's cgroup (the agent's own cgroup, which is
+// writable when the agent's is), after clearing its environment and
+// leaving the process group and the tree. Each child starts in a cgroup
+// namespace rooted at its own cgroup: where the hierarchy is mounted with
+// nsdelegate the kernel refuses the move; where it is not (root on a host
+// without it, as on the machines these tests run on) the move succeeds,
+// and teardown must find the process by its cgroup namespace. Either way
+// the process must not outlive its server's teardown. Before the namespace
+// it did: moved out, untagged and adopted while another child ran, nothing
+// found it.
+func TestTeardown_EndsAProcessThatMovedItselfOutOfItsCgroup(t *testing.T) {
+	base := requireCgroups(t)
+	c := Contained()
+	if !c.Namespace {
+		t.Skipf("children get no cgroup namespace here (%v): %s", c.NamespaceErr, c)
+	}
+	for _, tt := range []struct {
+		name string
+		end  func(p *Process, closeStdin func())
+	}{
+		{"StopGroup", func(p *Process, closeStdin func()) { StopGroup(p, 5*time.Second, closeStdin) }},
+		{"Kill", func(p *Process, _ func()) { p.Kill() }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Another child runs, so that the escaped orphan is not taken
+			// for this one's by the subreaper rule.
+			o, closeOther := startScript(t, t.TempDir(), "read line; exit 0")
+			defer StopGroup(o, 5*time.Second, closeOther)
+			dir := t.TempDir()
+			target := filepath.Dir(base) // the agent's own cgroup
+			p, closeStdin := startScript(t, dir, escapeScript(t, dir, target)+"; read line; exit 0")
+			pid := readPid(t, filepath.Join(dir, "pid"))
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			waitAdopted(t, pid)
+			var moved string
+			testutil.WaitFor(t, 30*time.Second, func() bool {
+				b, _ := os.ReadFile(filepath.Join(dir, "moved"))
+				moved = string(b)
+				return strings.HasSuffix(moved, "\n")
+			}, "the daemon never tried the move")
+			cg, _ := os.ReadFile(filepath.Join(dir, "cg"))
+			if got := strings.TrimSpace(string(cg)); got != "0::/" {
+				t.Errorf("the daemon saw its cgroup as %q, want 0::/ (a namespace rooted at its child's cgroup)", got)
+			}
+			if c.NSDelegate {
+				if !strings.HasPrefix(moved, "refused") {
+					t.Errorf("the hierarchy has nsdelegate, yet the move out of the namespace was let through: %q", moved)
+				}
+			} else {
+				t.Logf("no nsdelegate here: the kernel let the move happen (%q); teardown must find the process by its namespace", strings.TrimSpace(moved))
+			}
+			if strings.HasPrefix(moved, "moved") && strings.HasSuffix(cgroupOf(pid), p.cgroup[len(base):]) {
+				t.Errorf("the daemon says it moved, yet runs in its child's cgroup %s", cgroupOf(pid))
+			}
+			if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err != nil || bytes.Contains(env, []byte(ServerTagEnv)) {
+				t.Fatalf("the daemon's environment (%v) still holds %s: the test does not test a cleared one", err, ServerTagEnv)
+			}
+			tt.end(p, closeStdin)
+			testutil.WaitFor(t, 30*time.Second, func() bool { return !testutil.Alive(pid) },
+				"process %d (%q, cgroup %s) outlived its server's teardown", pid, strings.TrimSpace(moved), cgroupOf(pid))
+			if !testutil.Alive(o.Cmd.Process.Pid) {
+				t.Error("ending one child killed another")
+			}
+		})
+	}
+}
+
+// TestWatchdog_KillsWhatLeftItsCgroupByNamespace: when the agent dies
+// without teardown, the watchdog ends a process that moved itself out of
+// its server's cgroup (where the kernel lets it: no nsdelegate) by the
+// cgroup namespace the agent listed, "c+ cgroup:[N]".
+func TestWatchdog_KillsWhatLeftItsCgroupByNamespace(t *testing.T) {
+	base := requireCgroups(t)
+	if c := Contained(); !c.Namespace {
+		t.Skipf("children get no cgroup namespace here: %s", c)
+	}
+	tb := filepath.Join(filepath.Dir(base), fmt.Sprintf("acp-agent-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(tb, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = writeCgroupFile(tb+"/cgroup.kill", "1")
+		_ = waitCgroupEmpty(tb, 10*time.Second)
+		_ = unix.Rmdir(tb)
+	})
+	fd, err := unix.Open(tb, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// Not through Start: as if a server of an agent that died, whose
+	// daemon then moved itself to the agent's cgroup.
+	cmd := exec.Command("sh", "-c", escapeScript(t, dir, filepath.Dir(base))+"; exec sleep 300")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd, Unshareflags: unix.CLONE_NEWCGROUP}
+	err = cmd.Start()
+	_ = unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }() // collects its status, unless the reaper did; ends with it
+	ns := cgroupNSOf(cmd.Process.Pid)
+	daemon := readPid(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	testutil.WaitFor(t, 30*time.Second, func() bool { return exists(filepath.Join(dir, "moved")) }, "the daemon never tried the move")
+	if ns == "" || ns == cgroupNSOf(os.Getpid()) || cgroupNSOf(daemon) != ns {
+		t.Fatalf("namespaces: server %q, daemon %q, this process %q", ns, cgroupNSOf(daemon), cgroupNSOf(os.Getpid()))
+	}
+	if cgroups.nsDelegate {
+		moved, _ := os.ReadFile(filepath.Join(dir, "moved"))
+		t.Logf("nsdelegate: the move was refused (%s); the watchdog ends the daemon all the same", moved)
+	}
+
+	w, err := runWatchdog("") // no base: only the namespace can find the daemon
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespaces added and taken off again first, as the sweeps of many
+	// servers do: the list must stay what is left (an unquoted name in a
+	// pattern once doubled it at each removal).
+	var lines strings.Builder
+	for i := range 64 {
+		fmt.Fprintf(&lines, "c+ cgroup:[%d]\n", i+1)
+	}
+	for i := range 64 {
+		fmt.Fprintf(&lines, "c- cgroup:[%d]\n", i+1)
+	}
+	lines.WriteString("c+ " + ns + "\n")
+	if _, err := w.WriteString(lines.String()); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close() // the agent is gone
+	testutil.WaitFor(t, 30*time.Second, func() bool { return !testutil.Alive(daemon) },
+		"the daemon %d, moved out of its cgroup, outlived the agent", daemon)
+}

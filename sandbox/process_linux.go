@@ -30,6 +30,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 // Setup prepares the agent process to end everything its servers start;
 // call it once, early in main, before any Start. It
 //
+//   - checks once whether a child started there may make itself a cgroup
+//     namespace (it needs CAP_SYS_ADMIN in the agent's user namespace: root)
+//     and whether the hierarchy is mounted with nsdelegate; see Contained;
 //   - creates the base cgroup, when the agent's cgroup v2 is writable
 //     (/proc/self/cgroup, /proc/self/mountinfo): a directory
 //     acp-agent-<pid> below the agent's own cgroup, into which Start puts
@@ -182,12 +185,21 @@ func (p *Process) startChild() error {
 	})
 	dir, fd := newChildCgroup()
 	given := cmd.SysProcAttr
+	ns := false
 	if fd >= 0 {
 		attr := syscall.SysProcAttr{}
 		if given != nil {
 			attr = *given
 		}
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
+		// Born in its cgroup, the child then makes a cgroup namespace
+		// rooted there (unshare runs in the child after the clone, before
+		// the exec): with nsdelegate the kernel refuses to move it, or
+		// anything it starts, out; without, the sweep finds what left the
+		// cgroup by this namespace.
+		if ns = cgroupNS(); ns {
+			attr.Unshareflags |= unix.CLONE_NEWCGROUP
+		}
 		cmd.SysProcAttr = &attr
 	}
 	r := spawnReq{cmd: cmd, done: make(chan error, 1)}
@@ -214,7 +226,69 @@ func (p *Process) startChild() error {
 		p.rootStart = info.start
 	}
 	tellWatchdog('+', cmd.Process.Pid)
+	if ns {
+		p.cgroupNS, p.nsFile = holdCgroupNS(cmd.Process.Pid, dir)
+		if p.cgroupNS != "" {
+			tellWatchdogNS('+', p.cgroupNS)
+		}
+	}
 	return nil
+}
+
+// holdCgroupNS opens the cgroup namespace of the child pid, started in the
+// cgroup dir with a namespace of its own, and returns its name
+// ("cgroup:[N]") and the open file that keeps it. A child that has already
+// exited has no namespace left to read: then that of a process still in
+// its cgroup (a descendant, checked to be there still once opened) is
+// taken. It returns "" and nil when none can be had, or when the namespace
+// is the agent's own (the unshare did not happen): the sweep must never
+// match the agent's.
+func holdCgroupNS(pid int, dir string) (string, *os.File) {
+	own := cgroupNSOf(os.Getpid())
+	for _, p := range append([]int{pid}, cgroupProcs(dir)...) {
+		f, err := os.Open("/proc/" + strconv.Itoa(p) + "/ns/cgroup")
+		if err != nil {
+			continue
+		}
+		name, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+		if err != nil || own == "" || name == own || !strings.HasPrefix(name, "cgroup:[") {
+			_ = f.Close()
+			continue
+		}
+		if p != pid && !inCgroup(p, dir) { // its pid passed to another process meanwhile
+			_ = f.Close()
+			continue
+		}
+		return name, f
+	}
+	return "", nil
+}
+
+// inCgroup reports whether the process pid is in the cgroup dir (its path
+// relative to the hierarchy ends dir, as /proc/<pid>/cgroup shows it to
+// the agent).
+func inCgroup(pid int, dir string) bool {
+	data, err := readProcFile("/proc/"+strconv.Itoa(pid)+"/cgroup", nil)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(data)) {
+		if rel, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "0::"); ok {
+			return rel != "/" && strings.HasSuffix(dir, rel)
+		}
+	}
+	return false
+}
+
+// dropCgroupNS forgets p's cgroup namespace once a sweep has ended: the
+// watchdog is told, and the namespace is let go. p.mu is held.
+func (p *Process) dropCgroupNS() {
+	if p.cgroupNS == "" {
+		return
+	}
+	tellWatchdogNS('-', p.cgroupNS)
+	_ = p.nsFile.Close()
+	p.cgroupNS, p.nsFile = "", nil
 }
 
 // startRegistered starts cmd and records its pid, atomically with respect to
@@ -311,10 +385,11 @@ const sweepRounds = 200
 
 // sweep kills every process left of p's tree once p's child is gone (it is
 // called after Done). A child in a cgroup of its own has it killed first,
-// all at once, and removed once empty (drainCgroup): nothing it started can
-// have left it. Then, with a cgroup or without, it kills the descendants
-// seen by track, the members left in its process group when it was reaped,
-// the processes that carry its tag (ServerTagEnv) in their environment,
+// all at once, and removed once empty (drainCgroup). Then, with a cgroup or
+// without, it kills the descendants seen by track, the members left in its
+// process group when it was reaped, the processes in the child's cgroup
+// namespace (those that moved themselves out of its cgroup), the processes
+// that carry its tag (ServerTagEnv) in their environment,
 // wherever they were reparented, and the descendants of all these; and, for
 // a child without a cgroup only, when no other child started by Start is
 // alive to claim them, every other orphan the agent adopted as subreaper (a
@@ -322,7 +397,7 @@ const sweepRounds = 200
 // otherwise hit children of the agent that other code started). A pid
 // counts only with the start time it was seen with, so a reused pid is
 // spared. It reaps the adopted orphans it killed, and repeats until none is
-// left.
+// left; then it lets the namespace go (dropCgroupNS).
 func (p *Process) sweep() {
 	if p.Cmd.Process == nil {
 		return
@@ -330,6 +405,11 @@ func (p *Process) sweep() {
 	if p.cgroup != "" {
 		drainCgroup(p.cgroup)
 	}
+	defer func() {
+		p.mu.Lock()
+		p.dropCgroupNS()
+		p.mu.Unlock()
+	}()
 	self := os.Getpid()
 	var needle []byte
 	if p.tag != "" {
@@ -341,7 +421,7 @@ func (p *Process) sweep() {
 		if p.seen == nil {
 			p.seen = make(map[int]procID)
 		}
-		if needle != nil {
+		if needle != nil || p.cgroupNS != "" {
 			for pid, info := range procs {
 				// A descendant starts no earlier than the child.
 				if pid == self || info.zombie || info.start < p.rootStart {
@@ -350,7 +430,10 @@ func (p *Process) sweep() {
 				if id, ok := p.seen[pid]; ok && id.start == info.start {
 					continue
 				}
-				if tagged(pid, needle) {
+				// What moved itself out of the cgroup is still in the
+				// child's cgroup namespace (p.nsFile keeps its number
+				// from passing to another).
+				if (needle != nil && tagged(pid, needle)) || (p.cgroupNS != "" && cgroupNSOf(pid) == p.cgroupNS) {
 					p.seen[pid] = procID{info.start} // replaces a reused pid's entry
 				}
 			}

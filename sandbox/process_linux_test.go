@@ -329,7 +329,9 @@ func TestTeardown_SparesReusedPid(t *testing.T) {
 
 // TestWatchdog_ForgetsGroupWhenLeaderIsReaped checks that a child that exits
 // on its own is taken off the watchdog's list at once, so that the watchdog,
-// if the agent dies later, never kills a group id that may have been reused.
+// if the agent dies later, never kills a group id that may have been reused;
+// and that its cgroup namespace, when it has one, is taken off by the
+// teardown's sweep (which lets the namespace go).
 func TestWatchdog_ForgetsGroupWhenLeaderIsReaped(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -353,13 +355,21 @@ func TestWatchdog_ForgetsGroupWhenLeaderIsReaped(t *testing.T) {
 		restore()
 		t.Fatal("child never exited")
 	}
+	p.mu.Lock()
+	ns := p.cgroupNS
+	p.mu.Unlock()
+	p.Kill() // the teardown
 	restore()
 	data, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid := strconv.Itoa(p.Cmd.Process.Pid)
-	if got, want := string(data), "+ "+pid+"\n- "+pid+"\n"; got != want {
+	want := "+ " + pid + "\n- " + pid + "\n"
+	if ns != "" {
+		want = "+ " + pid + "\nc+ " + ns + "\n- " + pid + "\nc- " + ns + "\n"
+	}
+	if got := string(data); got != want {
 		t.Errorf("watchdog got %q, want %q", got, want)
 	}
 }

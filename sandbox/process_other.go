@@ -29,3 +29,6 @@ func (p *Process) track() {}
 // so if its pid was reused since, another group may be hit: outside Linux
 // nothing tells them apart.
 func (p *Process) sweep() { _ = SignalGroup(p.Cmd, syscall.SIGKILL) }
+
+// Contained returns the zero Containment outside Linux: no cgroups.
+func Contained() Containment { return Containment{} }

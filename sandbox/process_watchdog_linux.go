@@ -9,10 +9,19 @@ import (
 	"syscall"
 )
 
-// watchdogScript is the watchdog: it reads "+ PGID" and "- PGID" lines on
-// fd 3 and, when they end because the agent exited (even by SIGKILL, which
-// runs no teardown), kills the process groups still listed. The parent-death
-// signal ends each server; this ends what else is in its group. Given the
+// watchdogScript is the watchdog: it reads "+ PGID" and "- PGID" lines, and
+// "c+ NS" and "c- NS" lines (NS a cgroup namespace as /proc/<pid>/ns/cgroup
+// reads, "cgroup:[N]"), on fd 3 and, when they end because the agent exited
+// (even by SIGKILL, which runs no teardown), kills the process groups still
+// listed. The parent-death signal ends each server; this ends what else is
+// in its group. Then it kills, in rounds until none is left, every process
+// in a cgroup namespace still listed that started before the agent's end:
+// what moved itself out of its cgroup (see Setup). A namespace's number
+// may pass to a new namespace once the agent, which held it, is gone and it
+// is empty; a process of that new one starts after the agent's end, and is
+// spared (the start time of cut, run at the end, is the end). A name is
+// quoted wherever it is a pattern: its brackets are no bracket expression.
+// Given the
 // base cgroup as $1, it then kills every process below it (cgroup.kill, or
 // each pid of every cgroup.procs in rounds on kernels without it) and
 // removes the children's cgroups and the base, retrying for about 10 s while
@@ -23,13 +32,32 @@ import (
 const watchdogScript = `(
 trap '' HUP INT TERM
 gs=' '
+ns=' '
 while read -r op g; do
 	case $op in
 	+) gs="$gs$g " ;;
 	-) case $gs in *" $g "*) gs="${gs%% $g *} ${gs#* $g }" ;; esac ;;
+	c+) ns="$ns$g " ;;
+	c-) case $ns in *" $g "*) ns="${ns%%" $g "*} ${ns#*" $g "}" ;; esac ;;
 	esac
 done
+now=$(cut -d' ' -f22 /proc/self/stat)
 for g in $gs; do kill -9 -$g 2>/dev/null; done
+i=0
+while [ "$ns" != ' ' ] && [ -n "$now" ] && [ $i -lt 50 ]; do
+	found=
+	for f in /proc/[0-9]*/ns/cgroup; do
+		l=$(readlink "$f" 2>/dev/null) || continue
+		case $ns in *" $l "*) ;; *) continue ;; esac
+		p=${f#/proc/}
+		p=${p%%/*}
+		read -r st < "/proc/$p/stat" || continue
+		set -- ${st##*)}
+		[ "${20}" -lt "$now" ] && kill -9 "$p" && found=1
+	done
+	[ -n "$found" ] || break
+	i=$((i+1))
+done 2>/dev/null
 cg=$1
 [ -n "$cg" ] && [ -d "$cg" ] || exit 0
 [ -e "$cg/cgroup.kill" ] && echo 1 > "$cg/cgroup.kill"
@@ -96,6 +124,16 @@ func runWatchdog(base string) (*os.File, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// tellWatchdogNS adds (op '+') or removes (op '-') the cgroup namespace ns
+// ("cgroup:[N]") from the watchdog's list.
+func tellWatchdogNS(op byte, ns string) {
+	watchdog.Lock()
+	defer watchdog.Unlock()
+	if watchdog.w != nil {
+		_, _ = watchdog.w.WriteString("c" + string(op) + " " + ns + "\n")
+	}
 }
 
 // tellWatchdog adds (op '+') or removes (op '-') the process group pgid from
