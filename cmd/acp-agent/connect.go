@@ -131,6 +131,7 @@ func connectWith(args []string, stdin io.Reader, stdout, stderr io.Writer, diale
 	if err := sandbox.Setup(); err != nil {
 		log.Warn("cannot become a child subreaper: processes that leave a local server's process group may outlive their session", "err", err)
 	}
+	logContainment(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second signal ends the process at once

@@ -351,10 +351,19 @@ func (c *commonFlags) start(stderr io.Writer) (env *runEnv, ctx context.Context,
 	if err := sandbox.Setup(); err != nil {
 		env.log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive their session", "err", err)
 	}
+	logContainment(env.log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	closeLog := env.close
 	env.close = func() { stop(); closeLog() }
 	return env, ctx, nil
+}
+
+// logContainment logs, once at startup, what sandbox.Setup found keeps a
+// session's processes in on this host (a cgroup and a cgroup namespace per
+// child, or what is left without them).
+func logContainment(log *slog.Logger) {
+	c := sandbox.Contained()
+	log.Info("process containment", "cgroup", c.Cgroup, "cgroupNamespace", c.Namespace, "nsdelegate", c.NSDelegate, "holds", c.String())
 }
 
 // models builds the models from --model, the config and the environment.
