@@ -469,7 +469,7 @@ func TestWatchdog_KillsWhatLeftItsCgroupByNamespace(t *testing.T) {
 		t.Logf("nsdelegate: the move was refused (%s); the watchdog ends the daemon all the same", moved)
 	}
 
-	w, err := runWatchdog("") // no base: only the namespace can find the daemon
+	w, err := runWatchdog(tb) // the daemon left tb: only its namespace finds it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,4 +490,5 @@ func TestWatchdog_KillsWhatLeftItsCgroupByNamespace(t *testing.T) {
 	_ = w.Close() // the agent is gone
 	testutil.WaitFor(t, 30*time.Second, func() bool { return !testutil.Alive(daemon) },
 		"the daemon %d, moved out of its cgroup, outlived the agent", daemon)
+	testutil.WaitFor(t, 30*time.Second, func() bool { return !exists(tb) }, "the watchdog left the base cgroup %s", tb)
 }

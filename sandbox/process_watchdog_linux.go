@@ -31,6 +31,7 @@ import (
 // group.
 const watchdogScript = `(
 trap '' HUP INT TERM
+cg=$1
 gs=' '
 ns=' '
 while read -r op g; do
@@ -58,7 +59,6 @@ while [ "$ns" != ' ' ] && [ -n "$now" ] && [ $i -lt 50 ]; do
 	[ -n "$found" ] || break
 	i=$((i+1))
 done 2>/dev/null
-cg=$1
 [ -n "$cg" ] && [ -d "$cg" ] || exit 0
 [ -e "$cg/cgroup.kill" ] && echo 1 > "$cg/cgroup.kill"
 i=0
