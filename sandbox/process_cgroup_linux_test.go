@@ -21,6 +21,11 @@ import (
 // that the tests run against the fallback (TestProcesses_WithoutCgroups).
 const noCgroupEnv = "ACP_AGENT_SANDBOX_TEST_NO_CGROUP"
 
+// noCgroupNSEnv, set to 1, has TestMain keep children out of cgroup
+// namespaces, so that the tests run as for an agent that may not make them
+// (TestProcesses_WithoutCgroupNamespaces).
+const noCgroupNSEnv = "ACP_AGENT_SANDBOX_TEST_NO_CGROUP_NS"
+
 // requireCgroups returns the base cgroup, or skips the test, saying why,
 // when Setup made none (no writable cgroup v2 here, or turned off).
 func requireCgroups(t *testing.T) string {
@@ -296,6 +301,33 @@ func TestProcesses_WithoutCgroups(t *testing.T) {
 	}
 }
 
+// TestProcesses_WithoutCgroupNamespaces runs this package's process tests
+// again with cgroups but without cgroup namespaces (as for an agent that is
+// not root), in a new test process: they must all pass, the escape test
+// skipping.
+func TestProcesses_WithoutCgroupNamespaces(t *testing.T) {
+	if os.Getenv(noCgroupEnv) != "" || os.Getenv(noCgroupNSEnv) != "" {
+		t.Skip("already without cgroups or their namespaces")
+	}
+	if c := Contained(); !c.Namespace {
+		t.Skipf("no cgroup namespaces here: the other tests ran without them (%s)", c)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^Test(StopGroup|Kill|Sweep|Start|Reaper|Teardown|Watchdog|Setup)", "-test.count", "1", "-test.v")
+	cmd.Env = append(os.Environ(), noCgroupNSEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("without cgroup namespaces: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"--- PASS: TestStart_ChildInACgroupOfItsOwn",
+		"--- SKIP: TestTeardown_EndsAProcessThatMovedItselfOutOfItsCgroup",
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("the run without cgroup namespaces lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestCgroupDir(t *testing.T) {
 	const hybrid = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
@@ -491,4 +523,23 @@ func TestWatchdog_KillsWhatLeftItsCgroupByNamespace(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, func() bool { return !testutil.Alive(daemon) },
 		"the daemon %d, moved out of its cgroup, outlived the agent", daemon)
 	testutil.WaitFor(t, 30*time.Second, func() bool { return !exists(tb) }, "the watchdog left the base cgroup %s", tb)
+}
+
+func TestNSDelegate(t *testing.T) {
+	for _, tt := range []struct {
+		name, mountinfo string
+		want            bool
+	}{
+		{"systemd, unified", "22 20 0:21 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n", true},
+		{"hybrid without", "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n", false},
+		{"in the mount options only", "41 31 0:38 / /x rw,nsdelegate - cgroup2 cgroup2 rw\n", false},
+		{"another file system", "41 31 0:38 / /x rw - tmpfs tmpfs rw,nsdelegate\n", false},
+		{"last option", "41 31 0:38 / /x rw - cgroup2 none rw,nsdelegate\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := nsDelegate([]byte(tt.mountinfo)); got != tt.want {
+				t.Errorf("nsDelegate = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

@@ -21,6 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	// TestProcesses_WithoutCgroups runs the tests again this way.
 	cgroups.off = os.Getenv(noCgroupEnv) != ""
+	cgroups.noNS = os.Getenv(noCgroupNSEnv) != ""
 	// As the agent does: orphans below the children are adopted by the test,
 	// and each child gets a cgroup of its own where cgroup v2 is writable.
 	if err := Setup(); err != nil {
