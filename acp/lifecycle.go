@@ -10,6 +10,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -135,9 +136,9 @@ func (a *Agent) sessionInfo(ctx context.Context, sid string) (u acpsdk.SessionUp
 		return acpsdk.SessionUpdate{}, false
 	}
 	info := &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", UpdatedAt: acpsdk.Ptr(rec.Updated.UTC().Format(time.RFC3339Nano))}
-	if rec.Title != "" {
-		if prev, _ := a.titles.Swap(sid, rec.Title); prev != rec.Title {
-			info.Title = acpsdk.Ptr(rec.Title)
+	if title := shownTitle(rec.Title); title != "" {
+		if prev, _ := a.titles.Swap(sid, title); prev != title {
+			info.Title = acpsdk.Ptr(title)
 		}
 	}
 	return acpsdk.SessionUpdate{SessionInfoUpdate: info}, true
@@ -159,9 +160,22 @@ func (f *frontEnd) TitleChanged(ctx context.Context, sid, title string) {
 	f.a.sendTitle(ctx, sid, title)
 }
 
+// shownTitle is a session's title as the client is shown it: one line of
+// visible text (textsafe.Line), at most session.MaxTitle characters. Titles
+// are made so when stored; this keeps a record written before that, or by
+// another program, from reaching the editor with escape sequences.
+func shownTitle(title string) string { return textsafe.Line(title, session.MaxTitle) }
+
+// maxToolTitle is the most characters (runes) of a tool call's title the
+// client is shown (gateway/runner makes titles so).
+const maxToolTitle = 200
+
 // sendTitle sends a session_info_update with title to session sid, unless
 // the client was sent that title already.
 func (a *Agent) sendTitle(ctx context.Context, sid, title string) {
+	if title = shownTitle(title); title == "" {
+		return
+	}
 	if prev, _ := a.titles.Swap(sid, title); prev == title {
 		return
 	}

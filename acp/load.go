@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -137,6 +138,7 @@ func replayUpdates(turns []store.Turn) []update {
 					if tm, ok := shown[c.ID]; ok && tm.ToolTitle != "" {
 						title, kind = tm.ToolTitle, tm.ToolKind
 					}
+					title = textsafe.Line(title, maxToolTitle) // a stored title of before titles were made so
 					out = append(out, update{ToolName: c.Name, SessionUpdate: acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
 						acpsdk.WithStartKind(acpsdk.ToolKind(kind)),
 						acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
@@ -181,8 +183,8 @@ func (a *Agent) listSessions(ctx context.Context, p acpsdk.ListSessionsRequest) 
 	resp := acpsdk.ListSessionsResponse{Sessions: make([]acpsdk.SessionInfo, 0, len(recs))}
 	for _, r := range recs {
 		info := acpsdk.SessionInfo{SessionId: acpsdk.SessionId(r.ID), Cwd: r.Cwd, UpdatedAt: acpsdk.Ptr(r.Updated.UTC().Format(time.RFC3339Nano))}
-		if r.Title != "" {
-			info.Title = acpsdk.Ptr(r.Title)
+		if title := shownTitle(r.Title); title != "" {
+			info.Title = acpsdk.Ptr(title)
 		}
 		resp.Sessions = append(resp.Sessions, info)
 	}

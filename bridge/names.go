@@ -3,8 +3,9 @@ package bridge
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 )
 
 // ValidateServerName checks the name of an MCP server entry (ACP mcpServers
@@ -24,7 +25,7 @@ func ValidateServerName(name string) error {
 		return fmt.Errorf("name %q is not valid UTF-8", name)
 	}
 	for i, r := range name {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if textsafe.Hidden(r) {
 			return fmt.Errorf("name %q has the control or invisible formatting character %U at byte %d; a server name must be visible text", name, r, i)
 		}
 	}

@@ -244,3 +244,44 @@ func TestTitles_TypeScriptClient(t *testing.T) {
 	t.Logf("title request: %d input tokens, %d output tokens; the first turn's request: %d input (%d of them written to the cache), %d output",
 		tr.Usage.InputTokens, tr.Usage.OutputTokens, first.InputTokens+first.CacheWriteTokens+first.CacheReadTokens, first.CacheWriteTokens, first.OutputTokens)
 }
+
+// TestTitles_EscapesNeverReachTheEditor: a model's title, and the first
+// prompt's words a session is titled by until then, reach the editor
+// (session_info_update, session/list) as one line of visible text: no
+// terminal escape sequences (which set a terminal's title or clear its
+// screen), no bidirectional overrides or zero-width characters.
+func TestTitles_EscapesNeverReachTheEditor(t *testing.T) {
+	t.Parallel()
+	fake := fakemodel.NewAnthropicWith(t, &fakemodel.Options{Title: "\u001b]0;PWNED\u0007\u001b[2J… \u202egnp.exe\u200b"}, fakemodel.Turn{Text: "Done."}, fakemodel.Turn{Text: "You're welcome."})
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": fake.URL, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := tsClient{
+		Prompts:    []string{"\u001b]2;PWNED\u0007please \u001b[31mrefactor\u001b[0m \u2066it\u2069\nmore", "thanks"},
+		AwaitTitle: "… gnp.exe",
+		Env:        []string{"FAKE_ANTHROPIC_KEY=test-key"},
+		Args:       []string{"--config", cfg},
+	}.run(t)
+	var titles []string
+	for _, u := range run.Updates {
+		if u.Update["sessionUpdate"] == "session_info_update" {
+			if title, ok := u.Update["title"].(string); ok {
+				titles = append(titles, title)
+			}
+		}
+	}
+	if len(titles) < 2 || titles[0] != "please refactor it" || titles[len(titles)-1] != "… gnp.exe" {
+		t.Errorf("session_info_update titles %q, want the first prompt's visible words, then the model's visible title", titles)
+	}
+	sessions, _ := run.List["sessions"].([]any)
+	if len(sessions) != 1 || sessions[0].(map[string]any)["title"] != "… gnp.exe" {
+		t.Errorf("session/list = %v, want the model's visible title", run.List)
+	}
+	for _, title := range titles {
+		if strings.ContainsAny(title, "\u001b\u0007\u202e\u200b\u2066") {
+			t.Errorf("a title reached the editor with hidden characters: %q", title)
+		}
+	}
+}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
@@ -57,12 +57,9 @@ func (c *Core) Delete(ctx context.Context, id string) error {
 // store.ErrNotFound. The automatic title (the first prompt's first line)
 // never replaces it.
 func (c *Core) SetTitle(ctx context.Context, id, title string) (string, error) {
-	title = strings.Join(strings.Fields(title), " ")
+	title = textsafe.Line(title, MaxTitle)
 	if title == "" {
-		return "", Invalidf("title must not be empty (or only white space)")
-	}
-	if r := []rune(title); len(r) > MaxTitle {
-		title = string(r[:MaxTitle-1]) + "…"
+		return "", Invalidf("title must have visible text (not only white space, control or formatting characters)")
 	}
 	if s := c.Lookup(id); s != nil { // the model's title must not replace it (title.go)
 		s.titleMu.Lock()

@@ -133,6 +133,12 @@ func TestCore_SetTitle(t *testing.T) {
 	if _, err := c.SetTitle(ctx, s.ID(), " \n "); !errors.Is(err, ErrInvalid) {
 		t.Errorf("SetTitle of white space: %v; want ErrInvalid", err)
 	}
+	if got, err := c.SetTitle(ctx, s.ID(), "\u001b]0;PWNED\u0007\u001b[2JFix \u202egnp.exe\u200b"); err != nil || got != "Fix gnp.exe" {
+		t.Errorf("SetTitle with escapes = %q, %v; want %q", got, err, "Fix gnp.exe")
+	}
+	if _, err := c.SetTitle(ctx, s.ID(), "\u001b[2J\u202e\u200b"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetTitle of nothing visible: %v; want ErrInvalid", err)
+	}
 	if _, err := c.SetTitle(ctx, "sess_unknown", "t"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTitle of an unknown session: %v; want ErrNotFound", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
@@ -106,11 +107,11 @@ func (s *Session) writeTitle(ctx context.Context, gs gateway.Sampler, model, pro
 }
 
 // cleanTitle makes a title of the model's answer: its first non-empty
-// line, without a "Title:" label, quotes or a final period, white space
-// collapsed, at most store.MaxTitleRunes runes; "" when nothing is left.
+// line, without a "Title:" label, quotes or a final period, escape
+// sequences, control and format characters (textsafe.Line), at most store.MaxTitleRunes runes; "" when nothing is left.
 func cleanTitle(answer string) string {
 	for line := range strings.SplitSeq(answer, "\n") {
-		line = strings.Join(strings.Fields(line), " ")
+		line = textsafe.Line(line, 0)
 		if line == "" {
 			continue
 		}

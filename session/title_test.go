@@ -132,7 +132,11 @@ func TestCleanTitle(t *testing.T) {
 		"\n  **Title:** \"Fix the  login bug.\"\n": "Fix the login bug",
 		"« Déployer le service »":                  "Déployer le service",
 		"   \n\n":                                  "",
-		strings.Repeat("word ", 40):                strings.TrimSpace(strings.Repeat("word ", 16))[:79] + "…",
+		// A model's title reaches the editor's session list and, through
+		// some clients, a terminal's title bar: no escapes, no bidi.
+		"\u001b]0;PWNED\u0007\u001b[2JTitle: Fix \u202egnp.exe\u200b": "Fix gnp.exe",
+		"\u001b[2J\u202e\nThe real title":                             "The real title",
+		strings.Repeat("word ", 40):                                   strings.TrimSpace(strings.Repeat("word ", 16))[:79] + "…",
 	} {
 		if got := cleanTitle(in); got != want {
 			t.Errorf("cleanTitle(%q) = %q, want %q", in, got, want)

@@ -138,8 +138,9 @@ const summary = await app.connectWith(acp.ndJsonStream(tapOut.writable, forSdk),
   must(second.info.title === undefined, `the second turn's session_info_update repeats the title: ${JSON.stringify(second.info)}`);
   must(Date.parse(second.info.updatedAt) > Date.parse(first.info.updatedAt), `updatedAt did not move: ${first.info.updatedAt} then ${second.info.updatedAt}`);
 
-  // session/set_title: normalized, stored, listed.
-  const titled = await ctx.request(acp.methods.agent.session.setTitle, { sessionId: sid, title: "  Lifecycle\n  test " });
+  // session/set_title: normalized (escape sequences, control and format
+  // characters gone), stored, listed.
+  const titled = await ctx.request(acp.methods.agent.session.setTitle, { sessionId: sid, title: "  Lifecycle\u001b]0;PWNED\u0007\u001b[2J\n  test\u202e\u200b " });
   must(titled.title === "Lifecycle test", `session/set_title answered ${JSON.stringify(titled)}`);
   listed = (await list()).find((s) => s.sessionId === sid);
   must(listed?.title === "Lifecycle test", `session/list after set_title: ${JSON.stringify(listed)}`);

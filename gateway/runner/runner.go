@@ -20,6 +20,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
 	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 )
 
 // Defaults of Options.
@@ -609,6 +610,9 @@ func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingC
 			p.ev.Kind = gateway.ToolKindRead
 		}
 	}
+	// The title reaches the editor: a model's or a server's text (a path,
+	// an unknown tool's name) made one visible line.
+	p.ev.Title = textsafe.Line(p.ev.Title, maxToolTitle)
 	switch {
 	case p.tool == nil:
 		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
@@ -752,6 +756,9 @@ func finish(p *pendingCall, emit func(gateway.Event)) {
 	e.Result = p.res
 	emit(gateway.Event{Kind: gateway.EventToolEnd, Call: &e})
 }
+
+// maxToolTitle is the most characters (runes) of a tool call's title.
+const maxToolTitle = 200
 
 func ptr[T any](v T) *T { return &v }
 

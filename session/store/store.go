@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 )
 
 // Record is what is stored about one session. Secret values never are: of
@@ -133,18 +135,14 @@ type SessionTurn struct {
 // first prompt's words (TitleFrom) or the model's.
 const MaxTitleRunes = 80
 
-// TitleFrom returns a session title made from a prompt: its first line, at
-// most MaxTitleRunes characters.
+// TitleFrom returns a session title made from a prompt: its first line
+// with visible text, as textsafe.Line makes it (no escape sequences,
+// control or format characters), at most MaxTitleRunes characters.
 func TitleFrom(content []gateway.Content) string {
-	text := gateway.PromptText(content)
-	for i, r := range text {
-		if r == '\n' {
-			text = text[:i]
-			break
+	for line := range strings.SplitSeq(gateway.PromptText(content), "\n") {
+		if title := textsafe.Line(line, MaxTitleRunes); title != "" {
+			return title
 		}
 	}
-	if r := []rune(text); len(r) > MaxTitleRunes {
-		text = string(r[:MaxTitleRunes-1]) + "…"
-	}
-	return text
+	return ""
 }
