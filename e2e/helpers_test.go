@@ -103,10 +103,17 @@ func (a *agent) newSession(cwd string, servers ...acpsdk.McpServer) string {
 	return string(res.SessionId)
 }
 
+// promptDeadline bounds one prompt turn of a test. The longest turns (the
+// context tests': tens of tool calls and a compaction of 160K tokens, all
+// JSON the race detector slows eightfold) took 70 s with two `make test`
+// runs and more beside them on two cores; a deadline is for a turn that
+// hangs, not a measure.
+const promptDeadline = 3 * time.Minute
+
 // prompt runs one prompt turn and returns its stop reason and updates.
 func (a *agent) prompt(sid, text string) (acpsdk.StopReason, []acpsdk.SessionNotification) {
 	a.t.Helper()
-	ctx, cancel := context.WithTimeout(a.t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(a.t.Context(), promptDeadline)
 	defer cancel()
 	from := len(a.Client.Updates())
 	stop, err := a.Prompt(ctx, sid, text)
