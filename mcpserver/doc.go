@@ -86,4 +86,10 @@
 // waits for the server's goroutines. The server holds no per-connection
 // state: it may be served statelessly (each request on its own session, as
 // go-sdk's StreamableHTTPOptions.Stateless does for 2026-07-28).
+//
+// On stdio ([NewStdioTransport]) every request read is answered, also when
+// stdin ends right after it: the end reaches go-sdk only once the requests
+// read before it have been answered (30 s at most), and a tools/call under
+// way then (an ask_agent turn) is cancelled and answers that the turn was
+// cancelled, as the ACP front end answers a running prompt.
 package mcpserver

@@ -54,6 +54,14 @@ const headBytes = 64 << 10
 // has no request under way with (never sent, answered, or cancelled) is
 // dropped. Each drop is logged (warn).
 //
+// The end of in (the client closed stdin) reaches the SDK only once every
+// request read before it has been answered, so that a client that writes
+// requests and closes stdin at once gets every answer: a tools/call under
+// way (an ask_agent turn) is cancelled first, as if the client had sent
+// notifications/cancelled, and answers that the turn was cancelled; every
+// other request is answered as usual. After 30 s without every answer the
+// end is passed on anyway, and logged (warn).
+//
 // The replies and the SDK's messages are written to out one whole line at
 // a time. log may be nil.
 func NewStdioTransport(in io.Reader, out io.Writer, maxLine int, log *slog.Logger) mcp.Transport {
@@ -67,7 +75,7 @@ func NewStdioTransport(in io.Reader, out io.Writer, maxLine int, log *slog.Logge
 	f := &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w, max: maxLine, log: log}
 	// The re-encoding of a line is no longer than the line, but for the
 	// error response that replaces an invalid response: slack for it.
-	return &stdioTransport{io: &mcp.IOTransport{Reader: io.NopCloser(f), Writer: w, MaxLineLength: maxLine + 1 + 4<<10}, log: log}
+	return &stdioTransport{io: &mcp.IOTransport{Reader: io.NopCloser(f), Writer: w, MaxLineLength: maxLine + 1 + 4<<10}, log: log, drain: eofDrainTimeout}
 }
 
 // lineWriter serializes whole-line writes to w: the SDK writes each

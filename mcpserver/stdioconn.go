@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,10 +13,14 @@ import (
 
 // stdioTransport is the transport NewStdioTransport returns: go-sdk's
 // IOTransport (behind the line filter), whose connection drops the
-// client's responses to requests the server has not under way.
+// client's responses to requests the server has not under way (callsConn)
+// and answers every request read before the end of the input (eofConn).
 type stdioTransport struct {
 	io  *mcp.IOTransport
 	log *slog.Logger
+	// drain bounds the wait for answers at the end of the input
+	// (eofDrainTimeout).
+	drain time.Duration
 }
 
 // Connect implements mcp.Transport.
@@ -24,7 +29,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &callsConn{Connection: c, log: t.log, sent: make(map[jsonrpc.ID]struct{})}, nil
+	calls := &callsConn{Connection: c, log: t.log, sent: make(map[jsonrpc.ID]struct{})}
+	return newEOFConn(calls, t.drain, t.log), nil
 }
 
 // callsConn is an mcp.Connection that passes on a response only if the

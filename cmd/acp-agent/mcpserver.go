@@ -271,7 +271,9 @@ type opsEndpoints struct {
 
 // serveMCPStdio serves srv on in/out (stdin/stdout: the go-sdk's
 // StdioTransport is this IOTransport over os.Stdin and os.Stdout) until the
-// client closes in or ctx is done; either is a normal end.
+// client closes in or ctx is done; either is a normal end. When in ends,
+// the requests read before its end are answered first (a tools/call under
+// way cancelled), as mcpserver.NewStdioTransport says.
 func serveMCPStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, log *slog.Logger) error {
 	log.Info("serving MCP on stdio")
 	err := srv.Run(ctx, mcpserver.NewStdioTransport(in, out, 0, log))
