@@ -151,11 +151,7 @@ func TestNotices_TypeScriptClient(t *testing.T) {
 func TestConfigOptions_TypeScriptClient(t *testing.T) {
 	t.Parallel()
 	fake := fakemodel.NewAnthropic(t, fakemodel.Turn{Thinking: "step by step", Text: "42"})
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": fake.URL, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakeAnthropicConfig(t, fake.URL)
 	run := tsClient{
 		Capabilities: map[string]any{"session": map[string]any{"configOptions": map[string]any{"boolean": map[string]any{}}}},
 		Config:       []map[string]any{{"configId": "thinking", "type": "boolean", "value": true}},
@@ -203,25 +199,14 @@ func TestConfigOptions_TypeScriptClient(t *testing.T) {
 func TestTitles_TypeScriptClient(t *testing.T) {
 	t.Parallel()
 	fake := fakemodel.NewAnthropicWith(t, &fakemodel.Options{Title: "Parser refactoring"}, fakemodel.Turn{Text: "Done."}, fakemodel.Turn{Text: "You're welcome."})
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": fake.URL, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakeAnthropicConfig(t, fake.URL)
 	run := tsClient{
 		Prompts:    []string{"please refactor the parser in parse.go\nit has grown too long", "thanks"},
 		AwaitTitle: "Parser refactoring",
 		Env:        []string{"FAKE_ANTHROPIC_KEY=test-key"},
 		Args:       []string{"--config", cfg},
 	}.run(t)
-	var titles []string
-	for _, u := range run.Updates {
-		if u.Update["sessionUpdate"] == "session_info_update" {
-			if title, ok := u.Update["title"].(string); ok {
-				titles = append(titles, title)
-			}
-		}
-	}
+	titles := run.titles()
 	if len(titles) == 0 || titles[len(titles)-1] != "Parser refactoring" {
 		t.Errorf("session_info_update titles %q, want the model's last", titles)
 	}
@@ -253,25 +238,14 @@ func TestTitles_TypeScriptClient(t *testing.T) {
 func TestTitles_EscapesNeverReachTheEditor(t *testing.T) {
 	t.Parallel()
 	fake := fakemodel.NewAnthropicWith(t, &fakemodel.Options{Title: "\u001b]0;PWNED\u0007\u001b[2J… \u202egnp.exe\u200b"}, fakemodel.Turn{Text: "Done."}, fakemodel.Turn{Text: "You're welcome."})
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": fake.URL, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakeAnthropicConfig(t, fake.URL)
 	run := tsClient{
 		Prompts:    []string{"\u001b]2;PWNED\u0007please \u001b[31mrefactor\u001b[0m \u2066it\u2069\nmore", "thanks"},
 		AwaitTitle: "… gnp.exe",
 		Env:        []string{"FAKE_ANTHROPIC_KEY=test-key"},
 		Args:       []string{"--config", cfg},
 	}.run(t)
-	var titles []string
-	for _, u := range run.Updates {
-		if u.Update["sessionUpdate"] == "session_info_update" {
-			if title, ok := u.Update["title"].(string); ok {
-				titles = append(titles, title)
-			}
-		}
-	}
+	titles := run.titles()
 	if len(titles) < 2 || titles[0] != "please refactor it" || titles[len(titles)-1] != "… gnp.exe" {
 		t.Errorf("session_info_update titles %q, want the first prompt's visible words, then the model's visible title", titles)
 	}
@@ -284,4 +258,30 @@ func TestTitles_EscapesNeverReachTheEditor(t *testing.T) {
 			t.Errorf("a title reached the editor with hidden characters: %q", title)
 		}
 	}
+}
+
+// fakeAnthropicConfig writes a config file whose model is the fake
+// Anthropic API at url (its key in FAKE_ANTHROPIC_KEY), and returns its path.
+func fakeAnthropicConfig(t *testing.T, url string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": url, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// titles are the titles of the run's session_info_update notifications, in
+// order.
+func (r tsClientRun) titles() []string {
+	var titles []string
+	for _, u := range r.Updates {
+		if u.Update["sessionUpdate"] == "session_info_update" {
+			if title, ok := u.Update["title"].(string); ok {
+				titles = append(titles, title)
+			}
+		}
+	}
+	return titles
 }
