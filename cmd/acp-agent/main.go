@@ -48,6 +48,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
@@ -61,6 +62,9 @@ import (
 var version = ""
 
 func main() {
+	// A confined child (sandbox/confine) starts as this binary: it restricts
+	// itself and execs its command here, before anything else runs.
+	confine.Main()
 	// A write to a closed stdout or stderr (the editor went away) must fail
 	// as an error, which ends the connection and with it every session and
 	// server, not kill the agent with SIGPIPE, Go's default for fds 1 and 2.
