@@ -72,7 +72,7 @@ func TestConfine_WritesOnlyInsideTheWriteDirs(t *testing.T) {
 	abi := needLandlock(t, 1)
 	t.Logf("kernel Landlock ABI %d", abi)
 	inside, outside := t.TempDir(), t.TempDir()
-	r := &confine.Rules{Read: []string{"/"}, Write: []string{inside, "/dev/null"}}
+	r := &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{inside, "/dev/null"}}
 	env := []string{"PATH=" + os.Getenv("PATH"), "INSIDE=" + inside, "OUTSIDE=" + outside}
 
 	out, err := runConfined(t, Command(t.Context(), "sh", []string{"-c", `echo x > "$INSIDE/f" && echo ok 2>/dev/null`}, inside, env), r)
@@ -99,7 +99,7 @@ func TestConfine_WritesOnlyInsideTheWriteDirs(t *testing.T) {
 func TestConfine_KeepsTheStartedProcess(t *testing.T) {
 	needLandlock(t, 1)
 	dir := t.TempDir()
-	r := &confine.Rules{Read: []string{"/"}, Write: []string{dir}}
+	r := &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{dir}}
 	cmd := Command(t.Context(), "sh", []string{"-c", `echo $$; grep NoNewPrivs /proc/self/status; env | grep -c ` + confine.RulesEnv + ` || true`}, dir, []string{"PATH=" + os.Getenv("PATH")})
 	out, err := runConfined(t, cmd, r)
 	if err != nil {
@@ -144,7 +144,7 @@ func TestConfine_NetworkFalseRefusesTCPConnect(t *testing.T) {
 	for _, network := range []bool{true, false} {
 		t.Run("network "+strconv.FormatBool(network), func(t *testing.T) {
 			env := []string{dialEnv + "=" + ln.Addr().String()}
-			r := &confine.Rules{Read: []string{"/"}, Network: network}
+			r := &confine.Rules{FS: true, Read: []string{"/"}, Network: network}
 			out, err := runConfined(t, Command(t.Context(), self, nil, t.TempDir(), env), r)
 			var exit *exec.ExitError
 			switch {
@@ -170,7 +170,7 @@ func BenchmarkStart(b *testing.B) {
 		r    *confine.Rules
 	}{
 		{"plain", nil},
-		{"confined", &confine.Rules{Read: []string{"/"}, Write: []string{dir}, Scoped: true}},
+		{"confined", &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{dir}, Scoped: true}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			if tt.r != nil {
@@ -182,5 +182,60 @@ func BenchmarkStart(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestConfine_ScopedCannotSignalOtherChildren checks the scoping of ABI 6:
+// a confined process cannot signal a process outside its Landlock domain,
+// such as another child of the agent, while an unconfined one can.
+func TestConfine_ScopedCannotSignalOtherChildren(t *testing.T) {
+	needLandlock(t, 6)
+	dir := t.TempDir()
+	sleeper := Command(t.Context(), "sleep", []string{"60"}, dir, []string{"PATH=" + os.Getenv("PATH")})
+	other, err := Start(sleeper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Kill()
+	pid := strconv.Itoa(sleeper.Process.Pid)
+	for _, scoped := range []bool{false, true} {
+		r := &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{dir}, Network: true, Scoped: scoped}
+		out, err := runConfined(t, Command(t.Context(), "sh", []string{"-c", "kill -0 " + pid}, dir, []string{"PATH=" + os.Getenv("PATH")}), r)
+		if scoped && (err == nil || !strings.Contains(out, "ermitted")) {
+			t.Errorf("scoped: kill -0 of another child: %v, %q; want EPERM", err, out)
+		}
+		if !scoped && err != nil {
+			t.Errorf("not scoped: kill -0 of another child: %v, %q", err, out)
+		}
+	}
+}
+
+// TestConfine_NarrowedReads checks that a rule set with Read narrowed
+// refuses reading outside it and its system directories.
+func TestConfine_NarrowedReads(t *testing.T) {
+	needLandlock(t, 1)
+	dir, secret := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "key"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := confine.For(confine.WorkspaceWrite, confine.Workspace{Cwd: dir}, confine.Server{Read: []string{dir}}, "/bin/sh")
+	out, err := runConfined(t, Command(t.Context(), "sh", []string{"-c", "cat " + filepath.Join(secret, "key")}, dir, []string{"PATH=" + os.Getenv("PATH")}), &r)
+	if err == nil || strings.Contains(out, "s3cret") || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("read outside the read list: %v, %q; want EACCES", err, out)
+	}
+}
+
+// TestConfine_LauncherFailureNamesTheMode checks what a start the launcher
+// cannot carry out says: the command, the mode and the cause, exit 126.
+func TestConfine_LauncherFailureNamesTheMode(t *testing.T) {
+	needLandlock(t, 1)
+	dir := t.TempDir()
+	cmd := Command(t.Context(), "/bin/true", nil, dir, nil)
+	cmd.Path = filepath.Join(dir, "missing") // resolved, then gone
+	r := &confine.Rules{Mode: confine.WorkspaceWrite, FS: true, Read: []string{"/"}, Write: []string{dir}}
+	out, err := runConfined(t, cmd, r)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 126 || !strings.Contains(out, "confining "+cmd.Args[2]) || !strings.Contains(out, "(workspace-write mode)") {
+		t.Fatalf("%v, %q; want exit 126 naming the command and the mode", err, out)
 	}
 }

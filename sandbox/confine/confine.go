@@ -1,8 +1,11 @@
 // Package confine confines a child process with Landlock before it runs:
-// the mechanism behind the session modes (read-only, workspace-write,
-// full-access) that stdio MCP servers, run_command and the terminal
-// fallback run under (issue 34). It is a spike: [Rules] is what the modes
-// will compile to, [Wrap] and [Main] are the two ends of the launcher.
+// the mechanism behind the session modes ([Mode]: read-only,
+// workspace-write, full-access) that stdio MCP servers, run_command and
+// the editor terminals run_command uses run under (issue 34). [For]
+// compiles a mode, a session's [Workspace] and a server's own [Server]
+// rules into [Rules]; [Wrap] and [Launch] start a command under them
+// through the launcher, [Main]; [Supported] says what this kernel
+// enforces.
 //
 // # Design: the agent re-executes itself as a launcher
 //
@@ -11,16 +14,16 @@
 // lifted. So the child must restrict itself between fork and exec. Go's
 // os/exec runs no code of ours there (SysProcAttr.UseLandlock arrives with
 // Go 1.28; this module builds with 1.26), so [Wrap] rewrites the command
-// to run /proc/self/exe, the agent's own binary, under the argv[0] marker
-// [Arg0], with the rules in the environment variable [RulesEnv] and the
-// real command after them. That process is the child sandbox.Start forked:
-// the same pid, process group, parent-death signal (set by the fork on the
-// spawner's long-lived thread, and kept across exec), cgroup and cgroup
-// namespace. [Main], called first thing in the agent's main (and in the
-// sandbox test binary's TestMain), sees the marker, builds a ruleset with
+// to run /proc/self/exe, the agent's own binary, as "confine PATH ARGV...",
+// with the rules in the environment variable [RulesEnv]. That process is
+// the child sandbox.Start forked: the same pid, process group,
+// parent-death signal (set by the fork on the spawner's long-lived thread,
+// and kept across exec), cgroup and cgroup namespace. [Main], called first
+// thing in the agent's main (and in TestMain of test binaries that start
+// confined processes), sees the subcommand, builds a ruleset with
 // go-landlock's Config.NewRulesetFD, sets no_new_privs and restricts its
 // own OS thread (locked, never unlocked), then execve's the real command
-// with the marker variable removed: execve ends every other thread, so the
+// with the rules variable removed: execve ends every other thread, so the
 // program runs with the restricted thread's domain alone, and no libpsx
 // all-threads call is needed.
 //
@@ -35,53 +38,72 @@
 // one's rules.
 //
 // The price is one more execve of the agent's binary and its Go runtime
-// start per confined process: see BenchmarkStart in package sandbox.
+// start per confined process: BenchmarkStart in package sandbox measures
+// it (make bench).
+//
+// Rules are applied with go-landlock's best effort: a kernel with an
+// older ABI enforces what it knows, and [Support.Gaps] names the rest.
 package confine
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"slices"
+	"strings"
 )
 
-// Arg0 is the launcher's argv[0]: with [RulesEnv] set, it tells [Main] that
-// the process is a launcher, before any flag is parsed.
-const Arg0 = "acp-agent-confine"
+// Subcommand is the launcher's first argument: a process started as
+// "<agent binary> confine PATH ARGV0 ARGS..." with [RulesEnv] set is a
+// launcher ([Main]), whatever its argv[0] (an editor's terminal cannot set
+// one).
+const Subcommand = "confine"
 
 // RulesEnv is the environment variable that carries the launcher's [Rules],
 // as JSON. The launcher removes it before it execs the real command.
 const RulesEnv = "ACP_AGENT_CONFINE"
 
-// Rules is what a confined process may do. Its zero value allows reading
-// and writing nothing, and no TCP bind or connect; a process with it
-// cannot even exec its command.
+// Rules is what a confined process may do ([For] builds them from a mode).
+// Its zero value refuses every filesystem access once FS is set.
 type Rules struct {
+	// Mode is the session mode the rules come from, named in the launcher's
+	// errors.
+	Mode Mode `json:"mode,omitempty"`
+	// FS applies the filesystem rules: reading and writing only Read and
+	// Write. False leaves the filesystem alone.
+	FS bool `json:"fs,omitempty"`
 	// Read lists the directories (and files) readable and executable
 	// beneath them. Missing paths are skipped.
 	Read []string `json:"read,omitempty"`
 	// Write lists the directories (and files) readable, writable and
-	// executable beneath them. A missing path fails the start.
+	// executable beneath them, where files may be moved between them.
+	// Missing paths are skipped.
 	Write []string `json:"write,omitempty"`
+	// Devices lets the process write the sinks (/dev/null, /dev/zero,
+	// /dev/full) and use its terminal (/dev/tty, /dev/pts), ioctl included.
+	Devices bool `json:"devices,omitempty"`
 	// Network allows TCP (and, ABI 10+, UDP) bind and connect; false
 	// refuses them all (Landlock ABI 4+; unenforced on older kernels).
 	Network bool `json:"network"`
 	// Scoped refuses signals to, and abstract Unix socket connections to,
 	// processes outside the confined one's Landlock domain (ABI 6+): the
 	// agent and its other children.
-	Scoped bool `json:"scoped"`
+	Scoped bool `json:"scoped,omitempty"`
 }
 
 // ErrUnsupported is returned by [Wrap] where Landlock does not exist
 // (outside Linux).
 var ErrUnsupported = errors.New("confine: Landlock is Linux only")
 
-// Wrap rewrites cmd, not started yet, to start through the launcher:
-// /proc/self/exe with argv [Arg0, path, argv...] and [RulesEnv] added to
-// its environment. cmd.Path must already be resolved (exec.Command does
-// that; a lookup error stays in cmd.Err for Start to return). Call it
-// before sandbox.Start; the launcher only exists in a binary whose main
-// calls [Main] first.
+// Wrap rewrites cmd, not started yet, to start through the launcher: the
+// agent's running binary (/proc/self/exe) with argv [Subcommand, path,
+// argv...] and
+// [RulesEnv] added to its environment. cmd.Path must already be resolved
+// (exec.Command does that; a lookup error stays in cmd.Err for Start to
+// return). Call it before sandbox.Start; the launcher only exists in a
+// binary whose main calls [Main] first.
 func Wrap(cmd *exec.Cmd, r Rules) error {
 	if !supported {
 		return ErrUnsupported
@@ -89,16 +111,45 @@ func Wrap(cmd *exec.Cmd, r Rules) error {
 	if cmd.Process != nil {
 		return errors.New("confine: command already started")
 	}
-	spec, err := json.Marshal(r)
+	args, env, err := launchArgs(r, cmd.Path, cmd.Args)
 	if err != nil {
 		return err
 	}
-	args := append([]string{Arg0, cmd.Path}, cmd.Args...)
+	// The running binary, even if its file was replaced or removed since.
 	cmd.Path = "/proc/self/exe"
-	cmd.Args = args
-	env := slices.DeleteFunc(slices.Clone(cmd.Env), func(kv string) bool {
-		return len(kv) > len(RulesEnv) && kv[:len(RulesEnv)+1] == RulesEnv+"="
+	cmd.Args = append([]string{cmd.Path}, args...)
+	kept := slices.DeleteFunc(slices.Clone(cmd.Env), func(kv string) bool {
+		return strings.HasPrefix(kv, RulesEnv+"=")
 	})
-	cmd.Env = append(env, RulesEnv+"="+string(spec))
+	cmd.Env = append(kept, env)
 	return nil
+}
+
+// Launch returns the program, its arguments (argv[1:]) and the one
+// environment variable ("NAME=value") that run path with argv under r
+// through the launcher, for a process the agent does not fork itself: an
+// editor's terminal (ACP terminal/create) on the agent's machine.
+func Launch(r Rules, path string, argv []string) (prog string, args []string, env string, err error) {
+	if !supported {
+		return "", nil, "", ErrUnsupported
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, "", fmt.Errorf("confine: finding the agent's binary: %w", err)
+	}
+	args, env, err = launchArgs(r, path, argv)
+	return self, args, env, err
+}
+
+// launchArgs returns the launcher's arguments after argv[0] and its rules
+// variable.
+func launchArgs(r Rules, path string, argv []string) ([]string, string, error) {
+	spec, err := json.Marshal(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(argv) == 0 {
+		argv = []string{path}
+	}
+	return append([]string{Subcommand, path}, argv...), RulesEnv + "=" + string(spec), nil
 }

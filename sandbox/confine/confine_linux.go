@@ -30,30 +30,38 @@ func ABI() int {
 	return v
 }
 
-// Main runs the launcher and never returns when the process is one (argv[0]
-// is [Arg0] and [RulesEnv] is set); otherwise it returns at once. Call it
-// first in main, and in TestMain of a package whose tests start confined
-// processes.
+// Main runs the launcher and never returns when the process is one
+// (argv[1] is [Subcommand] and [RulesEnv] is set); otherwise it returns at
+// once. Call it first in main, and in TestMain of a package whose tests
+// start confined processes. A launcher that cannot confine or exec its
+// command says why on stderr, naming the mode, and exits 126 (as a shell's
+// "cannot execute").
 func Main() {
-	if len(os.Args) < 3 || os.Args[0] != Arg0 {
+	if len(os.Args) < 4 || os.Args[1] != Subcommand {
 		return
 	}
 	spec, ok := os.LookupEnv(RulesEnv)
 	if !ok {
 		return
 	}
-	err := launch(spec, os.Args[1], os.Args[2:])
-	fmt.Fprintf(os.Stderr, "acp-agent: confining %s: %v\n", os.Args[1], err)
+	var r Rules
+	err := json.Unmarshal([]byte(spec), &r)
+	if err == nil {
+		err = launch(r, os.Args[2], os.Args[3:])
+	} else {
+		err = fmt.Errorf("reading the rules in %s: %w", RulesEnv, err)
+	}
+	mode := ""
+	if r.Mode != "" {
+		mode = " (" + string(r.Mode) + " mode)"
+	}
+	fmt.Fprintf(os.Stderr, "acp-agent: confining %s%s: %v\n", os.Args[2], mode, err)
 	os.Exit(launchFailed)
 }
 
-// launch restricts the calling thread by spec and execs path with argv and
+// launch restricts the calling thread by r and execs path with argv and
 // the environment less RulesEnv. It returns only on failure.
-func launch(spec, path string, argv []string) error {
-	var r Rules
-	if err := json.Unmarshal([]byte(spec), &r); err != nil {
-		return fmt.Errorf("reading the rules: %w", err)
-	}
+func launch(r Rules, path string, argv []string) error {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, RulesEnv+"=")
 	})
@@ -81,6 +89,9 @@ func launch(spec, path string, argv []string) error {
 // (ABI 7+ audit), as they would not be by default.
 func config(r Rules) landlock.Config {
 	c := landlock.V11
+	if !r.FS {
+		c.HandledAccessFS = 0
+	}
 	if r.Network {
 		c.HandledAccessNet = 0
 	}
@@ -91,8 +102,14 @@ func config(r Rules) landlock.Config {
 }
 
 // rules returns r's filesystem rules: a directory's rights apply beneath
-// it; a file (such as /dev/null) gets the rights that apply to files.
+// it; a file gets the rights that apply to files. Missing paths are
+// skipped. Writable directories may have files moved between them
+// (refer, ABI 2+) and their pathname Unix sockets connected (ABI 9+);
+// read-only ones neither.
 func rules(r Rules) []landlock.Rule {
+	if !r.FS {
+		return nil
+	}
 	var out []landlock.Rule
 	readDirs, readFiles := split(r.Read)
 	writeDirs, writeFiles := split(r.Write)
@@ -103,16 +120,23 @@ func rules(r Rules) []landlock.Rule {
 		out = append(out, landlock.ROFiles(readFiles...).IgnoreIfMissing())
 	}
 	if len(writeDirs) > 0 {
-		out = append(out, landlock.RWDirs(writeDirs...))
+		out = append(out, landlock.RWDirs(writeDirs...).WithRefer().WithResolveUnix().IgnoreIfMissing())
 	}
 	if len(writeFiles) > 0 {
-		out = append(out, landlock.RWFiles(writeFiles...))
+		out = append(out, landlock.RWFiles(writeFiles...).IgnoreIfMissing())
+	}
+	if r.Devices {
+		devDirs, devFiles := split(devices)
+		out = append(out, landlock.RWFiles(devFiles...).WithIoctlDev().IgnoreIfMissing())
+		if len(devDirs) > 0 {
+			out = append(out, landlock.RWDirs(devDirs...).WithIoctlDev().IgnoreIfMissing())
+		}
 	}
 	return out
 }
 
 // split parts paths into directories and the rest; a path that cannot be
-// read counts as a directory, for go-landlock to skip or report.
+// read counts as a directory, for go-landlock to skip.
 func split(paths []string) (dirs, files []string) {
 	for _, p := range paths {
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
