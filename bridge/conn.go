@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 )
 
 // conn is the connection state machine of one server: its State, the MCP
@@ -35,8 +36,8 @@ type conn struct {
 	watchers sync.WaitGroup
 
 	// mu guards state, err, retryAt, backoff, cs, info, closing,
-	// signInURL, deadline, detach, cmd, proc, procCancel, stderr and
-	// stdout. It is never held across I/O.
+	// signInURL, deadline, detach, cmd, proc, procCancel, stderr,
+	// stdout and mode. It is never held across I/O.
 	mu        sync.Mutex
 	state     State
 	err       error               // why the server failed or was lost; nil when connected
@@ -54,6 +55,7 @@ type conn struct {
 	procCancel context.CancelFunc // kills the stdio child's process group, ends the HTTP streams or the in-process session
 	stderr     *tailWriter        // last lines of a stdio child's stderr, for failure reasons
 	stdout     *stdoutWatch       // the start of a stdio child's stdout, for failure reasons
+	mode       confine.Mode       // the session mode the stdio child started under, or ""
 }
 
 // session returns the live client session, or an error saying why there is

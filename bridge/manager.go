@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 )
 
 // ProtocolVersion is the MCP protocol version the bridge asks for: 2026-07-28,
@@ -76,6 +77,9 @@ type Options struct {
 	// would run on the gateway host, with a *StdioRefusedError unless its
 	// operator allows the command. Nil allows every stdio server.
 	StdioPolicy func(spec ServerSpec) error
+	// Confine confines the stdio servers by the session's mode. Nil
+	// confines nothing.
+	Confine *Confine
 	// URLs decides which http and sse servers may be reached, on every
 	// connection. Nil means the default policy.
 	URLs *sandbox.URLPolicy
@@ -172,6 +176,10 @@ type ServerStatus struct {
 	// is StateSignIn, or a connected server signs in again), the URL where
 	// the user does; else empty.
 	SignInURL string
+	// Mode is the session mode a stdio server's process started under
+	// (the current one keeps it until the server is started again); ""
+	// for other transports and before a start.
+	Mode confine.Mode
 	// Idle says that a lazy in-process server (ServerSpec.ToolsKey, State
 	// StateConnected) holds no connection now: the next call of one of its
 	// tools connects it.

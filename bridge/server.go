@@ -358,7 +358,13 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	if stdio && st.proc != nil {
 		st.proc.Kill() // the group and every descendant; then cmd.ProcessState is set
 	}
-	return nil, sandbox.RedactError(s.describeDialError(err, dl.timedOut(), cmd, killed))
+	err = s.describeDialError(err, dl.timedOut(), cmd, killed)
+	if stdio {
+		if note := s.deniedNote(err.Error()); note != "" {
+			err = fmt.Errorf("%w. %s", err, note)
+		}
+	}
+	return nil, sandbox.RedactError(err)
 }
 
 // transport returns the transport of the server: Options.Dial's, a stdio
@@ -406,9 +412,19 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 		dir = s.opts.StdioDir
 	}
 	cmd, stderr := stdioCommand(procCtx, s.spec, dir, s.opts.Env, s.log)
+	ws := s.opts.Confine.workspace()
+	if s.opts.StdioDir != "" { // the session's directories are on its client's machine
+		ws.Cwd, ws.Dirs = dir, nil
+	}
+	mode, err := s.opts.Confine.Apply(cmd, ws, s.spec.Sandbox)
+	if err != nil {
+		procCancel()
+		return nil, nil, nil, err // no process: the server fails with the reason
+	}
 	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}}
 	s.conn.mu.Lock()
 	s.conn.cmd, s.conn.proc, s.conn.procCancel, s.conn.stderr, s.conn.stdout = cmd, nil, procCancel, stderr, st.out
+	s.conn.mode = mode
 	s.conn.mu.Unlock()
 	st.started = func(p *sandbox.Process) {
 		s.conn.mu.Lock()
@@ -835,6 +851,7 @@ func (s *server) status(bridged int) ServerStatus {
 		st.RetryAt = s.conn.retryAt
 	}
 	st.SignInURL = s.conn.signInURL
+	st.Mode = s.conn.mode
 	st.Idle = s.lazy() && s.conn.state == StateConnected && s.conn.cs == nil
 	if s.conn.info != nil {
 		st.ServerName, st.ServerVersion = s.conn.info.Name, s.conn.info.Version

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -54,6 +55,9 @@ type ServerSpec struct {
 	Command string
 	Args    []string
 	Env     []sandbox.EnvVar
+	// Sandbox is a stdio server's own confinement rules (config
+	// servers.<name>.sandbox), applied within the session's mode.
+	Sandbox confine.Server
 	// URL and Headers reach an http or sse server; the headers are sent on
 	// every request.
 	URL     string

@@ -48,7 +48,7 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			if err != nil {
 				return gateway.Result{}, fmt.Errorf("MCP server %q, tool %q: %w", s.spec.Name, toolName, err)
 			}
-			return res, nil
+			return s.withDeniedNote(res), nil
 		},
 	}
 }

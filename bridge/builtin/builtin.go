@@ -164,6 +164,10 @@ type Options struct {
 	// a process builds its built-in servers all with EditorOnly or all
 	// without.
 	EditorOnly bool
+	// Confine confines run_command by the session's mode: its local child,
+	// and its editor terminal unless EditorOnly (the agent is then not on
+	// the terminal's machine). Nil confines nothing.
+	Confine *bridge.Confine
 }
 
 // New returns the built-in server of one session. Each call returns a new

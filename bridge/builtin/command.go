@@ -17,6 +17,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 )
 
 // Limits of run_command.
@@ -64,6 +65,8 @@ type RunCommandOutput struct {
 	Truncated bool   `json:"truncated,omitempty"`
 	// TerminalID is the editor terminal the command ran in, if any.
 	TerminalID string `json:"terminalId,omitempty"`
+	// mode is the session mode the command ran under.
+	mode confine.Mode
 }
 
 // addRunCommand adds run_command to s.
@@ -127,7 +130,13 @@ func (t *tools) runCommand(ctx context.Context, req *mcp.CallToolRequest, in Run
 	if err != nil {
 		return nil, RunCommandOutput{}, err
 	}
-	res := text(commandText(out, timeout))
+	body := commandText(out, timeout)
+	if out.ExitCode != nil && *out.ExitCode != 0 || out.Signal != "" {
+		if note := bridge.DeniedNote(out.mode, "", confine.Server{}, out.Output); note != "" {
+			body += "\n\n" + note
+		}
+	}
+	res := text(body)
 	res.IsError = out.TimedOut || out.Cancelled
 	if out.TerminalID != "" {
 		res.Meta = mcp.Meta{bridge.MetaShow: gateway.Show{Terminals: []string{out.TerminalID}}}
@@ -179,13 +188,20 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // terminal/release. An error means the terminal could not be created or
 // waited for.
 func (t *tools) runInTerminal(ctx context.Context, req *mcp.CallToolRequest, command string, timeout time.Duration) (RunCommandOutput, error) {
-	term, err := t.editor.CreateTerminal(ctx, editor.TerminalRequest{
-		Command: Shell, Args: []string{"-c", command}, Cwd: t.root, OutputByteLimit: MaxCommandOutput,
-	})
+	tr := editor.TerminalRequest{Command: Shell, Args: []string{"-c", command}, Cwd: t.root, OutputByteLimit: MaxCommandOutput}
+	var mode confine.Mode
+	if !t.editorOnly { // the terminal runs on the agent's machine: confine it as a local child
+		var err error
+		tr.Command, tr.Args, tr.Env, mode, err = t.confine.Terminal(t.workspace(), Shell, []string{Shell, "-c", command})
+		if err != nil {
+			return RunCommandOutput{}, err
+		}
+	}
+	term, err := t.editor.CreateTerminal(ctx, tr)
 	if err != nil {
 		return RunCommandOutput{}, fmt.Errorf("running the command in the editor's terminal: %w", err)
 	}
-	out := RunCommandOutput{TerminalID: term.ID()}
+	out := RunCommandOutput{TerminalID: term.ID(), mode: mode}
 	defer func() {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
@@ -252,6 +268,10 @@ func notifyShow(ctx context.Context, req *mcp.CallToolRequest, sh gateway.Show, 
 func (t *tools) runLocal(ctx context.Context, command string, timeout time.Duration) (RunCommandOutput, error) {
 	env, _ := (&sandbox.EnvPolicy{}).ChildEnv(nil)
 	cmd := sandbox.Command(context.WithoutCancel(ctx), Shell, []string{"-c", command}, t.root, env)
+	mode, err := t.confine.Apply(cmd, t.workspace(), confine.Server{})
+	if err != nil {
+		return RunCommandOutput{}, err
+	}
 	buf := &tailBuffer{max: MaxCommandOutput}
 	cmd.Stdout, cmd.Stderr = buf, buf // one pipe: the streams stay interleaved
 	p, err := sandbox.Start(cmd)
@@ -260,7 +280,7 @@ func (t *tools) runLocal(ctx context.Context, command string, timeout time.Durat
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var out RunCommandOutput
+	out := RunCommandOutput{mode: mode}
 	select {
 	case <-p.Done():
 	case <-timer.C:
@@ -276,6 +296,15 @@ func (t *tools) runLocal(ctx context.Context, command string, timeout time.Durat
 	out.Truncated = total > int64(len(s))
 	out.Output = cleanText(s, out.Truncated)
 	return out, nil
+}
+
+// workspace returns the session's workspace for run_command: the
+// confinement's, or the tools' directories without one.
+func (t *tools) workspace() confine.Workspace {
+	if t.confine != nil && t.confine.Workspace.Cwd != "" {
+		return t.confine.Workspace
+	}
+	return confine.Workspace{Cwd: t.root, Dirs: t.dirs}
 }
 
 // exitStatus is how a local command ended: its exit code, or the name of the

@@ -8,23 +8,25 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
 )
 
 // tools holds the session directories the tools are confined to, opened
 // as roots, and the session's editor.
 type tools struct {
-	root       string        // the session cwd, absolute
-	dirs       []string      // additional directories, absolute and clean
-	fs         *rootSet      // root, then dirs, opened: every local file operation goes through them; nil when editorOnly
-	editor     editor.Editor // nil: local only (nothing at all when editorOnly)
-	editorOnly bool          // Options.EditorOnly: nothing local, only the editor's methods
+	root       string          // the session cwd, absolute
+	dirs       []string        // additional directories, absolute and clean
+	fs         *rootSet        // root, then dirs, opened: every local file operation goes through them; nil when editorOnly
+	editor     editor.Editor   // nil: local only (nothing at all when editorOnly)
+	editorOnly bool            // Options.EditorOnly: nothing local, only the editor's methods
+	confine    *bridge.Confine // Options.Confine: run_command's confinement, or nil
 }
 
 // newTools returns the tools of opts, their directories opened as roots
 // unless opts.EditorOnly; the caller closes t.fs.
 func newTools(opts Options) *tools {
-	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor, editorOnly: opts.EditorOnly}
+	t := &tools{root: filepath.Clean(opts.Root), editor: opts.Editor, editorOnly: opts.EditorOnly, confine: opts.Confine}
 	for _, d := range opts.Dirs {
 		if filepath.IsAbs(d) {
 			t.dirs = append(t.dirs, filepath.Clean(d))
