@@ -38,6 +38,9 @@
 // notifications/cancelled", and a cancelled slow call appends "cancelled slow". stdout carries MCP
 // frames only; diagnostics go to stderr.
 //
+// If FIXTURE_SANDBOX_TOOLS is set, it also offers write_path, read_path
+// and dial: a server that ignores its roots, for the session modes' tests.
+//
 // If FIXTURE_READY_FILE names a file, the fixture appends one line to it,
 // in a single O_APPEND write, just before it starts serving (stdio, -http,
 // -stubborn):
@@ -175,6 +178,9 @@ func newServer() *mcp.Server {
 		srv.AddReceivingMiddleware(demoOnly)
 	}
 	addTools(srv)
+	if os.Getenv("FIXTURE_SANDBOX_TOOLS") != "" {
+		addSandboxTools(srv)
+	}
 	return srv
 }
 
