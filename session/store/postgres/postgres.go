@@ -28,7 +28,7 @@ import (
 // migration never changes. Version 1 is SQLite's schema version 4 (times
 // in Unix milliseconds, messages and servers as JSON text) plus a turn
 // count (the seq of the last turn) and the lease table; version 2 adds
-// what SQLite's version 5 adds.
+// what SQLite's version 5 adds, version 3 what SQLite's version 6 adds.
 var pgMigrations = [...]string{
 	// 1: sessions, their turns, and the fencing tokens of their leases.
 	`CREATE TABLE sessions (
@@ -72,6 +72,8 @@ var pgMigrations = [...]string{
 		ADD COLUMN usage_requests BIGINT NOT NULL DEFAULT 0,
 		ADD COLUMN usage_cost DOUBLE PRECISION NOT NULL DEFAULT 0,
 		ADD COLUMN usage_unpriced BIGINT NOT NULL DEFAULT 0;`,
+	// 3: the mode each session is in ('' = the configuration's default).
+	`ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the PostgreSQL schema version this build writes

@@ -98,6 +98,27 @@ func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 	storetest.CheckUsageAfterUpgrade(t, st)
 }
 
+// A database of schema version 2 (before modes were kept) opens at the
+// current version with every session's mode "".
+func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
+	url := pgtest.Start(t)
+	old, err := open(t.Context(), url, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`)
+	st := openPG(t, url)
+	var v int
+	var mode string
+	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
+	}
+	if err := st.pool.QueryRow(t.Context(), `SELECT mode FROM sessions WHERE id = 'sess_old'`).Scan(&mode); err != nil || mode != "" {
+		t.Fatalf("the old session's mode %q, %v; want \"\"", mode, err)
+	}
+}
+
 func TestPostgres_RefusesNewerSchema(t *testing.T) {
 	url := pgtest.Start(t)
 	openPG(t, url).Close()

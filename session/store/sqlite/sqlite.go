@@ -70,6 +70,8 @@ var migrations = [...]string{
 	ALTER TABLE sessions ADD COLUMN usage_requests INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE sessions ADD COLUMN usage_cost REAL NOT NULL DEFAULT 0;
 	ALTER TABLE sessions ADD COLUMN usage_unpriced INTEGER NOT NULL DEFAULT 0;`,
+	// 6: the mode each session is in ('' = the configuration's default).
+	`ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes (the database's

@@ -82,6 +82,23 @@ func TestSQLite_MigratesSchemaVersion4(t *testing.T) {
 	storetest.CheckUsageAfterUpgrade(t, st)
 }
 
+// A store of schema version 5 (before modes were kept) opens at the
+// current version with every session's mode "".
+func TestSQLite_MigratesSchemaVersion5(t *testing.T) {
+	st, err := Open(t.Context(), oldStore(t, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var v int
+	var mode string
+	st.db.QueryRow("PRAGMA user_version").Scan(&v)
+	err = st.db.QueryRow(`SELECT mode FROM sessions WHERE id = 'sess_old'`).Scan(&mode)
+	if v != SchemaVersion || err != nil || mode != "" {
+		t.Fatalf("version %d, the old session's mode %q, %v; want %d and \"\"", v, mode, err, SchemaVersion)
+	}
+}
+
 func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
 	dir := t.TempDir()
 	newer := filepath.Join(dir, "newer.db")
