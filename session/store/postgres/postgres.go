@@ -268,9 +268,9 @@ func (s *Store) Create(ctx context.Context, r store.Record) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+rows.UsageColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
+	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, tenant, `+rows.UsageColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return s.wrap(err)
 }
 
@@ -307,6 +307,11 @@ func (s *Store) SetServers(ctx context.Context, id string, servers []store.Serve
 // SetModel implements store.Store.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
 	return s.update(ctx, id, `UPDATE sessions SET model = $1 WHERE id = $2`, model, id)
+}
+
+// SetMode implements store.Store.
+func (s *Store) SetMode(ctx context.Context, id, mode string) error {
+	return s.update(ctx, id, `UPDATE sessions SET mode = $1 WHERE id = $2`, mode, id)
 }
 
 // SetTitle implements store.Store.

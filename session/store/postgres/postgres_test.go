@@ -99,7 +99,7 @@ func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 }
 
 // A database of schema version 2 (before modes were kept) opens at the
-// current version with every session's mode "".
+// current version with every session's mode "", and keeps modes set after.
 func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
 	url := pgtest.Start(t)
 	old, err := open(t.Context(), url, nil, 2)
@@ -117,6 +117,7 @@ func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
 	if err := st.pool.QueryRow(t.Context(), `SELECT mode FROM sessions WHERE id = 'sess_old'`).Scan(&mode); err != nil || mode != "" {
 		t.Fatalf("the old session's mode %q, %v; want \"\"", mode, err)
 	}
+	storetest.CheckModeAfterUpgrade(t, st)
 }
 
 func TestPostgres_RefusesNewerSchema(t *testing.T) {

@@ -83,7 +83,7 @@ func TestSQLite_MigratesSchemaVersion4(t *testing.T) {
 }
 
 // A store of schema version 5 (before modes were kept) opens at the
-// current version with every session's mode "".
+// current version with every session's mode "", and keeps modes set after.
 func TestSQLite_MigratesSchemaVersion5(t *testing.T) {
 	st, err := Open(t.Context(), oldStore(t, 5))
 	if err != nil {
@@ -97,6 +97,7 @@ func TestSQLite_MigratesSchemaVersion5(t *testing.T) {
 	if v != SchemaVersion || err != nil || mode != "" {
 		t.Fatalf("version %d, the old session's mode %q, %v; want %d and \"\"", v, mode, err, SchemaVersion)
 	}
+	storetest.CheckModeAfterUpgrade(t, st)
 }
 
 func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
