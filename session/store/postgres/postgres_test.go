@@ -61,10 +61,13 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 	if err := a.Create(t.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.SetMode(t.Context(), "s", "read-only"); err != nil {
+		t.Fatal(err)
+	}
 	a.Close()
 	b := openPG(t, url) // an up-to-date database opens as it is
-	if _, err := b.Get(t.Context(), "s"); err != nil {
-		t.Errorf("after reopening: %v", err)
+	if r, err := b.Get(t.Context(), "s"); err != nil || r.Mode != "read-only" {
+		t.Errorf("after reopening: mode %q, %v; want read-only", r.Mode, err)
 	}
 	var rows int
 	b.pool.QueryRow(t.Context(), `SELECT count(*) FROM acp_schema_version`).Scan(&rows)

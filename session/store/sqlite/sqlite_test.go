@@ -100,6 +100,35 @@ func TestSQLite_MigratesSchemaVersion5(t *testing.T) {
 	storetest.CheckModeAfterUpgrade(t, st)
 }
 
+// A session's mode and model are in the file: a store opened on it again
+// reads them.
+func TestSQLite_ModeAndModelSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.Create(t.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetMode(t.Context(), "s", "full-access"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetModel(t.Context(), "s", "openai:x"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	again, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if r, err := again.Get(t.Context(), "s"); err != nil || r.Mode != "full-access" || r.Model != "openai:x" {
+		t.Errorf("after reopening: mode %q, model %q, %v; want full-access and openai:x", r.Mode, r.Model, err)
+	}
+}
+
 func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
 	dir := t.TempDir()
 	newer := filepath.Join(dir, "newer.db")
