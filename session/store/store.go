@@ -30,6 +30,10 @@ type Record struct {
 	// config option); empty for a session stored before models were kept,
 	// which means the default model.
 	Model string
+	// Mode is the session's mode as last set (SetMode): "read-only",
+	// "workspace-write" or "full-access", kept as given; "" when never
+	// set: the configuration's default applies.
+	Mode string
 	// Tenant owns the session on a shared gateway (the tenant of the
 	// token that created it); "" is the single owner of a local store.
 	Tenant string
@@ -87,6 +91,10 @@ type Store interface {
 	SetServers(ctx context.Context, id string, servers []Server) error
 	// SetModel records the ID of the model the session uses, or ErrNotFound.
 	SetModel(ctx context.Context, id, model string) error
+	// SetMode records the session's mode (Record.Mode), or ErrNotFound.
+	// The store keeps mode as given, without checking it; "" goes back
+	// to the configuration's default. The updated time is left as it is.
+	SetMode(ctx context.Context, id, mode string) error
 	// SetTitle sets the session's title (a client's session/set_title),
 	// or ErrNotFound. The updated time is left as it is. A title set
 	// before the first turn is kept by AppendTurn; "" lets the next turn

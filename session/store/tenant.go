@@ -126,6 +126,13 @@ func (v *tenantView) SetModel(ctx context.Context, id, model string) error {
 	return v.shown(v.st.SetModel(ctx, id, model))
 }
 
+func (v *tenantView) SetMode(ctx context.Context, id, mode string) error {
+	if err := v.own(ctx, id); err != nil {
+		return err
+	}
+	return v.shown(v.st.SetMode(ctx, id, mode))
+}
+
 func (v *tenantView) SetTitle(ctx context.Context, id, title string) error {
 	if err := v.own(ctx, id); err != nil {
 		return err

@@ -34,12 +34,22 @@ func TestForTenant_AnotherTenantsSessionIsUnknown(t *testing.T) {
 		"AppendTurn": func() error { return bob.AppendTurn(ctx, "sess_a", turn) },
 		"SetTitle":   func() error { return bob.SetTitle(ctx, "sess_a", "mine") },
 		"SetModel":   func() error { return bob.SetModel(ctx, "sess_a", "m") },
+		"SetMode":    func() error { return bob.SetMode(ctx, "sess_a", "full-access") },
 		"SetServers": func() error { return bob.SetServers(ctx, "sess_a", nil) },
 		"Delete":     func() error { return bob.Delete(ctx, "sess_a") },
 	} {
 		if err := f(); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("bob's %s of alice's session: %v, want ErrNotFound", name, err)
 		}
+	}
+	if rec, err := shared.Get(ctx, "sess_a"); err != nil || rec.Mode != "" || rec.Model != "" || rec.Title != "hi" {
+		t.Errorf("after bob's writes the record is %+v (%v), want it as alice left it", rec, err)
+	}
+	if err := alice.SetMode(ctx, "sess_a", "read-only"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := alice.Get(ctx, "sess_a"); err != nil || rec.Mode != "read-only" {
+		t.Errorf("alice's SetMode, then Get: mode %q (%v), want read-only", rec.Mode, err)
 	}
 	if recs, _, err := bob.List(ctx, store.ListOptions{Tenant: "alice"}); err != nil || len(recs) != 0 {
 		t.Errorf("bob's List (asking for alice's) = %d records (%v), want none", len(recs), err)

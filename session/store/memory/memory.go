@@ -80,6 +80,11 @@ func (m *Store) SetModel(_ context.Context, id, model string) error {
 	return m.update(id, func(r *store.Record) { r.Model = model })
 }
 
+// SetMode implements store.Store.
+func (m *Store) SetMode(_ context.Context, id, mode string) error {
+	return m.update(id, func(r *store.Record) { r.Mode = mode })
+}
+
 // SetTitle implements store.Store.
 func (m *Store) SetTitle(_ context.Context, id, title string) error {
 	return m.update(id, func(r *store.Record) { r.Title = title })

@@ -61,10 +61,13 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 	if err := a.Create(t.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.SetMode(t.Context(), "s", "read-only"); err != nil {
+		t.Fatal(err)
+	}
 	a.Close()
 	b := openPG(t, url) // an up-to-date database opens as it is
-	if _, err := b.Get(t.Context(), "s"); err != nil {
-		t.Errorf("after reopening: %v", err)
+	if r, err := b.Get(t.Context(), "s"); err != nil || r.Mode != "read-only" {
+		t.Errorf("after reopening: mode %q, %v; want read-only", r.Mode, err)
 	}
 	var rows int
 	b.pool.QueryRow(t.Context(), `SELECT count(*) FROM acp_schema_version`).Scan(&rows)
@@ -96,6 +99,28 @@ func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 		t.Fatalf("turns %+v, %v", turns, err)
 	}
 	storetest.CheckUsageAfterUpgrade(t, st)
+}
+
+// A database of schema version 2 (before modes were kept) opens at the
+// current version with every session's mode "", and keeps modes set after.
+func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
+	url := pgtest.Start(t)
+	old, err := open(t.Context(), url, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`)
+	st := openPG(t, url)
+	var v int
+	var mode string
+	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
+	}
+	if err := st.pool.QueryRow(t.Context(), `SELECT mode FROM sessions WHERE id = 'sess_old'`).Scan(&mode); err != nil || mode != "" {
+		t.Fatalf("the old session's mode %q, %v; want \"\"", mode, err)
+	}
+	storetest.CheckModeAfterUpgrade(t, st)
 }
 
 func TestPostgres_RefusesNewerSchema(t *testing.T) {

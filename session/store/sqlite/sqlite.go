@@ -70,6 +70,8 @@ var migrations = [...]string{
 	ALTER TABLE sessions ADD COLUMN usage_requests INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE sessions ADD COLUMN usage_cost REAL NOT NULL DEFAULT 0;
 	ALTER TABLE sessions ADD COLUMN usage_unpriced INTEGER NOT NULL DEFAULT 0;`,
+	// 6: the mode each session is in ('' = the configuration's default).
+	`ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes (the database's
@@ -279,8 +281,8 @@ func (s *Store) Create(ctx context.Context, r store.Record) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return err
 }
 
@@ -315,6 +317,19 @@ func (s *Store) SetServers(ctx context.Context, id string, servers []store.Serve
 func (s *Store) SetModel(ctx context.Context, id, model string) (err error) {
 	defer func() { err = s.wrap(err) }()
 	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET model = ? WHERE id = ?`, model, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	return nil
+}
+
+// SetMode implements store.Store.
+func (s *Store) SetMode(ctx context.Context, id, mode string) (err error) {
+	defer func() { err = s.wrap(err) }()
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET mode = ? WHERE id = ?`, mode, id)
 	if err != nil {
 		return err
 	}

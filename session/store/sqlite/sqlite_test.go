@@ -82,6 +82,53 @@ func TestSQLite_MigratesSchemaVersion4(t *testing.T) {
 	storetest.CheckUsageAfterUpgrade(t, st)
 }
 
+// A store of schema version 5 (before modes were kept) opens at the
+// current version with every session's mode "", and keeps modes set after.
+func TestSQLite_MigratesSchemaVersion5(t *testing.T) {
+	st, err := Open(t.Context(), oldStore(t, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var v int
+	var mode string
+	st.db.QueryRow("PRAGMA user_version").Scan(&v)
+	err = st.db.QueryRow(`SELECT mode FROM sessions WHERE id = 'sess_old'`).Scan(&mode)
+	if v != SchemaVersion || err != nil || mode != "" {
+		t.Fatalf("version %d, the old session's mode %q, %v; want %d and \"\"", v, mode, err, SchemaVersion)
+	}
+	storetest.CheckModeAfterUpgrade(t, st)
+}
+
+// A session's mode and model are in the file: a store opened on it again
+// reads them.
+func TestSQLite_ModeAndModelSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.Create(t.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: now, Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetMode(t.Context(), "s", "full-access"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetModel(t.Context(), "s", "openai:x"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	again, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if r, err := again.Get(t.Context(), "s"); err != nil || r.Mode != "full-access" || r.Model != "openai:x" {
+		t.Errorf("after reopening: mode %q, model %q, %v; want full-access and openai:x", r.Mode, r.Model, err)
+	}
+}
+
 func TestSQLite_RefusesNewerAndBrokenDatabases(t *testing.T) {
 	dir := t.TempDir()
 	newer := filepath.Join(dir, "newer.db")

@@ -86,6 +86,7 @@ func TestSQLite_ErrorsNameTheFile(t *testing.T) {
 	for name, err := range map[string]error{
 		"Create": st.Create(ctx, store.Record{ID: "sess_a"}), "Get": getErr, "List": listErr, "Turns": turnsErr,
 		"SetServers": st.SetServers(ctx, "sess_a", nil), "SetModel": st.SetModel(ctx, "sess_a", "m"),
+		"SetMode":    st.SetMode(ctx, "sess_a", "read-only"),
 		"AppendTurn": st.AppendTurn(ctx, "sess_a", turn("a", "b")),
 	} {
 		if err == nil || !strings.Contains(err.Error(), path) {

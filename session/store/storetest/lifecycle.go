@@ -59,6 +59,69 @@ func setTitle(t *testing.T, st store.Store) {
 	}
 }
 
+// setMode: a new session's mode is "" (the configuration's default) unless
+// Create was given one; SetMode replaces it, as given, read back by Get and
+// List, and "" clears it; it changes nothing else of the session (model,
+// title, updated time) nor of another, and a turn leaves the mode alone.
+func setMode(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	create(t, st, store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Title: "t", Model: "m", Created: now, Updated: now})
+	create(t, st, store.Record{ID: "given", Key: "acp:given", Cwd: "/w", Mode: "read-only", Created: now, Updated: now})
+	mode := func(id string) string {
+		t.Helper()
+		r, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("Get(%s): %v", id, err)
+		}
+		return r.Mode
+	}
+	if m := mode("s"); m != "" {
+		t.Errorf("a new session's mode = %q, want \"\"", m)
+	}
+	if m := mode("given"); m != "read-only" {
+		t.Errorf("a session created in read-only reads mode %q", m)
+	}
+	for _, m := range []string{"full-access", "workspace-write", "not a mode, kept as given"} {
+		if err := st.SetMode(ctx, "s", m); err != nil {
+			t.Fatalf("SetMode(%q): %v", m, err)
+		}
+		if got := mode("s"); got != m {
+			t.Errorf("after SetMode(%q): mode %q", m, got)
+		}
+	}
+	if err := st.SetMode(ctx, "s", "full-access"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Get(ctx, "s"); err != nil || r.Mode != "full-access" || r.Model != "m" || r.Title != "t" || !r.Updated.Equal(now) {
+		t.Errorf("after SetMode: %+v, %v; want only the mode changed", r, err)
+	}
+	if m := mode("given"); m != "read-only" {
+		t.Errorf("SetMode of another session changed this one's mode to %q", m)
+	}
+	recs, _, err := st.List(ctx, store.ListOptions{})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("List = %+v, %v", recs, err)
+	}
+	for _, r := range recs {
+		if want := map[string]string{"s": "full-access", "given": "read-only"}[r.ID]; r.Mode != want {
+			t.Errorf("List: %s in mode %q, want %q", r.ID, r.Mode, want)
+		}
+	}
+	if err := st.AppendTurn(ctx, "s", Turn("hello", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode("s"); m != "full-access" {
+		t.Errorf("after a turn: mode %q, want full-access", m)
+	}
+	if err := st.SetMode(ctx, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode("s"); m != "" {
+		t.Errorf("after SetMode(\"\"): mode %q, want \"\" (the configuration's default)", m)
+	}
+}
+
 // deleteSession: Delete removes the record, its turns (with their usage
 // and compaction) and leaves other sessions alone; a second Delete, and
 // every read of the deleted session, is ErrNotFound; the id can be used
@@ -68,6 +131,9 @@ func deleteSession(t *testing.T, st store.Store) {
 	now := time.Now().Truncate(time.Millisecond)
 	for _, id := range []string{"gone", "kept"} {
 		create(t, st, store.Record{ID: id, Key: "acp:" + id, Cwd: "/w", Created: now, Updated: now})
+		if err := st.SetMode(ctx, id, "full-access"); err != nil {
+			t.Fatal(err)
+		}
 		turn := Turn("hello "+id, "hi")
 		turn.Usage = gateway.Usage{InputTokens: 10, OutputTokens: 2, Requests: 1}
 		if err := st.AppendTurn(ctx, id, turn); err != nil {
@@ -107,7 +173,7 @@ func deleteSession(t *testing.T, st store.Store) {
 	// Nothing of the deleted session is left behind under its id.
 	create(t, st, store.Record{ID: "gone", Key: "acp:gone", Cwd: "/w", Created: now, Updated: now})
 	r, err := st.Get(ctx, "gone")
-	if err != nil || r.Title != "" || r.Usage != (gateway.Usage{}) {
+	if err != nil || r.Title != "" || r.Mode != "" || r.Usage != (gateway.Usage{}) {
 		t.Errorf("a new session under the deleted id = %+v, %v; want it empty", r, err)
 	}
 	if turns, err := st.Turns(ctx, "gone"); err != nil || len(turns) != 0 {

@@ -9,7 +9,8 @@
 // The suite checks records and transcripts round trip whole (content
 // blocks, tool calls, results, each turn's usage and compaction), List's
 // order, paging, cwd and tenant filters, AppendTurn's order, updated times,
-// titles (automatic and set), usage totals, Delete, ErrNotFound for unknown sessions, and appends
+// titles (automatic and set), modes (set, kept as given, "" by default),
+// usage totals, Delete, ErrNotFound for unknown sessions, and appends
 // from several goroutines at once.
 package storetest
 
@@ -41,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageAndCompaction", usageAndCompaction},
 		{"SetServersAndModel", setServersAndModel},
 		{"SetTitle", setTitle},
+		{"SetMode", setMode},
 		{"Delete", deleteSession},
 		{"NotFound", notFound},
 		{"CreateTwiceFails", createTwice},
@@ -342,6 +344,7 @@ func notFound(t *testing.T, st store.Store) {
 	check("AppendTurn", st.AppendTurn(ctx, "nope", Turn("a", "b")))
 	check("SetServers", st.SetServers(ctx, "nope", nil))
 	check("SetModel", st.SetModel(ctx, "nope", "m"))
+	check("SetMode", st.SetMode(ctx, "nope", "read-only"))
 	check("SetTitle", st.SetTitle(ctx, "nope", "t"))
 	check("Delete", st.Delete(ctx, "nope"))
 	if fs, ok := st.(store.FencedStore); ok {

@@ -31,3 +31,24 @@ func CheckUsageAfterUpgrade(t *testing.T, st store.Store) {
 		t.Errorf("usage after the upgrade: %+v, want the new turn's %+v", rec.Usage, tr.Usage)
 	}
 }
+
+// CheckModeAfterUpgrade checks a store upgraded from before modes were
+// kept, holding the session "sess_old" titled "old one": the session
+// reads mode "" (the configuration's default), and SetMode keeps a mode
+// that Get and List then read.
+func CheckModeAfterUpgrade(t *testing.T, st store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	if rec, err := st.Get(ctx, "sess_old"); err != nil || rec.Mode != "" || rec.Title != "old one" {
+		t.Errorf("the old session: %+v, %v; want mode \"\"", rec, err)
+	}
+	if err := st.SetMode(ctx, "sess_old", "workspace-write"); err != nil {
+		t.Fatalf("SetMode after the upgrade: %v", err)
+	}
+	if rec, err := st.Get(ctx, "sess_old"); err != nil || rec.Mode != "workspace-write" {
+		t.Errorf("Get after SetMode: mode %q, %v; want workspace-write", rec.Mode, err)
+	}
+	if recs, _, err := st.List(ctx, store.ListOptions{}); err != nil || len(recs) != 1 || recs[0].Mode != "workspace-write" {
+		t.Errorf("List after SetMode: %+v, %v; want sess_old in workspace-write", recs, err)
+	}
+}

@@ -94,7 +94,7 @@ func ReadTurns(id string, next func() bool, scan func(...any) error, rowsErr fun
 }
 
 // RecordColumns are the columns ScanRecord reads, in order.
-const RecordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, tenant, ` + UsageColumns
+const RecordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, tenant, ` + UsageColumns
 
 // ScanRecord reads a record from a row of the RecordColumns (scan is the
 // row's Scan method).
@@ -103,7 +103,7 @@ func ScanRecord(scan func(...any) error) (store.Record, error) {
 	var created, updated int64
 	var servers string
 	u := &r.Usage
-	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Tenant,
+	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Mode, &r.Tenant,
 		&u.InputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.OutputTokens, &u.ThoughtTokens, &u.Requests, &u.Cost, &u.Unpriced); err != nil {
 		return store.Record{}, err
 	}
