@@ -20,6 +20,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 	"github.com/seed02d3eb6b/acp-agent/signin"
@@ -78,8 +79,14 @@ type CoreOptions struct {
 	Gateway gateway.Gateway
 	// Bridge is the template of each session's bridge.Manager options; Cwd,
 	// StdioDir, ClientInfo, Logger and OnToolsChanged are set per session.
-	// Bridge.Limits also holds the servers-per-session quota.
+	// Bridge.Limits also holds the servers-per-session quota. Of
+	// Bridge.Confine, Require and Support are kept, Mode and Workspace set
+	// per session (its mode, its directories and private temp directory).
 	Bridge bridge.Options
+	// DefaultMode is the mode of a session that never chose one (config
+	// sandbox.mode; a stored choice wins). "" means full access: nothing
+	// is confined (acp-agent's config defaults to workspace-write).
+	DefaultMode confine.Mode
 	// DefaultServers are connected in every session, merged with the
 	// session's own list: a session entry with the same name replaces the
 	// default one.
@@ -146,6 +153,9 @@ type ServerSettings struct {
 	// OAuth is the server's pre-registered OAuth client, for an entry that
 	// has none of its own.
 	OAuth signin.Client
+	// Sandbox is a stdio server's own confinement rules, within the
+	// session's mode (config servers.<name>.sandbox).
+	Sandbox confine.Server
 }
 
 // InProcessServer is one in-process MCP server of every session: New is
@@ -183,6 +193,10 @@ type InProcessEnv struct {
 	// Editor is the session's editor (ACP fs/* and terminal/*), or nil when
 	// the front end has none.
 	Editor editor.Editor
+	// Confine is the session's confinement, for the processes an
+	// in-process server starts (run_command): its mode as it changes, its
+	// workspace and private temp directory (set by the time a tool runs).
+	Confine *bridge.Confine
 }
 
 // turnWait bounds how long ending a session waits for its cancelled turn.
@@ -365,7 +379,12 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if id == "" {
 		id = NewID()
 	}
-	env := InProcessEnv{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: slices.Clone(req.AdditionalDirectories)}
+	cell := &modeCell{}
+	conf := &bridge.Confine{Mode: cell.load, Workspace: confine.Workspace{Cwd: req.Cwd, Dirs: slices.Clone(req.AdditionalDirectories)}}
+	if t := c.opts.Bridge.Confine; t != nil {
+		conf.Require, conf.Support = t.Require, t.Support
+	}
+	env := InProcessEnv{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: slices.Clone(req.AdditionalDirectories), Confine: conf}
 	if req.FrontEnd != nil && len(c.opts.InProcess) > 0 {
 		env.Editor = req.FrontEnd.Editor(id)
 	}
@@ -382,7 +401,7 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		now := time.Now()
 		rec = store.Record{ID: id, Key: key, Cwd: req.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: c.DefaultModel()}
 		if req.Fork != "" {
-			rec.Title, rec.Model = src.Title, c.restoredModel(src)
+			rec.Title, rec.Model, rec.Mode = src.Title, c.restoredModel(src), src.Mode
 			if err := c.fork(ctx, rec, src.ID); err != nil {
 				return nil, err
 			}
@@ -394,27 +413,31 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		model = c.restoredModel(rec)
 	}
 	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", !create, "forkOf", req.Fork)
-	return c.open(ctx, rec, req, specs, model)
+	cell.store(c.modeOf(rec))
+	return c.open(ctx, rec, req, specs, model, cell, conf)
 }
 
-func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, specs []bridge.ServerSpec, model string) (*Session, error) {
+func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, specs []bridge.ServerSpec, model string, mode *modeCell, conf *bridge.Confine) (*Session, error) {
 	if old := c.Lookup(rec.ID); old != nil {
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
 	s := &Session{core: c, torn: make(chan struct{}), id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
-		frontEnd: req.FrontEnd, untitled: rec.Title == ""}
-	if c.opts.RemoteClients {
-		// The client's cwd is on its machine: the stdio servers start in a
-		// directory of the session's own here.
-		dir, err := os.MkdirTemp("", "acp-agent-session-")
-		if err != nil {
-			return nil, fmt.Errorf("making the session's private directory: %w", err)
-		}
-		s.dir = dir
+		frontEnd: req.FrontEnd, untitled: rec.Title == "", mode: mode}
+	// The session's private directory: its children's TMPDIR, writable in
+	// workspace-write mode, and with RemoteClients (the client's cwd is on
+	// its machine) where the stdio servers start.
+	dir, err := os.MkdirTemp("", "acp-agent-session-")
+	if err != nil {
+		return nil, fmt.Errorf("making the session's private directory: %w", err)
 	}
+	s.dir = dir
+	conf.Workspace.Temp = dir
 	opts := c.bridgeOptions(s.base, rec.ID, rec.Key, req)
-	opts.StdioDir = s.dir
+	opts.Confine = conf
+	if c.opts.RemoteClients {
+		opts.StdioDir = s.dir
+	}
 	if req.FrontEnd != nil {
 		if ask := req.FrontEnd.Ask(rec.ID); ask != nil {
 			opts.Sampler = c.sampler(s, ask)
@@ -480,6 +503,7 @@ func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
 			if specs[i].OAuth.ID == "" {
 				specs[i].OAuth = set.OAuth
 			}
+			specs[i].Sandbox = set.Sandbox
 		}
 	}
 	if limit := c.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {

@@ -24,9 +24,12 @@ type Session struct {
 	id   string // the session's ID (ACP sessionId)
 	key  string // gateway session key
 	cwd  string
-	// dir is the session's private directory, where its stdio servers
-	// start (CoreOptions.RemoteClients), or "". End removes it.
-	dir     string
+	// dir is the session's private directory: its children's TMPDIR, and
+	// where its stdio servers start with CoreOptions.RemoteClients. End
+	// removes it.
+	dir string
+	// mode is the session's mode (mode.go).
+	mode    *modeCell
 	manager *bridge.Manager
 	runs    atomic.Uint64 // numbers prompt turns for run IDs
 	// base is the session's life: the values of Core.Open's context without
@@ -294,8 +297,8 @@ func (s *Session) End() {
 	})
 }
 
-// removeDir removes s's private directory, if it has one
-// (CoreOptions.RemoteClients), with whatever its servers left in it.
+// removeDir removes s's private directory with whatever its processes
+// left in it.
 func (s *Session) removeDir() {
 	if s.dir == "" {
 		return

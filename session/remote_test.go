@@ -66,20 +66,26 @@ func TestCore_RemoteClients(t *testing.T) {
 	}
 }
 
-// Without RemoteClients, a session has no private directory: its stdio
-// servers start in its cwd, which must exist here.
+// Without RemoteClients, a session's stdio servers start in its cwd,
+// which must exist here; its private directory is only their TMPDIR,
+// removed when it ends.
 func TestCore_LocalClientsServersStartInTheCwd(t *testing.T) {
 	c, _ := newTestCore(t, CoreOptions{})
 	cwd := t.TempDir()
 	out := filepath.Join(t.TempDir(), "pwd")
 	s, err := c.Open(t.Context(), OpenRequest{Cwd: cwd,
-		Servers: []bridge.ServerSpec{{Name: "pwd", Transport: bridge.TransportStdio, Command: "sh", Args: []string{"-c", "pwd > " + out}}}})
+		Servers: []bridge.ServerSpec{{Name: "pwd", Transport: bridge.TransportStdio, Command: "sh", Args: []string{"-c", "pwd > " + out + "; echo $TMPDIR >> " + out}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
 	real, _ := filepath.EvalSymlinks(cwd)
-	if got := strings.TrimSpace(string(data)); err != nil || s.dir != "" || (got != cwd && got != real) {
-		t.Errorf("the stdio server ran in %q (%v), private dir %q; want the cwd %q and none", got, err, s.dir, cwd)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if err != nil || len(lines) != 2 || (lines[0] != cwd && lines[0] != real) || s.dir == "" || lines[1] != s.dir {
+		t.Errorf("the stdio server ran in and with TMPDIR %q (%v), private dir %q; want the cwd %q and the private dir", lines, err, s.dir, cwd)
+	}
+	s.End()
+	if _, err := os.Stat(s.dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the private directory after End: %v, want it gone", err)
 	}
 }

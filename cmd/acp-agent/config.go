@@ -25,6 +25,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
@@ -191,7 +192,7 @@ func (t ToolsConfig) inProcess(editorOnly bool) []session.InProcessServer {
 		return nil
 	}
 	return []session.InProcessServer{{Name: builtin.Name, New: func(env session.InProcessEnv) *mcp.Server {
-		return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor, EditorOnly: editorOnly})
+		return builtin.New(&builtin.Options{Root: env.Cwd, Dirs: env.AdditionalDirectories, Editor: env.Editor, EditorOnly: editorOnly, Confine: env.Confine})
 	}, Timeouts: bridge.Timeouts{ToolCall: builtin.CallTimeout}, Lazy: true}}
 }
 
@@ -251,6 +252,10 @@ type ServerConfig struct {
 	CallsPerMinute int      `json:"callsPerMinute"`
 	// OAuth is the server's pre-registered OAuth client, if any.
 	OAuth *ServerOAuth `json:"oauth"`
+	// Sandbox is a stdio server's own confinement, within the session's
+	// mode: {"network": false} refuses it TCP, "read" narrows what it may
+	// read, "write" adds paths it may write in workspace-write mode.
+	Sandbox confine.Server `json:"sandbox"`
 }
 
 // client returns the signin.Client of o, reading the secret from its
@@ -285,6 +290,25 @@ type SandboxConfig struct {
 	// AllowEnv re-allows environment variables that are dropped by default
 	// because they can inject code into a child (LD_PRELOAD, NODE_OPTIONS, …).
 	AllowEnv []string `json:"allowEnv"`
+	// Mode is the mode of a session that has not chosen one: read-only,
+	// workspace-write (default) or full-access.
+	Mode string `json:"mode"`
+	// Require refuses to start a stdio server or command the kernel cannot
+	// confine in full (no Landlock, or too old an ABI for a rule) instead
+	// of starting it with what the kernel enforces.
+	Require bool `json:"require"`
+}
+
+// mode returns the default session mode of s, checked.
+func (s SandboxConfig) mode() (confine.Mode, error) {
+	if s.Mode == "" {
+		return confine.WorkspaceWrite, nil
+	}
+	m, err := confine.ParseMode(s.Mode)
+	if err != nil {
+		return "", fmt.Errorf("config sandbox.mode: %w", err)
+	}
+	return m, nil
 }
 
 // Duration is a time.Duration written as a Go duration string.
@@ -581,21 +605,30 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 		if err != nil {
 			return session.CoreOptions{}, err
 		}
-		settings[name] = session.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute, OAuth: client}
+		if err := s.Sandbox.Validate(); err != nil {
+			return session.CoreOptions{}, fmt.Errorf("config servers.%s.sandbox.%w", name, err)
+		}
+		settings[name] = session.ServerSettings{Timeouts: s.Timeouts.bridge(), CallsPerMinute: s.CallsPerMinute, OAuth: client, Sandbox: s.Sandbox}
 	}
 	if u := c.OAuth.ClientIDMetadataDocument; u != "" {
 		if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" || pu.Path == "" || pu.Path == "/" {
 			return session.CoreOptions{}, fmt.Errorf("config oauth.clientIdMetadataDocument: %q is not an https URL with a path", u)
 		}
 	}
+	mode, err := c.Sandbox.mode()
+	if err != nil {
+		return session.CoreOptions{}, err
+	}
 	return session.CoreOptions{
 		InProcess:      c.Tools.inProcess(false),
+		DefaultMode:    mode,
 		DefaultServers: defaults,
 		ServerSettings: settings,
 		Bridge: bridge.Options{
 			Timeouts: c.Timeouts.bridge(),
 			Grace:    time.Duration(c.Timeouts.Grace),
 			Env:      &sandbox.EnvPolicy{Allow: c.Sandbox.AllowEnv},
+			Confine:  &bridge.Confine{Require: c.Sandbox.Require},
 			URLs: &sandbox.URLPolicy{
 				AllowPrivateNetworks: c.Sandbox.AllowPrivateNetworks,
 				AllowHosts:           c.Sandbox.AllowHosts,
