@@ -158,6 +158,7 @@ bench: e2e-deps pg-deps
 	$(GO) test -run '^$$' -bench 'Load500' -benchtime 20x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'GatewayLoad' -benchtime 1x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'ReadFile' -benchtime 2000x -count 1 ./bridge/builtin | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'ConfinedStart' -benchtime 300x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'SessionNew10|CloseChildrenGone|EOFExit' -benchtime 5x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkIdleSession$$' -benchtime 50x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkSessions1000$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
@@ -170,6 +171,7 @@ bench: e2e-deps pg-deps
 		$$1 == "BenchmarkLoad500Turns" {l=$$3} \
 		$$1 ~ /^BenchmarkGatewayLoad\// { split($$1, k, "/"); gl[k[2]] = $$0 } \
 		$$1 == "BenchmarkReadFileBridged" {rb=$$3} $$1 == "BenchmarkReadFileDirect" {rd=$$3} \
+		$$1 == "BenchmarkConfinedStart/plain" {cp=$$3} $$1 == "BenchmarkConfinedStart/confined" {cc=$$3} \
 		$$1 == "BenchmarkHistoryAppend/sessions=1" {d1=$$5} $$1 == "BenchmarkHistoryAppend/sessions=32" {d32=$$5} \
 		END { raw = ns["stdio 2025-11-25 raw"]; \
 		      for (i = 1; i <= n; i++) { g = order[i]; b = ns[g " bridged"]; d = ns[g " direct"]; m = ns[g " bridged-memory"]; \
@@ -183,6 +185,7 @@ bench: e2e-deps pg-deps
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \
 		      for (gk in gl) { split(gl[gk], f, " "); line = "gateway, 200 WebSocket clients x 20 /call turns, " gk ":"; for (i = 5; i < length(f); i += 2) line = line " " f[i] " " f[i+1]; print line } \
 		      if (rb && rd) printf "built-in read_file: the in-process MCP hop adds %.0f us (%.0f us bridged vs %.0f us direct)\n", (rb-rd)/1000, rb/1000, rd/1000; \
+		      if (cp && cc) printf "confining a process start (Landlock, through the agent binary as launcher): %.2f ms vs %.2f ms plain, +%.2f ms\n", cc/1e6, cp/1e6, (cc-cp)/1e6; \
 		      if (d1 && d32) printf "durability: the response to a prompt waits for the SQLite commit of its turn, %.0f us alone, %.0f us per turn with 32 sessions (group commit); before, 0 (written behind, lost on a crash)\n", d1, d32 }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name) } \
 		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Economy)/ { \
