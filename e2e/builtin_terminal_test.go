@@ -77,8 +77,10 @@ func TestBuiltinTerminal_RunsInTheEditor(t *testing.T) {
 	if got := terms.Methods(); !slices.Equal(got, want) {
 		t.Errorf("terminal calls %v, want %v", got, want)
 	}
+	// The terminal is on the agent's machine: the command runs through
+	// the agent's binary, which confines it (workspace-write) and execs it.
 	c := terms.Calls()[0]
-	if c.Command != "/bin/sh" || !slices.Equal(c.Args, []string{"-c", "echo hello from the terminal; echo oops >&2; exit 4"}) || c.Cwd != dir || c.OutputByteLimit != 64<<10 {
+	if c.Command != agentBin || !slices.Equal(c.Args, []string{"confine", "/bin/sh", "/bin/sh", "-c", "echo hello from the terminal; echo oops >&2; exit 4"}) || c.Cwd != dir || c.OutputByteLimit != 64<<10 {
 		t.Errorf("terminal/create %+v", c)
 	}
 	end := finalToolUpdate(t, out)

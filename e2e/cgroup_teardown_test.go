@@ -102,10 +102,11 @@ func TestTeardown_EnvClearedDaemonEndsWhileAnotherSessionRuns(t *testing.T) {
 				t.Fatal("no fixture process below the agent")
 			}
 
-			pidFile := filepath.Join(t.TempDir(), "pid")
+			cwd := t.TempDir() // the pid file is in it: the daemonizer runs in workspace-write mode
+			pidFile := filepath.Join(cwd, "pid")
 			script := fmt.Sprintf(`%s -i %s /bin/sh -c '%s 1000 </dev/null >/dev/null 2>&1 & echo $! > %s'; exec "$0"`,
 				bins[0], bins[1], bins[2], pidFile)
-			sid := a.newSession(t.TempDir(), acpclient.Stdio("daemonizer", "/bin/sh", []string{"-c", script, fixtureBin}, map[string]string{}))
+			sid := a.newSession(cwd, acpclient.Stdio("daemonizer", "/bin/sh", []string{"-c", script, fixtureBin}, map[string]string{}))
 			daemon := testutil.ReadPIDFiles(t, filepath.Dir(pidFile), "pid")[0]
 			testutil.WaitFor(t, 30*time.Second, func() bool {
 				ppid, ok := parentOf(daemon)
@@ -214,7 +215,10 @@ func TestTeardown_ProcessThatLeftItsCgroupEndsWithItsSession(t *testing.T) {
 			if tt.runCommand {
 				a, fake, perms = startCommandAgent(t, &acpclient.Recorder{})
 			} else {
-				a = startAgent(t)
+				// Full access: in the other modes Landlock refuses the
+				// server's write to cgroup.procs, and the escape this
+				// test is about cannot happen.
+				a = startAgentWith(t, nil, "--config", writeConfig(t, map[string]any{"sandbox": map[string]any{"mode": "full-access"}}))
 			}
 			agentPid := a.Cmd.Process.Pid
 			a.newSession(t.TempDir(), fixtureServer("fixture", filepath.Join(t.TempDir(), "log")))

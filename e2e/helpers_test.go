@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -253,4 +254,19 @@ func waitFile(t *testing.T, path, want string, d time.Duration) {
 func toolRunning(n acpsdk.SessionNotification) bool {
 	u := n.Update.ToolCallUpdate
 	return u != nil && u.Status != nil && *u.Status == acpsdk.ToolCallStatusInProgress
+}
+
+// writeConfig writes cfg as a config file in a temporary directory and
+// returns its path.
+func writeConfig(t testing.TB, cfg map[string]any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.json")
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -71,7 +71,9 @@ func mcpTestConfig(t testing.TB, log string, extra map[string]any) string {
 	t.Helper()
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"fixture": map[string]any{"command": fixtureBin, "args": []string{}, "env": map[string]string{"FIXTURE_LOG": log}},
-	}}
+	}, // the fixture, confined to its session's directory (workspace-write), may write its log
+		"servers": map[string]any{"fixture": map[string]any{"sandbox": map[string]any{"write": []string{filepath.Dir(log)}}}},
+	}
 	for k, v := range extra {
 		if servers, ok := v.(map[string]any); ok && k == "mcpServers" {
 			for name, spec := range servers {

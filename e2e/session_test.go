@@ -19,7 +19,7 @@ import (
 func TestSession_ThreeServers(t *testing.T) {
 	a := startAgent(t)
 	cwd := t.TempDir()
-	log := filepath.Join(t.TempDir(), "fixture.log")
+	log := filepath.Join(cwd, "fixture.log") // in the cwd: the fixture runs in workspace-write mode
 	sid := a.newSession(cwd, fixtureServer("fixture", log), everythingServer("everything"),
 		acpclient.Stdio("ghost", "acp-agent-e2e-no-such-command", nil, nil))
 
@@ -185,8 +185,9 @@ func TestSession_ThreeServers(t *testing.T) {
 // child or grandchild of the session running.
 func TestSession_CloseEndsEveryProcess(t *testing.T) {
 	a := startAgent(t)
-	log := filepath.Join(t.TempDir(), "fixture.log")
-	sid := a.newSession(t.TempDir(), fixtureServer("fixture", log), everythingServer("everything"))
+	cwd := t.TempDir()
+	log := filepath.Join(cwd, "fixture.log") // in the cwd: the fixture runs in workspace-write mode
+	sid := a.newSession(cwd, fixtureServer("fixture", log), everythingServer("everything"))
 	_, out := a.prompt(sid, "/call mcp__fixture__spawn_grandchild")
 	grandchild, err := strconv.Atoi(strings.TrimSpace(contentText(finalToolUpdate(t, out))))
 	if err != nil {

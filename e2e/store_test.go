@@ -78,7 +78,7 @@ func TestStore_RestartAndLoad(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "state", "sessions.db")
 	fake := fakemodel.NewOpenAI(t)
 	cwd := t.TempDir()
-	log := filepath.Join(t.TempDir(), "fixture.log")
+	log := filepath.Join(cwd, "fixture.log") // in the cwd: the fixture runs in workspace-write mode
 
 	a := storeAgent(t, store, fake.URL)
 	sid := a.newSession(cwd, fixtureServer("fixture", log))

@@ -77,8 +77,9 @@ func TestTeardown_InFlightCallIsCancelledFirst(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			a := startAgentWithGrace(t)
-			log := filepath.Join(t.TempDir(), "fixture.log")
-			sid := a.newSession(t.TempDir(), fixtureServer("fixture", log))
+			cwd := t.TempDir()
+			log := filepath.Join(cwd, "fixture.log") // in the cwd: the fixture runs in workspace-write mode
+			sid := a.newSession(cwd, fixtureServer("fixture", log))
 			done := startSlowCall(t, a, sid, log)
 			pids := descendants(a.Cmd.Process.Pid)
 			ended := time.Now()
@@ -264,9 +265,10 @@ func TestTeardown_ToolsListHangCostsItsTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := startAgentWith(t, nil, "--config", cfg)
-	log := filepath.Join(t.TempDir(), "fixture.log")
+	cwd := t.TempDir()
+	log := filepath.Join(cwd, "fixture.log") // in the cwd: the fixture runs in workspace-write mode
 	start := time.Now()
-	sid := a.newSession(t.TempDir(), acpclient.Stdio("hang", fixtureBin, []string{"-hang-tools-list"}, map[string]string{"FIXTURE_LOG": log}))
+	sid := a.newSession(cwd, acpclient.Stdio("hang", fixtureBin, []string{"-hang-tools-list"}, map[string]string{"FIXTURE_LOG": log}))
 	t.Logf("session/new took %v", time.Since(start))
 	if d := time.Since(start); d > teardownGrace/2 {
 		t.Errorf("session/new took %v with a server hanging in tools/list; want about the %v timeout, not the %v grace period too", d, listTimeout, teardownGrace)
