@@ -41,6 +41,7 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		// always offered; other servers' tools may be deferred behind tool
 		// search.
 		Core:           s.spec.Transport == TransportInProcess,
+		Confined:       s.spec.Transport == TransportInProcess && t.Meta[MetaConfined] == true,
 		MaxResultChars: maxResultChars(t),
 		Execute: func(ctx context.Context, callID string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 			ctx = withCall(ctx, callInfo{id: callID, title: label, kind: kind})
@@ -52,6 +53,11 @@ func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 		},
 	}
 }
+
+// MetaConfined is the key of an in-process server's tool _meta that marks
+// the tool as confined by the session's mode in the kernel (true):
+// gateway.Tool.Confined. Other servers' tools cannot claim it.
+const MetaConfined = "acp-agent/confined"
 
 // MetaMaxResultChars is the key of an MCP tool's _meta under which a server
 // gives the tool's own budget for one result that reaches the model, in

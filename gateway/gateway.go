@@ -68,4 +68,8 @@ type SendRequest struct {
 	// session/request_permission). Nil allows every call the policy would
 	// ask about.
 	Ask AskFunc
+	// ReadOnly says the session is in read-only mode: a call of a tool
+	// that may change things (no readOnlyHint, not Confined) is refused
+	// before the user is asked, with a result naming the mode.
+	ReadOnly bool
 }

@@ -31,6 +31,11 @@ type Tool struct {
 	// search, execute, …). Empty means read for a readOnlyHint tool, else
 	// other.
 	Kind ToolKind
+	// Confined marks a tool whose effects the kernel bounds by the
+	// session's mode (the built-in run_command under Landlock): read-only
+	// mode lets it run, asking as the policy says, since its writes are
+	// refused anyway.
+	Confined bool
 	// Core marks a tool the model is always offered, never deferred behind
 	// tool search (the agent's built-in tools).
 	Core bool

@@ -13,6 +13,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 )
 
 // Session is one live session of a Core: its MCP servers (a
@@ -187,6 +188,7 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 		req := gateway.SendRequest{
 			SessionKey: s.key, RunID: runID, Message: msg,
 			Model: s.Model(), Toggles: s.Toggles(), System: p.System, Ask: p.Ask,
+			ReadOnly: s.Mode() == confine.ReadOnly,
 		}
 		stop, err := s.core.gw.Send(ctx, req, emit)
 		if err != nil {

@@ -82,9 +82,15 @@ func addRunCommand(s *mcp.Server, t *tools) {
 			"the call is cancelled. A non-zero exit status is reported in the result, not as a failure of the tool. It fails when the editor " +
 			"offers no terminals."
 	}
+	meta := kind("execute")
+	if !t.editorOnly && confine.Supported().ABI >= 1 {
+		// Its commands run confined by the session's mode, also in the
+		// editor's terminal (on this machine): read-only mode lets it run.
+		meta[bridge.MetaConfined] = true
+	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "run_command",
-		Meta:        kind("execute"),
+		Meta:        meta,
 		Description: desc,
 		Annotations: &mcp.ToolAnnotations{Title: "Run command", DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, t.runCommand)

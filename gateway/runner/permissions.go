@@ -128,6 +128,11 @@ func unaskedText(name string) string {
 	return fmt.Sprintf("%s was refused: it needs the user's permission (permissions policy \"ask\"), and the client cannot be asked for it. Do not retry it; continue without it, and say in your answer that it was refused and that the permissions config (permissions.allow) can allow it.", name)
 }
 
+// readOnlyText is the result of a call read-only mode refuses.
+func readOnlyText(name string) string {
+	return fmt.Sprintf("%s was refused: the session is in read-only mode, where tools that may change things do not run. Do not retry it; tell the user, who can switch the session to workspace-write or full-access in the editor's mode picker.", name)
+}
+
 // deniedText is the result of a call the policy denies (a /call, or a model
 // naming a tool it was not offered).
 func deniedText(name string) string {

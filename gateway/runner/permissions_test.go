@@ -234,3 +234,65 @@ func TestRunner_CancelWhileAskingPermission(t *testing.T) {
 		t.Errorf("history ends with %+v; the call needs a result", last)
 	}
 }
+
+// TestRunner_ReadOnlyMode checks read-only mode: a tool that may change
+// things is refused before anyone is asked, with a result naming the mode;
+// a read-only tool runs; a Confined one is asked about and runs; the tools
+// offered to the model are the same in every mode (the cached prefix).
+func TestRunner_ReadOnlyMode(t *testing.T) {
+	var runs atomic.Int32
+	confined := countingTool("run", false, &runs)
+	confined.Confined = true
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{countingTool("write", false, &runs), countingTool("read", true, &runs), confined})
+	var asked []string
+	ask := func(_ context.Context, req gateway.PermissionRequest) (gateway.PermissionOutcome, error) {
+		asked = append(asked, req.Call.Name)
+		return gateway.PermissionAllowOnce, nil
+	}
+	var offered [][]string
+	calls := []gateway.ToolCall{{ID: "1", Name: "write"}, {ID: "2", Name: "read"}, {ID: "3", Name: "run"}}
+	for _, readOnly := range []bool{true, false} {
+		asked = nil
+		runs.Store(0)
+		turn := 0
+		p := &fakeProvider{complete: func(_ context.Context, req *gateway.Request, _ func(gateway.Event)) (*gateway.Response, error) {
+			turn++
+			if turn > 1 {
+				return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("done")}}}, nil
+			}
+			var names []string
+			for _, t := range req.Tools {
+				names = append(names, t.Name)
+			}
+			offered = append(offered, names)
+			return &gateway.Response{Message: gateway.Message{ToolCalls: calls}}, nil
+		}}
+		r := New(reg, &Options{Models: []gateway.Model{{ID: "f", Provider: p}}})
+		ends := map[string]string{}
+		var mu sync.Mutex
+		_, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Ask: ask, ReadOnly: readOnly}, func(e gateway.Event) {
+			if e.Kind == gateway.EventToolEnd {
+				mu.Lock()
+				ends[e.Call.Name] = string(e.Call.Status) + ":" + e.Call.Result.Content[0].Text
+				mu.Unlock()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readOnly {
+			if !strings.HasPrefix(ends["write"], "failed:write was refused: the session is in read-only mode") || !strings.Contains(ends["write"], "workspace-write or full-access") {
+				t.Errorf("read-only: write ended %q", ends["write"])
+			}
+			if strings.Join(asked, ",") != "run" || runs.Load() != 2 || ends["read"] != "completed:ran read" || ends["run"] != "completed:ran run" {
+				t.Errorf("read-only: asked %v, %d runs, ends %v; want run asked, read and run run", asked, runs.Load(), ends)
+			}
+		} else if strings.Join(asked, ",") != "write,run" || runs.Load() != 3 {
+			t.Errorf("not read-only: asked %v, %d runs; want write and run asked, all run", asked, runs.Load())
+		}
+	}
+	if len(offered) != 2 || strings.Join(offered[0], ",") != strings.Join(offered[1], ",") {
+		t.Errorf("tools offered %v; want the same in both modes", offered)
+	}
+}

@@ -559,7 +559,7 @@ type pendingCall struct {
 func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []*gateway.Tool, calls []gateway.ToolCall, emit func(gateway.Event)) []gateway.Message {
 	pending := make([]*pendingCall, len(calls))
 	for i, call := range calls {
-		pending[i] = r.resolve(tools, call)
+		pending[i] = r.resolve(req, tools, call)
 	}
 	atOnce := len(calls) <= r.opts.ParallelTools && ctx.Err() == nil &&
 		!slices.ContainsFunc(pending, func(p *pendingCall) bool { return p.res == nil && r.asks(req, p.tool) })
@@ -592,7 +592,7 @@ func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []
 
 // resolve finds the tool of call, fills its event and resolves what needs
 // no question: an unknown tool, a denied one.
-func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingCall {
+func (r *Runner) resolve(req gateway.SendRequest, tools []*gateway.Tool, call gateway.ToolCall) *pendingCall {
 	if call.Args == nil {
 		call.Args = map[string]any{}
 	}
@@ -621,6 +621,12 @@ func (r *Runner) resolve(tools []*gateway.Tool, call gateway.ToolCall) *pendingC
 		p.res = ptr(gateway.ErrorResult(deniedText(call.Name)))
 		r.decided("deny")
 		p.perm = audit.PermissionPolicyDeny
+	case req.ReadOnly && !ownTool(p.tool) && !p.tool.Annotations.ReadOnlyHint && !p.tool.Confined:
+		// The tool stays offered in read-only mode: a mode switch must not
+		// change the tool definitions, the cached prefix of every request.
+		p.res = ptr(gateway.ErrorResult(readOnlyText(call.Name)))
+		r.decided("deny")
+		p.perm = audit.PermissionModeDeny
 	}
 	return p
 }

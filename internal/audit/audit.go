@@ -41,6 +41,9 @@ const (
 	PermissionPolicyAllow Permission = "allowed_by_policy"
 	// PermissionPolicyDeny: the policy denies the tool; the call did not run.
 	PermissionPolicyDeny Permission = "denied_by_policy"
+	// PermissionModeDeny: the session is in read-only mode and the tool
+	// may change things; the call did not run.
+	PermissionModeDeny Permission = "denied_by_mode"
 	// PermissionAllowOnce and PermissionAllowAlways: the user was asked and
 	// allowed the call (once, or for the rest of the session).
 	PermissionAllowOnce   Permission = "allow_once"
