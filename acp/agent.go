@@ -280,7 +280,7 @@ func (a *Agent) newSession(ctx context.Context, p acpsdk.NewSessionRequest, serv
 		return acpsdk.NewSessionResponse{}, err
 	}
 	a.log.Info("session/new", "session", s.ID(), "cwd", p.Cwd, "mcpServers", len(s.Servers()))
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.ID()), ConfigOptions: a.configOptions(s)}, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.ID()), ConfigOptions: a.configOptions(s), Modes: modeState(s)}, nil
 }
 
 // ownServers validates the request's mcpServers, the client's own JSON (nil
@@ -348,7 +348,9 @@ func (a *Agent) waitAnnounced(ctx context.Context, sid string) {
 }
 
 // afterNewSession sends what follows a session/new response: the sign-in
-// notice of a missing API key (SignIn.Notice), one agent message per failed
+// notice of a missing API key (SignIn.Notice), what the kernel does not
+// enforce of the session's mode (session.Session.Enforcement), one agent
+// message per failed
 // server and per server with tools left out, or the same as notices to a
 // client that takes them (notices.go), and the available slash commands. It closes announced when done,
 // whatever happens.
@@ -362,15 +364,25 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 	if a.beforeAnnounce != nil {
 		a.beforeAnnounce()
 	}
+	enforced, full := s.Enforcement()
+	if full {
+		enforced = ""
+	}
 	if a.noticesOn() {
 		for _, n := range openingNotices(a.signInNotice(), s.Servers(), s.Manager().ToolLimit()) {
 			a.sendNotice(ctx, s.ID(), n)
+		}
+		if enforced != "" {
+			a.sendNotice(ctx, s.ID(), notice{Severity: "warning", Title: "The session's mode is not enforced in full", Description: enforced})
 		}
 		a.notify(ctx, s.ID(), availableCommands(s.Commands()))
 		return
 	}
 	if n := a.signInNotice(); n != "" {
 		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
+	}
+	if enforced != "" {
+		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(enforced+"\n"))
 	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
@@ -508,12 +520,17 @@ func (a *Agent) closeSession(_ context.Context, p acpsdk.CloseSessionRequest) (a
 	return acpsdk.CloseSessionResponse{}, nil
 }
 
-// setSessionMode serves session/set_mode; no modes are offered, so it is
-// method_not_found for a live session (and resource-not-found for an unknown
-// sessionId, as for every method that takes one).
-func (a *Agent) setSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
-	if _, err := a.lookup(p.SessionId); err != nil {
+// setSessionMode serves session/set_mode
+// (https://agentclientprotocol.com/protocol/session-modes): the session's
+// mode, as the config option "mode" sets it (setMode); an unknown modeId is
+// invalid_params naming the modes.
+func (a *Agent) setSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+	s, err := a.lookup(p.SessionId)
+	if err != nil {
 		return acpsdk.SetSessionModeResponse{}, toRequestError(err)
 	}
-	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
+	if err := a.setMode(ctx, s, string(p.ModeId), false); err != nil {
+		return acpsdk.SetSessionModeResponse{}, toRequestError(err)
+	}
+	return acpsdk.SetSessionModeResponse{}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
 	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -72,6 +73,8 @@ type testOptions struct {
 	ServerSettings map[string]session.ServerSettings
 	Logger         *slog.Logger
 	SignIn         *SignIn
+	// DefaultMode is the config's sandbox.mode ("": full access).
+	DefaultMode confine.Mode
 }
 
 // newTestAgent returns an Agent over a new session core built from o (nil:
@@ -82,7 +85,7 @@ func newTestAgent(o *testOptions) *Agent {
 	}
 	core := session.NewCore(&session.CoreOptions{
 		Gateway: o.Gateway, Bridge: o.Bridge, Store: o.Store, History: o.History, InProcess: o.InProcess, Logger: o.Logger,
-		DefaultServers: o.DefaultServers, ServerSettings: o.ServerSettings,
+		DefaultServers: o.DefaultServers, ServerSettings: o.ServerSettings, DefaultMode: o.DefaultMode,
 	})
 	return New(core, &Options{Logger: o.Logger, SignIn: o.SignIn})
 }

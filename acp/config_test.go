@@ -70,16 +70,16 @@ func TestAgent_BooleanConfigOptions(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	res, err := h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{}})
-	if err != nil || ids(res.ConfigOptions) != "model=a" {
-		t.Fatalf("without the capability: %s, %v; want the model selector only", ids(res.ConfigOptions), err)
+	if err != nil || ids(res.ConfigOptions) != "mode=full-access model=a" {
+		t.Fatalf("without the capability: %s, %v; want the mode and model selectors only", ids(res.ConfigOptions), err)
 	}
 
 	h.agent.booleanOptions.Store(true) // as initialize with session.configOptions.boolean does
 	res, err = h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{}})
-	if err != nil || ids(res.ConfigOptions) != "model=a thinking=false tool_search=true" {
+	if err != nil || ids(res.ConfigOptions) != "mode=full-access model=a thinking=false tool_search=true" {
 		t.Fatalf("with the capability: %s, %v", ids(res.ConfigOptions), err)
 	}
-	raw, _ := json.Marshal(res.ConfigOptions[1])
+	raw, _ := json.Marshal(res.ConfigOptions[2])
 	for _, want := range []string{`"type":"boolean"`, `"category":"thought_level"`, `"name":"Extended thinking"`} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("thinking option %s lacks %s", raw, want)
@@ -87,7 +87,7 @@ func TestAgent_BooleanConfigOptions(t *testing.T) {
 	}
 	sid := res.SessionId
 	set, err := h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{Boolean: &acpsdk.SetSessionConfigOptionBoolean{SessionId: sid, ConfigId: thinkingConfigID, Type: "boolean", Value: true}})
-	if err != nil || ids(set.ConfigOptions) != "model=a thinking=true tool_search=true" {
+	if err != nil || ids(set.ConfigOptions) != "mode=full-access model=a thinking=true tool_search=true" {
 		t.Fatalf("set thinking: %s, %v", ids(set.ConfigOptions), err)
 	}
 	if _, err := h.conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: sid, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("think")}}); err != nil {
@@ -104,7 +104,7 @@ func TestAgent_BooleanConfigOptions(t *testing.T) {
 		t.Errorf("a value id for a boolean: %d %q", re.Code, re.Message)
 	}
 	set, err = h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: modelConfigID, Value: runner.DirectModelID}})
-	if err != nil || ids(set.ConfigOptions) != "model=direct" {
+	if err != nil || ids(set.ConfigOptions) != "mode=full-access model=direct" {
 		t.Errorf("the direct model: %s, %v; want no boolean options", ids(set.ConfigOptions), err)
 	}
 }

@@ -92,7 +92,7 @@ func (a *Agent) forkSession(ctx context.Context, p acpsdk.UnstableForkSessionReq
 		return acpsdk.UnstableForkSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/fork", "session", s.ID(), "from", p.SessionId, "cwd", p.Cwd, "mcpServers", len(s.Servers()))
-	resp := acpsdk.UnstableForkSessionResponse{SessionId: acpsdk.SessionId(s.ID())}
+	resp := acpsdk.UnstableForkSessionResponse{SessionId: acpsdk.SessionId(s.ID()), Modes: modeState(s)}
 	if opts := a.configOptions(s); len(opts) > 0 {
 		// The same options in the unstable schema's type.
 		b, err := json.Marshal(opts)

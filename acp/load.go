@@ -36,7 +36,7 @@ func (a *Agent) loadSession(ctx context.Context, p acpsdk.LoadSessionRequest, se
 		return acpsdk.LoadSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/load", "session", id, "cwd", p.Cwd, "mcpServers", len(s.Servers()))
-	return acpsdk.LoadSessionResponse{ConfigOptions: a.configOptions(s)}, nil
+	return acpsdk.LoadSessionResponse{ConfigOptions: a.configOptions(s), Modes: modeState(s)}, nil
 }
 
 // resumeSession serves session/resume: like session/load, without the
@@ -51,7 +51,7 @@ func (a *Agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 		return acpsdk.ResumeSessionResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/resume", "session", p.SessionId, "cwd", p.Cwd, "mcpServers", len(s.Servers()))
-	return acpsdk.ResumeSessionResponse{ConfigOptions: a.configOptions(s)}, nil
+	return acpsdk.ResumeSessionResponse{ConfigOptions: a.configOptions(s), Modes: modeState(s)}, nil
 }
 
 // reopen checks that the session is stored (an unknown sessionId is said

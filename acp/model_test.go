@@ -76,7 +76,7 @@ func TestAgent_ModelTurnWithPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.ConfigOptions) != 1 || res.ConfigOptions[0].Select.CurrentValue != "script:1" {
+	if len(res.ConfigOptions) != 2 || res.ConfigOptions[1].Select.CurrentValue != "script:1" {
 		t.Errorf("configOptions = %+v, want the model selector on script:1", res.ConfigOptions)
 	}
 	sid := string(res.SessionId)
@@ -129,7 +129,7 @@ func TestAgent_SwitchModel(t *testing.T) {
 	}
 	res, err := h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
 		SessionId: acpsdk.SessionId(sid), ConfigId: "model", Value: "b"}})
-	if err != nil || res.ConfigOptions[0].Select.CurrentValue != "b" {
+	if err != nil || res.ConfigOptions[1].Select.CurrentValue != "b" {
 		t.Fatalf("set model: %+v %v", res, err)
 	}
 	if _, out := h.prompt(t.Context(), sid, "hi"); joinText(out) != "from b" {

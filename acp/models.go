@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -23,15 +24,45 @@ const (
 	// toolSearchConfigID turns tool search on or off (boolean), for any
 	// model but direct.
 	toolSearchConfigID = "tool_search"
+	// modeConfigID selects the session's mode (sandbox/confine): the mode
+	// picker, category mode.
+	modeConfigID = "mode"
 )
 
-// configOptions returns session s's config options: the model selector,
-// when there is more than one model to choose from; and, to a client that
+// modeOption is the session's mode selector (category mode): the modes of
+// confine.Modes, s's current.
+func modeOption(s *session.Session) acpsdk.SessionConfigOption {
+	opts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(confine.Modes))
+	for _, m := range confine.Modes {
+		desc := m.Description()
+		opts = append(opts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(m), Name: m.Name(), Description: &desc})
+	}
+	o := acpsdk.NewSessionConfigOptionSelect(acpsdk.SessionConfigValueId(s.Mode()), acpsdk.SessionConfigSelectOptions{Ungrouped: &opts})
+	cat := acpsdk.SessionConfigOptionCategoryMode
+	desc := "What commands and MCP servers may change, enforced by the kernel where it can"
+	o.Select.Id, o.Select.Name, o.Select.Category, o.Select.Description = modeConfigID, "Mode", &cat, &desc
+	return o
+}
+
+// modeState is the session's modes for clients of ACP's session modes
+// (session/set_mode, current_mode_update): the same modes as modeOption.
+func modeState(s *session.Session) *acpsdk.SessionModeState {
+	st := &acpsdk.SessionModeState{CurrentModeId: acpsdk.SessionModeId(s.Mode())}
+	for _, m := range confine.Modes {
+		desc := m.Description()
+		st.AvailableModes = append(st.AvailableModes, acpsdk.SessionMode{Id: acpsdk.SessionModeId(m), Name: m.Name(), Description: &desc})
+	}
+	return st
+}
+
+// configOptions returns session s's config options: the mode selector;
+// the model selector, when there is more than one model to choose from;
+// and, to a client that
 // advertised session.configOptions.boolean, the on/off choices of its
 // model (thinking, tool search). It is never nil (the schema of
 // session/set_config_option wants an array).
 func (a *Agent) configOptions(s *session.Session) []acpsdk.SessionConfigOption {
-	out := []acpsdk.SessionConfigOption{}
+	out := []acpsdk.SessionConfigOption{modeOption(s)}
 	current := s.Model()
 	models := a.core.Models()
 	if len(models) > 1 {
@@ -122,6 +153,15 @@ func (a *Agent) setSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 	if !slices.Contains(offered, string(cid)) {
 		return fail(session.Invalidf("configId %q is not an option of this session (%s)", cid, offeredText(offered)))
 	}
+	if cid == modeConfigID {
+		if p.ValueId == nil {
+			return fail(session.Invalidf("config option %q takes a value id (read-only, workspace-write or full-access), not a boolean", cid))
+		}
+		if err := a.setMode(ctx, s, string(p.ValueId.Value), true); err != nil {
+			return fail(err)
+		}
+		return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(s)}, nil
+	}
 	if cid != modelConfigID {
 		if p.Boolean == nil {
 			return fail(session.Invalidf("config option %q is a boolean: it takes type \"boolean\" and a true or false value", cid))
@@ -148,10 +188,44 @@ func (a *Agent) setSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(s)}, nil
 }
 
+// setMode switches session s to the mode named value (a bad one is
+// invalid_params naming the valid ones) and, once the response is written,
+// tells the client's other picker (current_mode_update after
+// session/set_config_option, byConfig; config_option_update after
+// session/set_mode) and the user what the change means: full access said
+// plainly, and the stdio servers that keep their old mode.
+func (a *Agent) setMode(ctx context.Context, s *session.Session, value string, byConfig bool) error {
+	m, err := confine.ParseMode(value)
+	if err != nil {
+		return session.Invalidf("mode: %v", err)
+	}
+	stale, err := s.SetMode(ctx, m)
+	if err != nil {
+		return err
+	}
+	sid := s.ID()
+	text := session.ModeChangedText(m, s.Support(), stale)
+	a.tasks.Go(func() {
+		select {
+		case <-ctx.Done(): // the response is written
+		case <-a.rpc.Done():
+			return
+		}
+		bg := context.WithoutCancel(ctx)
+		if byConfig {
+			a.notify(bg, sid, acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeId: acpsdk.SessionModeId(m)}})
+		} else {
+			a.notify(bg, sid, acpsdk.SessionUpdate{ConfigOptionUpdate: &acpsdk.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: a.configOptions(s)}})
+		}
+		a.notify(bg, sid, acpsdk.UpdateAgentMessageText(text+"\n"))
+	})
+	return nil
+}
+
 // offeredText says which config options a session offers.
 func offeredText(ids []string) string {
 	if len(ids) == 0 {
-		return "it offers none: a model selector is offered only when more than one model is configured, and thinking and tool_search only to a client that advertised session.configOptions.boolean, with a model other than direct"
+		return "it offers none: a mode selector is always offered, a model selector is offered only when more than one model is configured, and thinking and tool_search only to a client that advertised session.configOptions.boolean, with a model other than direct"
 	}
 	return "it offers: " + strings.Join(ids, ", ")
 }

@@ -165,12 +165,12 @@ func TestAgent_SetConfigOption(t *testing.T) {
 	h := startAgentWith(t, testOptions{Gateway: two})
 	sid := acpsdk.SessionId(h.newSession())
 	res, err := h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "direct"}})
-	if err != nil || res.ConfigOptions == nil || res.ConfigOptions[0].Select.CurrentValue != "direct" {
+	if err != nil || len(res.ConfigOptions) != 2 || res.ConfigOptions[1].Select.CurrentValue != "direct" {
 		t.Errorf("set model: %+v, %v", res, err)
 	}
 	for _, id := range []acpsdk.SessionConfigId{"effort", "Model"} {
 		_, err = h.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: id, Value: "x"}})
-		if re := requestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, `configId "`+string(id)+`"`) || !strings.Contains(re.Message, "it offers: model") {
+		if re := requestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, `configId "`+string(id)+`"`) || !strings.Contains(re.Message, "it offers: mode, model") {
 			t.Errorf("option %q: %d %q", id, re.Code, re.Message)
 		}
 	}
@@ -179,12 +179,11 @@ func TestAgent_SetConfigOption(t *testing.T) {
 		t.Errorf("boolean model: %d %q", re.Code, re.Message)
 	}
 
-	// One model: nothing is offered, so "model" cannot be set (it was
-	// answered configOptions: null).
+	// One model: only the mode is offered, so "model" cannot be set.
 	one := startAgent(t)
 	sid = acpsdk.SessionId(one.newSession())
 	_, err = one.conn.SetSessionConfigOption(t.Context(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "direct"}})
-	if re := requestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, `configId "model" is not an option of this session (it offers none`) {
+	if re := requestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, `configId "model" is not an option of this session (it offers: mode)`) {
 		t.Errorf("one model: %d %q", re.Code, re.Message)
 	}
 }
@@ -260,7 +259,7 @@ func TestAgent_ModelRestoredByLoadAndResume(t *testing.T) {
 	b := &scriptProvider{responses: []gateway.Response{say("from b"), say("from b again")}}
 	second := startStoreAgent(t, path, &scriptProvider{responses: []gateway.Response{say("from a")}}, b)
 	loaded, err := second.conn.LoadSession(t.Context(), acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}})
-	if err != nil || len(loaded.ConfigOptions) != 1 || loaded.ConfigOptions[0].Select.CurrentValue != "b" {
+	if err != nil || len(loaded.ConfigOptions) != 2 || loaded.ConfigOptions[1].Select.CurrentValue != "b" {
 		t.Fatalf("session/load: %+v, %v; want the model b", loaded, err)
 	}
 	if _, out := second.prompt(t.Context(), string(sid), "hi"); joinText(out) != "from b" {
@@ -269,7 +268,7 @@ func TestAgent_ModelRestoredByLoadAndResume(t *testing.T) {
 
 	third := startStoreAgent(t, path, &scriptProvider{responses: []gateway.Response{say("from a")}}, b)
 	resumed, err := third.conn.ResumeSession(t.Context(), acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: cwd})
-	if err != nil || len(resumed.ConfigOptions) != 1 || resumed.ConfigOptions[0].Select.CurrentValue != "b" {
+	if err != nil || len(resumed.ConfigOptions) != 2 || resumed.ConfigOptions[1].Select.CurrentValue != "b" {
 		t.Fatalf("session/resume: %+v, %v; want the model b", resumed, err)
 	}
 	if _, out := third.prompt(t.Context(), string(sid), "hi"); joinText(out) != "from b again" {
@@ -293,7 +292,7 @@ func TestAgent_RestoredModelNoLongerConfigured(t *testing.T) {
 	st.Close()
 	h := startStoreAgent(t, path, &scriptProvider{}, &scriptProvider{})
 	res, err := h.conn.ResumeSession(t.Context(), acpsdk.ResumeSessionRequest{SessionId: "sess_gone", Cwd: cwd})
-	if err != nil || len(res.ConfigOptions) != 1 || res.ConfigOptions[0].Select.CurrentValue != "a" {
+	if err != nil || len(res.ConfigOptions) != 2 || res.ConfigOptions[1].Select.CurrentValue != "a" {
 		t.Errorf("resume: %+v, %v; want the default model a", res, err)
 	}
 }

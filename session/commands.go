@@ -16,6 +16,7 @@ import (
 var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest string) string{
 	"resources": resourcesCommand, // resources.go
 	"read":      readCommand,
+	"status":    func(_ context.Context, s *Session, _ string) string { return s.StatusText() }, // mode.go
 	"servers": func(_ context.Context, s *Session, _ string) string {
 		return ServersText(s.Servers(), s.Manager().ToolLimit())
 	},

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
@@ -55,6 +57,85 @@ func (s *Session) SetMode(ctx context.Context, m confine.Mode) (stale []string, 
 	s.mode.store(m)
 	s.core.log.Info("mode set", "session", s.id, "mode", m)
 	return s.StaleServers(), nil
+}
+
+// support returns what the kernel enforces for the core's sessions.
+func (c *Core) support() confine.Support {
+	if cf := c.opts.Bridge.Confine; cf != nil && cf.Support != nil {
+		return *cf.Support
+	}
+	return confine.Supported()
+}
+
+// Support returns what the kernel enforces for the session's processes.
+func (s *Session) Support() confine.Support { return s.core.support() }
+
+// require reports whether config sandbox.require is on.
+func (c *Core) require() bool {
+	cf := c.opts.Bridge.Confine
+	return cf != nil && cf.Require
+}
+
+// Enforcement says what the kernel enforces of the session's mode
+// (confine.Support.Describe), and whether it enforces all of it (true for
+// full access, which confines nothing).
+func (s *Session) Enforcement() (text string, full bool) {
+	m, sup := s.Mode(), s.core.support()
+	text = sup.Describe(m)
+	if m == confine.FullAccess {
+		return text, true
+	}
+	if s.core.require() && sup.ABI < 1 {
+		text = fmt.Sprintf("%s is not enforced: %s. sandbox.require is on: no command or MCP server process starts.", m.Name(), sup.Kernel())
+	}
+	r, _ := confine.For(m, confine.Workspace{Cwd: s.cwd}, confine.Server{}, "")
+	return text, len(sup.Gaps(r)) == 0
+}
+
+// StatusText renders /status: the session's mode and what the kernel
+// enforces of it, sandbox.require, and each stdio server with the mode its
+// process runs under.
+func (s *Session) StatusText() string {
+	var b strings.Builder
+	m := s.Mode()
+	text, _ := s.Enforcement()
+	fmt.Fprintf(&b, "Mode: %s (%s). %s\n%s\n", m.Name(), m, m.Description(), text)
+	if s.core.require() {
+		b.WriteString("sandbox.require is on: a process the kernel cannot confine in full does not start.\n")
+	}
+	var lines []string
+	for _, st := range s.manager.Servers() {
+		if st.Transport != bridge.TransportStdio {
+			continue
+		}
+		switch {
+		case st.Mode == "":
+			lines = append(lines, fmt.Sprintf("- %s: no process (%s)", st.Name, st.State))
+		case st.Mode != m:
+			lines = append(lines, fmt.Sprintf("- %s: runs under %s; it keeps it until it is started again (the session's next load)", st.Name, st.Mode))
+		default:
+			lines = append(lines, fmt.Sprintf("- %s: runs under %s", st.Name, st.Mode))
+		}
+	}
+	if len(lines) > 0 {
+		b.WriteString("Stdio MCP servers:\n" + strings.Join(lines, "\n") + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ModeChangedText is what the user is told after the session's mode became
+// m: what it means when it is full access, and the stdio servers (stale)
+// that keep the mode they started under until they are started again.
+func ModeChangedText(m confine.Mode, sup confine.Support, stale []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Mode: %s.", m.Name())
+	if m == confine.FullAccess {
+		b.WriteString(" " + sup.Describe(m))
+	}
+	if len(stale) > 0 {
+		fmt.Fprintf(&b, " These MCP servers keep the mode they started under until they are started again (the session's next load): %s.", strings.Join(stale, ", "))
+	}
+	return b.String()
 }
 
 // StaleServers returns the names of the session's stdio servers whose

@@ -39,6 +39,7 @@ var commands = [...]Command{
 	{Name: "logout", Hint: "<server>", Description: "Sign out of an MCP server: its tokens are deleted and revoked, and it disconnects", FrontEnd: true},
 	{Name: "resources", Description: "List the resources and resource templates of the session's MCP servers", FrontEnd: true},
 	{Name: "read", Hint: "<uri>", Description: "Show a resource of an MCP server: its text, binary data summarized", FrontEnd: true},
+	{Name: "status", Description: "Show the session's mode, what the kernel enforces of it, and the mode each server's process runs under", FrontEnd: true},
 	{Name: "usage", Description: "Show the session's token use, cost and how full the model's context is", Runner: true},
 	{Name: "compact", Description: "Summarize the conversation for the model, to free its context window", Runner: true},
 	{Name: "help", Description: "Show the commands and how to configure a model"},
