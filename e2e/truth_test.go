@@ -90,8 +90,8 @@ func TestStore_ModelAndCallIDsSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.ConfigOptions) != 1 || res.ConfigOptions[0].Select.CurrentValue != "direct" {
-		t.Errorf("session/load configOptions = %+v, want the model direct restored", res.ConfigOptions)
+	if len(res.ConfigOptions) != 2 || res.ConfigOptions[0].Select.CurrentValue != "workspace-write" || res.ConfigOptions[1].Select.CurrentValue != "direct" {
+		t.Errorf("session/load configOptions = %+v, want the default mode and the model direct restored", res.ConfigOptions)
 	}
 	var replayed []acpsdk.ToolCallId
 	for _, n := range b.Client.Updates()[from:] {
