@@ -17,8 +17,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -389,7 +389,7 @@ func TestAgent_DefaultServersMergeAndLimits(t *testing.T) {
 			{Name: "memdefault", Transport: bridge.TransportStdio, Command: "unused"},
 			{Name: "memclash", Transport: bridge.TransportStdio, Command: "default-command-never-run"},
 		},
-		Bridge: bridge.Options{Limits: sandbox.Limits{ServersPerSession: 3, ToolsPerSession: 6}},
+		Bridge: bridge.Options{Limits: quota.Limits{ServersPerSession: 3, ToolsPerSession: 6}},
 	})
 	// The session's "memclash" replaces the default one: a default that
 	// could not start would fail.

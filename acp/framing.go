@@ -15,7 +15,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 )
 
 // MaxFrameBytes is the longest JSON-RPC message the agent accepts, in bytes,
@@ -176,7 +176,7 @@ func newFraming(src Stream, start <-chan struct{}, out frameWriter, log *slog.Lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	if mediaLimit <= 0 {
-		mediaLimit = sandbox.DefaultMaxMedia
+		mediaLimit = quota.DefaultMaxMedia
 	}
 	f := &framing{
 		src: src, start: start, out: out, log: log, mediaLimit: mediaLimit,
@@ -698,7 +698,7 @@ func (f *framing) replyTooLarge(id json.RawMessage, method string, size int) {
 	}
 	msg := fmt.Sprintf("Invalid Request: the %s of %s (%d bytes) is over the limit of %d bytes per JSON-RPC message; "+
 		"each image or audio block of a prompt may be at most %s (limits.maxMediaBytes): send smaller media, or a resource_link instead of embedded data",
-		what, sandbox.Size(size), size, MaxFrameBytes, sandbox.Size(f.mediaLimit))
+		what, quota.Size(size), size, MaxFrameBytes, quota.Size(f.mediaLimit))
 	f.reply(id, codeInvalidRequest, msg, map[string]any{"bytes": size, "limit": MaxFrameBytes, "maxMediaBytes": f.mediaLimit})
 }
 

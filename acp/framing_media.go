@@ -6,7 +6,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -16,7 +16,7 @@ import (
 // size and the limit.
 func checkPromptMedia(prompt []acpsdk.ContentBlock, max int) error {
 	if max <= 0 {
-		max = sandbox.DefaultMaxMedia
+		max = quota.DefaultMaxMedia
 	}
 	for i, b := range prompt {
 		var kind, mime, data string
@@ -32,7 +32,7 @@ func checkPromptMedia(prompt []acpsdk.ContentBlock, max int) error {
 			continue
 		}
 		if n := base64Size(data); n > max {
-			return session.Invalidf("prompt[%d]: the %s (%s) is %s (%d bytes), over the limit of %s (%d bytes) per image, audio or blob block (config limits.maxMediaBytes): send it smaller, or as a resource_link", i, kind, mime, sandbox.Size(n), n, sandbox.Size(max), max)
+			return session.Invalidf("prompt[%d]: the %s (%s) is %s (%d bytes), over the limit of %s (%d bytes) per image, audio or blob block (config limits.maxMediaBytes): send it smaller, or as a resource_link", i, kind, mime, quota.Size(n), n, quota.Size(max), max)
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 )
 
 // MCPServersError is a structurally broken mcpServers list: the client's bug.
@@ -283,7 +283,7 @@ func parsePairs(raw json.RawMessage) ([]namedValue, error) {
 // parseEnv decodes a stdio entry's env (ServerSpec.Validate checks the names
 // and values): the ACP [{name, value}] list, or, as
 // some clients send, an object of strings (applied in sorted key order).
-func parseEnv(raw json.RawMessage) ([]sandbox.EnvVar, error) {
+func parseEnv(raw json.RawMessage) ([]environ.Var, error) {
 	var pairs []namedValue
 	var obj map[string]string
 	if len(raw) > 0 && raw[0] == '{' {
@@ -299,9 +299,9 @@ func parseEnv(raw json.RawMessage) ([]sandbox.EnvVar, error) {
 			return nil, err
 		}
 	}
-	env := make([]sandbox.EnvVar, 0, len(pairs))
+	env := make([]environ.Var, 0, len(pairs))
 	for _, p := range pairs {
-		env = append(env, sandbox.EnvVar{Name: p.Name, Value: p.Value})
+		env = append(env, environ.Var{Name: p.Name, Value: p.Value})
 	}
 	return env, nil
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 )
 
 func TestParseMCPServers(t *testing.T) {
@@ -22,13 +22,13 @@ func TestParseMCPServers(t *testing.T) {
 		{"null", `null`, nil, ""},
 		{"empty", `[]`, []bridge.ServerSpec{}, ""},
 		{"stdio full", `[{"name":"fs","command":"node","args":["a","b"],"env":[{"name":"K","value":"v"}]}]`,
-			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Args: []string{"a", "b"}, Env: []sandbox.EnvVar{{Name: "K", Value: "v"}}}}, ""},
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Args: []string{"a", "b"}, Env: []environ.Var{{Name: "K", Value: "v"}}}}, ""},
 		{"stdio without args and env", `[{"name":"fs","command":"node"}]`,
-			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Env: []sandbox.EnvVar{}}}, ""},
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Env: []environ.Var{}}}, ""},
 		{"explicit stdio type", `[{"type":"stdio","name":"fs","command":"node","args":null,"env":null}]`,
-			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Env: []sandbox.EnvVar{}}}, ""},
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "node", Env: []environ.Var{}}}, ""},
 		{"env as object", `[{"name":"fs","command":"x","env":{"B":"2","A":"1"}}]`,
-			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "x", Env: []sandbox.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}}}, ""},
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "x", Env: []environ.Var{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}}}, ""},
 		{"http", `[{"type":"http","name":"web","url":"https://x/mcp","headers":[{"name":"Authorization","value":"Bearer t"}]}]`,
 			[]bridge.ServerSpec{{Name: "web", Transport: "http", URL: "https://x/mcp", Headers: []bridge.Header{{Name: "Authorization", Value: "Bearer t"}}}}, ""},
 		{"sse without headers", `[{"type":"sse","name":"old","url":"http://127.0.0.1:1/sse"}]`,
@@ -66,7 +66,7 @@ func TestParseMCPServers(t *testing.T) {
 		{"CR in a value", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"X-A","value":"a\r\nHost: evil"}]}]`, nil, `header "X-A": name and value must not contain CR or LF`},
 		{"LF in a name", `[{"type":"http","name":"w","url":"https://x","headers":[{"name":"X-A\nB","value":"a"}]}]`, nil, `must not contain CR or LF`},
 		{"meta timeouts", `[{"name":"fs","command":"x","_meta":{"acp-agent/timeouts":{"connect":"5s","toolsList":10,"toolCall":"2m"},"other":1}}]`,
-			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "x", Env: []sandbox.EnvVar{}, Timeouts: bridge.Timeouts{Connect: 5 * time.Second, ToolsList: 10 * time.Second, ToolCall: 2 * time.Minute}}}, ""},
+			[]bridge.ServerSpec{{Name: "fs", Transport: "stdio", Command: "x", Env: []environ.Var{}, Timeouts: bridge.Timeouts{Connect: 5 * time.Second, ToolsList: 10 * time.Second, ToolCall: 2 * time.Minute}}}, ""},
 		{"meta timeouts bad value", `[{"name":"fs","command":"x","_meta":{"acp-agent/timeouts":{"connect":"soon"}}}]`, nil, `("fs") _meta.acp-agent/timeouts: connect: "soon" is not a positive duration`},
 		{"meta timeouts unknown key", `[{"name":"fs","command":"x","_meta":{"acp-agent/timeouts":{"call":"5s"}}}]`, nil, `unknown key "call"`},
 		{"headers bad shape", `[{"type":"http","name":"web","url":"https://x","headers":{"A":"b"}}]`, nil, `("web") headers: must be an array`},
@@ -126,7 +126,7 @@ func FuzzParseMCPServers(f *testing.F) {
 				t.Fatalf("%s entry %q without url accepted", s.Transport, s.Name)
 			}
 			for _, e := range s.Env {
-				if !sandbox.ValidEnvName(e.Name) {
+				if !environ.ValidName(e.Name) {
 					t.Fatalf("invalid env name %q accepted", e.Name)
 				}
 			}

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -13,12 +14,12 @@ import (
 // own text, followed by what to do about the refusals of the policies the
 // bridge enforces, whose errors state only the fact:
 //
-//   - a *sandbox.PolicyError that a setting would lift: " (set
+//   - a *urlpolicy.Error that a setting would lift: " (set
 //     sandbox.allowPrivateNetworks to allow it)", "; use https, or add
 //     the host to sandbox.allowHosts" for plain http, or "; its operator
 //     may list the host in sandbox.allowHosts" for loopback refused by
-//     sandbox.URLPolicy.RefuseLoopback (https would be refused too);
-//   - a *sandbox.RateLimitError: "; retry in N s";
+//     urlpolicy.Policy.RefuseLoopback (https would be refused too);
+//   - a *quota.RateLimitError: "; retry in N s";
 //   - a *signin.CorruptError (the sign-in token file): ": delete it and
 //     sign in to its MCP servers again";
 //   - a server's reason after Manager.Logout ("signed out"): " (/logout);
@@ -36,14 +37,14 @@ func ErrorText(err error) string {
 
 // advice is what ErrorText adds to err's text, or "".
 func advice(err error) string {
-	var pe *sandbox.PolicyError
-	var rle *sandbox.RateLimitError
+	var pe *urlpolicy.Error
+	var rle *quota.RateLimitError
 	var corrupt *signin.CorruptError
 	var rem interface{ Remedy() string }
 	switch {
 	case errors.As(err, &pe) && pe.Loopback:
 		return "; its operator may list the host in " + pe.Setting
-	case errors.As(err, &pe) && pe.Setting == sandbox.SettingAllowHosts:
+	case errors.As(err, &pe) && pe.Setting == urlpolicy.SettingAllowHosts:
 		return "; use https, or add the host to " + pe.Setting
 	case errors.As(err, &pe) && pe.Setting != "":
 		return " (set " + pe.Setting + " to allow it)"

@@ -9,8 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // conn is the connection state machine of one server: its State, the MCP
@@ -51,7 +52,7 @@ type conn struct {
 	detach    func() bool         // during the first connect: stops its request's end from cancelling it
 	// The transport of the current (or last) dial.
 	cmd        *exec.Cmd          // the stdio child, or nil
-	proc       *sandbox.Process   // the stdio child once started, or nil
+	proc       *process.Process   // the stdio child once started, or nil
 	procCancel context.CancelFunc // kills the stdio child's process group, ends the HTTP streams or the in-process session
 	stderr     *tailWriter        // last lines of a stdio child's stderr, for failure reasons
 	stdout     *stdoutWatch       // the start of a stdio child's stdout, for failure reasons
@@ -82,7 +83,7 @@ func (c *conn) markLost(cs *mcp.ClientSession, cause error, now time.Time) {
 		return
 	}
 	c.backoff = nextBackoff(c.backoff)
-	c.state, c.cs, c.err, c.retryAt = StateLost, nil, sandbox.RedactError(cause), now.Add(c.backoff)
+	c.state, c.cs, c.err, c.retryAt = StateLost, nil, urlpolicy.RedactError(cause), now.Add(c.backoff)
 	c.closeStale(cs)
 }
 
@@ -111,7 +112,7 @@ func (c *conn) isSettled() bool {
 
 // shut begins closing: it marks the connection closing and closed, and
 // returns what close must end. ok is false when it was closed already.
-func (c *conn) shut() (cs *mcp.ClientSession, proc *sandbox.Process, procCancel context.CancelFunc, ok bool) {
+func (c *conn) shut() (cs *mcp.ClientSession, proc *process.Process, procCancel context.CancelFunc, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == StateClosed {
@@ -125,7 +126,7 @@ func (c *conn) shut() (cs *mcp.ClientSession, proc *sandbox.Process, procCancel 
 
 // process returns the stdio child (or nil) and the func that ends the
 // transport (or nil), for ending a session that never became the live one.
-func (c *conn) process() (*sandbox.Process, context.CancelFunc) {
+func (c *conn) process() (*process.Process, context.CancelFunc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.proc, c.procCancel

@@ -38,9 +38,9 @@
 // Every connection is an [mcp.Client] session of the go-sdk, over a stdio
 // transport on the child's pipes, an [mcp.StreamableClientTransport] or an
 // [mcp.SSEClientTransport]; the bridge writes no JSON-RPC of its own. Stdio servers run under the
-// sandbox's environment and process rules ([sandbox.EnvPolicy],
-// [sandbox.Start]); http and sse servers are reached only through the
-// [sandbox.URLPolicy]. [Options.StdioPolicy] may refuse a stdio server
+// sandbox's environment and process rules ([environ.Policy],
+// [process.Start]); http and sse servers are reached only through the
+// [urlpolicy.Policy]. [Options.StdioPolicy] may refuse a stdio server
 // before its process starts (a gateway's host runs only the commands its
 // operator allows: [*StdioRefusedError]). [Options.Dial] replaces the
 // built-in transports, for tests (in-memory transports) and for

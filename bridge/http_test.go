@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // headerServer is an MCP server whose "headers" tool returns the HTTP
@@ -98,11 +98,11 @@ func TestHTTP_TransportsSendHeaders(t *testing.T) {
 }
 
 func TestHTTP_RefusedURLFailsOnlyThatServer(t *testing.T) {
-	m := NewManager(&Options{URLs: &sandbox.URLPolicy{DenyHosts: []string{"127.0.0.1"}}})
+	m := NewManager(&Options{URLs: &urlpolicy.Policy{DenyHosts: []string{"127.0.0.1"}}})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	_ = m.Connect(t.Context(), []ServerSpec{{Name: "denied", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp"}})
 	st := m.Servers()[0]
-	if st.State != StateFailed || !errors.Is(st.Err, sandbox.ErrRefused) || !strings.Contains(st.Err.Error(), "http://127.0.0.1:1/mcp") {
+	if st.State != StateFailed || !errors.Is(st.Err, urlpolicy.ErrRefused) || !strings.Contains(st.Err.Error(), "http://127.0.0.1:1/mcp") {
 		t.Errorf("status = %v %v, want refused naming the URL", st.State, st.Err)
 	}
 }

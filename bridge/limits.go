@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 )
 
 // capResult applies the session's result limits to a tools/call result
@@ -15,13 +15,13 @@ import (
 // Limits.MaxMedia is replaced by a note; structured content larger than the
 // text limit is replaced by a note. Nothing is dropped without a note. res is
 // not modified; a result within the limits is returned as is.
-func capResult(res *mcp.CallToolResult, l sandbox.Limits) *mcp.CallToolResult {
+func capResult(res *mcp.CallToolResult, l quota.Limits) *mcp.CallToolResult {
 	if res == nil || withinLimits(res, l) {
 		return res
 	}
 	out := *res
 	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
-	budget := sandbox.NewTextBudget(l.MaxResultText)
+	budget := quota.NewTextBudget(l.MaxResultText)
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
@@ -31,13 +31,13 @@ func capResult(res *mcp.CallToolResult, l sandbox.Limits) *mcp.CallToolResult {
 			}
 		case *mcp.ImageContent:
 			if len(c.Data) > l.MaxMedia {
-				out.Content = append(out.Content, &mcp.TextContent{Text: sandbox.MediaNote("image", c.MIMEType, len(c.Data), l.MaxMedia)})
+				out.Content = append(out.Content, &mcp.TextContent{Text: quota.MediaNote("image", c.MIMEType, len(c.Data), l.MaxMedia)})
 				continue
 			}
 			out.Content = append(out.Content, c)
 		case *mcp.AudioContent:
 			if len(c.Data) > l.MaxMedia {
-				out.Content = append(out.Content, &mcp.TextContent{Text: sandbox.MediaNote("audio", c.MIMEType, len(c.Data), l.MaxMedia)})
+				out.Content = append(out.Content, &mcp.TextContent{Text: quota.MediaNote("audio", c.MIMEType, len(c.Data), l.MaxMedia)})
 				continue
 			}
 			out.Content = append(out.Content, c)
@@ -48,7 +48,7 @@ func capResult(res *mcp.CallToolResult, l sandbox.Limits) *mcp.CallToolResult {
 				continue
 			}
 			if len(r.Blob) > l.MaxMedia {
-				out.Content = append(out.Content, &mcp.TextContent{Text: sandbox.MediaNote("resource "+r.URI, r.MIMEType, len(r.Blob), l.MaxMedia)})
+				out.Content = append(out.Content, &mcp.TextContent{Text: quota.MediaNote("resource "+r.URI, r.MIMEType, len(r.Blob), l.MaxMedia)})
 				continue
 			}
 			rc := *r
@@ -63,7 +63,7 @@ func capResult(res *mcp.CallToolResult, l sandbox.Limits) *mcp.CallToolResult {
 	if res.StructuredContent != nil {
 		if b, err := json.Marshal(res.StructuredContent); err == nil && len(b) > l.MaxResultText {
 			out.StructuredContent = nil
-			out.Content = append(out.Content, &mcp.TextContent{Text: "[acp-agent: structured content of " + sandbox.Size(len(b)) + " left out: over the limit of " + sandbox.Size(l.MaxResultText) + "]"})
+			out.Content = append(out.Content, &mcp.TextContent{Text: "[acp-agent: structured content of " + quota.Size(len(b)) + " left out: over the limit of " + quota.Size(l.MaxResultText) + "]"})
 		}
 	}
 	if note := budget.Note(); note != "" {
@@ -73,7 +73,7 @@ func capResult(res *mcp.CallToolResult, l sandbox.Limits) *mcp.CallToolResult {
 }
 
 // withinLimits reports whether res needs no capping, cheaply.
-func withinLimits(res *mcp.CallToolResult, l sandbox.Limits) bool {
+func withinLimits(res *mcp.CallToolResult, l quota.Limits) bool {
 	text := 0
 	for _, c := range res.Content {
 		switch c := c.(type) {

@@ -10,11 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 )
 
 func TestCapResult(t *testing.T) {
-	l := sandbox.Limits{MaxResultText: 10, MaxMedia: 4}.WithDefaults()
+	l := quota.Limits{MaxResultText: 10, MaxMedia: 4}.WithDefaults()
 	res := &mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.TextContent{Text: "0123456"},
 		&mcp.TextContent{Text: "789abcdef"},
@@ -50,7 +50,7 @@ func TestCapResult(t *testing.T) {
 }
 
 func TestCapResult_Structured(t *testing.T) {
-	l := sandbox.Limits{MaxResultText: 16}.WithDefaults()
+	l := quota.Limits{MaxResultText: 16}.WithDefaults()
 	res := capResult(&mcp.CallToolResult{StructuredContent: map[string]any{"long": strings.Repeat("x", 40)}}, l)
 	if res.StructuredContent != nil || len(res.Content) != 1 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "structured content") {
 		b, _ := json.Marshal(res)
@@ -63,14 +63,14 @@ func TestCapResult_Structured(t *testing.T) {
 func TestManager_OversizedResultIsCapped(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", sandbox.DefaultMaxResultText+44<<10)}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", quota.DefaultMaxResultText+44<<10)}}}, nil
 	})
 	m := memManager(t, nil, map[string]*mcp.Server{"big": srv}, ServerSpec{Name: "big", Transport: TransportStdio})
 	res, err := toolByName(t, m, "mcp__big__big").Execute(t.Context(), "c", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Content) != 2 || len(res.Content[0].Text) != sandbox.DefaultMaxResultText || !strings.Contains(res.Content[1].Text, "44 KiB of text cut, over the limit of "+sandbox.Size(sandbox.DefaultMaxResultText)) {
+	if len(res.Content) != 2 || len(res.Content[0].Text) != quota.DefaultMaxResultText || !strings.Contains(res.Content[1].Text, "44 KiB of text cut, over the limit of "+quota.Size(quota.DefaultMaxResultText)) {
 		t.Errorf("content: %d blocks, first %d bytes, note %q", len(res.Content), len(res.Content[0].Text), res.Content[len(res.Content)-1].Text)
 	}
 	if raw := res.Raw.(*mcp.CallToolResult); len(raw.Content) != 2 {
@@ -79,7 +79,7 @@ func TestManager_OversizedResultIsCapped(t *testing.T) {
 }
 
 func TestManager_ToolsPerSessionLimit(t *testing.T) {
-	m := memManager(t, &Options{Limits: sandbox.Limits{ToolsPerSession: 5}},
+	m := memManager(t, &Options{Limits: quota.Limits{ToolsPerSession: 5}},
 		map[string]*mcp.Server{"a": testServer(t), "b": testServer(t)},
 		ServerSpec{Name: "a", Transport: TransportStdio}, ServerSpec{Name: "b", Transport: TransportStdio})
 	if n := len(m.Tools()); n != 5 {

@@ -10,8 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // ProtocolVersion is the MCP protocol version the bridge asks for: 2026-07-28,
@@ -61,10 +64,10 @@ type Options struct {
 	// DefaultCallTimeout.
 	Timeouts Timeouts
 	// Grace is how long a stdio child gets to exit after its stdin is closed,
-	// before SIGTERM. Zero or negative means sandbox.DefaultGrace (5s).
+	// before SIGTERM. Zero or negative means process.DefaultGrace (5s).
 	Grace time.Duration
 	// Env builds stdio children's environments. Nil means the default policy.
-	Env *sandbox.EnvPolicy
+	Env *environ.Policy
 	// StdioPolicy, if non-nil, decides whether a stdio server may start on
 	// this host: it is called with the server's spec before its process
 	// would start (before Options.Dial too, so what would supply the
@@ -82,18 +85,18 @@ type Options struct {
 	Confine *Confine
 	// URLs decides which http and sse servers may be reached, on every
 	// connection. Nil means the default policy.
-	URLs *sandbox.URLPolicy
+	URLs *urlpolicy.Policy
 	// Limits are the session's quotas (tools per session, result sizes).
 	// Zero fields mean the sandbox defaults.
-	Limits sandbox.Limits
+	Limits quota.Limits
 	// CallsPerMinute is the default rate limit of each server's tool calls;
-	// a ServerSpec may override it. Zero means sandbox.DefaultCallsPerMinute,
+	// a ServerSpec may override it. Zero means quota.DefaultCallsPerMinute,
 	// negative means no limit.
 	CallsPerMinute int
 	// Clock is the rate limiters' clock. Nil means time.Now.
 	Clock func() time.Time
 	// Logger receives the bridge's logs, with the query values of URLs
-	// redacted (sandbox.RedactingHandler). Nil discards them.
+	// redacted (urlpolicy.RedactingHandler). Nil discards them.
 	Logger *slog.Logger
 	// OnToolsChanged, if non-nil, is called with the session's new tool set
 	// after a server's notifications/tools/list_changed changed it (from a
@@ -214,20 +217,20 @@ func NewManager(opts *Options) *Manager {
 	o.Timeouts = o.Timeouts.Or(Timeouts{Connect: DefaultConnectTimeout, ToolsList: DefaultListTimeout, ToolCall: DefaultCallTimeout})
 	o.Limits = o.Limits.WithDefaults()
 	if o.Env == nil {
-		o.Env = &sandbox.EnvPolicy{}
+		o.Env = &environ.Policy{}
 	}
 	if o.URLs == nil {
-		o.URLs = &sandbox.URLPolicy{}
+		o.URLs = &urlpolicy.Policy{}
 	}
 	if o.Grace <= 0 {
-		o.Grace = sandbox.DefaultGrace
+		o.Grace = process.DefaultGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	// Server URLs may carry secrets in their query (?token=...): nothing the
 	// bridge or go-sdk logs shows them.
-	o.Logger = slog.New(sandbox.RedactingHandler(o.Logger.Handler()))
+	o.Logger = slog.New(urlpolicy.RedactingHandler(o.Logger.Handler()))
 	return m
 }
 

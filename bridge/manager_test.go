@@ -16,7 +16,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 )
 
 var (
@@ -335,7 +335,7 @@ func TestManager_ChildEnvIsSanitized(t *testing.T) {
 		}
 		return "", false
 	}
-	m := NewManager(&Options{Cwd: dir, Env: &sandbox.EnvPolicy{Lookup: lookup}, Timeouts: Timeouts{Connect: 5 * time.Second}})
+	m := NewManager(&Options{Cwd: dir, Env: &environ.Policy{Lookup: lookup}, Timeouts: Timeouts{Connect: 5 * time.Second}})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	_ = m.Connect(t.Context(), []ServerSpec{{Name: "env", Transport: TransportStdio, Command: "sh",
 		Args: []string{"-c", "env > " + out + "; pwd >> " + out},

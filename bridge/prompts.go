@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // Errors of Manager.GetPrompt.
@@ -240,7 +240,7 @@ func (m *Manager) GetPrompt(ctx context.Context, command string, args map[string
 	}
 	res, err := srv.getPrompt(ctx, c.Prompt, args)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q, prompt %q: %w", c.Server, c.Prompt, sandbox.RedactError(err))
+		return nil, fmt.Errorf("MCP server %q, prompt %q: %w", c.Server, c.Prompt, urlpolicy.RedactError(err))
 	}
 	out := &PromptResult{Description: res.Description}
 	for _, msg := range res.Messages {

@@ -11,7 +11,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // MCP resources (https://modelcontextprotocol.io/specification/2025-11-25/server/resources):
@@ -331,7 +331,7 @@ func (m *Manager) ReadResource(ctx context.Context, uri string) (gateway.Result,
 	}
 	res, err := s.readResource(ctx, uri)
 	if err != nil {
-		return gateway.Result{}, fmt.Errorf("MCP server %q, resource %q: %w", s.spec.Name, uri, sandbox.RedactError(err))
+		return gateway.Result{}, fmt.Errorf("MCP server %q, resource %q: %w", s.spec.Name, uri, urlpolicy.RedactError(err))
 	}
 	return res, nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 )
 
 // textResource serves text for any URI it is asked for.
@@ -126,7 +126,7 @@ func TestResources_ReadObeysLimitsAndRate(t *testing.T) {
 		}}, nil
 	})
 	now := time.Unix(1000, 0)
-	m := memManager(t, &Options{Limits: sandbox.Limits{MaxResultText: 1000, MaxMedia: 4000}, CallsPerMinute: 1, Clock: func() time.Time { return now }},
+	m := memManager(t, &Options{Limits: quota.Limits{MaxResultText: 1000, MaxMedia: 4000}, CallsPerMinute: 1, Clock: func() time.Time { return now }},
 		map[string]*mcp.Server{"big": srv}, stdioSpec("big"))
 	res, err := m.ReadResource(t.Context(), "mem://big")
 	if err != nil {
@@ -246,7 +246,7 @@ func TestResources_ToolsForServersWithResources(t *testing.T) {
 
 // The resource tools count against the session's tool limit like any tool.
 func TestResources_ToolsCountAgainstTheLimit(t *testing.T) {
-	m := memManager(t, &Options{Limits: sandbox.Limits{ToolsPerSession: 1}},
+	m := memManager(t, &Options{Limits: quota.Limits{ToolsPerSession: 1}},
 		map[string]*mcp.Server{"a": resourceServer("a", 1)}, stdioSpec("a"))
 	if st := m.Servers()[0]; len(m.Tools()) != 1 || st.LeftOutCount != 1 || st.LeftOut[0] != "read_resource" {
 		t.Errorf("%d tools, status %+v; want list_resources bridged and read_resource left out", len(m.Tools()), st)

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // The resource tools. The model gets, for each server that has resources,
@@ -99,7 +99,7 @@ func newResourceTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			if ctx.Err() != nil {
 				return gateway.Result{}, err
 			}
-			return gateway.ErrorResult(fmt.Sprintf("MCP server %q, resource %q: %v", s.spec.Name, uri, sandbox.RedactError(err))), nil
+			return gateway.ErrorResult(fmt.Sprintf("MCP server %q, resource %q: %v", s.spec.Name, uri, urlpolicy.RedactError(err))), nil
 		}
 		return res, nil
 	}

@@ -17,7 +17,9 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // State is the connection state of one MCP server of a session.
@@ -83,8 +85,8 @@ type server struct {
 	spec     ServerSpec
 	opts     *Options // shared with the Manager, read-only
 	log      *slog.Logger
-	timeouts Timeouts             // effective: the spec's, else the Manager's
-	limiter  *sandbox.CallLimiter // tools/call rate limit
+	timeouts Timeouts           // effective: the spec's, else the Manager's
+	limiter  *quota.CallLimiter // tools/call rate limit
 
 	conn conn // the connection state machine and the MCP client session (conn.go)
 
@@ -119,7 +121,7 @@ func newServer(spec ServerSpec, opts *Options) *server {
 		opts:     opts,
 		log:      opts.Logger.With("server", spec.Name),
 		timeouts: spec.Timeouts.Or(opts.Timeouts),
-		limiter:  sandbox.NewCallLimiter(spec.Name, perMinute, opts.Clock),
+		limiter:  quota.NewCallLimiter(spec.Name, perMinute, opts.Clock),
 		conn:     conn{settled: make(chan struct{})},
 	}
 }
@@ -364,12 +366,12 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 			err = fmt.Errorf("%w. %s", err, note)
 		}
 	}
-	return nil, sandbox.RedactError(err)
+	return nil, urlpolicy.RedactError(err)
 }
 
 // transport returns the transport of the server: Options.Dial's, a stdio
 // child in its own process group (cmd, started by the transport's Connect
-// through sandbox.Start), or Streamable HTTP / SSE. kill ends what the
+// through process.Start), or Streamable HTTP / SSE. kill ends what the
 // transport started (the child's process group, the HTTP streams); close
 // calls it too. It refuses transports the bridge cannot serve, and a stdio
 // server Options.StdioPolicy refuses, with the policy's error.
@@ -426,7 +428,7 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	s.conn.cmd, s.conn.proc, s.conn.procCancel, s.conn.stderr, s.conn.stdout = cmd, nil, procCancel, stderr, st.out
 	s.conn.mode = mode
 	s.conn.mu.Unlock()
-	st.started = func(p *sandbox.Process) {
+	st.started = func(p *process.Process) {
 		s.conn.mu.Lock()
 		if s.conn.cmd == cmd {
 			s.conn.proc = p
@@ -581,7 +583,7 @@ func (s *server) watch(cs *mcp.ClientSession) {
 	default:
 		s.conn.err = fmt.Errorf("connection lost%s", s.conn.stderr.suffix())
 	}
-	s.conn.err = sandbox.RedactError(s.conn.err)
+	s.conn.err = urlpolicy.RedactError(s.conn.err)
 	if s.redials() {
 		s.conn.state = StateLost // retryAt stays: zero after a success, so the next call dials at once
 		s.log.Warn("MCP server connection lost; the next call dials it again", "err", s.conn.err)
@@ -599,7 +601,7 @@ func (s *server) watch(cs *mcp.ClientSession) {
 // the bridge initializes a fresh session once and retries the call once; a
 // server marked lost is dialed again by the next call, and a call while its
 // redial backoff runs fails at once as a tool error saying when it will be
-// tried again. Errors are redacted (sandbox.RedactError).
+// tried again. Errors are redacted (urlpolicy.RedactError).
 func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (res gateway.Result, err error) {
 	ctx, span := s.startCallSpan(ctx, name) // trace.go
 	defer func() { endCallSpan(span, res, err) }()
@@ -609,9 +611,9 @@ func (s *server) call(ctx context.Context, name string, args map[string]any, onU
 	res, err = s.callRetrying(ctx, name, args, onUpdate)
 	var wait *backoffError
 	if errors.As(err, &wait) {
-		return gateway.ErrorResult(sandbox.RedactURLs(wait.Error())), nil
+		return gateway.ErrorResult(urlpolicy.RedactURLs(wait.Error())), nil
 	}
-	return res, advised(sandbox.RedactError(err))
+	return res, advised(urlpolicy.RedactError(err))
 }
 
 func (s *server) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
@@ -633,7 +635,7 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 		// The server may have run the call before the connection broke:
 		// running a tool that is not idempotent twice is worse than asking.
 		return gateway.ErrorResult(fmt.Sprintf("the connection to MCP server %q broke during the call (%v), so the tool may or may not have run; the session is back: check, then call again if needed",
-			s.spec.Name, sandbox.RedactError(cause))), nil
+			s.spec.Name, urlpolicy.RedactError(cause))), nil
 	}
 	res, err = s.callOnce(ctx, cs, name, args, onUpdate)
 	if err != nil && ctx.Err() == nil && isSessionLost(err) {
@@ -729,7 +731,7 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 	}
 	if stale != nil && s.conn.cs == stale {
 		s.conn.closeStale(stale)
-		s.conn.cs, s.conn.err = nil, sandbox.RedactError(fmt.Errorf("%w: %w", errSessionLost, cause))
+		s.conn.cs, s.conn.err = nil, urlpolicy.RedactError(fmt.Errorf("%w: %w", errSessionLost, cause))
 	}
 	s.conn.state = StateConnecting
 	var endStreams context.CancelFunc
@@ -773,7 +775,7 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 		} else {
 			err = fmt.Errorf("dialing again failed: %w", err)
 		}
-		s.conn.err = sandbox.RedactError(err)
+		s.conn.err = urlpolicy.RedactError(err)
 		s.log.Warn("dialing the MCP server again failed", "err", s.conn.err, "retryIn", s.conn.backoff)
 		tell = !wasLost
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.conn.err)
@@ -788,7 +790,7 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 // close ends the connection and, for a stdio server, everything the child
 // started: stdin is closed, then after the grace period the process group
 // gets SIGTERM, then SIGKILL, and what is left of the child's descendants is
-// killed (sandbox.StopGroup). Requests still in flight get
+// killed (process.StopGroup). Requests still in flight get
 // notifications/cancelled first. It is idempotent and bounded in time.
 func (s *server) close() {
 	cs, proc, procCancel, ok := s.conn.shut()
@@ -801,7 +803,7 @@ func (s *server) close() {
 
 	switch {
 	case proc != nil && cs != nil:
-		sandbox.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
+		process.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
 	case cs != nil:
 		_ = cs.Close()
 	case proc != nil: // failed or still connecting: nothing to be graceful with
@@ -818,7 +820,7 @@ func (s *server) close() {
 func (s *server) stopSession(cs *mcp.ClientSession) {
 	proc, procCancel := s.conn.process()
 	if proc != nil {
-		sandbox.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
+		process.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
 	} else {
 		_ = cs.Close()
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 )
 
 func TestFairShares(t *testing.T) {
@@ -51,7 +51,7 @@ func manyToolsServer(prefix string, n int) *mcp.Server {
 // TestManager_HugeServerDoesNotStarveOthers: a server listed first with
 // thousands of tools leaves the session's other servers their share.
 func TestManager_HugeServerDoesNotStarveOthers(t *testing.T) {
-	m := memManager(t, &Options{Limits: sandbox.Limits{ToolsPerSession: 100}},
+	m := memManager(t, &Options{Limits: quota.Limits{ToolsPerSession: 100}},
 		map[string]*mcp.Server{"huge": manyToolsServer("h", 3000), "small": manyToolsServer("s", 10), "mid": manyToolsServer("m", 200)},
 		ServerSpec{Name: "huge", Transport: TransportStdio},
 		ServerSpec{Name: "small", Transport: TransportStdio},

@@ -43,7 +43,7 @@ var errSignedOut = errors.New("signed out")
 // oauthHandler returns the sign-in handler of an http or sse server, made
 // on first use and kept for the server's life; nil when sign-in is off or
 // the entry sends its own Authorization header. Its OAuth requests follow
-// the URL policy of the server's sign-in (sandbox.URLPolicy.SignIn): they
+// the URL policy of the server's sign-in (urlpolicy.Policy.SignIn): they
 // go no closer to the agent than the server itself is.
 func (s *server) oauthHandler() *signin.Handler {
 	o := s.opts.OAuth

@@ -16,7 +16,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/internal/oauthtest"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -31,8 +31,8 @@ var remoteAddr = netip.MustParseAddr("203.0.113.10")
 // remoteHost resolves to the public remoteAddr, which leads to srv. Other
 // addresses are dialed as they are, so that a request the policy let
 // through would reach a trap.
-func remotePolicy(srv *oauthtest.Server) *sandbox.URLPolicy {
-	return &sandbox.URLPolicy{
+func remotePolicy(srv *oauthtest.Server) *urlpolicy.Policy {
+	return &urlpolicy.Policy{
 		RootCAs: srv.CertPool(),
 		Resolver: func(_ context.Context, host string) ([]netip.Addr, error) {
 			if strings.EqualFold(strings.TrimSuffix(host, "."), remoteHost) {
@@ -77,7 +77,7 @@ func (tr *trap) requests() []string {
 
 // connectSignIn connects a Manager with sign-in on to the one server
 // "remote" at srv, under policy; prompt shows the user the sign-in link.
-func connectSignIn(t *testing.T, srv *oauthtest.Server, policy *sandbox.URLPolicy, prompt func(ctx context.Context, server, url string) error) *Manager {
+func connectSignIn(t *testing.T, srv *oauthtest.Server, policy *urlpolicy.Policy, prompt func(ctx context.Context, server, url string) error) *Manager {
 	t.Helper()
 	logs := &testutil.Buffer{}
 	m := NewManager(&Options{
@@ -155,7 +155,7 @@ func TestSignIn_RemoteServerCannotSteerToLoopback(t *testing.T) {
 			}
 			st := m.Servers()[0]
 			var ee *signin.EndpointError
-			if st.State != StateFailed || !errors.As(st.Err, &ee) || !errors.Is(st.Err, sandbox.ErrRefused) {
+			if st.State != StateFailed || !errors.As(st.Err, &ee) || !errors.Is(st.Err, urlpolicy.ErrRefused) {
 				t.Fatalf("server: %v %v, want failed with a refused URL", st.State, st.Err)
 			}
 			rule := tt.rule

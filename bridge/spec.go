@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -51,10 +51,10 @@ type ServerSpec struct {
 	Transport Transport
 	// Command, Args and Env start a stdio server. Env holds exactly the
 	// variables the client listed, in order; the child gets them on top of
-	// the sandbox baseline (see sandbox.EnvPolicy).
+	// the sandbox baseline (see environ.Policy).
 	Command string
 	Args    []string
-	Env     []sandbox.EnvVar
+	Env     []environ.Var
 	// Sandbox is a stdio server's own confinement rules (config
 	// servers.<name>.sandbox), applied within the session's mode.
 	Sandbox confine.Server
@@ -177,7 +177,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 //   - Transport: stdio, http, sse, acp or inprocess; any other value is a *SpecError with
 //     Field "type" wrapping [ErrUnsupportedTransport];
 //   - stdio: Command is not empty or white space; every Env name is
-//     non-empty with no '=' or NUL ([sandbox.ValidEnvName]) and no Env value
+//     non-empty with no '=' or NUL ([environ.ValidName]) and no Env value
 //     holds NUL;
 //   - http and sse: URL is not empty or white space; every header passes
 //     [ValidateHeader];
@@ -185,7 +185,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 //   - acp: ServerID is not empty or white space;
 //   - Timeouts: no field is negative.
 //
-// Validate does not check the URL against a [sandbox.URLPolicy] (the Manager
+// Validate does not check the URL against a [urlpolicy.Policy] (the Manager
 // does, when it connects) nor that names are unique within a session (the
 // front end does, naming both entries).
 func (s ServerSpec) Validate() error {
@@ -201,7 +201,7 @@ func (s ServerSpec) Validate() error {
 			return &SpecError{Server: s.Name, Field: "command", Rule: "must be a non-empty string"}
 		}
 		for _, e := range s.Env {
-			if !sandbox.ValidEnvName(e.Name) {
+			if !environ.ValidName(e.Name) {
 				return &SpecError{Server: s.Name, Field: "env", Rule: fmt.Sprintf("variable name %q must be non-empty and contain no '=' or NUL", e.Name)}
 			}
 			if strings.ContainsRune(e.Value, 0) {

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 )
 
 func TestServerSpecValidate(t *testing.T) {
-	stdio := ServerSpec{Name: "fs", Transport: TransportStdio, Command: "node", Env: []sandbox.EnvVar{{Name: "K", Value: "v"}}}
+	stdio := ServerSpec{Name: "fs", Transport: TransportStdio, Command: "node", Env: []environ.Var{{Name: "K", Value: "v"}}}
 	web := ServerSpec{Name: "web", Transport: TransportHTTP, URL: "https://x/mcp", Headers: []Header{{Name: "Authorization", Value: "Bearer t"}}}
 	for _, ok := range []ServerSpec{stdio, web, {Name: "old", Transport: TransportSSE, URL: "http://127.0.0.1:1/sse"}} {
 		if err := ok.Validate(); err != nil {
@@ -29,9 +29,9 @@ func TestServerSpecValidate(t *testing.T) {
 		{"no transport", with(stdio, func(s *ServerSpec) { s.Transport = "" }), "type", `"" is not a transport (want stdio, http, sse or acp)`},
 		{"unknown transport", with(stdio, func(s *ServerSpec) { s.Transport = "websocket" }), "type", `"websocket" is not a transport`},
 		{"blank command", with(stdio, func(s *ServerSpec) { s.Command = " \t" }), "command", "must be a non-empty string"},
-		{"env name with =", with(stdio, func(s *ServerSpec) { s.Env = []sandbox.EnvVar{{Name: "A=B"}} }), "env", `variable name "A=B" must be non-empty and contain no '=' or NUL`},
-		{"empty env name", with(stdio, func(s *ServerSpec) { s.Env = []sandbox.EnvVar{{Name: ""}} }), "env", `variable name ""`},
-		{"NUL in env value", with(stdio, func(s *ServerSpec) { s.Env = []sandbox.EnvVar{{Name: "A", Value: "a\x00b"}} }), "env", "value of A contains NUL"},
+		{"env name with =", with(stdio, func(s *ServerSpec) { s.Env = []environ.Var{{Name: "A=B"}} }), "env", `variable name "A=B" must be non-empty and contain no '=' or NUL`},
+		{"empty env name", with(stdio, func(s *ServerSpec) { s.Env = []environ.Var{{Name: ""}} }), "env", `variable name ""`},
+		{"NUL in env value", with(stdio, func(s *ServerSpec) { s.Env = []environ.Var{{Name: "A", Value: "a\x00b"}} }), "env", "value of A contains NUL"},
 		{"no url", with(web, func(s *ServerSpec) { s.URL = "" }), "url", "must be a non-empty string"},
 		{"Host header", with(web, func(s *ServerSpec) { s.Headers = []Header{{Name: "host", Value: "evil"}} }), "headers", `header "host" is set by the transport`},
 		{"CRLF in header", with(web, func(s *ServerSpec) { s.Headers = []Header{{Name: "X-A", Value: "a\r\nHost: evil"}} }), "headers", "must not contain CR or LF"},

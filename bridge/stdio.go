@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
 )
 
 // cancelWriteTimeout bounds the notifications/cancelled a closing stdio
@@ -24,10 +24,10 @@ const cancelWriteTimeout = time.Second
 
 // stdioTransport runs a stdio MCP server and speaks newline-delimited JSON
 // over its stdin and stdout (go-sdk's IOTransport). Unlike
-// mcp.CommandTransport it starts the child with sandbox.Start (a locked
+// mcp.CommandTransport it starts the child with process.Start (a locked
 // spawner thread, for the parent-death signal) and its Close never waits for
 // the child: closing the connection closes the child's stdin and stdout at
-// once, and the owner ends the process with sandbox.StopGroup. go-sdk may
+// once, and the owner ends the process with process.StopGroup. go-sdk may
 // close the connection from whichever goroutine retires the last call, a
 // cancelled tool call included, so a Close that waited would hold that call
 // for the grace period.
@@ -35,10 +35,10 @@ type stdioTransport struct {
 	cmd *exec.Cmd
 	// started, if non-nil, receives the child once it runs, before Connect
 	// returns.
-	started func(*sandbox.Process)
+	started func(*process.Process)
 	// proc is the child once Connect has started it; read it after Connect
 	// returns.
-	proc *sandbox.Process
+	proc *process.Process
 	// out watches the child's stdout, for the cause of a failed initialize.
 	// Set before Connect.
 	out *stdoutWatch
@@ -55,7 +55,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	t.cmd.Stdin, t.cmd.Stdout = stdinR, stdoutW
-	p, err := sandbox.Start(t.cmd)
+	p, err := process.Start(t.cmd)
 	_, _ = stdinR.Close(), stdoutW.Close() // the child's ends
 	if err != nil {
 		_, _ = stdinW.Close(), stdoutR.Close()

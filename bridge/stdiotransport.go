@@ -11,22 +11,24 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // stdioCommand returns the command of the stdio server spec, confined as
-// every stdio server is: sandbox.Command (its own process group, the
-// parent-death signal once started with sandbox.Start, exactly the
+// every stdio server is: process.Command (its own process group, the
+// parent-death signal once started with process.Start, exactly the
 // environment env builds from the entry's, in cwd; ctx's end kills the
 // group), with stderr logged line by line at debug level to log and its
 // last lines kept (the returned tailWriter). Dropped environment
 // variables are logged as warnings.
-func stdioCommand(ctx context.Context, spec ServerSpec, cwd string, env *sandbox.EnvPolicy, log *slog.Logger) (*exec.Cmd, *tailWriter) {
+func stdioCommand(ctx context.Context, spec ServerSpec, cwd string, env *environ.Policy, log *slog.Logger) (*exec.Cmd, *tailWriter) {
 	vars, dropped := env.ChildEnv(spec.Env)
 	for _, k := range dropped {
 		log.Warn("dropped an environment variable that could inject code into the server; sandbox.allowEnv re-allows it", "key", k)
 	}
-	cmd := sandbox.Command(ctx, spec.Command, spec.Args, cwd, vars)
+	cmd := process.Command(ctx, spec.Command, spec.Args, cwd, vars)
 	stderr := newTailWriter(log)
 	cmd.Stderr = stderr
 	return cmd, stderr
@@ -40,10 +42,10 @@ type StdioOptions struct {
 	// Env builds the child's environment from the spec's (the baseline
 	// allowlist plus the entry's variables, less the injection keys). Nil
 	// means the default policy.
-	Env *sandbox.EnvPolicy
+	Env *environ.Policy
 	// Grace is how long the child gets to exit once Stop has closed its
 	// stdin, before SIGTERM and then SIGKILL of its process group. Zero or
-	// negative means sandbox.DefaultGrace (5 s).
+	// negative means process.DefaultGrace (5 s).
 	Grace time.Duration
 	// Logger receives the child's stderr, line by line at debug level, and
 	// the environment variables the policy dropped. Nil discards them.
@@ -51,8 +53,8 @@ type StdioOptions struct {
 }
 
 // StdioTransport is a go-sdk mcp.Transport that starts one stdio MCP
-// server exactly as a [Manager] starts its stdio servers (sandbox.Command
-// and sandbox.Start: its own process group, the parent-death signal, the
+// server exactly as a [Manager] starts its stdio servers (process.Command
+// and process.Start: its own process group, the parent-death signal, the
 // sanitized environment of [StdioOptions.Env], the cwd, stderr logged),
 // for an MCP client that is not a Manager's: acp-agent connect relays the
 // server's messages to a remote gateway's client (MCP-over-ACP). Connect
@@ -76,7 +78,7 @@ type StdioTransport struct {
 	mu        sync.Mutex
 	connected bool             // Connect was called
 	stopped   bool             // Stop was called
-	proc      *sandbox.Process // the child, once started
+	proc      *process.Process // the child, once started
 	conn      mcp.Connection   // what Connect returned, once it has
 }
 
@@ -102,7 +104,7 @@ func NewStdioTransport(spec ServerSpec, opts *StdioOptions) (*StdioTransport, er
 	procCtx, cancel := context.WithCancel(context.Background())
 	cmd, _ := stdioCommand(procCtx, spec, o.Cwd, o.Env, log)
 	t := &StdioTransport{spec: spec, grace: o.Grace, log: log, cancel: cancel, stopDone: make(chan struct{})}
-	t.st = &stdioTransport{cmd: cmd, out: &stdoutWatch{}, started: func(p *sandbox.Process) {
+	t.st = &stdioTransport{cmd: cmd, out: &stdoutWatch{}, started: func(p *process.Process) {
 		t.mu.Lock()
 		t.proc = p
 		t.mu.Unlock()
@@ -134,7 +136,7 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		if errors.As(err, &execErr) {
 			err = execErr.Err
 		}
-		return nil, sandbox.RedactError(fmt.Errorf("cannot start command %q: %w", t.spec.Command, err))
+		return nil, urlpolicy.RedactError(fmt.Errorf("cannot start command %q: %w", t.spec.Command, err))
 	}
 	t.st.out.forgetHead() // it explains a failed initialize, which is not ours to see
 	t.mu.Lock()
@@ -162,7 +164,7 @@ func (t *StdioTransport) Pid() int {
 	return t.proc.Cmd.Process.Pid
 }
 
-// Stop ends the child and everything it started (sandbox.StopGroup): the
+// Stop ends the child and everything it started (process.StopGroup): the
 // connection closes (the child's stdin: the MCP stdio shutdown signal),
 // and if the child has not exited after the grace period its process group
 // gets SIGTERM, then SIGKILL, and what is left of its descendants is
@@ -178,7 +180,7 @@ func (t *StdioTransport) Stop() {
 		t.mu.Unlock()
 		switch {
 		case proc != nil && conn != nil:
-			sandbox.StopGroup(proc, t.grace, func() { _ = conn.Close() })
+			process.StopGroup(proc, t.grace, func() { _ = conn.Close() })
 		case proc != nil: // still starting: Connect ends it; the group is killed below too
 			proc.Kill()
 		}

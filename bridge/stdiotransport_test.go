@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 )
 
 // TestStdioTransport_StartsConfinedAndStops: the child runs in the given
@@ -28,7 +28,7 @@ func TestStdioTransport_StartsConfinedAndStops(t *testing.T) {
 sleep 600 & echo $! > ` + dir + `/sleep.pid
 exec cat`
 	spec := ServerSpec{Name: "cat", Transport: TransportStdio, Command: "/bin/sh", Args: []string{"-c", script},
-		Env: []sandbox.EnvVar{{Name: "FROM_ENTRY", Value: "yes"}}}
+		Env: []environ.Var{{Name: "FROM_ENTRY", Value: "yes"}}}
 	tr, err := NewStdioTransport(spec, &StdioOptions{Cwd: cwd, Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 func TestServersText_LeftOutIsCountedNotListed(t *testing.T) {
@@ -43,7 +43,7 @@ func TestServersText_LostServer(t *testing.T) {
 // A server the URL policy refused: /servers and the message of a server
 // that failed after the session opened say which setting would allow it.
 func TestServersText_RefusedServerSaysTheSetting(t *testing.T) {
-	_, err := (&sandbox.URLPolicy{}).CheckURL("https://10.0.0.7/mcp")
+	_, err := (&urlpolicy.Policy{}).CheckURL("https://10.0.0.7/mcp")
 	st := bridge.ServerStatus{Name: "corp", Transport: bridge.TransportHTTP, State: bridge.StateFailed, Err: err}
 	const refusal = `URL "https://10.0.0.7/mcp" refused: private network address 10.0.0.7 (set sandbox.allowPrivateNetworks to allow it)`
 	if out, want := ServersText([]bridge.ServerStatus{st}, 100), "- corp: failed (http): "+refusal; !strings.Contains(out, want) {

@@ -19,8 +19,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 	"github.com/seed02d3eb6b/acp-agent/signin"
@@ -280,7 +280,7 @@ func (c *Core) RemoteClients() bool { return c.opts.RemoteClients }
 // Limits returns the quotas every session's servers run under
 // (CoreOptions.Bridge.Limits); a front end applies the ones it checks
 // itself, such as MaxMedia in a prompt.
-func (c *Core) Limits() sandbox.Limits { return c.opts.Bridge.Limits }
+func (c *Core) Limits() quota.Limits { return c.opts.Bridge.Limits }
 
 // OpenRequest says which session to open and how.
 type OpenRequest struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
@@ -65,7 +65,7 @@ func newTestCore(t *testing.T, opts CoreOptions) (*Core, *recordingGateway) {
 
 func TestCore_OpenVetsTheRequest(t *testing.T) {
 	c, _ := newTestCore(t, CoreOptions{
-		Bridge:         bridge.Options{Limits: sandbox.Limits{ServersPerSession: 2}},
+		Bridge:         bridge.Options{Limits: quota.Limits{ServersPerSession: 2}},
 		DefaultServers: []bridge.ServerSpec{{Name: "a", Transport: bridge.TransportStdio, Command: "x"}, {Name: "b", Transport: bridge.TransportStdio, Command: "x"}},
 	})
 	file := t.TempDir() + "/f"

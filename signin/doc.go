@@ -23,7 +23,7 @@
 //
 // A remote MCP server names its authorization server, and that server its
 // endpoints: the agent's requests go where the server says. With
-// Config.URLs (sandbox.SignInPolicy) every request and redirect of a
+// Config.URLs (urlpolicy.SignInPolicy) every request and redirect of a
 // [Handler] — metadata discovery, client registration, token exchange,
 // refresh and revocation — passes the URL policy as a server URL does, and
 // goes no closer to the agent than the server itself: loopback only for a

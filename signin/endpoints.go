@@ -15,7 +15,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // What a sign-in URL is, in EndpointError.Kind.
@@ -67,7 +67,7 @@ func requestKind(req *http.Request) string {
 func bareURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return sandbox.RedactURL(raw)
+		return urlpolicy.RedactURL(raw)
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
@@ -80,7 +80,7 @@ func bareURL(raw string) string {
 // before go-sdk registers a client or shows the user a link.
 type guard struct {
 	server string
-	urls   *sandbox.SignInPolicy // nil: no metadata checks
+	urls   *urlpolicy.SignInPolicy // nil: no metadata checks
 	record func(*EndpointError)
 }
 
@@ -111,7 +111,7 @@ func (g *guard) client(c *http.Client) *http.Client {
 // refused returns err as an *EndpointError about the URL raw of kind, if
 // err is a refusal of the URL policy, else err.
 func (g *guard) refused(kind, raw string, err error) error {
-	var pe *sandbox.PolicyError
+	var pe *urlpolicy.Error
 	if !errors.As(err, &pe) {
 		return err
 	}

@@ -39,11 +39,11 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // EndpointError is a URL of the sign-in of an MCP server that the URL
-// policy refused (sandbox.SignInPolicy): a request or redirect the flow
+// policy refused (urlpolicy.SignInPolicy): a request or redirect the flow
 // would have sent, an endpoint its metadata advertised, or the sign-in
 // link. It reads like `token endpoint http://127.0.0.1:5555/token of MCP
 // server "remote" is refused: a server not on loopback may not send the
-// agent to loopback`. errors.Is(err, sandbox.ErrRefused) holds.
+// agent to loopback`. errors.Is(err, urlpolicy.ErrRefused) holds.
 type EndpointError struct {
 	// Server is the MCP server's name (Config.Server).
 	Server string
@@ -52,9 +52,9 @@ type EndpointError struct {
 	Kind string
 	// URL is the refused URL without userinfo, query or fragment.
 	URL string
-	// Rule is the rule broken (the *sandbox.PolicyError's Rule).
+	// Rule is the rule broken (the *urlpolicy.Error's Rule).
 	Rule string
-	// Err is the refusal, a *sandbox.PolicyError.
+	// Err is the refusal, a *urlpolicy.Error.
 	Err error
 }
 
@@ -66,7 +66,7 @@ func (e *EndpointError) Error() string {
 	return fmt.Sprintf("%s %s of MCP server %q is refused: %s", kind, e.URL, e.Server, e.Rule)
 }
 
-// Unwrap returns Err, so that errors.Is(err, sandbox.ErrRefused) holds.
+// Unwrap returns Err, so that errors.Is(err, urlpolicy.ErrRefused) holds.
 func (e *EndpointError) Unwrap() error { return e.Err }
 
 // signedOut returns the error a token source reports when it has no usable

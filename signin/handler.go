@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // DefaultTimeout is how long a sign-in waits for the user when
@@ -65,7 +65,7 @@ type Config struct {
 	// Store keeps the tokens; it must not be nil.
 	Store Store
 	// URLs is the URL policy of the server's sign-in
-	// (sandbox.URLPolicy.SignIn of ServerURL). With it, every OAuth request
+	// (urlpolicy.Policy.SignIn of ServerURL). With it, every OAuth request
 	// and redirect (metadata discovery, client registration, token
 	// exchange, refresh and revocation) goes only where the policy lets the
 	// server lead the agent, the endpoints the authorization server
@@ -73,7 +73,7 @@ type Config struct {
 	// is checked before the user sees it; a refusal ends the sign-in with
 	// an *EndpointError. Nil means no policy (tests): go-sdk's own checks
 	// only.
-	URLs *sandbox.SignInPolicy
+	URLs *urlpolicy.SignInPolicy
 	// HTTPClient makes every OAuth request. Nil means URLs.HTTPClient(),
 	// or http.DefaultClient without URLs.
 	HTTPClient *http.Client

@@ -9,14 +9,14 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // policyHandler returns the Handler of the server at serverURL, under the
 // default URL policy's sign-in rules.
 func policyHandler(t *testing.T, st Store, serverURL string) *Handler {
 	t.Helper()
-	var p *sandbox.URLPolicy
+	var p *urlpolicy.Policy
 	u, err := p.CheckURL(serverURL)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestHandler_RefreshFollowsThePolicy(t *testing.T) {
 	}
 	_, err = ts.Token()
 	var ee *EndpointError
-	if !errors.As(err, &ee) || !errors.Is(err, sandbox.ErrRefused) {
+	if !errors.As(err, &ee) || !errors.Is(err, urlpolicy.ErrRefused) {
 		t.Fatalf("Token = %v, want a refused token endpoint", err)
 	}
 	want := `token endpoint ` + te.URL + `/token of MCP server "remote" is refused: a server not on loopback may not send the agent to loopback`
@@ -116,12 +116,12 @@ func TestRequestKind(t *testing.T) {
 // TestEndpointError: a refusal names the kind, the URL without its query
 // or userinfo, the server and the rule, and unwraps to the policy's.
 func TestEndpointError(t *testing.T) {
-	pe := &sandbox.PolicyError{URL: "http://127.0.0.1:5555/token", Rule: "a rule"}
+	pe := &urlpolicy.Error{URL: "http://127.0.0.1:5555/token", Rule: "a rule"}
 	g := &guard{server: "remote"}
 	err := g.refused("token endpoint", "http://u:p@127.0.0.1:5555/token?code=secret#x", pe)
 	want := `token endpoint http://127.0.0.1:5555/token of MCP server "remote" is refused: a rule`
-	if err.Error() != want || !errors.Is(err, sandbox.ErrRefused) {
-		t.Errorf("err = %q (refused %v)\nwant  %q", err, errors.Is(err, sandbox.ErrRefused), want)
+	if err.Error() != want || !errors.Is(err, urlpolicy.ErrRefused) {
+		t.Errorf("err = %q (refused %v)\nwant  %q", err, errors.Is(err, urlpolicy.ErrRefused), want)
 	}
 	if err := g.refused("", "https://x.example/", pe); err.Error() != `URL https://x.example/ of MCP server "remote" is refused: a rule` {
 		t.Errorf("without a kind: %q", err)

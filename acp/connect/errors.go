@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // ErrGaveUp is wrapped by Run's error when the Proxy stopped trying to
@@ -22,12 +22,12 @@ var errEditorEnded = errors.New("the editor closed the connection")
 
 // redact returns err with the gateway's URL (which may carry a token in
 // its query) redacted where its text names it, and every http(s) URL
-// (sandbox.RedactError); errors.Is and errors.As still see err.
+// (urlpolicy.RedactError); errors.Is and errors.As still see err.
 func (p *Proxy) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	err = sandbox.RedactError(err)
+	err = urlpolicy.RedactError(err)
 	if p.opts.URL == "" || p.opts.URL == p.url || !strings.Contains(err.Error(), p.opts.URL) {
 		return err
 	}

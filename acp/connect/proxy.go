@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // Defaults of Options.
@@ -63,10 +64,10 @@ type Options struct {
 	// Env builds the environment of the local stdio servers (the
 	// baseline allowlist plus the entry's variables, less the injection
 	// keys; config sandbox.allowEnv). Nil means the default policy.
-	Env *sandbox.EnvPolicy
+	Env *environ.Policy
 	// Grace is how long a local server gets to exit once its stdin is
 	// closed, before SIGTERM and SIGKILL of its process group. Zero or
-	// negative means sandbox.DefaultGrace (5 s).
+	// negative means process.DefaultGrace (5 s).
 	Grace time.Duration
 	// Logger receives the Proxy's logs and the local servers' stderr (at
 	// debug level). Nil discards them.
@@ -175,9 +176,9 @@ func New(dial DialFunc, opts *Options) *Proxy {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.log = slog.New(sandbox.RedactingHandler(p.log.Handler()))
+	p.log = slog.New(urlpolicy.RedactingHandler(p.log.Handler()))
 	if p.opts.URL != "" {
-		p.url = sandbox.RedactURL(p.opts.URL)
+		p.url = urlpolicy.RedactURL(p.opts.URL)
 	}
 	p.prefix = idPrefix + strings.ToLower(rand.Text()[:8]) + "-"
 	p.sessions = newSessionTable(p.prefix)

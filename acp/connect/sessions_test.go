@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 )
 
 func TestSessionTable_Rewrite(t *testing.T) {
@@ -19,7 +19,7 @@ func TestSessionTable_Rewrite(t *testing.T) {
 	}{
 		{"stdio without type", `[{"name":"fs","command":"/bin/fs","args":["-v"],"env":[{"name":"K","value":"v"}]}]`,
 			`[{"id":"ID1","name":"fs","type":"acp"}]`,
-			[]bridge.ServerSpec{{Name: "fs", Transport: bridge.TransportStdio, Command: "/bin/fs", Args: []string{"-v"}, Env: []sandbox.EnvVar{{Name: "K", Value: "v"}}}}},
+			[]bridge.ServerSpec{{Name: "fs", Transport: bridge.TransportStdio, Command: "/bin/fs", Args: []string{"-v"}, Env: []environ.Var{{Name: "K", Value: "v"}}}}},
 		{"stdio typed, without args and env, _meta kept", `[{"type":"stdio","name":"fs","command":"fs","_meta":{"acp-agent/timeouts":{"toolCall":5}}}]`,
 			`[{"_meta":{"acp-agent/timeouts":{"toolCall":5}},"id":"ID1","name":"fs","type":"acp"}]`,
 			[]bridge.ServerSpec{{Name: "fs", Transport: bridge.TransportStdio, Command: "fs"}}},

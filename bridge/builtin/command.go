@@ -16,8 +16,9 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
 )
 
 // Limits of run_command.
@@ -266,21 +267,21 @@ func notifyShow(ctx context.Context, req *mcp.CallToolRequest, sh gateway.Show, 
 
 // runLocal runs command as a child of the agent, under the sandbox: in the
 // session directory, with the baseline environment only (no variable of
-// the agent's beyond sandbox.BaselineEnv, so no API key), stdin empty, in
+// the agent's beyond environ.Baseline, so no API key), stdin empty, in
 // a process group of its own. When the command exits, times out, or ctx is
 // done, the group and every descendant left are killed
-// (sandbox.Process.Kill), so nothing it started outlives the call; the
+// (process.Process.Kill), so nothing it started outlives the call; the
 // agent's death kills it too (parent-death signal and watchdog).
 func (t *tools) runLocal(ctx context.Context, command string, timeout time.Duration) (RunCommandOutput, error) {
-	env, _ := (&sandbox.EnvPolicy{}).ChildEnv(nil)
-	cmd := sandbox.Command(context.WithoutCancel(ctx), Shell, []string{"-c", command}, t.root, env)
+	env, _ := (&environ.Policy{}).ChildEnv(nil)
+	cmd := process.Command(context.WithoutCancel(ctx), Shell, []string{"-c", command}, t.root, env)
 	mode, err := t.confine.Apply(cmd, t.workspace(), confine.Server{})
 	if err != nil {
 		return RunCommandOutput{}, err
 	}
 	buf := &tailBuffer{max: MaxCommandOutput}
 	cmd.Stdout, cmd.Stderr = buf, buf // one pipe: the streams stay interleaved
-	p, err := sandbox.Start(cmd)
+	p, err := process.Start(cmd)
 	if err != nil {
 		return RunCommandOutput{}, fmt.Errorf("starting %s in %s: %w", Shell, t.root, err)
 	}

@@ -24,8 +24,10 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
@@ -104,7 +106,7 @@ func (c *Config) runnerOptions(models []gateway.Model, history gateway.History, 
 }
 
 // toolsPerSession is the bridged tools' limit: limits.toolsPerSession, or
-// by default sandbox.DefaultToolsPerSession (1,000, as tools beyond the
+// by default quota.DefaultToolsPerSession (1,000, as tools beyond the
 // tool search thresholds are deferred) and 100 with context.toolSearch
 // "off", when every tool's definition is sent with every request.
 func (c *Config) toolsPerSession() int {
@@ -112,9 +114,9 @@ func (c *Config) toolsPerSession() int {
 		return n
 	}
 	if runner.ToolSearch(c.Context.ToolSearch) == runner.ToolSearchOff {
-		return sandbox.DefaultToolsPerSessionNoSearch
+		return quota.DefaultToolsPerSessionNoSearch
 	}
-	return sandbox.DefaultToolsPerSession
+	return quota.DefaultToolsPerSession
 }
 
 // checkContextConfig checks config "context" and the model's numbers.
@@ -573,7 +575,7 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 		spec.Transport = bridge.TransportStdio
 		spec.Command, spec.Args = e.Command, e.Args
 		for _, k := range slices.Sorted(maps.Keys(e.Env)) {
-			spec.Env = append(spec.Env, sandbox.EnvVar{Name: k, Value: e.Env[k]})
+			spec.Env = append(spec.Env, environ.Var{Name: k, Value: e.Env[k]})
 		}
 	case bridge.TransportHTTP, bridge.TransportSSE:
 		spec.URL = e.URL
@@ -627,14 +629,14 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 		Bridge: bridge.Options{
 			Timeouts: c.Timeouts.bridge(),
 			Grace:    time.Duration(c.Timeouts.Grace),
-			Env:      &sandbox.EnvPolicy{Allow: c.Sandbox.AllowEnv},
+			Env:      &environ.Policy{Allow: c.Sandbox.AllowEnv},
 			Confine:  &bridge.Confine{Require: c.Sandbox.Require},
-			URLs: &sandbox.URLPolicy{
+			URLs: &urlpolicy.Policy{
 				AllowPrivateNetworks: c.Sandbox.AllowPrivateNetworks,
 				AllowHosts:           c.Sandbox.AllowHosts,
 				DenyHosts:            c.Sandbox.DenyHosts,
 			},
-			Limits: sandbox.Limits{
+			Limits: quota.Limits{
 				ServersPerSession: c.Limits.ServersPerSession,
 				ToolsPerSession:   c.toolsPerSession(),
 				MaxResultText:     c.Limits.MaxResultBytes,

@@ -63,7 +63,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 // sandbox.allowHosts may list loopback hosts, by address or name: a
-// gateway, whose URL policy refuses loopback (sandbox.URLPolicy
+// gateway, whose URL policy refuses loopback (urlpolicy.Policy
 // RefuseLoopback), reaches exactly those.
 func TestParseConfig_AllowHostsLoopback(t *testing.T) {
 	cfg := &Config{}

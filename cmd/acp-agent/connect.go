@@ -18,7 +18,9 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/acp"
 	"github.com/seed02d3eb6b/acp-agent/acp/connect"
 	"github.com/seed02d3eb6b/acp-agent/acp/remote"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 const connectUsage = `Usage: acp-agent connect [flags] URL
@@ -128,7 +130,7 @@ func connectWith(args []string, stdin io.Reader, stdout, stderr io.Writer, diale
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	if err := sandbox.Setup(); err != nil {
+	if err := process.Setup(); err != nil {
 		log.Warn("cannot become a child subreaper: processes that leave a local server's process group may outlive their session", "err", err)
 	}
 	logContainment(log)
@@ -137,7 +139,7 @@ func connectWith(args []string, stdin io.Reader, stdout, stderr io.Writer, diale
 	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	p := connect.New(dial, &connect.Options{
 		URL:    gatewayURL,
-		Env:    &sandbox.EnvPolicy{Allow: cfg.Sandbox.AllowEnv},
+		Env:    &environ.Policy{Allow: cfg.Sandbox.AllowEnv},
 		Grace:  time.Duration(cfg.Timeouts.Grace),
 		Logger: log,
 	})
@@ -154,10 +156,10 @@ func connectWith(args []string, stdin io.Reader, stdout, stderr io.Writer, diale
 func checkGatewayURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("connect: URL %q: want the gateway's /acp endpoint as https://HOST/acp or wss://HOST/acp", sandbox.RedactURL(raw))
+		return fmt.Errorf("connect: URL %q: want the gateway's /acp endpoint as https://HOST/acp or wss://HOST/acp", urlpolicy.RedactURL(raw))
 	}
 	if u.User != nil {
-		return fmt.Errorf("connect: URL %q carries credentials: give the token with --token-file or %s", sandbox.RedactURL(raw), tokenEnv)
+		return fmt.Errorf("connect: URL %q carries credentials: give the token with --token-file or %s", urlpolicy.RedactURL(raw), tokenEnv)
 	}
 	switch u.Scheme {
 	case "https", "wss":
@@ -167,7 +169,7 @@ func checkGatewayURL(raw string) error {
 		if u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback()) {
 			return nil
 		}
-		return fmt.Errorf("connect: URL %q: %s:// would send the token and every message unencrypted; use %ss:// (plain %s:// only on loopback)", sandbox.RedactURL(raw), u.Scheme, u.Scheme, u.Scheme)
+		return fmt.Errorf("connect: URL %q: %s:// would send the token and every message unencrypted; use %ss:// (plain %s:// only on loopback)", urlpolicy.RedactURL(raw), u.Scheme, u.Scheme, u.Scheme)
 	}
-	return fmt.Errorf("connect: URL %q: the scheme must be https, wss, or on loopback http or ws", sandbox.RedactURL(raw))
+	return fmt.Errorf("connect: URL %q: the scheme must be https, wss, or on loopback http or ws", urlpolicy.RedactURL(raw))
 }

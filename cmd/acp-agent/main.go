@@ -47,8 +47,8 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
@@ -347,7 +347,7 @@ func startProfiles(cpu, mem string, log *slog.Logger) (stop func(), err error) {
 }
 
 // start is how the agent and mcp-server begin: setup, then the process
-// becomes a child subreaper (sandbox.Setup) so that nothing a server starts
+// becomes a child subreaper (process.Setup) so that nothing a server starts
 // outlives its session, and ctx ends on SIGINT or SIGTERM. env.close also
 // stops the signal handling.
 func (c *commonFlags) start(stderr io.Writer) (env *runEnv, ctx context.Context, err error) {
@@ -355,7 +355,7 @@ func (c *commonFlags) start(stderr io.Writer) (env *runEnv, ctx context.Context,
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := sandbox.Setup(); err != nil {
+	if err := process.Setup(); err != nil {
 		env.log.Warn("cannot become a child subreaper: processes that leave a server's process group may outlive their session", "err", err)
 	}
 	logContainment(env.log)
@@ -365,11 +365,11 @@ func (c *commonFlags) start(stderr io.Writer) (env *runEnv, ctx context.Context,
 	return env, ctx, nil
 }
 
-// logContainment logs, once at startup, what sandbox.Setup found keeps a
+// logContainment logs, once at startup, what process.Setup found keeps a
 // session's processes in on this host (a cgroup and a cgroup namespace per
 // child, or what is left without them).
 func logContainment(log *slog.Logger) {
-	c := sandbox.Contained()
+	c := process.Contained()
 	log.Info("process containment", "cgroup", c.Cgroup, "cgroupNamespace", c.Namespace, "nsdelegate", c.NSDelegate, "holds", c.String())
 }
 

@@ -16,7 +16,7 @@
 // Go 1.28; this module builds with 1.26), so [Wrap] rewrites the command
 // to run /proc/self/exe, the agent's own binary, as "confine PATH ARGV...",
 // with the rules in the environment variable [RulesEnv]. That process is
-// the child sandbox.Start forked: the same pid, process group,
+// the child process.Start forked: the same pid, process group,
 // parent-death signal (set by the fork on the spawner's long-lived thread,
 // and kept across exec), cgroup and cgroup namespace. [Main], called first
 // thing in the agent's main (and in TestMain of test binaries that start
@@ -38,7 +38,7 @@
 // one's rules.
 //
 // The price is one more execve of the agent's binary and its Go runtime
-// start per confined process: BenchmarkStart in package sandbox measures
+// start per confined process: BenchmarkStart (and BenchmarkConfinedStart in e2e) measures
 // it (make bench).
 //
 // Rules are applied with go-landlock's best effort: a kernel with an
@@ -102,7 +102,7 @@ var ErrUnsupported = errors.New("confine: Landlock is Linux only")
 // argv...] and
 // [RulesEnv] added to its environment. cmd.Path must already be resolved
 // (exec.Command does that; a lookup error stays in cmd.Err for Start to
-// return). Call it before sandbox.Start; the launcher only exists in a
+// return). Call it before process.Start; the launcher only exists in a
 // binary whose main calls [Main] first.
 func Wrap(cmd *exec.Cmd, r Rules) error {
 	if !supported {

@@ -1,4 +1,4 @@
-package sandbox
+package urlpolicy
 
 // The URL policy of a sign-in: the URLs an MCP server's OAuth metadata and
 // redirects lead the agent to are judged against the server's own place.
@@ -47,10 +47,10 @@ const (
 // URLs its OAuth flow may lead the agent to (protected resource and
 // authorization server metadata, client registration, token and
 // revocation endpoints, and every redirect of these), and which sign-in
-// link the user may be shown. [URLPolicy.SignIn] makes it. It is safe for
+// link the user may be shown. [Policy.SignIn] makes it. It is safe for
 // concurrent use.
 //
-// A URL must pass [URLPolicy.CheckURL], and go no closer to the agent than
+// A URL must pass [Policy.CheckURL], and go no closer to the agent than
 // the server itself is:
 //
 //   - Loopback (localhost, *.localhost, 127.0.0.0/8, ::1, and any name
@@ -73,7 +73,7 @@ const (
 // go-sdk's OAuth discovery client checks: the client given to go-sdk
 // replaces its redirect check, so the check is kept here.
 type SignInPolicy struct {
-	p *URLPolicy
+	p *Policy
 	// host is the server's canonical host.
 	host string
 	// fixed is the server's reach when its host is an IP literal or a
@@ -87,7 +87,7 @@ type SignInPolicy struct {
 
 // SignIn returns the sign-in policy of the MCP server at server, a URL
 // CheckURL accepted.
-func (p *URLPolicy) SignIn(server *url.URL) *SignInPolicy {
+func (p *Policy) SignIn(server *url.URL) *SignInPolicy {
 	p = p.orDefault()
 	o := originOf(server)
 	s := &SignInPolicy{p: p, host: o.host}
@@ -150,16 +150,16 @@ func staticReach(host string) (r reach, ok bool) {
 }
 
 // CheckURL checks a URL the sign-in would send a request to, without
-// dialing: the rules of [URLPolicy.CheckURL], then those of SignInPolicy
+// dialing: the rules of [Policy.CheckURL], then those of SignInPolicy
 // that need no lookup of the URL's host (a name is judged by its addresses
 // when dialed). It may look up the server's own name, with ctx. It returns
-// the parsed URL, or a *PolicyError naming the URL and the rule, such as
+// the parsed URL, or a *Error naming the URL and the rule, such as
 // "a server not on loopback may not send the agent to loopback".
 func (s *SignInPolicy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	if u, err := url.Parse(raw); err == nil {
 		if r, ok := staticReach(canonHost(u.Hostname())); ok {
 			if rule := s.reachRule(ctx, r); rule != "" {
-				return nil, &PolicyError{URL: RedactURL(raw), Rule: rule}
+				return nil, &Error{URL: RedactURL(raw), Rule: rule}
 			}
 		}
 	}
@@ -169,7 +169,7 @@ func (s *SignInPolicy) CheckURL(ctx context.Context, raw string) (*url.URL, erro
 	}
 	if u.Scheme == "http" {
 		if r, ok := staticReach(canonHost(u.Hostname())); !s.plainLoopback || !ok || r != reachLoopback {
-			return nil, &PolicyError{URL: RedactURL(raw), Rule: rulePlainHTTP}
+			return nil, &Error{URL: RedactURL(raw), Rule: rulePlainHTTP}
 		}
 	}
 	return u, nil
@@ -180,9 +180,9 @@ func (s *SignInPolicy) CheckURL(ctx context.Context, raw string) (*url.URL, erro
 // without userinfo, https unless the server is on loopback and the link is
 // too, and on loopback only for a server on loopback. The URL policy's
 // address rules do not apply: the user's browser, not the agent, follows
-// it. A refusal is a *PolicyError.
+// it. A refusal is a *Error.
 func (s *SignInPolicy) CheckLink(raw string) error {
-	refuse := func(rule string) error { return &PolicyError{URL: RedactURL(raw), Rule: rule} }
+	refuse := func(rule string) error { return &Error{URL: RedactURL(raw), Rule: rule} }
 	u, err := url.Parse(raw)
 	if err != nil {
 		return refuse("malformed URL")
@@ -206,10 +206,10 @@ func (s *SignInPolicy) CheckLink(raw string) error {
 }
 
 // HTTPClient returns the client for every request of the sign-in. A
-// request whose URL CheckURL refuses fails with its *PolicyError, before
+// request whose URL CheckURL refuses fails with its *Error, before
 // any connection; so does a redirect that breaks the rules of
 // SignInPolicy. Its dialer applies the policy's rules
-// ([URLPolicy.DialContext]) and SignInPolicy's to every address it dials, and plain http dials
+// ([Policy.DialContext]) and SignInPolicy's to every address it dials, and plain http dials
 // loopback only. At most 10 redirects are followed. The client has no
 // overall timeout: use the request context.
 func (s *SignInPolicy) HTTPClient() *http.Client {
@@ -240,7 +240,7 @@ func (s *SignInPolicy) checkRedirect(req *http.Request, via []*http.Request) err
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
 	refuse := func(format string, args ...any) error {
-		return &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf(format, args...)}
+		return &Error{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf(format, args...)}
 	}
 	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
 		return refuse("a redirect from https to plain http (a downgrade)")

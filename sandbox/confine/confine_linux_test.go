@@ -1,4 +1,4 @@
-package sandbox
+package confine_test
 
 import (
 	"errors"
@@ -12,7 +12,21 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/process"
 )
+
+func TestMain(m *testing.M) {
+	// The confined starts here run this binary as their launcher, then as
+	// the dialing helper.
+	confine.Main()
+	dialHelper()
+	// As the agent does: the subreaper, and a cgroup per child where
+	// cgroup v2 is writable.
+	if err := process.Setup(); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
 
 // dialEnv, set to a host:port, makes the test binary a helper that dials
 // it over TCP and exits: 0 connected, 13 refused with EACCES, 1 otherwise.
@@ -60,7 +74,7 @@ func runConfined(t testing.TB, cmd *exec.Cmd, r *confine.Rules) (string, error) 
 			t.Fatal(err)
 		}
 	}
-	p, err := Start(cmd)
+	p, err := process.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +89,7 @@ func TestConfine_WritesOnlyInsideTheWriteDirs(t *testing.T) {
 	r := &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{inside, "/dev/null"}}
 	env := []string{"PATH=" + os.Getenv("PATH"), "INSIDE=" + inside, "OUTSIDE=" + outside}
 
-	out, err := runConfined(t, Command(t.Context(), "sh", []string{"-c", `echo x > "$INSIDE/f" && echo ok 2>/dev/null`}, inside, env), r)
+	out, err := runConfined(t, process.Command(t.Context(), "sh", []string{"-c", `echo x > "$INSIDE/f" && echo ok 2>/dev/null`}, inside, env), r)
 	if err != nil || strings.TrimSpace(out) != "ok" {
 		t.Fatalf("write inside the write dir: %v, output %q", err, out)
 	}
@@ -83,7 +97,7 @@ func TestConfine_WritesOnlyInsideTheWriteDirs(t *testing.T) {
 		t.Fatalf("file written inside: %q, %v", data, err)
 	}
 
-	out, err = runConfined(t, Command(t.Context(), "sh", []string{"-c", `echo x > "$OUTSIDE/f"`}, inside, env), r)
+	out, err = runConfined(t, process.Command(t.Context(), "sh", []string{"-c", `echo x > "$OUTSIDE/f"`}, inside, env), r)
 	if err == nil || !strings.Contains(out, "Permission denied") {
 		t.Fatalf("write outside the write dirs: %v, output %q; want EACCES", err, out)
 	}
@@ -100,7 +114,7 @@ func TestConfine_KeepsTheStartedProcess(t *testing.T) {
 	needLandlock(t, 1)
 	dir := t.TempDir()
 	r := &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{dir}}
-	cmd := Command(t.Context(), "sh", []string{"-c", `echo $$; grep NoNewPrivs /proc/self/status; env | grep -c ` + confine.RulesEnv + ` || true`}, dir, []string{"PATH=" + os.Getenv("PATH")})
+	cmd := process.Command(t.Context(), "sh", []string{"-c", `echo $$; grep NoNewPrivs /proc/self/status; env | grep -c ` + confine.RulesEnv + ` || true`}, dir, []string{"PATH=" + os.Getenv("PATH")})
 	out, err := runConfined(t, cmd, r)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -145,7 +159,7 @@ func TestConfine_NetworkFalseRefusesTCPConnect(t *testing.T) {
 		t.Run("network "+strconv.FormatBool(network), func(t *testing.T) {
 			env := []string{dialEnv + "=" + ln.Addr().String()}
 			r := &confine.Rules{FS: true, Read: []string{"/"}, Network: network}
-			out, err := runConfined(t, Command(t.Context(), self, nil, t.TempDir(), env), r)
+			out, err := runConfined(t, process.Command(t.Context(), self, nil, t.TempDir(), env), r)
 			var exit *exec.ExitError
 			switch {
 			case network && err != nil:
@@ -177,7 +191,7 @@ func BenchmarkStart(b *testing.B) {
 				needLandlock(b, 1)
 			}
 			for b.Loop() {
-				if out, err := runConfined(b, Command(b.Context(), truePath, nil, dir, []string{}), tt.r); err != nil {
+				if out, err := runConfined(b, process.Command(b.Context(), truePath, nil, dir, []string{}), tt.r); err != nil {
 					b.Fatalf("%v: %s", err, out)
 				}
 			}
@@ -191,8 +205,8 @@ func BenchmarkStart(b *testing.B) {
 func TestConfine_ScopedCannotSignalOtherChildren(t *testing.T) {
 	needLandlock(t, 6)
 	dir := t.TempDir()
-	sleeper := Command(t.Context(), "sleep", []string{"60"}, dir, []string{"PATH=" + os.Getenv("PATH")})
-	other, err := Start(sleeper)
+	sleeper := process.Command(t.Context(), "sleep", []string{"60"}, dir, []string{"PATH=" + os.Getenv("PATH")})
+	other, err := process.Start(sleeper)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +214,7 @@ func TestConfine_ScopedCannotSignalOtherChildren(t *testing.T) {
 	pid := strconv.Itoa(sleeper.Process.Pid)
 	for _, scoped := range []bool{false, true} {
 		r := &confine.Rules{FS: true, Read: []string{"/"}, Write: []string{dir}, Network: true, Scoped: scoped}
-		out, err := runConfined(t, Command(t.Context(), "sh", []string{"-c", "kill -0 " + pid}, dir, []string{"PATH=" + os.Getenv("PATH")}), r)
+		out, err := runConfined(t, process.Command(t.Context(), "sh", []string{"-c", "kill -0 " + pid}, dir, []string{"PATH=" + os.Getenv("PATH")}), r)
 		if scoped && (err == nil || !strings.Contains(out, "ermitted")) {
 			t.Errorf("scoped: kill -0 of another child: %v, %q; want EPERM", err, out)
 		}
@@ -219,7 +233,7 @@ func TestConfine_NarrowedReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := confine.For(confine.WorkspaceWrite, confine.Workspace{Cwd: dir}, confine.Server{Read: []string{dir}}, "/bin/sh")
-	out, err := runConfined(t, Command(t.Context(), "sh", []string{"-c", "cat " + filepath.Join(secret, "key")}, dir, []string{"PATH=" + os.Getenv("PATH")}), &r)
+	out, err := runConfined(t, process.Command(t.Context(), "sh", []string{"-c", "cat " + filepath.Join(secret, "key")}, dir, []string{"PATH=" + os.Getenv("PATH")}), &r)
 	if err == nil || strings.Contains(out, "s3cret") || !strings.Contains(out, "Permission denied") {
 		t.Fatalf("read outside the read list: %v, %q; want EACCES", err, out)
 	}
@@ -230,7 +244,7 @@ func TestConfine_NarrowedReads(t *testing.T) {
 func TestConfine_LauncherFailureNamesTheMode(t *testing.T) {
 	needLandlock(t, 1)
 	dir := t.TempDir()
-	cmd := Command(t.Context(), "/bin/true", nil, dir, nil)
+	cmd := process.Command(t.Context(), "/bin/true", nil, dir, nil)
 	cmd.Path = filepath.Join(dir, "missing") // resolved, then gone
 	r := &confine.Rules{Mode: confine.WorkspaceWrite, FS: true, Read: []string{"/"}, Write: []string{dir}}
 	out, err := runConfined(t, cmd, r)

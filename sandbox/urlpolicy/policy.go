@@ -1,4 +1,4 @@
-package sandbox
+package urlpolicy
 
 import (
 	"context"
@@ -15,26 +15,26 @@ import (
 	"time"
 )
 
-// ErrRefused is wrapped by every *PolicyError: errors.Is(err, ErrRefused)
+// ErrRefused is wrapped by every *Error: errors.Is(err, ErrRefused)
 // tells a refusal by the URL policy from a network failure.
 var ErrRefused = errors.New("refused by the URL policy")
 
 // The settings of the agent's configuration that widen the URL policy, as a
-// PolicyError's Setting names them.
+// Error's Setting names them.
 const (
 	// SettingAllowPrivateNetworks is the configuration key of
-	// URLPolicy.AllowPrivateNetworks: set, it allows a refused private
+	// Policy.AllowPrivateNetworks: set, it allows a refused private
 	// network address.
 	SettingAllowPrivateNetworks = "sandbox.allowPrivateNetworks"
-	// SettingAllowHosts is the configuration key of URLPolicy.AllowHosts:
+	// SettingAllowHosts is the configuration key of Policy.AllowHosts:
 	// a host listed there may be reached over plain http, and on loopback
-	// under URLPolicy.RefuseLoopback.
+	// under Policy.RefuseLoopback.
 	SettingAllowHosts = "sandbox.allowHosts"
 )
 
-// PolicyError is a URL or address the URL policy refuses. It states the
+// Error is a URL or address the URL policy refuses. It states the
 // fact; a front end that shows it to a user says what to do from Setting.
-type PolicyError struct {
+type Error struct {
 	// URL is the refused URL, redacted (RedactURL: no query values, no
 	// password). It is empty for a refusal at dial time, which sets Addr.
 	URL string
@@ -45,12 +45,12 @@ type PolicyError struct {
 	// Setting is the configuration key that would allow the URL or
 	// address: SettingAllowPrivateNetworks for a private network address,
 	// SettingAllowHosts for plain http to a host not on loopback and for
-	// a loopback host or address refused by URLPolicy.RefuseLoopback; ""
+	// a loopback host or address refused by Policy.RefuseLoopback; ""
 	// when no setting allows it (a cloud metadata address, a malformed
 	// URL, a redirect to another origin, a sign-in's rules).
 	Setting string
 	// Loopback says the refusal is of a loopback host or address under
-	// URLPolicy.RefuseLoopback (Setting is then SettingAllowHosts): a
+	// Policy.RefuseLoopback (Setting is then SettingAllowHosts): a
 	// front end advises listing the host, not https, which would be
 	// refused too.
 	Loopback bool
@@ -59,7 +59,7 @@ type PolicyError struct {
 // Error reads like `URL "http://10.0.0.1/mcp" refused: private network
 // address 10.0.0.1`, or `address "x.example:443" refused: x.example
 // resolves to …` at dial time. It does not name Setting.
-func (e *PolicyError) Error() string {
+func (e *Error) Error() string {
 	if e.URL == "" && e.Addr != "" {
 		return fmt.Sprintf("address %q refused: %s", e.Addr, e.Rule)
 	}
@@ -67,13 +67,13 @@ func (e *PolicyError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, ErrRefused) true.
-func (e *PolicyError) Unwrap() error { return ErrRefused }
+func (e *Error) Unwrap() error { return ErrRefused }
 
 // maxRedirects is the number of same-origin redirects a client follows.
 const maxRedirects = 10
 
-// URLPolicy decides which MCP server URLs (Streamable HTTP and legacy SSE)
-// and addresses the agent may reach. The zero value, and a nil *URLPolicy,
+// Policy decides which MCP server URLs (Streamable HTTP and legacy SSE)
+// and addresses the agent may reach. The zero value, and a nil *Policy,
 // is the default policy. It is safe for concurrent use once built; do not
 // change its fields afterwards.
 //
@@ -110,7 +110,7 @@ const maxRedirects = 10
 // The URLs a server's OAuth sign-in leads the agent to (its metadata,
 // endpoints and their redirects) follow these rules and SignIn's: no
 // closer to the agent than the server itself.
-type URLPolicy struct {
+type Policy struct {
 	// AllowPrivateNetworks lets servers be reached on private addresses
 	// (config sandbox.allowPrivateNetworks).
 	AllowPrivateNetworks bool
@@ -131,7 +131,7 @@ type URLPolicy struct {
 	// CheckURL and at dial time; AllowPrivateNetworks does not widen it. It
 	// is for an agent whose clients are not on its host (acp-agent
 	// gateway): this host's loopback services are not theirs to reach. A
-	// refusal is a *PolicyError with Setting SettingAllowHosts and
+	// refusal is a *Error with Setting SettingAllowHosts and
 	// Loopback set. A loopback host in AllowHosts may still use plain
 	// http. False (the default) allows loopback, as a local agent's
 	// editor is on its host.
@@ -148,18 +148,18 @@ type URLPolicy struct {
 	RootCAs *x509.CertPool
 }
 
-func (p *URLPolicy) orDefault() *URLPolicy {
+func (p *Policy) orDefault() *Policy {
 	if p == nil {
-		return &URLPolicy{}
+		return &Policy{}
 	}
 	return p
 }
 
 // CheckURL parses raw and applies the static rules: those that need no
-// DNS lookup. It returns the parsed URL, or a *PolicyError naming raw and
+// DNS lookup. It returns the parsed URL, or a *Error naming raw and
 // the rule. A URL that passes may still be refused when a connection is
 // dialed, on its resolved addresses.
-func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
+func (p *Policy) CheckURL(raw string) (*url.URL, error) {
 	p = p.orDefault()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -167,14 +167,14 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, &PolicyError{URL: RedactURL(raw), Rule: "malformed URL: " + RedactURLs(err.Error())}
+		return nil, &Error{URL: RedactURL(raw), Rule: "malformed URL: " + RedactURLs(err.Error())}
 	}
 	shown := RedactURL(raw)
 	refuse := func(format string, args ...any) (*url.URL, error) {
-		return nil, &PolicyError{URL: shown, Rule: fmt.Sprintf(format, args...)}
+		return nil, &Error{URL: shown, Rule: fmt.Sprintf(format, args...)}
 	}
 	refuseFor := func(setting, rule string) (*url.URL, error) {
-		return nil, &PolicyError{URL: shown, Rule: rule, Setting: setting}
+		return nil, &Error{URL: shown, Rule: rule, Setting: setting}
 	}
 	host := canonHost(u.Hostname())
 	ip, isIP := parseIP(host)
@@ -204,7 +204,7 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 	if isIP {
 		c, rule := classify(ip)
 		if rule := p.loopbackRule(ip, allowed); rule != "" {
-			return nil, &PolicyError{URL: shown, Rule: rule, Setting: SettingAllowHosts, Loopback: true}
+			return nil, &Error{URL: shown, Rule: rule, Setting: SettingAllowHosts, Loopback: true}
 		}
 		if rule := p.addrRule(c, rule, allowed); rule != "" {
 			return refuseFor(settingOf(c), rule)
@@ -216,7 +216,7 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 		}
 		loopback = isLoopbackName(host)
 		if loopback && p.RefuseLoopback && !allowed {
-			return nil, &PolicyError{URL: shown, Rule: "loopback host " + host + ruleLoopbackWhy, Setting: SettingAllowHosts, Loopback: true}
+			return nil, &Error{URL: shown, Rule: "loopback host " + host + ruleLoopbackWhy, Setting: SettingAllowHosts, Loopback: true}
 		}
 	}
 	if u.Scheme == "http" && !loopback && !allowed {
@@ -230,10 +230,10 @@ func (p *URLPolicy) CheckURL(raw string) (*url.URL, error) {
 // proxy (environment proxies are never used) and dials through the policy
 // (see DialContext); for a plain http URL whose host is not in AllowHosts,
 // every dialed address must also be loopback. A request to another origin
-// (scheme, host or port) than u's fails with a *PolicyError; so does a
+// (scheme, host or port) than u's fails with a *Error; so does a
 // redirect to another origin. At most 10 same-origin redirects are
 // followed. The client has no overall timeout: use the request context.
-func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
+func (p *Policy) HTTPClient(u *url.URL) *http.Client {
 	p = p.orDefault()
 	o := originOf(u)
 	ip, isIP := parseIP(o.host)
@@ -242,7 +242,7 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 		Transport: &originTransport{base: p.transport(dialLimit{loopbackOnly: loopbackOnly}), origin: o},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL) != o {
-				return &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
+				return &Error{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("redirect from %s to another host, port or scheme", o)}
 			}
 			if len(via) > maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
@@ -255,7 +255,7 @@ func (p *URLPolicy) HTTPClient(u *url.URL) *http.Client {
 // transport returns a transport with the settings of http.DefaultTransport
 // but no proxy, dialing through the policy narrowed by lim, and verifying
 // https servers against RootCAs.
-func (p *URLPolicy) transport(lim dialLimit) *http.Transport {
+func (p *Policy) transport(lim dialLimit) *http.Transport {
 	var tlsConfig *tls.Config
 	if p.RootCAs != nil {
 		tlsConfig = &tls.Config{RootCAs: p.RootCAs}
@@ -281,9 +281,9 @@ func (p *URLPolicy) transport(lim dialLimit) *http.Transport {
 // not allow are skipped. It then dials the remaining addresses, as IP
 // literals, in order until one connects, so the address checked is the
 // address connected to, even if the name now resolves elsewhere (DNS
-// rebinding). A refusal is a *PolicyError naming addr, the address and the
+// rebinding). A refusal is a *Error naming addr, the address and the
 // rule; lookup and dial failures are returned as they are.
-func (p *URLPolicy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (p *Policy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	return p.orDefault().dial(ctx, network, addr, dialLimit{})
 }
 
@@ -302,7 +302,7 @@ type dialLimit struct {
 	addr func(ctx context.Context, a netip.Addr, c addrClass) string
 }
 
-func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimit) (net.Conn, error) {
+func (p *Policy) dial(ctx context.Context, network, addr string, lim dialLimit) (net.Conn, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
@@ -313,7 +313,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 		return nil, fmt.Errorf("sandbox: dial %s: %w", addr, err)
 	}
 	refuse := func(format string, args ...any) error {
-		return &PolicyError{Addr: addr, Rule: fmt.Sprintf(format, args...)}
+		return &Error{Addr: addr, Rule: fmt.Sprintf(format, args...)}
 	}
 	host := canonHost(rawHost)
 	ip, isIP := parseIP(host)
@@ -375,7 +375,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 	}
 	if len(ok) == 0 {
 		if skipped != "" {
-			return nil, &PolicyError{Addr: addr, Rule: skipped, Setting: skippedSetting, Loopback: skippedLoopback}
+			return nil, &Error{Addr: addr, Rule: skipped, Setting: skippedSetting, Loopback: skippedLoopback}
 		}
 		return nil, fmt.Errorf("sandbox: dial %s %s: no address of that family", network, addr)
 	}
@@ -399,7 +399,7 @@ func (p *URLPolicy) dial(ctx context.Context, network, addr string, lim dialLimi
 	return nil, first
 }
 
-func (p *URLPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	var addrs []netip.Addr
 	var err error
 	if p.Resolver != nil {
@@ -413,7 +413,7 @@ func (p *URLPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, err
 	return addrs, err
 }
 
-// settingOf returns the PolicyError.Setting of a refused address of class c:
+// settingOf returns the Error.Setting of a refused address of class c:
 // SettingAllowPrivateNetworks for a private one, else "".
 func settingOf(c addrClass) string {
 	if c == addrPrivate {
@@ -425,7 +425,7 @@ func settingOf(c addrClass) string {
 // addrRule returns the rule refusing an address of class c (whose own rule
 // is rule), or "" if the policy allows it; allowed says the host is in
 // AllowHosts.
-func (p *URLPolicy) addrRule(c addrClass, rule string, allowed bool) string {
+func (p *Policy) addrRule(c addrClass, rule string, allowed bool) string {
 	if c == addrRefused || c == addrPrivate && !p.AllowPrivateNetworks && !allowed {
 		return rule
 	}
@@ -439,7 +439,7 @@ const ruleLoopbackWhy = ", on the agent's own host, not the client's"
 // or "": a is loopback (127.0.0.0/8 or ::1, in any form unwrap sees
 // through, NAT64 and IPv4-compatible included) and the host is not in
 // AllowHosts (allowed).
-func (p *URLPolicy) loopbackRule(a netip.Addr, allowed bool) string {
+func (p *Policy) loopbackRule(a netip.Addr, allowed bool) string {
 	if !p.RefuseLoopback || allowed {
 		return ""
 	}
@@ -462,7 +462,7 @@ func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, &PolicyError{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("request to another origin than the server's %s", t.origin)}
+		return nil, &Error{URL: RedactURL(req.URL.String()), Rule: fmt.Sprintf("request to another origin than the server's %s", t.origin)}
 	}
 	return t.base.RoundTrip(req)
 }

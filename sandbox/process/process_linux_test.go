@@ -1,4 +1,4 @@
-package sandbox
+package process
 
 import (
 	"bytes"
@@ -16,14 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
-	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 )
 
 func TestMain(m *testing.M) {
-	// The confined starts of confine_linux_test.go run this binary as
-	// their launcher, then as the dialing helper.
-	confine.Main()
-	dialHelper()
 	// TestProcesses_WithoutCgroups runs the tests again this way.
 	cgroups.off = os.Getenv(noCgroupEnv) != ""
 	cgroups.noNS = os.Getenv(noCgroupNSEnv) != ""

@@ -1,4 +1,4 @@
-package sandbox
+package urlpolicy
 
 import (
 	"context"
@@ -22,13 +22,13 @@ import (
 // substring of the refusal.
 type checkURLCase struct {
 	name   string
-	policy URLPolicy
+	policy Policy
 	url    string
 	want   string
 }
 
 var (
-	allowPrivate = URLPolicy{AllowPrivateNetworks: true}
+	allowPrivate = Policy{AllowPrivateNetworks: true}
 	wantNotPlain = "plain http only to loopback"
 	wantMetadata = "cloud metadata"
 	wantPrivate  = "private network address"
@@ -36,122 +36,122 @@ var (
 
 var checkURLCases = []checkURLCase{
 	// Schemes.
-	{"ftp", URLPolicy{}, "ftp://example.com/mcp", `scheme "ftp" not allowed`},
-	{"file", URLPolicy{}, "file:///etc/passwd", `scheme "file" not allowed`},
-	{"ws", URLPolicy{}, "ws://127.0.0.1/mcp", `scheme "ws" not allowed`},
-	{"missing scheme", URLPolicy{}, "example.com/mcp", "missing scheme"},
-	{"empty", URLPolicy{}, "", "missing scheme"},
-	{"malformed", URLPolicy{}, "https://exa mple.com/", "malformed URL"},
-	{"https public", URLPolicy{}, "https://mcp.example.com/mcp", ""},
-	{"https public IP", URLPolicy{}, "https://93.184.216.34:8443/mcp", ""},
-	{"uppercase scheme and host", URLPolicy{}, "HTTPS://MCP.Example.COM/mcp", ""},
+	{"ftp", Policy{}, "ftp://example.com/mcp", `scheme "ftp" not allowed`},
+	{"file", Policy{}, "file:///etc/passwd", `scheme "file" not allowed`},
+	{"ws", Policy{}, "ws://127.0.0.1/mcp", `scheme "ws" not allowed`},
+	{"missing scheme", Policy{}, "example.com/mcp", "missing scheme"},
+	{"empty", Policy{}, "", "missing scheme"},
+	{"malformed", Policy{}, "https://exa mple.com/", "malformed URL"},
+	{"https public", Policy{}, "https://mcp.example.com/mcp", ""},
+	{"https public IP", Policy{}, "https://93.184.216.34:8443/mcp", ""},
+	{"uppercase scheme and host", Policy{}, "HTTPS://MCP.Example.COM/mcp", ""},
 	// Plain http.
-	{"http localhost", URLPolicy{}, "http://localhost:8808/sse", ""},
-	{"http LOCALHOST", URLPolicy{}, "http://LOCALHOST:8808/sse", ""},
-	{"http localhost trailing dot", URLPolicy{}, "http://localhost./mcp", ""},
-	{"http sub.localhost", URLPolicy{}, "http://app.localhost:3000/mcp", ""},
-	{"http 127.0.0.1", URLPolicy{}, "http://127.0.0.1:8808/mcp", ""},
-	{"http 127.0.0.1 trailing dot", URLPolicy{}, "http://127.0.0.1./mcp", ""},
-	{"http 127.8.9.10", URLPolicy{}, "http://127.8.9.10/mcp", ""},
-	{"http ::1", URLPolicy{}, "http://[::1]:3000/mcp", ""},
-	{"http mapped loopback", URLPolicy{}, "http://[::ffff:127.0.0.1]/mcp", ""},
-	{"http public name", URLPolicy{}, "http://mcp.example.com/mcp", wantNotPlain},
-	{"http public IP", URLPolicy{}, "http://93.184.216.34/mcp", wantNotPlain},
-	{"http localhost.example", URLPolicy{}, "http://localhost.example.com/", wantNotPlain},
+	{"http localhost", Policy{}, "http://localhost:8808/sse", ""},
+	{"http LOCALHOST", Policy{}, "http://LOCALHOST:8808/sse", ""},
+	{"http localhost trailing dot", Policy{}, "http://localhost./mcp", ""},
+	{"http sub.localhost", Policy{}, "http://app.localhost:3000/mcp", ""},
+	{"http 127.0.0.1", Policy{}, "http://127.0.0.1:8808/mcp", ""},
+	{"http 127.0.0.1 trailing dot", Policy{}, "http://127.0.0.1./mcp", ""},
+	{"http 127.8.9.10", Policy{}, "http://127.8.9.10/mcp", ""},
+	{"http ::1", Policy{}, "http://[::1]:3000/mcp", ""},
+	{"http mapped loopback", Policy{}, "http://[::ffff:127.0.0.1]/mcp", ""},
+	{"http public name", Policy{}, "http://mcp.example.com/mcp", wantNotPlain},
+	{"http public IP", Policy{}, "http://93.184.216.34/mcp", wantNotPlain},
+	{"http localhost.example", Policy{}, "http://localhost.example.com/", wantNotPlain},
 	{"http private IP even if private allowed", allowPrivate, "http://10.0.0.1/mcp", wantNotPlain},
-	{"http NAT64 loopback", URLPolicy{}, "http://[64:ff9b::7f00:1]/", "reaches another host's loopback"},
+	{"http NAT64 loopback", Policy{}, "http://[64:ff9b::7f00:1]/", "reaches another host's loopback"},
 	// Always refused.
-	{"link-local", URLPolicy{}, "https://169.254.10.20/", "link-local address 169.254.10.20"},
-	{"link-local v6", URLPolicy{}, "https://[fe80::1]/", "link-local address fe80::1"},
-	{"link-local v6 zone", URLPolicy{}, "https://[fe80::1%25eth0]/", "link-local address fe80::1"},
-	{"metadata v4", URLPolicy{}, "http://169.254.169.254/latest/meta-data/", "cloud metadata address 169.254.169.254"},
-	{"metadata v6", URLPolicy{}, "https://[fd00:ec2::254]/", "cloud metadata address fd00:ec2::254"},
+	{"link-local", Policy{}, "https://169.254.10.20/", "link-local address 169.254.10.20"},
+	{"link-local v6", Policy{}, "https://[fe80::1]/", "link-local address fe80::1"},
+	{"link-local v6 zone", Policy{}, "https://[fe80::1%25eth0]/", "link-local address fe80::1"},
+	{"metadata v4", Policy{}, "http://169.254.169.254/latest/meta-data/", "cloud metadata address 169.254.169.254"},
+	{"metadata v6", Policy{}, "https://[fd00:ec2::254]/", "cloud metadata address fd00:ec2::254"},
 	{"metadata alibaba", allowPrivate, "https://100.100.100.200/", wantMetadata},
-	{"metadata.google.internal", URLPolicy{}, "https://metadata.google.internal/computeMetadata/v1/", "cloud metadata host metadata.google.internal"},
-	{"METADATA.GOOGLE.INTERNAL.", URLPolicy{}, "https://METADATA.GOOGLE.INTERNAL./", wantMetadata},
-	{"metadata short name", URLPolicy{}, "https://metadata/", "cloud metadata host metadata"},
-	{"metadata in allowHosts", URLPolicy{AllowPrivateNetworks: true, AllowHosts: []string{"169.254.169.254", "metadata.google.internal"}}, "http://169.254.169.254/", wantMetadata},
-	{"metadata name in allowHosts", URLPolicy{AllowHosts: []string{"metadata.google.internal"}}, "http://metadata.google.internal/", wantMetadata},
-	{"link-local in allowHosts", URLPolicy{AllowHosts: []string{"169.254.1.1"}}, "https://169.254.1.1/", "link-local"},
-	{"unspecified v4", URLPolicy{}, "http://0.0.0.0:8080/", "unspecified address 0.0.0.0"},
-	{"this network", URLPolicy{}, "https://0.1.2.3/", "unspecified address 0.1.2.3"},
-	{"unspecified v6", URLPolicy{}, "http://[::]:8080/", "unspecified address ::"},
-	{"multicast v4", URLPolicy{}, "https://224.0.0.251/", "multicast address 224.0.0.251"},
-	{"multicast v6", URLPolicy{}, "https://[ff02::1]/", "multicast address ff02::1"},
-	{"broadcast", URLPolicy{}, "https://255.255.255.255/", "broadcast address"},
-	{"reserved", URLPolicy{}, "https://240.1.2.3/", "reserved address"},
-	{"mapped metadata", URLPolicy{}, "https://[::ffff:169.254.169.254]/", "cloud metadata address 169.254.169.254 (as IPv4-mapped ::ffff:169.254.169.254)"},
-	{"mapped metadata hex", URLPolicy{}, "https://[::ffff:a9fe:a9fe]/", wantMetadata},
-	{"mapped link-local", URLPolicy{}, "https://[::ffff:169.254.1.1]/", "link-local"},
-	{"mapped unspecified", URLPolicy{}, "https://[::ffff:0.0.0.0]/", "unspecified"},
-	{"mapped multicast", URLPolicy{}, "https://[::ffff:224.0.0.1]/", "multicast"},
-	{"mapped broadcast", URLPolicy{}, "https://[::ffff:255.255.255.255]/", "broadcast"},
-	{"NAT64 metadata", URLPolicy{}, "https://[64:ff9b::a9fe:a9fe]/", "cloud metadata address 169.254.169.254 (as NAT64 64:ff9b::a9fe:a9fe)"},
-	{"IPv4-compatible metadata", URLPolicy{}, "https://[::169.254.169.254]/", "(as IPv4-compatible"},
-	{"IPv4-compatible zero net", URLPolicy{}, "https://[::2]/", "unspecified address 0.0.0.2"},
+	{"metadata.google.internal", Policy{}, "https://metadata.google.internal/computeMetadata/v1/", "cloud metadata host metadata.google.internal"},
+	{"METADATA.GOOGLE.INTERNAL.", Policy{}, "https://METADATA.GOOGLE.INTERNAL./", wantMetadata},
+	{"metadata short name", Policy{}, "https://metadata/", "cloud metadata host metadata"},
+	{"metadata in allowHosts", Policy{AllowPrivateNetworks: true, AllowHosts: []string{"169.254.169.254", "metadata.google.internal"}}, "http://169.254.169.254/", wantMetadata},
+	{"metadata name in allowHosts", Policy{AllowHosts: []string{"metadata.google.internal"}}, "http://metadata.google.internal/", wantMetadata},
+	{"link-local in allowHosts", Policy{AllowHosts: []string{"169.254.1.1"}}, "https://169.254.1.1/", "link-local"},
+	{"unspecified v4", Policy{}, "http://0.0.0.0:8080/", "unspecified address 0.0.0.0"},
+	{"this network", Policy{}, "https://0.1.2.3/", "unspecified address 0.1.2.3"},
+	{"unspecified v6", Policy{}, "http://[::]:8080/", "unspecified address ::"},
+	{"multicast v4", Policy{}, "https://224.0.0.251/", "multicast address 224.0.0.251"},
+	{"multicast v6", Policy{}, "https://[ff02::1]/", "multicast address ff02::1"},
+	{"broadcast", Policy{}, "https://255.255.255.255/", "broadcast address"},
+	{"reserved", Policy{}, "https://240.1.2.3/", "reserved address"},
+	{"mapped metadata", Policy{}, "https://[::ffff:169.254.169.254]/", "cloud metadata address 169.254.169.254 (as IPv4-mapped ::ffff:169.254.169.254)"},
+	{"mapped metadata hex", Policy{}, "https://[::ffff:a9fe:a9fe]/", wantMetadata},
+	{"mapped link-local", Policy{}, "https://[::ffff:169.254.1.1]/", "link-local"},
+	{"mapped unspecified", Policy{}, "https://[::ffff:0.0.0.0]/", "unspecified"},
+	{"mapped multicast", Policy{}, "https://[::ffff:224.0.0.1]/", "multicast"},
+	{"mapped broadcast", Policy{}, "https://[::ffff:255.255.255.255]/", "broadcast"},
+	{"NAT64 metadata", Policy{}, "https://[64:ff9b::a9fe:a9fe]/", "cloud metadata address 169.254.169.254 (as NAT64 64:ff9b::a9fe:a9fe)"},
+	{"IPv4-compatible metadata", Policy{}, "https://[::169.254.169.254]/", "(as IPv4-compatible"},
+	{"IPv4-compatible zero net", Policy{}, "https://[::2]/", "unspecified address 0.0.0.2"},
 	// Private ranges.
-	{"10/8", URLPolicy{}, "https://10.0.0.1/mcp", wantPrivate + " 10.0.0.1"},
-	{"172.16/12", URLPolicy{}, "https://172.31.255.254/", wantPrivate},
-	{"172.32 is public", URLPolicy{}, "https://172.32.0.1/", ""},
-	{"192.168/16", URLPolicy{}, "https://192.168.1.10/", wantPrivate},
-	{"100.64/10", URLPolicy{}, "https://100.64.0.1/", wantPrivate},
-	{"fc00::/7", URLPolicy{}, "https://[fd12:3456::1]/", wantPrivate},
-	{"mapped private", URLPolicy{}, "https://[::ffff:10.0.0.1]/", wantPrivate + " 10.0.0.1 (as IPv4-mapped ::ffff:10.0.0.1)"},
-	{"NAT64 private", URLPolicy{}, "https://[64:ff9b::a00:1]/", wantPrivate},
+	{"10/8", Policy{}, "https://10.0.0.1/mcp", wantPrivate + " 10.0.0.1"},
+	{"172.16/12", Policy{}, "https://172.31.255.254/", wantPrivate},
+	{"172.32 is public", Policy{}, "https://172.32.0.1/", ""},
+	{"192.168/16", Policy{}, "https://192.168.1.10/", wantPrivate},
+	{"100.64/10", Policy{}, "https://100.64.0.1/", wantPrivate},
+	{"fc00::/7", Policy{}, "https://[fd12:3456::1]/", wantPrivate},
+	{"mapped private", Policy{}, "https://[::ffff:10.0.0.1]/", wantPrivate + " 10.0.0.1 (as IPv4-mapped ::ffff:10.0.0.1)"},
+	{"NAT64 private", Policy{}, "https://[64:ff9b::a00:1]/", wantPrivate},
 	{"10/8 allowed", allowPrivate, "https://10.0.0.1/mcp", ""},
 	{"fc00::/7 allowed", allowPrivate, "https://[fd12:3456::1]/", ""},
 	{"mapped private allowed", allowPrivate, "https://[::ffff:10.0.0.1]/", ""},
 	// allowHosts widens the private rule and the http rule.
-	{"allowHosts private IP", URLPolicy{AllowHosts: []string{"10.0.0.7"}}, "https://10.0.0.7/", ""},
-	{"allowHosts private IP, another one", URLPolicy{AllowHosts: []string{"10.0.0.7"}}, "https://10.0.0.8/", wantPrivate},
-	{"allowHosts http IP", URLPolicy{AllowHosts: []string{"10.0.0.7"}}, "http://10.0.0.7:8080/", ""},
-	{"allowHosts bracketed v6", URLPolicy{AllowHosts: []string{"[fd00::7]"}}, "http://[fd00::7]/", ""},
-	{"allowHosts http name", URLPolicy{AllowHosts: []string{"mcp.corp"}}, "http://mcp.corp/mcp", ""},
-	{"allowHosts case and dot", URLPolicy{AllowHosts: []string{"MCP.corp."}}, "http://mcp.CORP./mcp", ""},
-	{"allowHosts suffix", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://a.corp.example/", ""},
-	{"allowHosts suffix deep", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://x.a.corp.example/", ""},
-	{"allowHosts suffix not apex", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://corp.example/", wantNotPlain},
-	{"allowHosts suffix not lookalike", URLPolicy{AllowHosts: []string{"*.corp.example"}}, "http://evilcorp.example/", wantNotPlain},
+	{"allowHosts private IP", Policy{AllowHosts: []string{"10.0.0.7"}}, "https://10.0.0.7/", ""},
+	{"allowHosts private IP, another one", Policy{AllowHosts: []string{"10.0.0.7"}}, "https://10.0.0.8/", wantPrivate},
+	{"allowHosts http IP", Policy{AllowHosts: []string{"10.0.0.7"}}, "http://10.0.0.7:8080/", ""},
+	{"allowHosts bracketed v6", Policy{AllowHosts: []string{"[fd00::7]"}}, "http://[fd00::7]/", ""},
+	{"allowHosts http name", Policy{AllowHosts: []string{"mcp.corp"}}, "http://mcp.corp/mcp", ""},
+	{"allowHosts case and dot", Policy{AllowHosts: []string{"MCP.corp."}}, "http://mcp.CORP./mcp", ""},
+	{"allowHosts suffix", Policy{AllowHosts: []string{"*.corp.example"}}, "http://a.corp.example/", ""},
+	{"allowHosts suffix deep", Policy{AllowHosts: []string{"*.corp.example"}}, "http://x.a.corp.example/", ""},
+	{"allowHosts suffix not apex", Policy{AllowHosts: []string{"*.corp.example"}}, "http://corp.example/", wantNotPlain},
+	{"allowHosts suffix not lookalike", Policy{AllowHosts: []string{"*.corp.example"}}, "http://evilcorp.example/", wantNotPlain},
 	// denyHosts wins.
-	{"deny exact", URLPolicy{DenyHosts: []string{"evil.example"}}, "https://evil.example/", "host evil.example is in sandbox.denyHosts"},
-	{"deny beats allow", URLPolicy{DenyHosts: []string{"evil.example"}, AllowHosts: []string{"evil.example"}}, "https://EVIL.example./", "denyHosts"},
-	{"deny suffix beats allow", URLPolicy{DenyHosts: []string{"*.evil.example"}, AllowHosts: []string{"a.evil.example"}}, "https://a.evil.example/", "denyHosts"},
-	{"deny suffix not apex", URLPolicy{DenyHosts: []string{"*.evil.example"}}, "https://evil.example/", ""},
-	{"deny before scheme", URLPolicy{DenyHosts: []string{"evil.example"}}, "ftp://evil.example/", "denyHosts"},
-	{"deny loopback", URLPolicy{DenyHosts: []string{"127.0.0.1"}}, "http://127.0.0.1:1/mcp", "denyHosts"},
-	{"deny mapped form", URLPolicy{DenyHosts: []string{"127.0.0.1"}}, "http://[::ffff:127.0.0.1]/", "denyHosts"},
-	{"deny v6", URLPolicy{DenyHosts: []string{"[::1]"}}, "http://[::1]/", "denyHosts"},
+	{"deny exact", Policy{DenyHosts: []string{"evil.example"}}, "https://evil.example/", "host evil.example is in sandbox.denyHosts"},
+	{"deny beats allow", Policy{DenyHosts: []string{"evil.example"}, AllowHosts: []string{"evil.example"}}, "https://EVIL.example./", "denyHosts"},
+	{"deny suffix beats allow", Policy{DenyHosts: []string{"*.evil.example"}, AllowHosts: []string{"a.evil.example"}}, "https://a.evil.example/", "denyHosts"},
+	{"deny suffix not apex", Policy{DenyHosts: []string{"*.evil.example"}}, "https://evil.example/", ""},
+	{"deny before scheme", Policy{DenyHosts: []string{"evil.example"}}, "ftp://evil.example/", "denyHosts"},
+	{"deny loopback", Policy{DenyHosts: []string{"127.0.0.1"}}, "http://127.0.0.1:1/mcp", "denyHosts"},
+	{"deny mapped form", Policy{DenyHosts: []string{"127.0.0.1"}}, "http://[::ffff:127.0.0.1]/", "denyHosts"},
+	{"deny v6", Policy{DenyHosts: []string{"[::1]"}}, "http://[::1]/", "denyHosts"},
 	// Numeric spellings.
-	{"decimal", URLPolicy{}, "http://2130706433/", `non-canonical IP address spelling "2130706433" (means 127.0.0.1)`},
-	{"octal", URLPolicy{}, "http://0177.0.0.1/", `non-canonical IP address spelling "0177.0.0.1" (means 127.0.0.1)`},
-	{"hex", URLPolicy{}, "http://0x7f.0.0.1/", `(means 127.0.0.1)`},
-	{"hex whole", URLPolicy{}, "http://0x7F000001/", `(means 127.0.0.1)`},
-	{"short", URLPolicy{}, "http://127.1/", `non-canonical IP address spelling "127.1" (means 127.0.0.1)`},
-	{"short three", URLPolicy{}, "https://10.1.1/", `(means 10.1.0.1)`},
-	{"leading zeros", URLPolicy{}, "http://127.000.000.001/", `(means 127.0.0.1)`},
-	{"octal metadata", URLPolicy{}, "https://0251.0376.0251.0376/", `(means 169.254.169.254)`},
-	{"decimal metadata", URLPolicy{}, "https://2852039166/", `(means 169.254.169.254)`},
-	{"trailing dot spelling", URLPolicy{}, "https://2852039166./", `(means 169.254.169.254)`},
-	{"out of range", URLPolicy{}, "https://999.1.1.1/", `numeric host "999.1.1.1" is not a valid IP address`},
-	{"five parts", URLPolicy{}, "https://1.2.3.4.5/", "not a valid IP address"},
-	{"numeric TLD", URLPolicy{}, "https://example.123/", "not a valid IP address"},
-	{"spelling in allowHosts", URLPolicy{AllowHosts: []string{"0177.0.0.1"}}, "http://0177.0.0.1/", "non-canonical"},
+	{"decimal", Policy{}, "http://2130706433/", `non-canonical IP address spelling "2130706433" (means 127.0.0.1)`},
+	{"octal", Policy{}, "http://0177.0.0.1/", `non-canonical IP address spelling "0177.0.0.1" (means 127.0.0.1)`},
+	{"hex", Policy{}, "http://0x7f.0.0.1/", `(means 127.0.0.1)`},
+	{"hex whole", Policy{}, "http://0x7F000001/", `(means 127.0.0.1)`},
+	{"short", Policy{}, "http://127.1/", `non-canonical IP address spelling "127.1" (means 127.0.0.1)`},
+	{"short three", Policy{}, "https://10.1.1/", `(means 10.1.0.1)`},
+	{"leading zeros", Policy{}, "http://127.000.000.001/", `(means 127.0.0.1)`},
+	{"octal metadata", Policy{}, "https://0251.0376.0251.0376/", `(means 169.254.169.254)`},
+	{"decimal metadata", Policy{}, "https://2852039166/", `(means 169.254.169.254)`},
+	{"trailing dot spelling", Policy{}, "https://2852039166./", `(means 169.254.169.254)`},
+	{"out of range", Policy{}, "https://999.1.1.1/", `numeric host "999.1.1.1" is not a valid IP address`},
+	{"five parts", Policy{}, "https://1.2.3.4.5/", "not a valid IP address"},
+	{"numeric TLD", Policy{}, "https://example.123/", "not a valid IP address"},
+	{"spelling in allowHosts", Policy{AllowHosts: []string{"0177.0.0.1"}}, "http://0177.0.0.1/", "non-canonical"},
 	// Host and URL shape.
-	{"userinfo", URLPolicy{}, "https://user:pass@mcp.example.com/", "userinfo"},
-	{"user only", URLPolicy{}, "https://user@mcp.example.com/", "userinfo"},
-	{"empty userinfo", URLPolicy{}, "https://@mcp.example.com/", "userinfo"},
-	{"empty host", URLPolicy{}, "https:///mcp", "empty host"},
-	{"empty host with port", URLPolicy{}, "https://:443/mcp", "empty host"},
-	{"opaque", URLPolicy{}, "http:localhost", "empty host"},
-	{"empty label", URLPolicy{}, "https://a..example/", "empty label"},
-	{"two trailing dots", URLPolicy{}, "http://localhost../", "empty label"},
-	{"non-ASCII", URLPolicy{}, "https://ｅｘａｍｐｌｅ.com/", "non-ASCII host"},
-	{"fullwidth digits", URLPolicy{}, "https://１２７.0.0.1/", "non-ASCII host"},
-	{"punycode", URLPolicy{}, "https://xn--80ak6aa92e.com/", ""},
-	{"underscore", URLPolicy{}, "https://my_server.example/", ""},
-	{"sub-delim", URLPolicy{}, "https://a$b.example/", "invalid character"},
-	{"port 0", URLPolicy{}, "https://mcp.example.com:0/", `invalid port "0"`},
-	{"port too big", URLPolicy{}, "https://mcp.example.com:65536/", "invalid port"},
+	{"userinfo", Policy{}, "https://user:pass@mcp.example.com/", "userinfo"},
+	{"user only", Policy{}, "https://user@mcp.example.com/", "userinfo"},
+	{"empty userinfo", Policy{}, "https://@mcp.example.com/", "userinfo"},
+	{"empty host", Policy{}, "https:///mcp", "empty host"},
+	{"empty host with port", Policy{}, "https://:443/mcp", "empty host"},
+	{"opaque", Policy{}, "http:localhost", "empty host"},
+	{"empty label", Policy{}, "https://a..example/", "empty label"},
+	{"two trailing dots", Policy{}, "http://localhost../", "empty label"},
+	{"non-ASCII", Policy{}, "https://ｅｘａｍｐｌｅ.com/", "non-ASCII host"},
+	{"fullwidth digits", Policy{}, "https://１２７.0.0.1/", "non-ASCII host"},
+	{"punycode", Policy{}, "https://xn--80ak6aa92e.com/", ""},
+	{"underscore", Policy{}, "https://my_server.example/", ""},
+	{"sub-delim", Policy{}, "https://a$b.example/", "invalid character"},
+	{"port 0", Policy{}, "https://mcp.example.com:0/", `invalid port "0"`},
+	{"port too big", Policy{}, "https://mcp.example.com:65536/", "invalid port"},
 }
 
 func TestURLPolicy_CheckURL(t *testing.T) {
@@ -164,9 +164,9 @@ func TestURLPolicy_CheckURL(t *testing.T) {
 				}
 				return
 			}
-			var pe *PolicyError
+			var pe *Error
 			if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
-				t.Fatalf("CheckURL(%q) = %v, %v; want a *PolicyError", tt.url, u, err)
+				t.Fatalf("CheckURL(%q) = %v, %v; want a *Error", tt.url, u, err)
 			}
 			if !strings.Contains(pe.Rule, tt.want) {
 				t.Errorf("rule = %q, want it to contain %q", pe.Rule, tt.want)
@@ -181,14 +181,14 @@ func TestURLPolicy_CheckURL(t *testing.T) {
 // A refusal states the fact; Setting names the configuration key that
 // would allow it, for the front end to say.
 func TestURLPolicy_ErrorText(t *testing.T) {
-	var p *URLPolicy // nil is the default policy
+	var p *Policy // nil is the default policy
 	for _, tt := range []struct{ url, text, setting string }{
 		{"http://10.0.0.1/mcp", `URL "http://10.0.0.1/mcp" refused: private network address 10.0.0.1`, SettingAllowPrivateNetworks},
 		{"http://mcp.example.com/mcp", `URL "http://mcp.example.com/mcp" refused: plain http only to loopback (localhost, 127.0.0.0/8, ::1)`, SettingAllowHosts},
 		{"http://169.254.169.254/", `URL "http://169.254.169.254/" refused: cloud metadata address 169.254.169.254`, ""},
 	} {
 		_, err := p.CheckURL(tt.url)
-		var pe *PolicyError
+		var pe *Error
 		if !errors.As(err, &pe) || err.Error() != tt.text || pe.Setting != tt.setting {
 			t.Errorf("CheckURL(%q) = %v (%#v)\nwant %s, Setting %q", tt.url, err, pe, tt.text, tt.setting)
 		}
@@ -251,7 +251,7 @@ func (f *fakeNet) dial(_ context.Context, network, addr string) (net.Conn, error
 	return c1, nil
 }
 
-func (f *fakeNet) policy(p URLPolicy) *URLPolicy {
+func (f *fakeNet) policy(p Policy) *Policy {
 	p.Resolver, p.Dialer = f.resolve, f.dial
 	return &p
 }
@@ -270,43 +270,43 @@ func TestURLPolicy_DialContext(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		policy  URLPolicy
+		policy  Policy
 		network string
 		addr    string
 		dialed  string // the address dialed, if allowed
 		refused string // a substring of the rule, if refused
 	}{
-		{"name to loopback", URLPolicy{}, "tcp", "local.test:8080", "127.0.0.1:8080", ""},
-		{"name trailing dot", URLPolicy{}, "tcp", "LOCAL.test.:8080", "127.0.0.1:8080", ""},
-		{"v6 first", URLPolicy{}, "tcp", "both.test:80", "[::1]:80", ""},
-		{"tcp4 filters", URLPolicy{}, "tcp4", "both.test:80", "127.0.0.1:80", ""},
-		{"public", URLPolicy{}, "tcp", "public.test:443", "93.184.216.34:443", ""},
-		{"literal loopback", URLPolicy{}, "tcp", "[::1]:80", "[::1]:80", ""},
-		{"literal mapped loopback", URLPolicy{}, "tcp", "[::ffff:127.0.0.1]:80", "127.0.0.1:80", ""},
-		{"private refused", URLPolicy{}, "tcp", "corp.test:443", "", "corp.test resolves to private network address 10.0.0.5"},
-		{"private allowed", URLPolicy{AllowPrivateNetworks: true}, "tcp", "corp.test:443", "10.0.0.5:443", ""},
-		{"private allowHosts", URLPolicy{AllowHosts: []string{"*.test"}}, "tcp", "corp.test:443", "10.0.0.5:443", ""},
-		{"private skipped", URLPolicy{}, "tcp", "mixed.test:443", "93.184.216.34:443", ""},
-		{"public and metadata", URLPolicy{}, "tcp", "metadata.test:443", "", "metadata.test resolves to cloud metadata address 169.254.169.254"},
-		{"metadata despite allow", URLPolicy{AllowPrivateNetworks: true, AllowHosts: []string{"metadata.test"}}, "tcp", "metadata.test:443", "", "cloud metadata"},
-		{"mapped metadata", URLPolicy{}, "tcp", "mapped.test:443", "", "cloud metadata"},
-		{"NAT64 metadata", URLPolicy{}, "tcp", "nat64.test:443", "", "cloud metadata"},
-		{"multicast answer", URLPolicy{}, "tcp", "multicast.test:443", "", "multicast"},
-		{"literal metadata", URLPolicy{}, "tcp", "169.254.169.254:80", "", "cloud metadata address 169.254.169.254"},
-		{"literal private", URLPolicy{}, "tcp", "10.0.0.5:80", "", "private network address 10.0.0.5"},
-		{"metadata name, no lookup", URLPolicy{}, "tcp", "metadata.google.internal:80", "", "cloud metadata host"},
-		{"spelling", URLPolicy{}, "tcp", "0x7f.1:80", "", "non-canonical"},
-		{"deny name", URLPolicy{DenyHosts: []string{"local.test"}}, "tcp", "local.test:80", "", "denyHosts"},
-		{"deny resolved IP", URLPolicy{DenyHosts: []string{"10.0.0.5"}, AllowPrivateNetworks: true}, "tcp", "corp.test:80", "", "corp.test resolves to 10.0.0.5, which is in sandbox.denyHosts"},
+		{"name to loopback", Policy{}, "tcp", "local.test:8080", "127.0.0.1:8080", ""},
+		{"name trailing dot", Policy{}, "tcp", "LOCAL.test.:8080", "127.0.0.1:8080", ""},
+		{"v6 first", Policy{}, "tcp", "both.test:80", "[::1]:80", ""},
+		{"tcp4 filters", Policy{}, "tcp4", "both.test:80", "127.0.0.1:80", ""},
+		{"public", Policy{}, "tcp", "public.test:443", "93.184.216.34:443", ""},
+		{"literal loopback", Policy{}, "tcp", "[::1]:80", "[::1]:80", ""},
+		{"literal mapped loopback", Policy{}, "tcp", "[::ffff:127.0.0.1]:80", "127.0.0.1:80", ""},
+		{"private refused", Policy{}, "tcp", "corp.test:443", "", "corp.test resolves to private network address 10.0.0.5"},
+		{"private allowed", Policy{AllowPrivateNetworks: true}, "tcp", "corp.test:443", "10.0.0.5:443", ""},
+		{"private allowHosts", Policy{AllowHosts: []string{"*.test"}}, "tcp", "corp.test:443", "10.0.0.5:443", ""},
+		{"private skipped", Policy{}, "tcp", "mixed.test:443", "93.184.216.34:443", ""},
+		{"public and metadata", Policy{}, "tcp", "metadata.test:443", "", "metadata.test resolves to cloud metadata address 169.254.169.254"},
+		{"metadata despite allow", Policy{AllowPrivateNetworks: true, AllowHosts: []string{"metadata.test"}}, "tcp", "metadata.test:443", "", "cloud metadata"},
+		{"mapped metadata", Policy{}, "tcp", "mapped.test:443", "", "cloud metadata"},
+		{"NAT64 metadata", Policy{}, "tcp", "nat64.test:443", "", "cloud metadata"},
+		{"multicast answer", Policy{}, "tcp", "multicast.test:443", "", "multicast"},
+		{"literal metadata", Policy{}, "tcp", "169.254.169.254:80", "", "cloud metadata address 169.254.169.254"},
+		{"literal private", Policy{}, "tcp", "10.0.0.5:80", "", "private network address 10.0.0.5"},
+		{"metadata name, no lookup", Policy{}, "tcp", "metadata.google.internal:80", "", "cloud metadata host"},
+		{"spelling", Policy{}, "tcp", "0x7f.1:80", "", "non-canonical"},
+		{"deny name", Policy{DenyHosts: []string{"local.test"}}, "tcp", "local.test:80", "", "denyHosts"},
+		{"deny resolved IP", Policy{DenyHosts: []string{"10.0.0.5"}, AllowPrivateNetworks: true}, "tcp", "corp.test:80", "", "corp.test resolves to 10.0.0.5, which is in sandbox.denyHosts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeNet(t, answers)
 			c, err := f.policy(tt.policy).DialContext(t.Context(), tt.network, tt.addr)
 			if tt.refused != "" {
-				var pe *PolicyError
+				var pe *Error
 				if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
-					t.Fatalf("DialContext = %v, want a *PolicyError", err)
+					t.Fatalf("DialContext = %v, want a *Error", err)
 				}
 				if !strings.Contains(pe.Rule, tt.refused) || pe.Addr != tt.addr {
 					t.Errorf("refusal = %+v, want addr %q and rule containing %q", pe, tt.addr, tt.refused)
@@ -332,7 +332,7 @@ func TestURLPolicy_DialContext(t *testing.T) {
 
 func TestURLPolicy_DialContextErrors(t *testing.T) {
 	f := newFakeNet(t, nil)
-	p := f.policy(URLPolicy{})
+	p := f.policy(Policy{})
 	if _, err := p.DialContext(t.Context(), "tcp", "nowhere.test:80"); err == nil || errors.Is(err, ErrRefused) {
 		t.Errorf("lookup failure = %v, want a non-policy error", err)
 	}
@@ -349,7 +349,7 @@ func TestURLPolicy_DialContextErrors(t *testing.T) {
 
 func TestURLPolicy_DNSRebinding(t *testing.T) {
 	f := newFakeNet(t, map[string][]string{"rebind.test": {"127.0.0.1", "169.254.169.254"}})
-	p := f.policy(URLPolicy{})
+	p := f.policy(Policy{})
 	if _, err := p.CheckURL("http://rebind.test/"); err == nil {
 		t.Fatal("plain http to a name that is not localhost was accepted")
 	}
@@ -362,7 +362,7 @@ func TestURLPolicy_DNSRebinding(t *testing.T) {
 	}
 	_ = c.Close()
 	_, err = p.DialContext(t.Context(), "tcp", "rebind.test:8443")
-	var pe *PolicyError
+	var pe *Error
 	if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "rebind.test resolves to cloud metadata address 169.254.169.254") {
 		t.Fatalf("second dial = %v, want a refusal naming the metadata address", err)
 	}
@@ -373,13 +373,13 @@ func TestURLPolicy_DNSRebinding(t *testing.T) {
 
 func TestURLPolicy_HTTPClientPlainHTTPDialsLoopbackOnly(t *testing.T) {
 	f := newFakeNet(t, map[string][]string{"app.localhost": {"10.0.0.9"}})
-	p := f.policy(URLPolicy{AllowPrivateNetworks: true})
+	p := f.policy(Policy{AllowPrivateNetworks: true})
 	u, err := p.CheckURL("http://app.localhost:3000/mcp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = p.HTTPClient(u).Get(u.String())
-	var pe *PolicyError
+	var pe *Error
 	if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "app.localhost resolves to 10.0.0.9, and plain http goes only to loopback") {
 		t.Fatalf("Get = %v, want a loopback refusal", err)
 	}
@@ -402,7 +402,7 @@ func TestURLPolicy_HTTPClientNoProxy(t *testing.T) {
 	t.Cleanup(ts.Close)
 	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
 	// A name resolved by the policy, dialed at the server's loopback address.
-	p := &URLPolicy{Resolver: func(context.Context, string) ([]netip.Addr, error) {
+	p := &Policy{Resolver: func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}}
 	u, err := p.CheckURL("http://mcp.localhost:" + port + "/")
@@ -448,7 +448,7 @@ func TestURLPolicy_Redirect(t *testing.T) {
 		http.Redirect(w, r, "/loop/"+strconv.Itoa(n-1), http.StatusFound)
 	})
 
-	p := &URLPolicy{}
+	p := &Policy{}
 	u, err := p.CheckURL(ts.URL + "/mcp")
 	if err != nil {
 		t.Fatal(err)
@@ -470,7 +470,7 @@ func TestURLPolicy_Redirect(t *testing.T) {
 		t.Run(tt.path, func(t *testing.T) {
 			resp, err := client.Get(ts.URL + tt.path)
 			if tt.refused != "" {
-				var pe *PolicyError
+				var pe *Error
 				if !errors.As(err, &pe) || pe.URL != tt.refused || !strings.Contains(pe.Rule, "another host, port or scheme") {
 					t.Fatalf("Get = %v, want a refusal of %s", err, tt.refused)
 				}
@@ -493,7 +493,7 @@ func TestURLPolicy_Redirect(t *testing.T) {
 	})
 	t.Run("request to another origin", func(t *testing.T) {
 		_, err := client.Get("http://localhost:" + port + "/b")
-		var pe *PolicyError
+		var pe *Error
 		if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "another origin") {
 			t.Errorf("Get = %v, want a refusal", err)
 		}
@@ -552,7 +552,7 @@ func FuzzURLPolicy_CheckURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		// Under RefuseLoopback, nothing on loopback passes: the rules
 		// below, and no loopback host or address at all.
-		if u, err := (&URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}).CheckURL(raw); err == nil {
+		if u, err := (&Policy{RefuseLoopback: true, AllowPrivateNetworks: true}).CheckURL(raw); err == nil {
 			host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 			a, perr := netip.ParseAddr(host)
 			if perr == nil {
@@ -566,7 +566,7 @@ func FuzzURLPolicy_CheckURL(f *testing.F) {
 		} else if !errors.Is(err, ErrRefused) {
 			t.Fatalf("CheckURL(%q) with RefuseLoopback = %v, not a refusal", raw, err)
 		}
-		var p URLPolicy
+		var p Policy
 		u, err := p.CheckURL(raw)
 		if err != nil {
 			if !errors.Is(err, ErrRefused) {

@@ -1,4 +1,4 @@
-package sandbox
+package urlpolicy
 
 import (
 	"context"
@@ -32,7 +32,7 @@ var signInNet = map[string][]string{
 
 // signInPolicy returns the sign-in policy of server under policy, with
 // signInNet as its DNS.
-func signInPolicy(t *testing.T, policy URLPolicy, server string) (*SignInPolicy, *fakeNet) {
+func signInPolicy(t *testing.T, policy Policy, server string) (*SignInPolicy, *fakeNet) {
 	t.Helper()
 	f := newFakeNet(t, signInNet)
 	p := f.policy(policy)
@@ -55,53 +55,53 @@ func TestSignInPolicy_CheckURL(t *testing.T) {
 	)
 	tests := []struct {
 		name     string
-		policy   URLPolicy
+		policy   Policy
 		server   string
 		endpoint string
 		want     string // "" if allowed, else a substring of the rule
 	}{
 		// A local server, as in tests and development.
-		{"loopback to loopback http", URLPolicy{}, plainLoopback, "http://127.0.0.1:9000/token", ""},
-		{"loopback to localhost http", URLPolicy{}, plainLoopback, "http://localhost:9000/token", ""},
-		{"loopback to v6 loopback", URLPolicy{}, plainLoopback, "http://[::1]:9000/token", ""},
-		{"loopback to public https", URLPolicy{}, plainLoopback, "https://as.example.com/token", ""},
-		{"loopback to public http", URLPolicy{}, plainLoopback, "http://as.example.com/token", wantNotPlain},
-		{"loopback to private", URLPolicy{}, plainLoopback, "https://10.0.0.5/token", wantPrivate},
+		{"loopback to loopback http", Policy{}, plainLoopback, "http://127.0.0.1:9000/token", ""},
+		{"loopback to localhost http", Policy{}, plainLoopback, "http://localhost:9000/token", ""},
+		{"loopback to v6 loopback", Policy{}, plainLoopback, "http://[::1]:9000/token", ""},
+		{"loopback to public https", Policy{}, plainLoopback, "https://as.example.com/token", ""},
+		{"loopback to public http", Policy{}, plainLoopback, "http://as.example.com/token", wantNotPlain},
+		{"loopback to private", Policy{}, plainLoopback, "https://10.0.0.5/token", wantPrivate},
 		{"loopback to private allowed", allowPrivate, plainLoopback, "https://10.0.0.5/token", ""},
-		{"loopback to metadata", URLPolicy{}, plainLoopback, "http://169.254.169.254/", wantMetadata},
-		{"loopback to allowHosts http", URLPolicy{AllowHosts: []string{"as.corp"}}, plainLoopback, "http://as.corp/token", rulePlainHTTP},
-		{"loopback to userinfo", URLPolicy{}, plainLoopback, "http://u:p@127.0.0.1/token", "userinfo"},
-		{"loopback to ftp", URLPolicy{}, plainLoopback, "ftp://127.0.0.1/token", `scheme "ftp"`},
-		{"https loopback to https loopback", URLPolicy{}, tlsLoopback, "https://127.0.0.1:9000/token", ""},
-		{"https loopback to http loopback", URLPolicy{}, tlsLoopback, "http://127.0.0.1:9000/token", rulePlainHTTP},
+		{"loopback to metadata", Policy{}, plainLoopback, "http://169.254.169.254/", wantMetadata},
+		{"loopback to allowHosts http", Policy{AllowHosts: []string{"as.corp"}}, plainLoopback, "http://as.corp/token", rulePlainHTTP},
+		{"loopback to userinfo", Policy{}, plainLoopback, "http://u:p@127.0.0.1/token", "userinfo"},
+		{"loopback to ftp", Policy{}, plainLoopback, "ftp://127.0.0.1/token", `scheme "ftp"`},
+		{"https loopback to https loopback", Policy{}, tlsLoopback, "https://127.0.0.1:9000/token", ""},
+		{"https loopback to http loopback", Policy{}, tlsLoopback, "http://127.0.0.1:9000/token", rulePlainHTTP},
 		// A remote server.
-		{"remote to public", URLPolicy{}, remote, "https://as.example.com/token", ""},
-		{"remote to loopback http", URLPolicy{}, remote, "http://127.0.0.1:5555/token", ruleNotLoopback},
-		{"remote to loopback https", URLPolicy{}, remote, "https://127.0.0.1:5555/token", ruleNotLoopback},
-		{"remote to 127.8.9.10", URLPolicy{}, remote, "https://127.8.9.10/token", ruleNotLoopback},
-		{"remote to localhost", URLPolicy{}, remote, "http://localhost:5555/token", ruleNotLoopback},
-		{"remote to LOCALHOST.", URLPolicy{}, remote, "http://LOCALHOST.:5555/token", ruleNotLoopback},
-		{"remote to sub.localhost", URLPolicy{}, remote, "https://app.localhost/token", ruleNotLoopback},
-		{"remote to v6 loopback", URLPolicy{}, remote, "https://[::1]:5555/token", ruleNotLoopback},
-		{"remote to mapped loopback", URLPolicy{}, remote, "https://[::ffff:127.0.0.1]/token", ruleNotLoopback},
-		{"remote to loopback in allowHosts", URLPolicy{AllowHosts: []string{"127.0.0.1"}}, remote, "http://127.0.0.1/token", ruleNotLoopback},
-		{"remote to private", URLPolicy{}, remote, "https://10.0.0.5/token", ruleNotPrivate},
+		{"remote to public", Policy{}, remote, "https://as.example.com/token", ""},
+		{"remote to loopback http", Policy{}, remote, "http://127.0.0.1:5555/token", ruleNotLoopback},
+		{"remote to loopback https", Policy{}, remote, "https://127.0.0.1:5555/token", ruleNotLoopback},
+		{"remote to 127.8.9.10", Policy{}, remote, "https://127.8.9.10/token", ruleNotLoopback},
+		{"remote to localhost", Policy{}, remote, "http://localhost:5555/token", ruleNotLoopback},
+		{"remote to LOCALHOST.", Policy{}, remote, "http://LOCALHOST.:5555/token", ruleNotLoopback},
+		{"remote to sub.localhost", Policy{}, remote, "https://app.localhost/token", ruleNotLoopback},
+		{"remote to v6 loopback", Policy{}, remote, "https://[::1]:5555/token", ruleNotLoopback},
+		{"remote to mapped loopback", Policy{}, remote, "https://[::ffff:127.0.0.1]/token", ruleNotLoopback},
+		{"remote to loopback in allowHosts", Policy{AllowHosts: []string{"127.0.0.1"}}, remote, "http://127.0.0.1/token", ruleNotLoopback},
+		{"remote to private", Policy{}, remote, "https://10.0.0.5/token", ruleNotPrivate},
 		{"remote to private allowed", allowPrivate, remote, "https://10.0.0.5/token", ruleNotPrivate},
-		{"remote to private in allowHosts", URLPolicy{AllowHosts: []string{"10.0.0.5"}}, remote, "https://10.0.0.5/token", ruleNotPrivate},
+		{"remote to private in allowHosts", Policy{AllowHosts: []string{"10.0.0.5"}}, remote, "https://10.0.0.5/token", ruleNotPrivate},
 		{"remote to NAT64 loopback", allowPrivate, remote, "https://[64:ff9b::7f00:1]/token", ruleNotPrivate},
-		{"remote to public http", URLPolicy{}, remote, "http://as.example.com/token", wantNotPlain},
-		{"remote to allowHosts http", URLPolicy{AllowHosts: []string{"as.example.com"}}, remote, "http://as.example.com/token", rulePlainHTTP},
-		{"remote to denied", URLPolicy{DenyHosts: []string{"as.example.com"}}, remote, "https://as.example.com/token", "denyHosts"},
-		{"remote to metadata", URLPolicy{}, remote, "https://169.254.169.254/", wantMetadata},
-		{"remote to spelling", URLPolicy{}, remote, "http://2130706433/token", "non-canonical"},
+		{"remote to public http", Policy{}, remote, "http://as.example.com/token", wantNotPlain},
+		{"remote to allowHosts http", Policy{AllowHosts: []string{"as.example.com"}}, remote, "http://as.example.com/token", rulePlainHTTP},
+		{"remote to denied", Policy{DenyHosts: []string{"as.example.com"}}, remote, "https://as.example.com/token", "denyHosts"},
+		{"remote to metadata", Policy{}, remote, "https://169.254.169.254/", wantMetadata},
+		{"remote to spelling", Policy{}, remote, "http://2130706433/token", "non-canonical"},
 		// A name that resolves to loopback is not a server on loopback.
-		{"name on loopback to loopback", URLPolicy{}, "https://mcp.local.example/mcp", "https://127.0.0.1/token", ruleNotLoopback},
+		{"name on loopback to loopback", Policy{}, "https://mcp.local.example/mcp", "https://127.0.0.1/token", ruleNotLoopback},
 		// A server on a private network, allowed by the policy.
 		{"private literal to private", allowPrivate, "https://10.0.0.7/mcp", "https://10.0.0.8/token", ""},
 		{"private literal to loopback", allowPrivate, "https://10.0.0.7/mcp", "https://127.0.0.1/token", ruleNotLoopback},
 		{"private name to private", allowPrivate, "https://mcp.corp.example/mcp", "https://10.0.0.8/token", ""},
-		{"private name in allowHosts to private", URLPolicy{AllowHosts: []string{"mcp.corp.example", "10.0.0.8"}}, "https://mcp.corp.example/mcp", "https://10.0.0.8/token", ""},
-		{"private name to private not allowed", URLPolicy{AllowHosts: []string{"mcp.corp.example"}}, "https://mcp.corp.example/mcp", "https://10.0.0.8/token", wantPrivate},
+		{"private name in allowHosts to private", Policy{AllowHosts: []string{"mcp.corp.example", "10.0.0.8"}}, "https://mcp.corp.example/mcp", "https://10.0.0.8/token", ""},
+		{"private name to private not allowed", Policy{AllowHosts: []string{"mcp.corp.example"}}, "https://mcp.corp.example/mcp", "https://10.0.0.8/token", wantPrivate},
 		{"private name to loopback", allowPrivate, "https://mcp.corp.example/mcp", "http://127.0.0.1/token", ruleNotLoopback},
 	}
 	for _, tt := range tests {
@@ -114,9 +114,9 @@ func TestSignInPolicy_CheckURL(t *testing.T) {
 				}
 				return
 			}
-			var pe *PolicyError
+			var pe *Error
 			if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
-				t.Fatalf("CheckURL(%q) = %v, %v; want a *PolicyError", tt.endpoint, u, err)
+				t.Fatalf("CheckURL(%q) = %v, %v; want a *Error", tt.endpoint, u, err)
 			}
 			if !strings.Contains(pe.Rule, tt.want) {
 				t.Errorf("rule = %q, want it to contain %q", pe.Rule, tt.want)
@@ -152,9 +152,9 @@ func TestSignInPolicy_CheckLink(t *testing.T) {
 		{"https://mcp.example.com/mcp", "https:///authorize", "empty host"},
 	}
 	for _, tt := range tests {
-		s, _ := signInPolicy(t, URLPolicy{}, tt.server)
+		s, _ := signInPolicy(t, Policy{}, tt.server)
 		err := s.CheckLink(tt.link)
-		var pe *PolicyError
+		var pe *Error
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("server %s: CheckLink(%q) = %v, want allowed", tt.server, tt.link, err)
@@ -169,22 +169,22 @@ func TestSignInPolicy_CheckLink(t *testing.T) {
 func TestSignInPolicy_Dial(t *testing.T) {
 	tests := []struct {
 		name     string
-		policy   URLPolicy
+		policy   Policy
 		server   string
 		endpoint string
 		dialed   string // the address dialed, if allowed
 		refused  string // a substring of the rule, if refused
 	}{
-		{"remote to public", URLPolicy{}, "https://mcp.example.com/mcp", "https://as.example.com/token", "93.184.216.35:443", ""},
-		{"remote to a name on loopback", URLPolicy{}, "https://mcp.example.com/mcp", "https://rebind.example/token", "",
+		{"remote to public", Policy{}, "https://mcp.example.com/mcp", "https://as.example.com/token", "93.184.216.35:443", ""},
+		{"remote to a name on loopback", Policy{}, "https://mcp.example.com/mcp", "https://rebind.example/token", "",
 			"rebind.example resolves to 127.0.0.1, and " + ruleNotLoopback},
 		{"remote to a name on a private network", allowPrivate, "https://mcp.example.com/mcp", "https://corp.example/token", "",
 			"corp.example resolves to 10.0.0.5, and " + ruleNotPrivate},
 		{"remote to a name on both", allowPrivate, "https://mcp.example.com/mcp", "https://mixed.example/token", "93.184.216.36:443", ""},
 		{"private to a name on a private network", allowPrivate, "https://mcp.corp.example/mcp", "https://sso.corp.example/token", "10.0.0.8:443", ""},
 		{"private to a name on loopback", allowPrivate, "https://mcp.corp.example/mcp", "https://rebind.example/token", "", ruleNotLoopback},
-		{"loopback to a name on loopback", URLPolicy{}, "http://127.0.0.1:8080/mcp", "https://rebind.example/token", "127.0.0.1:443", ""},
-		{"loopback http to a loopback name on a private network", URLPolicy{AllowPrivateNetworks: true, AllowHosts: []string{"app.localhost"}},
+		{"loopback to a name on loopback", Policy{}, "http://127.0.0.1:8080/mcp", "https://rebind.example/token", "127.0.0.1:443", ""},
+		{"loopback http to a loopback name on a private network", Policy{AllowPrivateNetworks: true, AllowHosts: []string{"app.localhost"}},
 			"http://127.0.0.1:8080/mcp", "http://app.localhost/token", "", "app.localhost resolves to 10.0.0.9, and plain http goes only to loopback"},
 	}
 	for _, tt := range tests {
@@ -195,7 +195,7 @@ func TestSignInPolicy_Dial(t *testing.T) {
 				resp.Body.Close()
 			}
 			if tt.refused != "" {
-				var pe *PolicyError
+				var pe *Error
 				if !errors.As(err, &pe) || !strings.Contains(pe.Rule, tt.refused) {
 					t.Fatalf("Post = %v, want a refusal containing %q", err, tt.refused)
 				}
@@ -216,12 +216,12 @@ func TestSignInPolicy_Dial(t *testing.T) {
 // every dial, against what it resolves to then.
 func TestSignInPolicy_DNSRebinding(t *testing.T) {
 	f := newFakeNet(t, map[string][]string{"mcp.example.com": {"93.184.216.34"}, "as.example.com": {"93.184.216.35", "127.0.0.1"}})
-	p := f.policy(URLPolicy{})
+	p := f.policy(Policy{})
 	u, _ := p.CheckURL("https://mcp.example.com/mcp")
 	client := p.SignIn(u).HTTPClient()
 	for i, want := range []string{"", ruleNotLoopback} {
 		_, err := client.Get("https://as.example.com/.well-known/oauth-authorization-server")
-		var pe *PolicyError
+		var pe *Error
 		if refused := errors.As(err, &pe); refused != (want != "") || refused && !strings.Contains(pe.Rule, "as.example.com resolves to 127.0.0.1, and "+want) {
 			t.Fatalf("request %d = %v, want refused %v", i, err, want != "")
 		}
@@ -260,7 +260,7 @@ func TestSignInPolicy_Redirect(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(ts.Certificate())
 	f := newFakeNet(t, signInNet)
-	policy := &URLPolicy{
+	policy := &Policy{
 		RootCAs:              pool,
 		AllowPrivateNetworks: true,
 		Resolver:             f.resolve,
@@ -309,7 +309,7 @@ func TestSignInPolicy_Redirect(t *testing.T) {
 				}
 				return
 			}
-			var pe *PolicyError
+			var pe *Error
 			if !errors.As(err, &pe) || !strings.Contains(pe.Rule, tt.want) {
 				t.Fatalf("Get = %q, %v; want a refusal containing %q", body, err, tt.want)
 			}
@@ -325,11 +325,11 @@ func TestSignInPolicy_Redirect(t *testing.T) {
 // TestSignInPolicy_RequestBeforeDial: a refused request is not sent: its
 // body is closed and nothing is dialed.
 func TestSignInPolicy_RequestBeforeDial(t *testing.T) {
-	s, f := signInPolicy(t, URLPolicy{}, "https://mcp.example.com/mcp")
+	s, f := signInPolicy(t, Policy{}, "https://mcp.example.com/mcp")
 	body := &closeRecorder{Reader: strings.NewReader("code=x")}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://127.0.0.1:5555/token", body)
 	_, err := s.HTTPClient().Do(req)
-	var pe *PolicyError
+	var pe *Error
 	if !errors.As(err, &pe) || pe.URL != "http://127.0.0.1:5555/token" || pe.Rule != ruleNotLoopback {
 		t.Fatalf("Do = %v, want the loopback refusal", err)
 	}

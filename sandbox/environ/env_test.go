@@ -1,4 +1,4 @@
-package sandbox
+package environ
 
 import (
 	"slices"
@@ -13,18 +13,18 @@ func TestChildEnv(t *testing.T) {
 	lookup := func(k string) (string, bool) { v, ok := agentEnv[k]; return v, ok }
 	tests := []struct {
 		name string
-		env  []EnvVar
+		env  []Var
 		want []string
 	}{
 		{"baseline only", nil, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm"}},
-		{"entry adds", []EnvVar{{"FOO", "bar"}}, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "FOO=bar"}},
-		{"entry overrides baseline", []EnvVar{{"HOME", "/tmp/h"}}, []string{"PATH=/usr/bin", "HOME=/tmp/h", "LANG=C.UTF-8", "TERM=xterm"}},
-		{"client may pass a key itself", []EnvVar{{"ANTHROPIC_API_KEY", "client"}}, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "ANTHROPIC_API_KEY=client"}},
-		{"last duplicate wins", []EnvVar{{"A", "1"}, {"A", "2"}}, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "A=2"}},
+		{"entry adds", []Var{{"FOO", "bar"}}, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "FOO=bar"}},
+		{"entry overrides baseline", []Var{{"HOME", "/tmp/h"}}, []string{"PATH=/usr/bin", "HOME=/tmp/h", "LANG=C.UTF-8", "TERM=xterm"}},
+		{"client may pass a key itself", []Var{{"ANTHROPIC_API_KEY", "client"}}, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "ANTHROPIC_API_KEY=client"}},
+		{"last duplicate wins", []Var{{"A", "1"}, {"A", "2"}}, []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "A=2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, dropped := (&EnvPolicy{Lookup: lookup}).ChildEnv(tt.env)
+			got, dropped := (&Policy{Lookup: lookup}).ChildEnv(tt.env)
 			if !slices.Equal(got, tt.want) || len(dropped) != 0 {
 				t.Errorf("ChildEnv = %q\nwant %q", got, tt.want)
 			}
@@ -34,25 +34,25 @@ func TestChildEnv(t *testing.T) {
 
 func TestValidEnvName(t *testing.T) {
 	for name, want := range map[string]bool{"PATH": true, "a_b": true, "": false, "A=B": false, "A\x00": false} {
-		if got := ValidEnvName(name); got != want {
-			t.Errorf("ValidEnvName(%q) = %v", name, got)
+		if got := ValidName(name); got != want {
+			t.Errorf("ValidName(%q) = %v", name, got)
 		}
 	}
 }
 
 func TestChildEnv_DropsInjectionKeys(t *testing.T) {
 	lookup := func(string) (string, bool) { return "", false }
-	env := []EnvVar{{"FOO", "bar"}, {"LD_PRELOAD", "/x.so"}, {"DYLD_INSERT_LIBRARIES", "y"}, {"NODE_OPTIONS", "--require=/evil.js"},
+	env := []Var{{"FOO", "bar"}, {"LD_PRELOAD", "/x.so"}, {"DYLD_INSERT_LIBRARIES", "y"}, {"NODE_OPTIONS", "--require=/evil.js"},
 		{"ENV", "/e"}, {"BASH_ENV", "/b"}, {"PROMPT_COMMAND", "c"}, {"PYTHONSTARTUP", "p"}, {"PYTHONINSPECT", "1"},
 		{"PERL5OPT", "-M"}, {"RUBYOPT", "-r"}, {"JAVA_TOOL_OPTIONS", "-j"}, {"LD_AUDIT", "a"}, {"LD_LIBRARY_PATH", "/l"}, {"LD_PRELOAD", "again"}}
-	got, dropped := (&EnvPolicy{Lookup: lookup}).ChildEnv(env)
+	got, dropped := (&Policy{Lookup: lookup}).ChildEnv(env)
 	if !slices.Equal(got, []string{"FOO=bar"}) {
 		t.Errorf("env = %q", got)
 	}
 	if len(dropped) != 13 || dropped[0] != "LD_PRELOAD" {
 		t.Errorf("dropped = %q, want every injection key once", dropped)
 	}
-	got, dropped = (&EnvPolicy{Lookup: lookup, Allow: []string{"NODE_OPTIONS"}}).ChildEnv([]EnvVar{{"NODE_OPTIONS", "--max-old-space-size=512"}, {"LD_PRELOAD", "x"}})
+	got, dropped = (&Policy{Lookup: lookup, Allow: []string{"NODE_OPTIONS"}}).ChildEnv([]Var{{"NODE_OPTIONS", "--max-old-space-size=512"}, {"LD_PRELOAD", "x"}})
 	if !slices.Equal(got, []string{"NODE_OPTIONS=--max-old-space-size=512"}) || !slices.Equal(dropped, []string{"LD_PRELOAD"}) {
 		t.Errorf("allowEnv: env %q dropped %q", got, dropped)
 	}
@@ -95,20 +95,20 @@ func TestIsInjectionKey_Runtimes(t *testing.T) {
 	}
 }
 
-// The baseline is a security allowlist: what BaselineEnv hands out is a copy,
+// The baseline is a security allowlist: what Baseline hands out is a copy,
 // so an importer cannot widen what every child inherits.
 func TestBaselineEnv_IsACopy(t *testing.T) {
 	lookup := func(k string) (string, bool) { return "v", k == "PATH" || k == "SECRET" }
-	b := BaselineEnv()
+	b := Baseline()
 	if !slices.Contains(b, "PATH") || slices.Contains(b, "SECRET") {
-		t.Fatalf("BaselineEnv() = %q", b)
+		t.Fatalf("Baseline() = %q", b)
 	}
 	b[0] = "SECRET"
 	_ = append(b[:1], "SECRET")
-	if got, _ := (&EnvPolicy{Lookup: lookup}).ChildEnv(nil); !slices.Equal(got, []string{"PATH=v"}) {
-		t.Errorf("after changing BaselineEnv's result, ChildEnv = %q, want only PATH", got)
+	if got, _ := (&Policy{Lookup: lookup}).ChildEnv(nil); !slices.Equal(got, []string{"PATH=v"}) {
+		t.Errorf("after changing Baseline's result, ChildEnv = %q, want only PATH", got)
 	}
-	if b2 := BaselineEnv(); slices.Contains(b2, "SECRET") {
-		t.Errorf("BaselineEnv() = %q after a caller changed a copy", b2)
+	if b2 := Baseline(); slices.Contains(b2, "SECRET") {
+		t.Errorf("Baseline() = %q after a caller changed a copy", b2)
 	}
 }

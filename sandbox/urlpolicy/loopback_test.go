@@ -1,4 +1,4 @@
-package sandbox
+package urlpolicy
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	noLoopback   = URLPolicy{RefuseLoopback: true}
+	noLoopback   = Policy{RefuseLoopback: true}
 	wantLoopback = "loopback address"
 	wantLoopName = "loopback host"
 )
@@ -36,20 +36,20 @@ var refuseLoopbackCases = []checkURLCase{
 	{"sub.localhost", noLoopback, "http://app.localhost:3000/mcp", wantLoopName + " app.localhost"},
 	{"localhost https", noLoopback, "https://localhost/mcp", wantLoopName},
 	// allowPrivateNetworks does not widen it.
-	{"private networks allowed", URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}, "https://127.0.0.1/", wantLoopback},
-	{"private networks allowed, NAT64", URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}, "https://[64:ff9b::7f00:1]/", wantLoopback},
-	{"private networks allowed, name", URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}, "http://localhost/", wantLoopName},
+	{"private networks allowed", Policy{RefuseLoopback: true, AllowPrivateNetworks: true}, "https://127.0.0.1/", wantLoopback},
+	{"private networks allowed, NAT64", Policy{RefuseLoopback: true, AllowPrivateNetworks: true}, "https://[64:ff9b::7f00:1]/", wantLoopback},
+	{"private networks allowed, name", Policy{RefuseLoopback: true, AllowPrivateNetworks: true}, "http://localhost/", wantLoopName},
 	// allowHosts does, host by host, and plain http stays allowed there.
-	{"allowHosts 127.0.0.1", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://127.0.0.1:8808/mcp", ""},
-	{"allowHosts 127.0.0.1, mapped form", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://[::ffff:127.0.0.1]/mcp", ""},
-	{"allowHosts 127.0.0.1, another loopback", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://127.0.0.2/mcp", wantLoopback + " 127.0.0.2"},
-	{"allowHosts 127.0.0.1, not localhost", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://localhost/mcp", wantLoopName},
-	{"allowHosts [::1]", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"[::1]"}}, "http://[::1]:3000/mcp", ""},
-	{"allowHosts localhost", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"localhost"}}, "http://localhost:8808/mcp", ""},
-	{"allowHosts *.localhost", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"*.localhost"}}, "http://app.localhost/mcp", ""},
-	{"allowHosts *.localhost, not the apex", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"*.localhost"}}, "http://localhost/mcp", wantLoopName},
+	{"allowHosts 127.0.0.1", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://127.0.0.1:8808/mcp", ""},
+	{"allowHosts 127.0.0.1, mapped form", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://[::ffff:127.0.0.1]/mcp", ""},
+	{"allowHosts 127.0.0.1, another loopback", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://127.0.0.2/mcp", wantLoopback + " 127.0.0.2"},
+	{"allowHosts 127.0.0.1, not localhost", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "http://localhost/mcp", wantLoopName},
+	{"allowHosts [::1]", Policy{RefuseLoopback: true, AllowHosts: []string{"[::1]"}}, "http://[::1]:3000/mcp", ""},
+	{"allowHosts localhost", Policy{RefuseLoopback: true, AllowHosts: []string{"localhost"}}, "http://localhost:8808/mcp", ""},
+	{"allowHosts *.localhost", Policy{RefuseLoopback: true, AllowHosts: []string{"*.localhost"}}, "http://app.localhost/mcp", ""},
+	{"allowHosts *.localhost, not the apex", Policy{RefuseLoopback: true, AllowHosts: []string{"*.localhost"}}, "http://localhost/mcp", wantLoopName},
 	// The other rules are unchanged.
-	{"deny beats allow", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}, DenyHosts: []string{"127.0.0.1"}}, "http://127.0.0.1/", "denyHosts"},
+	{"deny beats allow", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}, DenyHosts: []string{"127.0.0.1"}}, "http://127.0.0.1/", "denyHosts"},
 	{"public https", noLoopback, "https://mcp.example.com/mcp", ""},
 	{"public http", noLoopback, "http://mcp.example.com/mcp", wantNotPlain},
 	{"private", noLoopback, "https://10.0.0.1/", wantPrivate},
@@ -67,9 +67,9 @@ func TestURLPolicy_CheckURLRefuseLoopback(t *testing.T) {
 				}
 				return
 			}
-			var pe *PolicyError
+			var pe *Error
 			if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
-				t.Fatalf("CheckURL(%q) = %v, %v; want a *PolicyError", tt.url, u, err)
+				t.Fatalf("CheckURL(%q) = %v, %v; want a *Error", tt.url, u, err)
 			}
 			if !strings.Contains(pe.Rule, tt.want) {
 				t.Errorf("rule = %q, want it to contain %q", pe.Rule, tt.want)
@@ -86,13 +86,13 @@ func TestURLPolicy_CheckURLRefuseLoopback(t *testing.T) {
 // setting; without RefuseLoopback loopback is allowed, as it always was.
 func TestURLPolicy_RefuseLoopbackErrorText(t *testing.T) {
 	_, err := noLoopback.CheckURL("http://127.0.0.1:9/mcp")
-	var pe *PolicyError
+	var pe *Error
 	want := `URL "http://127.0.0.1:9/mcp" refused: loopback address 127.0.0.1, on the agent's own host, not the client's`
 	if !errors.As(err, &pe) || err.Error() != want || pe.Setting != SettingAllowHosts || !pe.Loopback {
 		t.Errorf("CheckURL = %v (%#v)\nwant %s, Setting %q, Loopback", err, pe, want, SettingAllowHosts)
 	}
 	for _, raw := range []string{"http://127.0.0.1:9/mcp", "http://localhost/", "http://[::1]/"} {
-		if _, err := (&URLPolicy{}).CheckURL(raw); err != nil {
+		if _, err := (&Policy{}).CheckURL(raw); err != nil {
 			t.Errorf("default policy: CheckURL(%q) = %v, want loopback allowed", raw, err)
 		}
 	}
@@ -112,7 +112,7 @@ func TestURLPolicy_DialContextRefuseLoopback(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		policy  URLPolicy
+		policy  Policy
 		addr    string
 		dialed  string // the address dialed, if allowed
 		refused string // a substring of the rule, if refused
@@ -120,25 +120,25 @@ func TestURLPolicy_DialContextRefuseLoopback(t *testing.T) {
 		{"name to loopback", noLoopback, "local.test:8080", "", "local.test resolves to loopback address 127.0.0.1"},
 		{"name to ::1", noLoopback, "v6.test:8080", "", "v6.test resolves to loopback address ::1"},
 		{"name to mapped", noLoopback, "mapped.test:8080", "", "loopback address ::ffff:127.0.0.1"},
-		{"name to NAT64", URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}, "nat64.test:8080", "", "loopback address 64:ff9b::7f00:1"},
+		{"name to NAT64", Policy{RefuseLoopback: true, AllowPrivateNetworks: true}, "nat64.test:8080", "", "loopback address 64:ff9b::7f00:1"},
 		{"localhost resolved", noLoopback, "localhost:8080", "", "localhost resolves to loopback address 127.0.0.1"},
 		{"literal", noLoopback, "127.0.0.1:8080", "", "loopback address 127.0.0.1"},
 		{"literal v6", noLoopback, "[::1]:8080", "", "loopback address ::1"},
-		{"private networks allowed", URLPolicy{RefuseLoopback: true, AllowPrivateNetworks: true}, "local.test:8080", "", "loopback address 127.0.0.1"},
+		{"private networks allowed", Policy{RefuseLoopback: true, AllowPrivateNetworks: true}, "local.test:8080", "", "loopback address 127.0.0.1"},
 		{"loopback skipped", noLoopback, "mixed.test:443", "93.184.216.34:443", ""},
-		{"allowHosts name", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"local.test"}}, "local.test:8080", "127.0.0.1:8080", ""},
-		{"allowHosts literal", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "127.0.0.1:8080", "127.0.0.1:8080", ""},
-		{"allowHosts IP is not the name", URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "local.test:8080", "", "loopback address 127.0.0.1"},
-		{"default allows it", URLPolicy{}, "local.test:8080", "127.0.0.1:8080", ""},
+		{"allowHosts name", Policy{RefuseLoopback: true, AllowHosts: []string{"local.test"}}, "local.test:8080", "127.0.0.1:8080", ""},
+		{"allowHosts literal", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "127.0.0.1:8080", "127.0.0.1:8080", ""},
+		{"allowHosts IP is not the name", Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}, "local.test:8080", "", "loopback address 127.0.0.1"},
+		{"default allows it", Policy{}, "local.test:8080", "127.0.0.1:8080", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeNet(t, answers)
 			c, err := f.policy(tt.policy).DialContext(t.Context(), "tcp", tt.addr)
 			if tt.refused != "" {
-				var pe *PolicyError
+				var pe *Error
 				if !errors.As(err, &pe) || !errors.Is(err, ErrRefused) {
-					t.Fatalf("DialContext = %v, want a *PolicyError", err)
+					t.Fatalf("DialContext = %v, want a *Error", err)
 				}
 				if !strings.Contains(pe.Rule, tt.refused) || pe.Addr != tt.addr || pe.Setting != SettingAllowHosts || !pe.Loopback {
 					t.Errorf("refusal = %+v, want addr %q, rule containing %q, Setting %q, Loopback", pe, tt.addr, tt.refused, SettingAllowHosts)
@@ -174,7 +174,7 @@ func TestURLPolicy_DNSRebindingToLoopback(t *testing.T) {
 	}
 	_ = c.Close()
 	_, err = p.HTTPClient(u).Get(u.String())
-	var pe *PolicyError
+	var pe *Error
 	if !errors.As(err, &pe) || !strings.Contains(pe.Rule, "rebind.test resolves to loopback address 127.0.0.1") || !pe.Loopback {
 		t.Fatalf("second dial = %v, want a loopback refusal", err)
 	}
@@ -188,7 +188,7 @@ func TestURLPolicy_DNSRebindingToLoopback(t *testing.T) {
 func TestURLPolicy_RefuseLoopbackAllowHostsPlainHTTP(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	t.Cleanup(ts.Close)
-	refused := &URLPolicy{RefuseLoopback: true}
+	refused := &Policy{RefuseLoopback: true}
 	if _, err := refused.CheckURL(ts.URL + "/mcp"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("CheckURL(%s) = %v, want a refusal", ts.URL, err)
 	}
@@ -200,7 +200,7 @@ func TestURLPolicy_RefuseLoopbackAllowHostsPlainHTTP(t *testing.T) {
 	if _, err := refused.HTTPClient(raw).Get(ts.URL + "/mcp"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("Get through the dialer = %v, want a refusal", err)
 	}
-	p := &URLPolicy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}
+	p := &Policy{RefuseLoopback: true, AllowHosts: []string{"127.0.0.1"}}
 	u, err := p.CheckURL(ts.URL + "/mcp")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
-package sandbox
+package urlpolicy
 
-// Host and address classification for URLPolicy: canonical host names,
+// Host and address classification for Policy: canonical host names,
 // numeric spellings, and the IP ranges the policy refuses or restricts.
 
 import (

@@ -1,10 +1,10 @@
-package sandbox_test
+package urlpolicy_test
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/seed02d3eb6b/acp-agent/sandbox"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
 // CheckURL applies the policy's static rules to an http or sse server's URL
@@ -12,9 +12,9 @@ import (
 // to public hosts and plain http only to loopback. Refusals wrap ErrRefused
 // and name the rule; the URL in the message has its query redacted. A
 // refusal that a setting of the configuration would lift names it in
-// PolicyError.Setting, for the front end to tell the user.
-func ExampleURLPolicy_CheckURL() {
-	var policy sandbox.URLPolicy
+// Error.Setting, for the front end to tell the user.
+func ExamplePolicy_CheckURL() {
+	var policy urlpolicy.Policy
 	for _, raw := range []string{
 		"https://mcp.example.com/mcp",
 		"http://127.0.0.1:8080/mcp",
@@ -24,9 +24,9 @@ func ExampleURLPolicy_CheckURL() {
 		"file:///etc/passwd",
 	} {
 		u, err := policy.CheckURL(raw)
-		var pe *sandbox.PolicyError
+		var pe *urlpolicy.Error
 		if errors.As(err, &pe) {
-			fmt.Printf("refused (%v): %v\n", errors.Is(err, sandbox.ErrRefused), err)
+			fmt.Printf("refused (%v): %v\n", errors.Is(err, urlpolicy.ErrRefused), err)
 			if pe.Setting != "" {
 				fmt.Println("  allowed by:", pe.Setting)
 			}
@@ -35,7 +35,7 @@ func ExampleURLPolicy_CheckURL() {
 		fmt.Println("allowed:", u.Host)
 	}
 
-	private := sandbox.URLPolicy{AllowHosts: []string{"10.0.0.7"}}
+	private := urlpolicy.Policy{AllowHosts: []string{"10.0.0.7"}}
 	if _, err := private.CheckURL("https://10.0.0.7/mcp"); err == nil {
 		fmt.Println("allowed with AllowHosts: 10.0.0.7")
 	}

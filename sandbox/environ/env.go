@@ -1,4 +1,4 @@
-package sandbox
+package environ
 
 import (
 	"os"
@@ -8,16 +8,16 @@ import (
 
 // baselineEnv lists the variables a stdio MCP server inherits from the agent's
 // own environment. It is a security allowlist: unexported so that no importer
-// can widen it at run time; BaselineEnv hands out a copy.
+// can widen it at run time; Baseline hands out a copy.
 var baselineEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER"}
 
-// BaselineEnv returns a copy of the names of the variables a stdio MCP server
+// Baseline returns a copy of the names of the variables a stdio MCP server
 // inherits from the agent's own environment (PATH, HOME, LANG, LC_ALL, TERM,
 // TMPDIR, USER). Everything else a child sees comes from the client's
 // mcpServers entry. Model API keys, the gateway token and any other variable
 // of the agent never reach a child unless the client's entry sets them.
 // Changing the returned slice changes nothing in the policy.
-func BaselineEnv() []string { return slices.Clone(baselineEnv) }
+func Baseline() []string { return slices.Clone(baselineEnv) }
 
 // injectionKeys are variables that make a program load or run code chosen by
 // whoever sets them. A client's entry may not set them unless the config
@@ -67,15 +67,15 @@ var injectionKeys = []string{
 	"GIT_CONFIG_*", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_EXEC_PATH",
 }
 
-// EnvVar is one environment variable of a child process.
-type EnvVar struct {
+// Var is one environment variable of a child process.
+type Var struct {
 	Name  string
 	Value string
 }
 
-// EnvPolicy builds the environment of stdio MCP servers. The zero value is
+// Policy builds the environment of stdio MCP servers. The zero value is
 // the default policy. It is safe for concurrent use.
-type EnvPolicy struct {
+type Policy struct {
 	// Allow re-allows injection keys by exact name (config sandbox.allowEnv),
 	// such as "NODE_OPTIONS".
 	Allow []string
@@ -96,11 +96,11 @@ func IsInjectionKey(name string) bool {
 }
 
 // ChildEnv returns the environment of a stdio MCP server as KEY=VALUE pairs:
-// the baseline variables (see BaselineEnv) set in the agent's environment, then exactly the
+// the baseline variables (see Baseline) set in the agent's environment, then exactly the
 // entries of env in order, less the injection keys the policy does not allow,
 // whose names are returned in dropped (for a warning). An entry overrides a
 // baseline variable of the same name; among duplicate entries the last wins.
-func (p *EnvPolicy) ChildEnv(env []EnvVar) (out, dropped []string) {
+func (p *Policy) ChildEnv(env []Var) (out, dropped []string) {
 	lookup := os.LookupEnv
 	if p != nil && p.Lookup != nil {
 		lookup = p.Lookup
@@ -134,8 +134,8 @@ func (p *EnvPolicy) ChildEnv(env []EnvVar) (out, dropped []string) {
 	return out, dropped
 }
 
-// ValidEnvName reports whether name can be an environment variable name: not
+// ValidName reports whether name can be an environment variable name: not
 // empty, and free of '=' and NUL.
-func ValidEnvName(name string) bool {
+func ValidName(name string) bool {
 	return name != "" && !strings.ContainsAny(name, "=\x00")
 }
