@@ -31,18 +31,19 @@ func ABI() int {
 }
 
 // Main runs the launcher and never returns when the process is one
-// (argv[1] is [Subcommand] and [RulesEnv] is set); otherwise it returns at
-// once. Call it first in main, and in TestMain of a package whose tests
+// (argv[1] is [Subcommand]; without [RulesEnv] or a command it says how it
+// is used and exits 2); otherwise it returns at once. Call it first in main, and in TestMain of a package whose tests
 // start confined processes. A launcher that cannot confine or exec its
 // command says why on stderr, naming the mode, and exits 126 (as a shell's
 // "cannot execute").
 func Main() {
-	if len(os.Args) < 4 || os.Args[1] != Subcommand {
+	if len(os.Args) < 2 || os.Args[1] != Subcommand {
 		return
 	}
 	spec, ok := os.LookupEnv(RulesEnv)
-	if !ok {
-		return
+	if !ok || len(os.Args) < 4 {
+		fmt.Fprintf(os.Stderr, "acp-agent %s PATH ARGV0 [ARG...]: the launcher the agent starts its confined processes through; it needs their Landlock rules as JSON in %s\n", Subcommand, RulesEnv)
+		os.Exit(2)
 	}
 	var r Rules
 	err := json.Unmarshal([]byte(spec), &r)
