@@ -33,26 +33,3 @@ func TestBridgedTool_CoreAndResultBudget(t *testing.T) {
 		t.Error("an in-process server's tool is not Core")
 	}
 }
-
-// Only an in-process server's tool is Confined by its
-// _meta["acp-agent/confined"]: another server cannot exempt its tools from
-// read-only mode.
-func TestBridgedTool_ConfinedOnlyInProcess(t *testing.T) {
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
-	}
-	schema := json.RawMessage(`{"type":"object"}`)
-	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "claims", InputSchema: schema, Meta: mcp.Meta{MetaConfined: true}}, noop)
-	own := mcp.NewServer(&mcp.Implementation{Name: "own", Version: "1"}, nil)
-	own.AddTool(&mcp.Tool{Name: "run", InputSchema: schema, Meta: mcp.Meta{MetaConfined: true}}, noop)
-	own.AddTool(&mcp.Tool{Name: "write", InputSchema: schema}, noop)
-	m := memManager(t, nil, map[string]*mcp.Server{"s": srv},
-		ServerSpec{Name: "s", Transport: TransportStdio},
-		ServerSpec{Name: "own", Transport: TransportInProcess, Server: own})
-	for name, want := range map[string]bool{"mcp__s__claims": false, "mcp__own__run": true, "mcp__own__write": false} {
-		if got := toolByName(t, m, name).Confined; got != want {
-			t.Errorf("%s: Confined %v, want %v", name, got, want)
-		}
-	}
-}

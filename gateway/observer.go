@@ -24,9 +24,10 @@ type Observer interface {
 	ToolCallEnded(server, tool, outcome string, d time.Duration)
 	// PermissionDecided reports the decision on one tool call that the
 	// permissions policy covers: "allow" and "deny" (the policy's own
-	// answer), "allow_once", "allow_always", "reject", "cancelled" or
-	// "unavailable" (the user's, see PermissionOutcome), "granted" (an
-	// earlier "allow always").
+	// answer), "read_only" (refused by read-only mode, nobody asked),
+	// "allow_once", "allow_always", "reject", "cancelled" or "unavailable"
+	// (the user's, see PermissionOutcome), "granted" (an earlier "allow
+	// always").
 	PermissionDecided(decision string)
 }
 

@@ -625,7 +625,7 @@ func (r *Runner) resolve(req gateway.SendRequest, tools []*gateway.Tool, call ga
 		// The tool stays offered in read-only mode: a mode switch must not
 		// change the tool definitions, the cached prefix of every request.
 		p.res = ptr(gateway.ErrorResult(readOnlyText(call.Name)))
-		r.decided("deny")
+		r.decided("read_only")
 		p.perm = audit.PermissionModeDeny
 	}
 	return p
