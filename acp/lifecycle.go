@@ -166,10 +166,6 @@ func (f *frontEnd) TitleChanged(ctx context.Context, sid, title string) {
 // another program, from reaching the editor with escape sequences.
 func shownTitle(title string) string { return textsafe.Line(title, session.MaxTitle) }
 
-// maxToolTitle is the most characters (runes) of a tool call's title the
-// client is shown (gateway/runner makes titles so).
-const maxToolTitle = 200
-
 // sendTitle sends a session_info_update with title to session sid, unless
 // the client was sent that title already.
 func (a *Agent) sendTitle(ctx context.Context, sid, title string) {

@@ -138,7 +138,7 @@ func replayUpdates(turns []store.Turn) []update {
 					if tm, ok := shown[c.ID]; ok && tm.ToolTitle != "" {
 						title, kind = tm.ToolTitle, tm.ToolKind
 					}
-					title = textsafe.Line(title, maxToolTitle) // a stored title of before titles were made so
+					title = textsafe.Line(title, gateway.MaxToolTitle) // a stored title of before titles were made so
 					out = append(out, update{ToolName: c.Name, SessionUpdate: acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
 						acpsdk.WithStartKind(acpsdk.ToolKind(kind)),
 						acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),

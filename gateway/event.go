@@ -109,6 +109,12 @@ type Event struct {
 	Compaction *CompactionReport
 }
 
+// MaxToolTitle is the most characters (runes) of a tool call's title
+// (ToolCallEvent.Title) the user is shown: titles are made one line of
+// visible text, at most this long (bridge, for an MCP server's tool title;
+// gateway/runner, for every call; acp, for one replayed from the store).
+const MaxToolTitle = 200
+
 // ToolCallEvent describes a tool call at one step.
 type ToolCallEvent struct {
 	// ID is unique within the session.

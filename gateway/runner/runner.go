@@ -612,7 +612,7 @@ func (r *Runner) resolve(req gateway.SendRequest, tools []*gateway.Tool, call ga
 	}
 	// The title reaches the editor: a model's or a server's text (a path,
 	// an unknown tool's name) made one visible line.
-	p.ev.Title = textsafe.Line(p.ev.Title, maxToolTitle)
+	p.ev.Title = textsafe.Line(p.ev.Title, gateway.MaxToolTitle)
 	switch {
 	case p.tool == nil:
 		p.res = ptr(gateway.ErrorResult(fmt.Sprintf("unknown tool %s; /tools lists them", call.Name)))
@@ -762,9 +762,6 @@ func finish(p *pendingCall, emit func(gateway.Event)) {
 	e.Result = p.res
 	emit(gateway.Event{Kind: gateway.EventToolEnd, Call: &e})
 }
-
-// maxToolTitle is the most characters (runes) of a tool call's title.
-const maxToolTitle = 200
 
 func ptr[T any](v T) *T { return &v }
 

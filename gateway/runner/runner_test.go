@@ -346,3 +346,45 @@ func TestRunner_TurnOnlyProviderGetsNoHistory(t *testing.T) {
 		t.Errorf("history has %d messages, want the 3 turns' 6", len(h))
 	}
 }
+
+// TestRunner_ToolTitleIsOneVisibleLine: a tool call's title reaches the
+// editor as one line of visible text, at most gateway.MaxToolTitle
+// characters, whether it is a server's label or the name of an unknown
+// tool the model made up.
+func TestRunner_ToolTitleIsOneVisibleLine(t *testing.T) {
+	escaped := echoTool("mcp__srv__echo")
+	escaped.Label = "\u001b]0;PWNED\u0007\u001b[2JEcho \u202egnp.exe\u200b\n(srv)"
+	long := echoTool("mcp__srv__long")
+	long.Label = strings.Repeat("é", 300)
+	for _, tt := range []struct {
+		tool *gateway.Tool
+		call string
+		want string
+	}{
+		{escaped, "mcp__srv__echo", "Echo gnp.exe (srv)"},
+		{long, "mcp__srv__long", strings.Repeat("é", gateway.MaxToolTitle-1) + "…"},
+		{nil, "made\u001b[2Jup\u202e", "madeup"},
+	} {
+		reg := &gateway.Registry{}
+		if tt.tool != nil {
+			reg.Set("k", []*gateway.Tool{tt.tool})
+		}
+		r := New(reg, &Options{Permissions: Permissions{Mode: PermissionAllow}})
+		evs, emit := collect()
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call " + tt.call)}}, emit); err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		for _, e := range *evs {
+			if e.Call != nil {
+				calls++
+				if e.Call.Title != tt.want {
+					t.Errorf("%q: %s title %q, want %q", tt.call, e.Kind, e.Call.Title, tt.want)
+				}
+			}
+		}
+		if calls == 0 {
+			t.Errorf("%q: no tool call events", tt.call)
+		}
+	}
+}
