@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 )
 
 // newBridgedTool wraps the MCP tool t of server s as a gateway.Tool named name.
@@ -127,19 +129,28 @@ const MetaToolKind = "acp-agent/kind"
 // "Tool": title, then annotations.title), followed by its server in
 // parentheses, so that two servers' "Echo Tool" are told apart ("Echo Tool
 // (everything)"); the agent's own built-in tools (ReservedServerName) keep
-// the bare title. A tool with neither title is "<server>/<tool>".
+// the bare title. A tool with neither title, or with no visible text in
+// it, is "<server>/<tool>". The title is the server's text shown to the
+// user (a tool_call, a permission question, a sampling request made during
+// the call): it is made one line of visible text (textsafe.Line), at most
+// gateway.MaxToolTitle characters.
 func toolTitle(server string, t *mcp.Tool) string {
 	title := t.Title
 	if title == "" && t.Annotations != nil {
 		title = t.Annotations.Title
 	}
-	switch {
+	switch title = textsafe.Line(title, 0); {
 	case title == "":
-		return server + "/" + t.Name
+		return textsafe.Line(server+"/"+t.Name, gateway.MaxToolTitle)
 	case server == ReservedServerName:
-		return title
+		return textsafe.Line(title, gateway.MaxToolTitle)
 	}
-	return title + " (" + server + ")"
+	// The server's name stays whole when the title is cut.
+	suffix := " (" + server + ")"
+	if room := gateway.MaxToolTitle - utf8.RuneCountInString(suffix); room >= 2 {
+		return textsafe.Line(title, room) + suffix
+	}
+	return textsafe.Line(title+suffix, gateway.MaxToolTitle)
 }
 
 // toolKind returns the ACP tool kind of t's calls (ACP "Tool Calls",
