@@ -19,6 +19,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -401,7 +402,9 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		now := time.Now()
 		rec = store.Record{ID: id, Key: key, Cwd: req.Cwd, Created: now, Updated: now, Servers: serverRefs(specs), Model: c.DefaultModel()}
 		if req.Fork != "" {
-			rec.Title, rec.Model, rec.Mode = src.Title, c.restoredModel(src), src.Mode
+			// A source stored before titles were made visible text (or
+			// by another program) passes no escape sequence on.
+			rec.Title, rec.Model, rec.Mode = textsafe.Line(src.Title, MaxTitle), c.restoredModel(src), src.Mode
 			if err := c.fork(ctx, rec, src.ID); err != nil {
 				return nil, err
 			}

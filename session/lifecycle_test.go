@@ -72,6 +72,18 @@ func TestCore_ForkCopiesTheHistory(t *testing.T) {
 	if _, err := c.Open(ctx, OpenRequest{Fork: "sess_nope", Cwd: cwd}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("fork of an unknown session: %v; want ErrNotFound", err)
 	}
+	// A source whose stored title holds escape sequences (a row written
+	// before titles were made visible text) passes none on to its fork.
+	if err := c.Store().SetTitle(ctx, src.ID(), "\u001b]0;PWNED\u0007\u001b[2JOld \u202egnp.exe\u200b\nrow"); err != nil {
+		t.Fatal(err)
+	}
+	f3, err := c.Open(ctx, OpenRequest{Fork: src.ID(), Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := c.Store().Get(ctx, f3.ID()); err != nil || rec.Title != "Old gnp.exe row" {
+		t.Errorf("fork of a source with a bad stored title is titled %q, %v; want %q", rec.Title, err, "Old gnp.exe row")
+	}
 }
 
 // Delete ends a live session first, then removes it from the store; a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
@@ -108,7 +107,8 @@ func (s *Session) writeTitle(ctx context.Context, gs gateway.Sampler, model, pro
 
 // cleanTitle makes a title of the model's answer: its first non-empty
 // line, without a "Title:" label, quotes or a final period, escape
-// sequences, control and format characters (textsafe.Line), at most store.MaxTitleRunes runes; "" when nothing is left.
+// sequences, control and format characters, at most store.MaxTitleRunes
+// runes (textsafe.Line); "" when nothing is left.
 func cleanTitle(answer string) string {
 	for line := range strings.SplitSeq(answer, "\n") {
 		line = textsafe.Line(line, 0)
@@ -119,11 +119,7 @@ func cleanTitle(answer string) string {
 			line = strings.TrimSpace(rest)
 		}
 		const marks = " \"'`“”‘’«»*#"
-		line = strings.Trim(strings.TrimRight(strings.Trim(line, marks), "."), marks)
-		if utf8.RuneCountInString(line) > store.MaxTitleRunes {
-			line = string([]rune(line)[:store.MaxTitleRunes-1]) + "…"
-		}
-		return line
+		return textsafe.Line(strings.Trim(strings.TrimRight(strings.Trim(line, marks), "."), marks), store.MaxTitleRunes)
 	}
 	return ""
 }

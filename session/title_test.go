@@ -143,3 +143,42 @@ func TestCleanTitle(t *testing.T) {
 		}
 	}
 }
+
+// Neither the first prompt's words nor the model's title is stored or
+// told to the front end with escape sequences, control or format
+// characters: both are one line of visible text.
+func TestTitle_EscapesNeverStored(t *testing.T) {
+	m := &titleModel{title: "\u001b]0;PWNED\u0007\u001b[2J… \u202egnp.exe\u200b", release: make(chan struct{})}
+	c := newTitleCore(t, m)
+	fe := titleFrontEnd{tellFrontEnd{told: make(chan string, 8)}, make(chan string, 8)}
+	s, err := c.Open(t.Context(), OpenRequest{Cwd: t.TempDir(), FrontEnd: fe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := "\u001b]2;PWNED\u0007please \u001b[31mrefactor\u001b[0m \u2066it\u2069\nmore"
+	if _, err := s.Prompt(t.Context(), PromptRequest{Content: []gateway.Content{gateway.TextContent(prompt)}}); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() string {
+		rec, _ := c.Store().Get(t.Context(), s.ID())
+		return rec.Title
+	}
+	// The model's title is held back: the first prompt's words are the
+	// title meanwhile.
+	testutil.WaitFor(t, 30*time.Second, func() bool { return stored() != "" }, "no title after the first turn")
+	if got := stored(); got != "please refactor it" {
+		t.Errorf("title from the first prompt = %q, want %q", got, "please refactor it")
+	}
+	close(m.release)
+	select {
+	case got := <-fe.titles:
+		if got != "… gnp.exe" {
+			t.Errorf("the front end was told the model's title %q, want %q", got, "… gnp.exe")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the front end was not told the model's title")
+	}
+	if got := stored(); got != "… gnp.exe" {
+		t.Errorf("stored model's title = %q, want %q", got, "… gnp.exe")
+	}
+}
