@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 )
 
@@ -27,6 +28,10 @@ var (
 	// the prompt does not declare was given.
 	ErrPromptArguments = errors.New("bad prompt arguments")
 )
+
+// maxPromptDescription caps a prompt's or argument's description as the
+// editor's command menu shows it, in characters.
+const maxPromptDescription = 500
 
 // PromptCommand is one MCP prompt of a session, offered as the slash command
 // "/<Name>".
@@ -204,10 +209,14 @@ func (m *Manager) Prompts() []PromptCommand {
 	names := PromptCommandNames(refs)
 	out := make([]PromptCommand, len(prompts))
 	for i, p := range prompts {
-		c := PromptCommand{Name: names[i], Server: refs[i].Server, Prompt: p.Name, Title: p.Title, Description: p.Description}
+		// A server's titles and descriptions reach the editor's command
+		// menu: one visible line each, as every title is (textsafe).
+		c := PromptCommand{Name: names[i], Server: refs[i].Server, Prompt: p.Name,
+			Title: textsafe.Line(p.Title, gateway.MaxToolTitle), Description: textsafe.Line(p.Description, maxPromptDescription)}
 		for _, a := range p.Arguments {
 			if a != nil {
-				c.Arguments = append(c.Arguments, PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+				c.Arguments = append(c.Arguments, PromptArgument{Name: a.Name, Title: textsafe.Line(a.Title, gateway.MaxToolTitle),
+					Description: textsafe.Line(a.Description, maxPromptDescription), Required: a.Required})
 			}
 		}
 		out[i] = c

@@ -19,12 +19,14 @@ import (
 )
 
 // promptServer is an MCP server with three prompts (pages of two): "greet"
-// (argument name, required; style, optional), "p.q" and "p_q" (whose
+// (argument name, required; style, optional; its title and descriptions
+// carry escape sequences, a line break and a bidirectional override, which
+// the editor must not get), "p.q" and "p_q" (whose
 // command names collide once sanitized). gets counts prompts/get calls.
 func promptServer(gets *atomic.Int32) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "prompts", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
-	srv.AddPrompt(&mcp.Prompt{Name: "greet", Title: "Greeting", Description: "Greets someone", Arguments: []*mcp.PromptArgument{
-		{Name: "name", Description: "who", Required: true}, {Name: "style"},
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Title: "Greeting\x1b]0;pwned\x07", Description: "Greets\n\u202esomeone", Arguments: []*mcp.PromptArgument{
+		{Name: "name", Description: "\x1b[2Jwho", Required: true}, {Name: "style"},
 	}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		gets.Add(1)
 		return &mcp.GetPromptResult{Description: "a greeting", Messages: []*mcp.PromptMessage{
