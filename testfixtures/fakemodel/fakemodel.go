@@ -110,7 +110,8 @@ type Turn struct {
 	// Thinking, if non-empty, is streamed first: as a thinking block with
 	// thinking_delta events and one signature_delta (Anthropic), or as
 	// delta.reasoning_content fragments (OpenAI; the field DeepSeek, vLLM and
-	// other OpenAI-compatible servers use).
+	// other OpenAI-compatible servers use), or as a reasoning item with a
+	// summary (the Responses API).
 	Thinking string
 	// Text, if non-empty, is streamed after Thinking as several text deltas of
 	// about 8 bytes each (never splitting a UTF-8 character). With Status set,
