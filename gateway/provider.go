@@ -1,6 +1,9 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // Role is the author of a Message.
 type Role string
@@ -24,6 +27,11 @@ type Message struct {
 	// both back in the history of a tool-using turn). Empty when none.
 	Thinking          string `json:"thinking,omitempty"`
 	ThinkingSignature string `json:"thinkingSignature,omitempty"`
+	// Replay is provider state that came with an assistant message and goes
+	// back to the same provider and model in later requests (the OpenAI
+	// Responses API's reasoning items); nil when none. Other providers
+	// ignore it.
+	Replay *Replay `json:"replay,omitempty"`
 	// ToolCallID, ToolName and Result are set on a tool message: the result
 	// of the call with that ID. ToolTitle and ToolKind are how the call was
 	// shown (its tool_call), kept so a stored session can be replayed.
@@ -32,6 +40,18 @@ type Message struct {
 	ToolTitle  string   `json:"toolTitle,omitempty"`
 	ToolKind   ToolKind `json:"toolKind,omitempty"`
 	Result     *Result  `json:"result,omitempty"`
+}
+
+// Replay is opaque provider state kept with an assistant message
+// (Message.Replay), stored with the conversation and sent back only to the
+// provider and model that made it.
+type Replay struct {
+	// Provider and Model name who made Items, such as "openai-responses"
+	// and "gpt-5".
+	Provider string `json:"provider"`
+	Model    string `json:"model,omitempty"`
+	// Items are the provider's own JSON objects, in the order it sent them.
+	Items []json.RawMessage `json:"items"`
 }
 
 // ToolCall is a model's request to call a tool.

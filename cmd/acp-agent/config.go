@@ -22,6 +22,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
@@ -394,6 +395,9 @@ func parseConfig(data []byte, cfg *Config) error {
 		}
 		if strings.TrimSpace(m.Name) == "" {
 			return c.errAt("model.name", "must be a non-empty model name, such as %q", modelExamples()[0])
+		}
+		if m.API != "" && (m.Provider != "openai" || m.API != openai.APIResponses && m.API != openai.APIChat) {
+			return c.errAt("model.api", "%q: want %q or %q, for provider openai only", m.API, openai.APIResponses, openai.APIChat)
 		}
 	}
 	if err := c.checkStoreConfig(cfg.Store); err != nil {

@@ -116,6 +116,9 @@ func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 		{`{"context": {"window": 1}}`, `key "context.window": unknown key (valid keys here: compactAt, keepRecent, resultTokens, toolSearch, deferTools, deferShare)`},
 		{`{"model": {"provider": "anthropic", "name": "x", "contextWindow": -5}}`, `key "model.contextWindow": -5 must be the model's context window in tokens`},
 		{`{"model": {"provider": "anthropic", "name": "x", "pricing": {"input": -3, "output": 1}}}`, `key "model.pricing": prices must be USD per million tokens`},
+		{`{"model": {"provider": "openai", "name": "x", "api": "completions"}}`, `key "model.api": "completions": want "responses" or "chat", for provider openai only`},
+		{`{"model": {"provider": "anthropic", "name": "x", "api": "chat"}}`, `key "model.api": "chat": want "responses" or "chat", for provider openai only`},
+		{`{"model": {"provider": "openai", "name": "x", "images": "no"}}`, `key "model.images": must be true or false`},
 		{`[1]`, `must be a JSON object`},
 		{`{"limits": `, `it ends too early`},
 	}

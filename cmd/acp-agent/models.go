@@ -31,6 +31,12 @@ type ModelConfig struct {
 	// ThinkingBudget turns on Anthropic extended thinking with this many
 	// tokens (at least 1024); 0 leaves it off.
 	ThinkingBudget int64 `json:"thinkingBudget"`
+	// API is OpenAI's wire API: "responses" or "chat"; "" means responses
+	// on OpenAI's own endpoint and chat on any other base URL.
+	API string `json:"api"`
+	// Images false says the model sees no images: they reach it as notes
+	// (OpenAI). Nil or true: images are sent.
+	Images *bool `json:"images"`
 	// ContextWindow is the model's context window in tokens; 0 means the
 	// known window of the model name (provider.KnownModel), or unknown.
 	ContextWindow int64 `json:"contextWindow"`
@@ -172,7 +178,8 @@ func buildModel(mc ModelConfig, getenv func(string) string, creds *credentials, 
 	if !ok {
 		return gateway.Model{}, fmt.Errorf("model: provider %q: want %s", mc.Provider, providerIDs())
 	}
-	opts := provider.Options{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log}
+	opts := provider.Options{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log,
+		API: mc.API, NoImages: mc.Images != nil && !*mc.Images}
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = p.keyEnv
 	}

@@ -10,16 +10,16 @@ import (
 // Degrading rich tool results, per provider, in one place (see
 // docs/architecture.md, "Degrading rich content"):
 //
-//	content          Anthropic                OpenAI-compatible chat
-//	text             text block               text
-//	image            image block (base64)     note with mime type and size
-//	audio            note with type and size  same
-//	resource (text)  its text                 same
-//	resource (blob)  note with URI            same
-//	resource_link    note with URI            same
+//	content          Anthropic                OpenAI Responses       OpenAI-compatible chat
+//	text             text block               input_text             text
+//	image            image block (base64)     input_image (data URL) note; the image in a user message after the tool messages
+//	audio            note with type and size  same                   same
+//	resource (text)  its text                 same                   same
+//	resource (blob)  note with URI            same                   same
+//	resource_link    note with URI            same                   same
 
 // ResultPart is one piece of a tool result as a provider receives it: text,
-// or (Anthropic only) an image.
+// or an image of a type in Capabilities.ToolResultImages.
 type ResultPart struct {
 	Text     string
 	Image    []byte // raw bytes; nil for text parts

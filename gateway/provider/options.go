@@ -26,6 +26,16 @@ type Options struct {
 	APIKeyFunc func() string
 	// BaseURL overrides the API's base URL ("" means the provider's own).
 	BaseURL string
+	// API selects the wire API of a provider that speaks several. OpenAI:
+	// "responses" (the Responses API) or "chat" (Chat Completions); ""
+	// means responses on OpenAI's own API (no BaseURL, or one on
+	// api.openai.com) and chat on any other base URL. Others ignore it.
+	API string
+	// NoImages says the model sees no images (a text-only model behind an
+	// OpenAI-compatible server): an image in a prompt or a tool result
+	// reaches it as a note with its type and size. Only the OpenAI
+	// provider reads it.
+	NoImages bool
 	// MaxTokens caps the output of one request; zero means DefaultMaxTokens.
 	MaxTokens int64
 	// ThinkingBudget, if positive, turns on Anthropic extended thinking with

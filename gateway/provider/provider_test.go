@@ -30,6 +30,20 @@ var providerCases = []providerCase{
 	{"openai", fakemodel.NewOpenAI, func(u string) gateway.Provider {
 		return openai.New(&provider.Options{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2})
 	}},
+	{"openai-responses", fakemodel.NewOpenAIResponses, func(u string) gateway.Provider {
+		return openai.New(&provider.Options{Model: "gpt-test", APIKey: "k", BaseURL: u + "/v1", MaxRetries: 2, API: openai.APIResponses})
+	}},
+}
+
+// conversation returns the conversation a recorded request sent: Anthropic's
+// and Chat Completions' "messages", the Responses API's "input".
+func conversation(r fakemodel.Recorded) string {
+	v, ok := r.JSON["messages"]
+	if !ok {
+		v = r.JSON["input"]
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // testTools are the session's tools: echo (read-only, with a $schema to
@@ -116,9 +130,15 @@ func TestProviders_TextStreamsInChunks(t *testing.T) {
 			for _, tool := range tools {
 				tm := tool.(map[string]any)
 				schema, name := tm["input_schema"], tm["name"]
-				if pc.name == "openai" {
+				switch pc.name {
+				case "openai":
 					fn := tm["function"].(map[string]any)
 					schema, name = fn["parameters"], fn["name"]
+				case "openai-responses":
+					schema = tm["parameters"]
+					if tm["type"] != "function" || tm["strict"] != false {
+						t.Errorf("tool %v: want a function tool, strict false", tm)
+					}
 				}
 				switch name {
 				case "mcp__srv__echo":
@@ -155,8 +175,7 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 				t.Errorf("%d tool ends, want 3", n)
 			}
 			reqs := s.Requests()
-			third, _ := json.Marshal(reqs[2].JSON["messages"])
-			got := string(third)
+			got := conversation(reqs[2])
 			// Results go back in request order, the image as the provider can carry it.
 			switch pc.name {
 			case "anthropic":
@@ -169,7 +188,11 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 					t.Error("tool results out of request order")
 				}
 			case "openai":
-				for _, want := range []string{`"tool_call_id":"call_1"`, `"content":"Echo: hi"`, `"tool_call_id":"call_2"`, `[image: image/png, 7 bytes; not shown to the model]`, `"tool_call_id":"call_3"`} {
+				// The image follows the tool messages in a user message.
+				images := `{"content":[{"text":"The images of the result of tool call call_2 (mcp__srv__image):","type":"text"},` +
+					`{"image_url":{"url":"data:image/png;base64,UE5HREFUQQ=="},"type":"image_url"}],"role":"user"}`
+				for _, want := range []string{`"tool_call_id":"call_1"`, `"content":"Echo: hi"`, `"tool_call_id":"call_2"`,
+					`[image: image/png, 7 bytes; in the user message after the tool results]`, `"tool_call_id":"call_3"`, images} {
 					if !strings.Contains(got, want) {
 						t.Errorf("third request lacks %s:\n%s", want, got)
 					}
@@ -177,14 +200,28 @@ func TestProviders_ToolCallsAndResults(t *testing.T) {
 				if strings.Index(got, `"tool_call_id":"call_2"`) > strings.Index(got, `"tool_call_id":"call_3"`) {
 					t.Error("tool results out of request order")
 				}
+				if !strings.Contains(got, `"role":"tool","tool_call_id":"call_3"},`+images) {
+					t.Errorf("the images' user message is not right after the last tool message:\n%s", got)
+				}
+			case "openai-responses":
+				for _, want := range []string{`{"call_id":"call_1","output":"Echo: hi","type":"function_call_output"}`,
+					`{"call_id":"call_2","output":[{"text":"a picture","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,UE5HREFUQQ==","type":"input_image"}],"type":"function_call_output"}`,
+					`"call_id":"call_3"`} {
+					if !strings.Contains(got, want) {
+						t.Errorf("third request lacks %s:\n%s", want, got)
+					}
+				}
+				if strings.Index(got, `"call_id":"call_2","output"`) > strings.Index(got, `"call_id":"call_3","output"`) {
+					t.Error("tool results out of request order")
+				}
 			}
 			// A second prompt carries the whole history.
 			if _, _, err := run(t, r, "and now?"); err != nil {
 				t.Fatal(err)
 			}
-			fourth, _ := json.Marshal(s.Requests()[3].JSON["messages"])
+			fourth := conversation(s.Requests()[3])
 			for _, want := range []string{"use the tools", "Let me check.", "call_3", "All done.", "and now?"} {
-				if !strings.Contains(string(fourth), want) {
+				if !strings.Contains(fourth, want) {
 					t.Errorf("second prompt's history lacks %q", want)
 				}
 			}
@@ -212,7 +249,7 @@ func TestProviders_RetryAndErrors(t *testing.T) {
 				r, _ := newRunner(pc.new(s.URL))
 				_, _, err := run(t, r, "hi")
 				var pe *provider.Error
-				if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), pc.name+": HTTP") || !strings.Contains(err.Error(), tt.want) {
+				if !errors.As(err, &pe) || pe.Status != tt.status || !strings.Contains(err.Error(), strings.TrimSuffix(pc.name, "-responses")+": HTTP") || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%d: err = %v", tt.status, err)
 				}
 				if tt.status == 401 && !strings.Contains(pe.Hint, "_API_KEY") {
@@ -254,10 +291,13 @@ func TestProviders_PromptContent(t *testing.T) {
 			}
 			body := string(s.Requests()[0].Body)
 			want := []string{"look at these", `resource uri=\"file:///src/main.go\"`, `\npackage main\n`, "[resource link: file:///src/go.mod (go.mod)]"}
-			if pc.name == "anthropic" {
+			switch pc.name {
+			case "anthropic":
 				want = append(want, `"type":"image"`, `"data":"UE5HREFUQQ=="`)
-			} else {
+			case "openai":
 				want = append(want, `"image_url":{"url":"data:image/png;base64,UE5HREFUQQ=="}`)
+			case "openai-responses":
+				want = append(want, `"image_url":"data:image/png;base64,UE5HREFUQQ==","type":"input_image"`)
 			}
 			for _, w := range want {
 				if !strings.Contains(body, w) {

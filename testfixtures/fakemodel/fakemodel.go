@@ -1,6 +1,6 @@
 // Package fakemodel provides fake model API servers for tests: an Anthropic
-// Messages API ([NewAnthropic]) and an OpenAI Chat Completions API
-// ([NewOpenAI]). Each plays scripted [Turn]s, one per request, in the
+// Messages API ([NewAnthropic]), an OpenAI Chat Completions API
+// ([NewOpenAI]) and an OpenAI Responses API ([NewOpenAIResponses]). Each plays scripted [Turn]s, one per request, in the
 // streaming wire format of the real API closely enough that the official Go
 // SDKs (anthropic-sdk-go, openai-go) parse and accumulate it, and records
 // every request it receives. Product code never imports this package.
@@ -80,7 +80,9 @@
 // accounting is [Recorded.Usage]; [Server.Usage] sums them and [Usage.Billed]
 // prices the input with the caches' multipliers. Not modelled: cache
 // invalidation by a change of tool_choice, images or thinking parameters,
-// the 1-hour cache's write price, and OpenAI's per-machine routing.
+// the 1-hour cache's write price, and OpenAI's per-machine routing. An image
+// counts by the bytes of its base64 data, not by OpenAI's or Anthropic's
+// per-tile or per-pixel rules.
 //
 // Wire references:
 // https://docs.anthropic.com/en/api/messages-streaming,
@@ -108,7 +110,8 @@ type Turn struct {
 	// Thinking, if non-empty, is streamed first: as a thinking block with
 	// thinking_delta events and one signature_delta (Anthropic), or as
 	// delta.reasoning_content fragments (OpenAI; the field DeepSeek, vLLM and
-	// other OpenAI-compatible servers use).
+	// other OpenAI-compatible servers use), or as a reasoning item with a
+	// summary (the Responses API).
 	Thinking string
 	// Text, if non-empty, is streamed after Thinking as several text deltas of
 	// about 8 bytes each (never splitting a UTF-8 character). With Status set,

@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
@@ -17,18 +19,47 @@ import (
 )
 
 // Capabilities are what Chat Completions accepts: text-only tool
-// results, and "required" only as an array.
+// results, and "required" only as an array. An image a tool returns goes in
+// a user message right after the tool messages (see [Provider]).
 var Capabilities = provider.Capabilities{RequiredAsList: true}
 
-// Provider is the OpenAI-compatible Chat Completions provider
-// (https://platform.openai.com/docs/api-reference/chat), streaming through
-// the official Go SDK: OpenAI itself, and through BaseURL Ollama, vLLM,
-// llama.cpp server or OpenRouter. Reasoning deltas that compatible servers
-// send as delta.reasoning_content or delta.reasoning become thoughts. Safe
-// for concurrent use.
+// ResponsesCapabilities are what the Responses API accepts: PNG, JPEG,
+// GIF and WebP images inside a tool result (function_call_output), and
+// "required" only as an array.
+var ResponsesCapabilities = provider.Capabilities{RequiredAsList: true, ToolResultImages: imageTypes}
+
+// imageTypes are the image types OpenAI's APIs take
+// (https://platform.openai.com/docs/guides/images-vision).
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// The wire APIs of [provider.Options].API.
+const (
+	// APIResponses is the Responses API (POST /responses), the default on
+	// OpenAI's own endpoint.
+	APIResponses = "responses"
+	// APIChat is Chat Completions (POST /chat/completions), the default
+	// on any other base URL.
+	APIChat = "chat"
+)
+
+// Provider is the OpenAI model provider, streaming through the official Go
+// SDK over one of two APIs ([provider.Options].API). On OpenAI's own
+// endpoint it speaks the Responses API
+// (https://platform.openai.com/docs/api-reference/responses): tools as
+// function tools, tool results as function_call_output with images beside
+// the text, reasoning items kept with the assistant message
+// ([gateway.Message].Replay) and sent back, prompt_cache_key per session.
+// On any other base URL (Ollama, vLLM, llama.cpp server, OpenRouter) it
+// speaks Chat Completions
+// (https://platform.openai.com/docs/api-reference/chat): tool messages are
+// text only, so the images of consecutive tool results follow them in one
+// user message; reasoning deltas that compatible servers send as
+// delta.reasoning_content or delta.reasoning become thoughts. With
+// NoImages every image is a note. Safe for concurrent use.
 type Provider struct {
 	client openai.Client
 	opts   provider.Options
+	api    string // APIResponses or APIChat
 }
 
 var _ gateway.Provider = (*Provider)(nil)
@@ -62,14 +93,29 @@ func New(o *provider.Options) *Provider {
 	if opts.HTTPClient != nil {
 		ro = append(ro, oaioption.WithHTTPClient(opts.HTTPClient))
 	}
-	return &Provider{client: openai.NewClient(ro...), opts: opts}
+	p := &Provider{client: openai.NewClient(ro...), opts: opts, api: opts.API}
+	if p.api != APIResponses && p.api != APIChat {
+		p.api = APIChat
+		if p.isOpenAI() {
+			p.api = APIResponses
+		}
+	}
+	return p
 }
+
+// API returns the wire API the provider speaks: [APIResponses] or
+// [APIChat].
+func (o *Provider) API() string { return o.api }
 
 // Name implements [gateway.Provider].
 func (o *Provider) Name() string { return "openai" }
 
-// Complete implements [gateway.Provider]: one streamed chat completion.
+// Complete implements [gateway.Provider]: one streamed response (Responses
+// API) or chat completion.
 func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func(gateway.Event)) (*gateway.Response, error) {
+	if o.api == APIResponses {
+		return o.completeResponse(ctx, req, emit)
+	}
 	params := openai.ChatCompletionNewParams{
 		Model:     shared.ChatModel(o.opts.Model),
 		Messages:  o.messages(req.System, req.Messages),
@@ -187,14 +233,18 @@ func (o *Provider) messages(system string, history []gateway.Message) []openai.C
 	if system != "" {
 		out = append(out, openai.SystemMessage(system))
 	}
-	for _, m := range history {
+	// pending are the images of the tool results since the last non-tool
+	// message: they follow the last tool message in one user message, since
+	// a tool message takes only text and nothing may come between the
+	// answers to one assistant message's calls.
+	var pending []openai.ChatCompletionContentPartUnionParam
+	for i, m := range history {
 		switch m.Role {
 		case gateway.RoleUser:
 			var parts []openai.ChatCompletionContentPartUnionParam
-			for _, p := range provider.PromptParts(m.Content) {
+			for _, p := range o.promptParts(m.Content) {
 				if p.Image != nil {
-					url := "data:" + p.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Image)
-					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}))
+					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(p)}))
 				} else if p.Text != "" {
 					parts = append(parts, openai.TextContentPart(p.Text))
 				}
@@ -221,18 +271,70 @@ func (o *Provider) messages(system string, history []gateway.Message) []openai.C
 				out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 			}
 		case gateway.RoleTool:
-			res := m.Result
-			if res == nil {
-				res = &gateway.Result{}
-			}
-			text := provider.ResultText(Capabilities, res)
-			if res.IsError {
-				text = "Error: " + text
-			}
+			text, images := o.chatToolResult(m)
 			out = append(out, openai.ToolMessage(text, m.ToolCallID))
+			pending = append(pending, images...)
+			if len(pending) > 0 && (i+1 == len(history) || history[i+1].Role != gateway.RoleTool) {
+				out = append(out, openai.UserMessage(pending))
+				pending = nil
+			}
 		}
 	}
 	return out
+}
+
+// chatToolResult is a tool message's text and the parts of the user
+// message that carries its images: a line naming the call, then the images.
+// The text says where each image went. With NoImages, or for an image
+// type the API does not take, the image is a note in the text.
+func (o *Provider) chatToolResult(m gateway.Message) (string, []openai.ChatCompletionContentPartUnionParam) {
+	res := m.Result
+	if res == nil {
+		res = &gateway.Result{}
+	}
+	caps := provider.Capabilities{ToolResultImages: imageTypes}
+	if o.opts.NoImages {
+		caps = Capabilities
+	}
+	var b strings.Builder
+	if res.IsError {
+		b.WriteString("Error: ")
+	}
+	var images []openai.ChatCompletionContentPartUnionParam
+	for i, p := range provider.DegradeResult(caps, res) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if p.Image == nil {
+			b.WriteString(p.Text)
+			continue
+		}
+		if len(images) == 0 {
+			images = append(images, openai.TextContentPart(fmt.Sprintf("The images of the result of tool call %s (%s):", m.ToolCallID, m.ToolName)))
+		}
+		images = append(images, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(p)}))
+		fmt.Fprintf(&b, "[image: %s, %d bytes; in the user message after the tool results]", p.MIMEType, len(p.Image))
+	}
+	return b.String(), images
+}
+
+// promptParts is [provider.PromptParts], with images as notes under
+// NoImages.
+func (o *Provider) promptParts(content []gateway.Content) []provider.ResultPart {
+	parts := provider.PromptParts(content)
+	if o.opts.NoImages {
+		for i, p := range parts {
+			if p.Image != nil {
+				parts[i] = provider.ResultPart{Text: fmt.Sprintf("[image: %s, %d bytes; not shown to the model]", p.MIMEType, len(p.Image))}
+			}
+		}
+	}
+	return parts
+}
+
+// dataURL is an image part as a data URL.
+func dataURL(p provider.ResultPart) string {
+	return "data:" + p.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Image)
 }
 
 // tools converts the tool definitions with normalized schemas.
