@@ -10,16 +10,16 @@ import (
 // Degrading rich tool results, per provider, in one place (see
 // docs/architecture.md, "Degrading rich content"):
 //
-//	content          Anthropic                OpenAI-compatible chat
-//	text             text block               text
-//	image            image block (base64)     note with mime type and size
-//	audio            note with type and size  same
-//	resource (text)  its text                 same
-//	resource (blob)  note with URI            same
-//	resource_link    note with URI            same
+//	content          Anthropic                OpenAI-compatible chat        Gemini
+//	text             text block               text                          functionResponse text
+//	image            image block (base64)     note with mime type and size  inlineData part beside it
+//	audio            note with type and size  same                          same
+//	resource (text)  its text                 same                          same
+//	resource (blob)  note with URI            same                          same
+//	resource_link    note with URI            same                          same
 
 // ResultPart is one piece of a tool result as a provider receives it: text,
-// or (Anthropic only) an image.
+// or (Anthropic, Gemini) an image.
 type ResultPart struct {
 	Text     string
 	Image    []byte // raw bytes; nil for text parts
@@ -107,7 +107,7 @@ func orUnknown(s string) string {
 
 // PromptParts maps the user's prompt content the same way: text as is,
 // embedded resources as their text inside a <resource> tag, resource links
-// and audio as notes, and images kept as images (both providers take them in
+// and audio as notes, and images kept as images (every provider takes them in
 // user messages).
 func PromptParts(content []gateway.Content) []ResultPart {
 	var parts []ResultPart
