@@ -282,8 +282,9 @@ func keyInvalid(e genai.APIError) bool {
 }
 
 // CheckKey checks opts.APIKey with one cheap request (list one model): nil
-// if the API accepts it, a *provider.Error otherwise (Status 0 when the
-// API cannot be reached).
+// if the API accepts it, a *provider.Error otherwise: Status 401 for a
+// refused key (Gemini answers 400 API_KEY_INVALID; the Status says what
+// "acp-agent login" tests for), Status 0 when the API cannot be reached.
 func CheckKey(ctx context.Context, opts provider.Options) error {
 	opts.MaxRetries = -1
 	g := New(&opts)
@@ -295,7 +296,12 @@ func CheckKey(ctx context.Context, opts provider.Options) error {
 		return &provider.Error{Provider: "gemini", Err: err}
 	}
 	if _, err := client.Models.List(ctx, &genai.ListModelsConfig{PageSize: 1}); err != nil {
-		return g.describe(err)
+		err = g.describe(err)
+		var apiErr genai.APIError
+		if pe := (*provider.Error)(nil); errors.As(err, &pe) && errors.As(err, &apiErr) && keyInvalid(apiErr) {
+			pe.Status = http.StatusUnauthorized
+		}
+		return err
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -341,5 +342,29 @@ func TestGemini_PerRequestOptions(t *testing.T) {
 	}
 	if rs[1].Header.Get(gateway.PurposeHeader) != gateway.PurposeSummary || rs[0].Header.Get(gateway.PurposeHeader) != "" {
 		t.Errorf("purpose headers %q, %q", rs[0].Header.Get(gateway.PurposeHeader), rs[1].Header.Get(gateway.PurposeHeader))
+	}
+}
+
+// CheckKey reports Gemini's refusal of a key (400 API_KEY_INVALID) as 401,
+// what "acp-agent login" refuses, and accepts a key the API takes.
+func TestGemini_CheckKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("x-goog-api-key") != "good" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT",` +
+				`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"models":[{"name":"models/gemini-2.5-flash"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	if err := gemini.CheckKey(t.Context(), provider.Options{APIKey: "good", BaseURL: srv.URL}); err != nil {
+		t.Errorf("good key: %v", err)
+	}
+	err := gemini.CheckKey(t.Context(), provider.Options{APIKey: "bad", BaseURL: srv.URL})
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Status != http.StatusUnauthorized || !strings.Contains(pe.Hint, "GEMINI_API_KEY") {
+		t.Errorf("bad key: %v", err)
 	}
 }
