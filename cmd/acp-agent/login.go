@@ -124,7 +124,7 @@ func runLogin(args []string, stdin io.Reader, out, stderr io.Writer, creds *cred
 	if !ok {
 		return fmt.Errorf("login: provider %q: want %s", id, providerIDs())
 	}
-	keyEnv := p.keyEnv
+	_, keyEnv := p.envKey(l.getenv)
 	if cfg.Model != nil && cfg.Model.Provider == p.id && cfg.Model.APIKeyEnv != "" {
 		keyEnv = cfg.Model.APIKeyEnv
 	}
@@ -254,7 +254,7 @@ func newSignIn(primary *ModelConfig, getenv func(string) string, creds *credenti
 				return errors.New(n)
 			}
 			for _, p := range providers {
-				if getenv(p.keyEnv) != "" || creds.key(p.id) != "" {
+				if key, _ := p.envKey(getenv); key != "" || creds.key(p.id) != "" {
 					return nil
 				}
 			}

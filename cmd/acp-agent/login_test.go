@@ -70,7 +70,7 @@ func TestLogin_ChecksAndStoresKeyPrivately(t *testing.T) {
 	if err != nil {
 		t.Fatalf("login: %v\n%s", err, out)
 	}
-	for _, want := range []string{"Provider (anthropic or openai) [anthropic]", "API key (input hidden)", "accepted the key", creds.path, "0600", "ANTHROPIC_API_KEY is not set"} {
+	for _, want := range []string{"Provider (anthropic, openai or gemini) [anthropic]", "API key (input hidden)", "accepted the key", creds.path, "0600", "ANTHROPIC_API_KEY is not set"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -167,7 +167,7 @@ func TestLogin_DefaultProviderFromConfigAndEmptyInput(t *testing.T) {
 	if _, err := login(t, "", "--no-check"); err == nil || !strings.Contains(err.Error(), "no provider given (stdin ended)") {
 		t.Errorf("closed stdin: err = %v", err)
 	}
-	if _, err := login(t, "gemini\n", "--no-check"); err == nil || !strings.Contains(err.Error(), `provider "gemini": want anthropic or openai`) {
+	if _, err := login(t, "mistral\n", "--no-check"); err == nil || !strings.Contains(err.Error(), `provider "mistral": want anthropic, openai or gemini`) {
 		t.Errorf("unknown provider: err = %v", err)
 	}
 }

@@ -9,13 +9,15 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/anthropic"
+	"github.com/seed02d3eb6b/acp-agent/gateway/provider/gemini"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider/openai"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
 // ModelConfig is config "model": the model sessions use by default.
 type ModelConfig struct {
-	// Provider is "anthropic" or "openai" (any OpenAI-compatible endpoint).
+	// Provider is "anthropic", "openai" (any OpenAI-compatible endpoint) or
+	// "gemini".
 	Provider string `json:"provider"`
 	// Name is the model name, such as "claude-sonnet-4-5" or "llama3.1".
 	Name string `json:"name"`
@@ -24,7 +26,8 @@ type ModelConfig struct {
 	// fallback.
 	BaseURL string `json:"baseURL"`
 	// APIKeyEnv names the environment variable holding the API key; default
-	// ANTHROPIC_API_KEY or OPENAI_API_KEY.
+	// ANTHROPIC_API_KEY, OPENAI_API_KEY, or GEMINI_API_KEY (else
+	// GOOGLE_API_KEY).
 	APIKeyEnv string `json:"apiKeyEnv"`
 	// MaxTokens caps one response; default 8192.
 	MaxTokens int64 `json:"maxTokens"`
@@ -59,6 +62,9 @@ type modelProvider struct {
 	// model.apiKeyEnv names another. When it is set, discovery offers
 	// defaultModel.
 	keyEnv string
+	// altKeyEnv, if set, is read when keyEnv is empty (Gemini's
+	// GOOGLE_API_KEY beside GEMINI_API_KEY); messages name keyEnv.
+	altKeyEnv string
 	// baseURLEnv, if set, is the variable the base URL comes from when config
 	// model.baseURL is empty; the provider then serves many endpoints, so a
 	// set base URL replaces label.
@@ -78,6 +84,22 @@ var providers = []modelProvider{
 		new: func(o provider.Options) gateway.Provider { return anthropic.New(&o) }, checkKey: anthropic.CheckKey},
 	{id: "openai", label: "OpenAI", keyEnv: "OPENAI_API_KEY", baseURLEnv: "OPENAI_BASE_URL", defaultModel: "gpt-4.1",
 		new: func(o provider.Options) gateway.Provider { return openai.New(&o) }, checkKey: openai.CheckKey},
+	{id: "gemini", label: "Gemini", keyEnv: "GEMINI_API_KEY", altKeyEnv: "GOOGLE_API_KEY", defaultModel: "gemini-2.5-flash",
+		new: func(o provider.Options) gateway.Provider { return gemini.New(&o) }, checkKey: gemini.CheckKey},
+}
+
+// envKey returns the provider's API key in the environment and the
+// variable it is in: keyEnv, else altKeyEnv; ("", keyEnv) when neither is
+// set.
+func (p modelProvider) envKey(getenv func(string) string) (key, name string) {
+	for _, name := range []string{p.keyEnv, p.altKeyEnv} {
+		if name != "" {
+			if key := getenv(name); key != "" {
+				return key, name
+			}
+		}
+	}
+	return "", p.keyEnv
 }
 
 // lookupProvider returns the provider with id.
@@ -90,7 +112,8 @@ func lookupProvider(id string) (modelProvider, bool) {
 	return modelProvider{}, false
 }
 
-// providerIDs lists the provider IDs for messages: "anthropic or openai".
+// providerIDs lists the provider IDs for messages: "anthropic, openai or
+// gemini".
 func providerIDs() string {
 	return orList(eachProvider(func(p modelProvider) string { return p.id }))
 }
@@ -133,7 +156,7 @@ func parseModelFlag(s string) (ModelConfig, error) {
 // (--model, else config "model"; "--model direct" makes the offline direct
 // mode the default) first, then one per provider whose API key is in the
 // environment (providers: ANTHROPIC_API_KEY, OPENAI_API_KEY with
-// OPENAI_BASE_URL) or in creds (the file of "acp-agent login"; nil means
+// OPENAI_BASE_URL, GEMINI_API_KEY or GOOGLE_API_KEY) or in creds (the file of "acp-agent login"; nil means
 // none), with its default model. A key in the environment wins; a stored
 // key is read at each request, so a login while the agent runs takes
 // effect at once. The
@@ -163,7 +186,7 @@ func models(primary *ModelConfig, getenv func(string) string, creds *credentials
 		}
 	}
 	for _, p := range providers {
-		if getenv(p.keyEnv) != "" || creds.key(p.id) != "" {
+		if key, _ := p.envKey(getenv); key != "" || creds.key(p.id) != "" {
 			_ = add(ModelConfig{Provider: p.id, Name: p.defaultModel})
 		}
 	}
@@ -181,9 +204,10 @@ func buildModel(mc ModelConfig, getenv func(string) string, creds *credentials, 
 	opts := provider.Options{Model: mc.Name, APIKeyEnv: mc.APIKeyEnv, BaseURL: mc.BaseURL, MaxTokens: mc.MaxTokens, ThinkingBudget: mc.ThinkingBudget, Logger: log,
 		API: mc.API, NoImages: mc.Images != nil && !*mc.Images}
 	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = p.keyEnv
+		opts.APIKey, opts.APIKeyEnv = p.envKey(getenv)
+	} else {
+		opts.APIKey = getenv(opts.APIKeyEnv)
 	}
-	opts.APIKey = getenv(opts.APIKeyEnv)
 	if opts.APIKey == "" && creds != nil {
 		opts.APIKeyFunc = func() string { return creds.key(p.id) }
 	}
@@ -221,11 +245,11 @@ func missingKey(mc *ModelConfig, getenv func(string) string, creds *credentials)
 	if !ok || p.baseURLEnv != "" && (mc.BaseURL != "" || getenv(p.baseURLEnv) != "") {
 		return ""
 	}
-	keyEnv := mc.APIKeyEnv
-	if keyEnv == "" {
-		keyEnv = p.keyEnv
+	key, keyEnv := p.envKey(getenv)
+	if mc.APIKeyEnv != "" {
+		key, keyEnv = getenv(mc.APIKeyEnv), mc.APIKeyEnv
 	}
-	if getenv(keyEnv) != "" || creds.key(p.id) != "" {
+	if key != "" || creds.key(p.id) != "" {
 		return ""
 	}
 	return fmt.Sprintf("The model %s:%s has no API key: set %s in the environment acp-agent starts with, or run %q to store one.",

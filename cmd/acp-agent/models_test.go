@@ -38,7 +38,7 @@ func TestModels_Selection(t *testing.T) {
 	if got := ids(t, &ModelConfig{Provider: "direct"}, map[string]string{"OPENAI_API_KEY": "o"}); got != "direct,openai:gpt-4.1" {
 		t.Errorf("--model direct: %q", got)
 	}
-	if _, err := models(&ModelConfig{Provider: "gemini", Name: "x"}, env(nil), nil, nil); err == nil || !strings.Contains(err.Error(), `provider "gemini"`) {
+	if _, err := models(&ModelConfig{Provider: "mistral", Name: "x"}, env(nil), nil, nil); err == nil || !strings.Contains(err.Error(), `provider "mistral"`) {
 		t.Errorf("unknown provider: %v", err)
 	}
 }
@@ -65,10 +65,10 @@ func TestParseConfig_ModelAndPermissions(t *testing.T) {
 		t.Errorf("cfg = %+v", cfg)
 	}
 	for json, want := range map[string]string{
-		`{"model": {"provider": "gemini", "name": "x"}}`: `key "model.provider"`,
-		`{"model": {"provider": "openai"}}`:              `key "model.name"`,
-		`{"permissions": {"mode": "maybe"}}`:             `permissions.mode "maybe"`,
-		`{"permissions": {"allow": ["[bad"]}}`:           `glob "[bad"`,
+		`{"model": {"provider": "mistral", "name": "x"}}`: `key "model.provider"`,
+		`{"model": {"provider": "openai"}}`:               `key "model.name"`,
+		`{"permissions": {"mode": "maybe"}}`:              `permissions.mode "maybe"`,
+		`{"permissions": {"allow": ["[bad"]}}`:            `glob "[bad"`,
 	} {
 		if err := parseConfig([]byte(json), &Config{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", json, err, want)
@@ -99,15 +99,15 @@ func TestProviders_OneTableDrivesEveryUse(t *testing.T) {
 	if ms, err := models(&mc, env(nil), nil, nil); err != nil || len(ms) != 1 || ms[0].ID != "acme:rocket-2" {
 		t.Errorf("--model acme:rocket-2 = %+v, %v", ms, err)
 	}
-	if _, err := parseModelFlag("rocket"); err == nil || !strings.Contains(err.Error(), "openai:gpt-4.1 or acme:rocket-1") {
+	if _, err := parseModelFlag("rocket"); err == nil || !strings.Contains(err.Error(), "gemini:gemini-2.5-flash or acme:rocket-1") {
 		t.Errorf("--model error = %v; want the table's examples", err)
 	}
 	var cfg Config
 	if err := parseConfig([]byte(`{"model": {"provider": "acme", "name": "rocket-3"}}`), &cfg); err != nil {
 		t.Errorf("config with provider acme: %v", err)
 	}
-	if err := parseConfig([]byte(`{"model": {"provider": "gemini", "name": "x"}}`), &cfg); err == nil || !strings.Contains(err.Error(), "anthropic, openai or acme") {
-		t.Errorf("config with provider gemini: %v; want the table's providers", err)
+	if err := parseConfig([]byte(`{"model": {"provider": "mistral", "name": "x"}}`), &cfg); err == nil || !strings.Contains(err.Error(), "anthropic, openai, gemini or acme") {
+		t.Errorf("config with provider mistral: %v; want the table's providers", err)
 	}
 }
 
@@ -153,5 +153,35 @@ func TestConfig_ToolsPerSessionFollowsToolSearch(t *testing.T) {
 		if o := c.runnerOptions(nil, nil, nil); o.ToolSearch != runner.ToolSearch(c.Context.ToolSearch) {
 			t.Errorf("%s: runner tool search %q", tt.json, o.ToolSearch)
 		}
+	}
+}
+
+// Gemini's key is GEMINI_API_KEY, else GOOGLE_API_KEY; its models come
+// with their windows, and prices where known.
+func TestModels_Gemini(t *testing.T) {
+	for _, vars := range []map[string]string{{"GEMINI_API_KEY": "g"}, {"GOOGLE_API_KEY": "g"}} {
+		if got := ids(t, nil, vars); got != "gemini:gemini-2.5-flash" {
+			t.Errorf("%v: %q", vars, got)
+		}
+	}
+	ms, err := models(&ModelConfig{Provider: "gemini", Name: "gemini-2.5-pro"}, env(map[string]string{"GOOGLE_API_KEY": "g"}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.ID != "gemini:gemini-2.5-pro" || m.Label != "gemini-2.5-pro (Gemini)" || m.ContextWindow != 1_048_576 || m.Pricing == nil || m.Pricing.Input != 1.25 {
+		t.Errorf("gemini-2.5-pro: %s %q window %d pricing %+v", m.ID, m.Label, m.ContextWindow, m.Pricing)
+	}
+	if spec, ok := provider.KnownModel("gemini-2.5-flash-lite-preview-09-2025"); !ok || spec.Pricing == nil || spec.Pricing.Input != 0.1 {
+		t.Errorf("flash-lite: %+v %v", spec, ok)
+	}
+	if spec, ok := provider.KnownModel("gemini-3-flash-preview"); !ok || spec.ContextWindow != 1_048_576 || spec.Pricing != nil {
+		t.Errorf("a known window without a known price: %+v %v", spec, ok)
+	}
+	mc := &ModelConfig{Provider: "gemini", Name: "gemini-2.5-flash"}
+	if got := missingKey(mc, env(nil), nil); !strings.Contains(got, "set GEMINI_API_KEY") {
+		t.Errorf("no key: %q", got)
+	}
+	if got := missingKey(mc, env(map[string]string{"GOOGLE_API_KEY": "g"}), nil); got != "" {
+		t.Errorf("GOOGLE_API_KEY set: %q", got)
 	}
 }

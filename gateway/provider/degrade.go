@@ -10,13 +10,13 @@ import (
 // Degrading rich tool results, per provider, in one place (see
 // docs/architecture.md, "Degrading rich content"):
 //
-//	content          Anthropic                OpenAI Responses       OpenAI-compatible chat
-//	text             text block               input_text             text
-//	image            image block (base64)     input_image (data URL) note; the image in a user message after the tool messages
-//	audio            note with type and size  same                   same
-//	resource (text)  its text                 same                   same
-//	resource (blob)  note with URI            same                   same
-//	resource_link    note with URI            same                   same
+//	content          Anthropic                OpenAI Responses       OpenAI-compatible chat                                        Gemini
+//	text             text block               input_text             text                                                          functionResponse text
+//	image            image block (base64)     input_image (data URL) note; the image in a user message after the tool messages    inlineData part beside it
+//	audio            note with type and size  same                   same                                                          same
+//	resource (text)  its text                 same                   same                                                          same
+//	resource (blob)  note with URI            same                   same                                                          same
+//	resource_link    note with URI            same                   same                                                          same
 
 // ResultPart is one piece of a tool result as a provider receives it: text,
 // or an image of a type in Capabilities.ToolResultImages.
@@ -107,7 +107,7 @@ func orUnknown(s string) string {
 
 // PromptParts maps the user's prompt content the same way: text as is,
 // embedded resources as their text inside a <resource> tag, resource links
-// and audio as notes, and images kept as images (both providers take them in
+// and audio as notes, and images kept as images (every provider takes them in
 // user messages).
 func PromptParts(content []gateway.Content) []ResultPart {
 	var parts []ResultPart

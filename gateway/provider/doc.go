@@ -1,6 +1,7 @@
 // Package provider is the code the model providers share; each provider is
-// a subpackage (gateway/provider/anthropic, gateway/provider/openai) that
-// implements [gateway.Provider] over its vendor's SDK.
+// a subpackage (gateway/provider/anthropic, gateway/provider/openai,
+// gateway/provider/gemini) that implements [gateway.Provider] over its
+// vendor's SDK.
 //
 // # Options and errors
 //

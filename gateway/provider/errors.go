@@ -59,9 +59,10 @@ func tooLongLimit(msg string) int64 {
 
 // ErrPromptTooLong matches (errors.Is) a provider's refusal of a request
 // over the model's context window: Anthropic's 400 "prompt is too long: N
-// tokens > M maximum", OpenAI's 400 code context_length_exceeded, and the
-// like from OpenAI-compatible servers. The runner compacts and retries
-// once.
+// tokens > M maximum", OpenAI's 400 code context_length_exceeded, the
+// like from OpenAI-compatible servers, and Gemini's 400 "The input token
+// count (N) exceeds the maximum number of tokens allowed (M)" (read by the
+// gemini package). The runner compacts and retries once.
 var ErrPromptTooLong = errors.New("the prompt is longer than the model's context window")
 
 // Is reports whether target is ErrPromptTooLong and e is such a refusal.

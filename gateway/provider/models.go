@@ -18,10 +18,15 @@ type ModelSpec struct {
 // providers' model and pricing pages
 // (https://docs.anthropic.com/en/docs/about-claude/models/overview,
 // https://docs.anthropic.com/en/docs/about-claude/pricing,
-// https://platform.openai.com/docs/models, https://openai.com/api/pricing).
-// Anthropic's cache writes are 1.25× input (5-minute cache) and reads 0.1×;
-// OpenAI's cached input has its own price and no write charge. The config
-// file's model.contextWindow and model.pricing override them.
+// https://platform.openai.com/docs/models, https://openai.com/api/pricing,
+// https://ai.google.dev/gemini-api/docs/models,
+// https://ai.google.dev/gemini-api/docs/pricing). Anthropic's cache writes
+// are 1.25× input (5-minute cache) and reads 0.1×; OpenAI's cached input has
+// its own price and no write charge; Gemini's implicitly cached input has
+// its own price, and its Pro prices are those of prompts up to 200,000
+// tokens (longer ones cost more). A nil Pricing is a model whose price is
+// not known here. The config file's model.contextWindow and model.pricing
+// override them.
 var knownModels = []struct {
 	prefix string
 	spec   ModelSpec
@@ -42,12 +47,19 @@ var knownModels = []struct {
 	{"gpt-5", ModelSpec{400_000, &gateway.Pricing{Input: 1.25, Output: 10, CacheRead: 0.125}}},
 	{"o4-mini", ModelSpec{200_000, &gateway.Pricing{Input: 1.1, Output: 4.4, CacheRead: 0.275}}},
 	{"o3", ModelSpec{200_000, &gateway.Pricing{Input: 2, Output: 8, CacheRead: 0.5}}},
+	{"gemini-3-pro", ModelSpec{1_048_576, &gateway.Pricing{Input: 2, Output: 12, CacheRead: 0.2}}},
+	{"gemini-3-flash", ModelSpec{1_048_576, nil}},
+	{"gemini-2.5-pro", ModelSpec{1_048_576, &gateway.Pricing{Input: 1.25, Output: 10, CacheRead: 0.125}}},
+	{"gemini-2.5-flash", ModelSpec{1_048_576, &gateway.Pricing{Input: 0.3, Output: 2.5, CacheRead: 0.03}}},
+	{"gemini-2.5-flash-lite", ModelSpec{1_048_576, &gateway.Pricing{Input: 0.1, Output: 0.4, CacheRead: 0.01}}},
+	{"gemini-2.0-flash", ModelSpec{1_048_576, &gateway.Pricing{Input: 0.1, Output: 0.4, CacheRead: 0.025}}},
+	{"gemini-2.0-flash-lite", ModelSpec{1_048_576, &gateway.Pricing{Input: 0.075, Output: 0.3}}},
 }
 
 // KnownModel returns what is known of the model named name (a name such as
 // "claude-sonnet-4-5" or "claude-sonnet-4-5-20250929": the longest known
 // prefix that ends at a word boundary wins), and whether it is known. The
-// returned Pricing is a copy.
+// returned Pricing is a copy, or nil when the price is not known.
 func KnownModel(name string) (ModelSpec, bool) {
 	best := -1
 	for i, k := range knownModels {
@@ -63,7 +75,9 @@ func KnownModel(name string) (ModelSpec, bool) {
 		return ModelSpec{}, false
 	}
 	spec := knownModels[best].spec
-	p := *spec.Pricing
-	spec.Pricing = &p
+	if spec.Pricing != nil {
+		p := *spec.Pricing
+		spec.Pricing = &p
+	}
 	return spec, true
 }

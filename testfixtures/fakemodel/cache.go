@@ -94,8 +94,9 @@ func (c *blockCache) account(p *anthropicPrompt, now time.Time) Usage {
 // prefixCache is OpenAI's automatic prompt cache: the longest byte prefix
 // shared with a remembered prompt.
 type prefixCache struct {
-	min int           // the shortest prefix cached, in tokens
-	ttl time.Duration // a prompt's life after its last use
+	min  int           // the shortest prefix cached, in tokens
+	ttl  time.Duration // a prompt's life after its last use
+	step int           // a hit counts in steps of this many tokens from min; 0 means 128 (OpenAI)
 
 	mu      sync.Mutex
 	prompts map[prefixBucket][]cachedPrompt // guarded by mu; each in arrival order, at most maxPrompts
@@ -142,7 +143,8 @@ func (c *prefixCache) account(p *openaiPrompt, now time.Time) Usage {
 	}
 	cached := 0
 	if t := best / 4; t >= c.min {
-		cached = c.min + (t-c.min)/128*128
+		step := cmp.Or(c.step, 128)
+		cached = c.min + (t-c.min)/step*step
 		bestAt.expires = now.Add(c.ttl)
 	}
 

@@ -1,8 +1,10 @@
 // Package fakemodel provides fake model API servers for tests: an Anthropic
 // Messages API ([NewAnthropic]), an OpenAI Chat Completions API
-// ([NewOpenAI]) and an OpenAI Responses API ([NewOpenAIResponses]). Each plays scripted [Turn]s, one per request, in the
-// streaming wire format of the real API closely enough that the official Go
-// SDKs (anthropic-sdk-go, openai-go) parse and accumulate it, and records
+// ([NewOpenAI]), an OpenAI Responses API ([NewOpenAIResponses]) and a Gemini
+// API ([NewGemini]; its wire format and implicit cache are documented
+// there). Each plays scripted [Turn]s, one per request, in the streaming
+// wire format of the real API closely enough that the official Go SDKs
+// (anthropic-sdk-go, openai-go, genai) parse and accumulate it, and records
 // every request it receives. Product code never imports this package.
 //
 // Quick start:
@@ -446,7 +448,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	onPath := r.Method == http.MethodPost && r.URL.Path == s.api.path()
 	var p prompt
 	var refusal *apiError
-	if onPath {
+	if rt, ok := s.api.(router); ok && r.Method == http.MethodPost {
+		if m, stream, routed := rt.route(r); routed {
+			onPath, model, fields.Stream = true, m, stream
+			refusal = rt.routeError(r, stream)
+		}
+	}
+	if onPath && refusal == nil {
 		p, refusal = s.api.parse(model, body)
 		if window := s.opts.ContextWindow; refusal == nil && window > 0 && p.tokens() > window {
 			refusal = s.api.tooLong(p.tokens(), window)

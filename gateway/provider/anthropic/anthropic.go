@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -213,7 +214,9 @@ func (a *Provider) messages(history []gateway.Message) []anthropic.MessageParam 
 			out = append(out, anthropic.NewUserMessage(blocks...))
 		case gateway.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
-			if m.Thinking != "" && m.ThinkingSignature != "" {
+			// Only Claude's own thinking goes back: another provider's
+			// signature (Gemini's is "gemini:…") would be refused.
+			if m.Thinking != "" && m.ThinkingSignature != "" && !strings.Contains(m.ThinkingSignature, ":") {
 				blocks = append(blocks, anthropic.NewThinkingBlock(m.ThinkingSignature, m.Thinking))
 			}
 			if t := gateway.PromptText(m.Content); t != "" {
