@@ -79,9 +79,10 @@ type Agent struct {
 	answering answering
 	// authOffer is how initialize offered the sign-in method (auth.go).
 	authOffer atomic.Int32
-	// notices and booleanOptions are the client's session.notices and
-	// session.configOptions.boolean capabilities (notices.go, models.go).
-	notices, booleanOptions atomic.Bool
+	// notices, booleanOptions and compaction are the client's
+	// session.notices, session.configOptions.boolean and session.compaction
+	// capabilities (notices.go, models.go, compaction.go).
+	notices, booleanOptions, compaction atomic.Bool
 
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
 	// notifications are sent.
@@ -216,9 +217,10 @@ func (a *Agent) Shutdown() {
 // (https://agentclientprotocol.com/protocol/initialization).
 func (a *Agent) initialize(_ context.Context, r initializeRequest) (initializeResponse, error) {
 	p := r.InitializeRequest
-	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo), "notices", r.Notices, "booleanOptions", r.BooleanOptions)
+	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo), "notices", r.Notices, "booleanOptions", r.BooleanOptions, "compaction", r.Compaction)
 	a.notices.Store(r.Notices)
 	a.booleanOptions.Store(r.BooleanOptions)
+	a.compaction.Store(r.Compaction)
 	a.caps.Store(&editor.Capabilities{
 		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
 		WriteTextFile: p.ClientCapabilities.Fs.WriteTextFile,

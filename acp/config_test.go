@@ -21,21 +21,22 @@ func (thinkingScript) ThinksByDefault() bool { return false }
 // malformed one counts as absent, as the schema says.
 func TestInitializeRequest_SessionCapabilities(t *testing.T) {
 	for _, c := range []struct {
-		json             string
-		notices, boolean bool
+		json                         string
+		notices, boolean, compaction bool
 	}{
-		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{},"configOptions":{"boolean":{}}}}}`, true, true},
-		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":true,"configOptions":{"boolean":null}}}}`, false, false},
-		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{},"configOptions":"x"}}}`, true, false},
-		{`{"protocolVersion":1,"clientCapabilities":{}}`, false, false},
-		{`{"protocolVersion":1}`, false, false},
+		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{},"configOptions":{"boolean":{}},"compaction":{}}}}`, true, true, true},
+		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":true,"configOptions":{"boolean":null},"compaction":null}}}`, false, false, false},
+		{`{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{},"configOptions":"x","compaction":true}}}`, true, false, false},
+		{`{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":{"_meta":{}}}}}`, false, false, true},
+		{`{"protocolVersion":1,"clientCapabilities":{}}`, false, false, false},
+		{`{"protocolVersion":1}`, false, false, false},
 	} {
 		var r initializeRequest
 		if err := decodeParams(json.RawMessage(c.json), &r); err != nil {
 			t.Fatalf("%s: %v", c.json, err)
 		}
-		if r.Notices != c.notices || r.BooleanOptions != c.boolean || r.ProtocolVersion != 1 {
-			t.Errorf("%s: notices %v, boolean %v, protocol %d", c.json, r.Notices, r.BooleanOptions, r.ProtocolVersion)
+		if r.Notices != c.notices || r.BooleanOptions != c.boolean || r.Compaction != c.compaction || r.ProtocolVersion != 1 {
+			t.Errorf("%s: notices %v, boolean %v, compaction %v, protocol %d", c.json, r.Notices, r.BooleanOptions, r.Compaction, r.ProtocolVersion)
 		}
 	}
 	var r initializeRequest

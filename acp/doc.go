@@ -39,6 +39,12 @@
 // back until then; then the session/prompt response. usage_update is so the
 // last update of a turn that has one.
 //
+// A compaction of the history during a turn is told, to a client that
+// advertised session.compaction, as compaction_update (in_progress, then
+// completed, failed or cancelled) with its summary in
+// compaction_summary_chunk updates as the model writes it (compaction.go);
+// to any other client as an agent message once it completed or failed.
+//
 // # Client requests and commands
 //
 // Tool permissions are asked of the client with session/request_permission.

@@ -105,7 +105,7 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 					held = append(held, sessionUpdates(ev)...)
 					return
 				}
-				for _, u := range sessionUpdates(ev) {
+				for _, u := range a.eventUpdates(ev) {
 					send(u)
 				}
 			},

@@ -32,7 +32,9 @@ func sessionUpdates(ev gateway.Event) []update {
 		}
 		return []update{sdkUpdate(usageUpdate(ev.Usage))}
 	case gateway.EventCompaction:
-		if ev.Compaction == nil {
+		// As an agent message, only a compaction's end (completed or
+		// failed) is told.
+		if c := ev.Compaction; c == nil || c.Status != gateway.CompactionCompleted && c.Status != gateway.CompactionFailed {
 			return nil
 		}
 		return []update{sdkUpdate(acpsdk.UpdateAgentMessageText(compactionText(ev.Compaction)))}
@@ -204,7 +206,8 @@ func turnUsage(u gateway.Usage) *acpsdk.Usage {
 	return out
 }
 
-// compactionText tells the user of a compaction, as an agent message.
+// compactionText tells the user of a completed or failed compaction, as
+// an agent message (to a client without session.compaction).
 func compactionText(c *gateway.CompactionReport) string {
 	if c.Err != "" {
 		return fmt.Sprintf("\n[The conversation could not be compacted to fit the model's context (%s); it goes on as it was.]\n", c.Err)

@@ -79,7 +79,12 @@ func TestSessionUpdatesUsage(t *testing.T) {
 	if got, want := string(b), `{"cachedReadTokens":5000,"cachedWriteTokens":300,"inputTokens":100,"outputTokens":40,"totalTokens":5440}`; got != want {
 		t.Errorf("prompt usage = %s, want %s", got, want)
 	}
-	for _, c := range []*gateway.CompactionReport{{Reason: "threshold", Before: 170000, After: 30000}, {Reason: "too_long", Err: "the model wrote no summary"}} {
+	for _, c := range []*gateway.CompactionReport{{Status: gateway.CompactionInProgress}, {Status: gateway.CompactionInProgress, Delta: "a piece"}, {Status: gateway.CompactionCancelled}} {
+		if u := sessionUpdates(gateway.Event{Kind: gateway.EventCompaction, Compaction: c}); len(u) != 0 {
+			t.Errorf("compaction step %+v told to a client without session.compaction: %+v", c, u)
+		}
+	}
+	for _, c := range []*gateway.CompactionReport{{Status: gateway.CompactionCompleted, Reason: "threshold", Before: 170000, After: 30000}, {Status: gateway.CompactionFailed, Reason: "too_long", Err: "the model wrote no summary"}} {
 		u := sessionUpdates(gateway.Event{Kind: gateway.EventCompaction, Compaction: c})
 		if len(u) != 1 || u[0].AgentMessageChunk == nil {
 			t.Fatalf("compaction %+v: %d updates", c, len(u))

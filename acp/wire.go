@@ -167,13 +167,18 @@ type update struct {
 	// Notice, if set, is a `notice` update (the schema's Notice): sent only
 	// to a client that advertised session.notices (notices.go).
 	Notice *notice
+	// Compaction and CompactionChunk, if set, are the whole update: a
+	// compaction_update or a compaction_summary_chunk, sent only to a
+	// client that advertised session.compaction (compaction.go).
+	Compaction      *compactionUpdate
+	CompactionChunk *compactionSummaryChunk
 }
 
 // sdkUpdate is u as an update.
 func sdkUpdate(u acpsdk.SessionUpdate) update { return update{SessionUpdate: u} }
 
-// MarshalJSON writes the notice, the tool_call with its name, or else
-// acp-go-sdk's update.
+// MarshalJSON writes the notice, the compaction update or chunk, the
+// tool_call with its name, or else acp-go-sdk's update.
 func (u update) MarshalJSON() ([]byte, error) {
 	switch {
 	case u.Notice != nil:
@@ -181,6 +186,16 @@ func (u update) MarshalJSON() ([]byte, error) {
 			SessionUpdate string `json:"sessionUpdate"`
 			*notice
 		}{"notice", u.Notice})
+	case u.Compaction != nil:
+		return json.Marshal(struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			*compactionUpdate
+		}{"compaction_update", u.Compaction})
+	case u.CompactionChunk != nil:
+		return json.Marshal(struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			*compactionSummaryChunk
+		}{"compaction_summary_chunk", u.CompactionChunk})
 	case u.ToolCall != nil && u.ToolName != "":
 		tc := *u.ToolCall
 		tc.SessionUpdate = "tool_call"
@@ -210,6 +225,30 @@ type notice struct {
 	Description string `json:"description,omitempty"`
 }
 
+// compactionUpdate is the schema's CompactionUpdate (sent only when the
+// client advertised session.compaction): an upsert of the compaction
+// CompactionID; its first update fixes where the compaction stands in the
+// session's timeline.
+type compactionUpdate struct {
+	CompactionID string `json:"compactionId"`
+	// Status is in_progress, completed, failed or cancelled.
+	Status string `json:"status"`
+	// Summary patches the compaction's summary: nil leaves it out (the
+	// summary stays as it is), a pointer to a nil slice writes null (it
+	// clears the summary), else the blocks replace it.
+	Summary *[]acpsdk.ContentBlock `json:"summary,omitempty"`
+	// Error is a failed compaction's human-readable reason, or empty.
+	Error string `json:"error,omitempty"`
+}
+
+// compactionSummaryChunk is the schema's CompactionSummaryChunk (sent only
+// when the client advertised session.compaction): one content block
+// appended to the summary of the compaction CompactionID.
+type compactionSummaryChunk struct {
+	CompactionID string              `json:"compactionId"`
+	Content      acpsdk.ContentBlock `json:"content"`
+}
+
 // permissionRequest is the params of session/request_permission, its
 // toolCall with the schema's `name` (ToolCallUpdate.name), which
 // acp-go-sdk's ToolCallUpdate lacks.
@@ -237,6 +276,9 @@ type initializeRequest struct {
 	// BooleanOptions: clientCapabilities.session.configOptions.boolean is an
 	// object (the client shows boolean config options and sets them).
 	BooleanOptions bool
+	// Compaction: clientCapabilities.session.compaction is an object (the
+	// client shows compaction_update and compaction_summary_chunk).
+	Compaction bool
 }
 
 // UnmarshalJSON decodes acp-go-sdk's request, then the session
@@ -257,6 +299,7 @@ func (r *initializeRequest) UnmarshalJSON(b []byte) error {
 	session := member(member(b, "clientCapabilities"), "session")
 	r.Notices = isObject(member(session, "notices"))
 	r.BooleanOptions = isObject(member(member(session, "configOptions"), "boolean"))
+	r.Compaction = isObject(member(session, "compaction"))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,11 +262,16 @@ func TestTitles_EscapesNeverReachTheEditor(t *testing.T) {
 }
 
 // fakeAnthropicConfig writes a config file whose model is the fake
-// Anthropic API at url (its key in FAKE_ANTHROPIC_KEY), and returns its path.
-func fakeAnthropicConfig(t *testing.T, url string) string {
+// Anthropic API at url (its key in FAKE_ANTHROPIC_KEY), with the model keys
+// of extra (such as contextWindow) besides, and returns its path.
+func fakeAnthropicConfig(t *testing.T, url string, extra ...map[string]any) string {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "config.json")
-	data, _ := json.Marshal(map[string]any{"model": map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": url, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}})
+	model := map[string]any{"provider": "anthropic", "name": "claude-fake", "baseURL": url, "apiKeyEnv": "FAKE_ANTHROPIC_KEY"}
+	for _, e := range extra {
+		maps.Copy(model, e)
+	}
+	data, _ := json.Marshal(map[string]any{"model": model})
 	if err := os.WriteFile(cfg, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ type EventKind int
 
 // The events of a turn, in the order a front end sees them: deltas as the
 // model streams, and for each tool call one ToolStart, any ToolUpdates, and
-// one ToolEnd; a compaction before the request it shrinks; last, once, the
-// turn's usage.
+// one ToolEnd; a compaction (its start, its summary, its end) before the
+// request it shrinks; last, once, the turn's usage.
 const (
 	EventTextDelta EventKind = iota
 	EventThoughtDelta
@@ -31,8 +31,9 @@ const (
 	// EventUsage ends a turn that asked a model: Event.Usage says what it
 	// used and how full the context is.
 	EventUsage
-	// EventCompaction reports a compaction of the session's history for
-	// the model: Event.Compaction.
+	// EventCompaction reports a step of a compaction of the session's
+	// history for the model (Event.Compaction): its start, the pieces of
+	// its summary, then its end.
 	EventCompaction
 )
 

@@ -80,11 +80,41 @@ type UsageReport struct {
 	Used, Size int64
 }
 
-// CompactionReport is what an [EventCompaction] tells: the history before
-// From was replaced for the model by Summary, shrinking the request from
-// Before to After tokens (estimated). Err, when set, says why the
-// compaction failed; the turn goes on without it.
+// CompactionStatus is where a compaction is, following ACP's
+// CompactionStatus (the schema's compaction_update).
+type CompactionStatus string
+
+// The statuses of a compaction. A compaction is reported in_progress when
+// it starts and with each piece of its summary, then once as completed,
+// failed or cancelled.
+const (
+	CompactionInProgress CompactionStatus = "in_progress"
+	CompactionCompleted  CompactionStatus = "completed"
+	CompactionFailed     CompactionStatus = "failed"
+	CompactionCancelled  CompactionStatus = "cancelled"
+)
+
+// CompactionReport is what an [EventCompaction] tells of one compaction of
+// the session's history for the model, at one step (Status). Every report
+// of a compaction has its ID and Reason, and all but the summary's pieces
+// its Before. In order:
+//
+//   - CompactionInProgress with Delta empty: it started; the request was
+//     about Before tokens (estimated).
+//   - CompactionInProgress with Delta set: a piece of the summary, as the
+//     model writes it (or the whole summary at once when the model did
+//     not stream it). A failed or cancelled compaction may have sent some.
+//   - CompactionCompleted: the history before the compaction's From was
+//     replaced for the model by Summary (the whole, trimmed: it replaces
+//     the pieces), shrinking the request from Before to After tokens.
+//   - CompactionFailed: Err says why; the turn goes on without it.
+//   - CompactionCancelled: the turn was cancelled before the summary came.
 type CompactionReport struct {
+	// ID names the compaction, unique within the session.
+	ID     string
+	Status CompactionStatus
+	// Delta is a piece of the summary of an in-progress report.
+	Delta         string
 	Summary       string
 	Before, After int64
 	// Reason is what set it off: "threshold", "too_long" (the provider

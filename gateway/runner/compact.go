@@ -87,8 +87,10 @@ func cutPoint(msgs []gateway.Message, keep int64) int {
 // prev (nil: none). The request reuses the session's system prompt and tools
 // so that the provider's prompt cache serves its prefix; a history too long
 // for one request (over summaryFit of window) is summarized a part at a
-// time. It returns the summary and the requests' usage.
-func (r *Runner) summarize(ctx context.Context, model gateway.Model, req *gateway.Request, prev *gateway.Compaction, msgs []gateway.Message) (string, gateway.Usage, error) {
+// time. The text the model streams for the last part (the summary itself,
+// not a part's that a later one replaces) goes to onDelta as it comes. It
+// returns the summary and the requests' usage.
+func (r *Runner) summarize(ctx context.Context, model gateway.Model, req *gateway.Request, prev *gateway.Compaction, msgs []gateway.Message, onDelta func(string)) (string, gateway.Usage, error) {
 	var usage gateway.Usage
 	summary := ""
 	if prev != nil {
@@ -127,7 +129,15 @@ func (r *Runner) summarize(ctx context.Context, model gateway.Model, req *gatewa
 		if len(part) < len(msgs) {
 			sreq.System, sreq.Tools = summarySystem, nil
 		}
-		resp, err := model.Provider.Complete(ctx, sreq, func(gateway.Event) {})
+		stream := func(gateway.Event) {}
+		if len(part) == len(msgs) {
+			stream = func(ev gateway.Event) {
+				if ev.Kind == gateway.EventTextDelta && ev.Text != "" {
+					onDelta(ev.Text)
+				}
+			}
+		}
+		resp, err := model.Provider.Complete(ctx, sreq, stream)
 		if resp != nil {
 			usage = usage.Add(r.priced(model, resp.Usage))
 		}

@@ -154,13 +154,13 @@ func TestRunner_CompactsNearTheWindow(t *testing.T) {
 	if est := requestTokens(final); est > 16_000 {
 		t.Errorf("the request after compaction is still ~%d tokens of a 20,000 window", est)
 	}
-	var reps []*gateway.CompactionReport
-	for _, e := range *evs {
-		if e.Kind == gateway.EventCompaction {
-			reps = append(reps, e.Compaction)
-		}
-	}
-	if len(reps) != 1 || reps[0].Reason != "threshold" || reps[0].After >= reps[0].Before || reps[0].Err != "" {
+	// Its steps: the start, the summary in one piece (this model does not
+	// stream it), the end.
+	reps := compactionSteps(*evs)
+	if len(reps) != 3 || reps[0].Status != gateway.CompactionInProgress || reps[0].Delta != "" ||
+		reps[1].Status != gateway.CompactionInProgress || reps[1].Delta != lastSummary ||
+		reps[2].Status != gateway.CompactionCompleted || reps[2].Summary != lastSummary ||
+		reps[2].Reason != "threshold" || reps[2].After >= reps[2].Before || reps[2].Before != reps[0].Before || reps[2].Err != "" {
 		t.Errorf("compaction reports = %+v", reps)
 	}
 	v := hist.View(t.Context(), "k")
@@ -199,14 +199,9 @@ func TestRunner_FailedCompactionReportsTheHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "fake: HTTP 500 Internal Server Error (the provider failed, still after the retries; try again later)"
-	var got []string
-	for _, e := range *evs {
-		if e.Kind == gateway.EventCompaction {
-			got = append(got, e.Compaction.Err)
-		}
-	}
-	if len(got) != 1 || got[0] != want {
-		t.Errorf("compaction errors = %q, want [%q]", got, want)
+	reps := compactionSteps(*evs)
+	if len(reps) != 2 || reps[0].Status != gateway.CompactionInProgress || reps[1].Status != gateway.CompactionFailed || reps[1].Err != want {
+		t.Errorf("compaction reports = %+v, want in_progress, then failed with %q", reps, want)
 	}
 }
 

@@ -477,8 +477,9 @@ func (r *Runner) overThreshold(t *turnState, preq *gateway.Request) bool {
 // messages become a summary, and the newest (Options.KeepRecent of the
 // window) stay, the running turn's as a rule. A turn larger than that is cut
 // too, after its user message, which the model keeps seeing (the
-// compaction's Head). It reports the compaction, or its failure, as an
-// EventCompaction (errNothingToCompact is not reported).
+// compaction's Head). It reports each step as an EventCompaction: the
+// start, the summary as the model writes it, then the end (completed,
+// failed, or cancelled with ctx); errNothingToCompact is not reported.
 func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Request, reason string) error {
 	msgs := t.messages()
 	keep := int64(r.opts.KeepRecent * float64(t.model.ContextWindow))
@@ -497,14 +498,29 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 		head = t.turn[:1] // the turn's user message stays in view
 	}
 	before := r.calib.scale(t.req.SessionKey, requestTokens(preq))
-	summary, usage, err := r.summarize(ctx, t.model, preq, t.view.Compaction, msgs[:k])
+	id := newCompactionID()
+	report := func(rep gateway.CompactionReport) {
+		rep.ID, rep.Reason = id, reason
+		t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: &rep})
+	}
+	report(gateway.CompactionReport{Status: gateway.CompactionInProgress, Before: before})
+	streamed := false
+	summary, usage, err := r.summarize(ctx, t.model, preq, t.view.Compaction, msgs[:k], func(delta string) {
+		streamed = true
+		report(gateway.CompactionReport{Status: gateway.CompactionInProgress, Delta: delta})
+	})
 	t.usage = t.usage.Add(usage)
 	if err != nil {
 		r.opts.Logger.Warn("compaction failed", "session", t.req.SessionKey, "reason", reason, "err", err)
-		if ctx.Err() == nil {
-			t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: &gateway.CompactionReport{Reason: reason, Before: before, Err: errorText(err)}})
+		if ctx.Err() != nil {
+			report(gateway.CompactionReport{Status: gateway.CompactionCancelled, Before: before})
+		} else {
+			report(gateway.CompactionReport{Status: gateway.CompactionFailed, Before: before, Err: errorText(err)})
 		}
 		return err
+	}
+	if !streamed {
+		report(gateway.CompactionReport{Status: gateway.CompactionInProgress, Delta: summary})
 	}
 	c := &gateway.Compaction{Summary: summary, From: t.view.Base + k, Loaded: loadedTools(t.view.Compaction, msgs[:k]), Head: head}
 	if n := len(t.view.Messages); k > n {
@@ -516,11 +532,19 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 	t.view = gateway.View{Compaction: c, Messages: t.view.Messages, Base: c.From, Usage: t.view.Usage}
 	t.compaction = c
 	after, _ := r.request(t, false)
-	rep := &gateway.CompactionReport{Summary: summary, Reason: reason, Before: before, After: r.calib.scale(t.req.SessionKey, requestTokens(after))}
+	rep := gateway.CompactionReport{Status: gateway.CompactionCompleted, Summary: summary, Before: before, After: r.calib.scale(t.req.SessionKey, requestTokens(after))}
 	t.last, t.estimate = gateway.Usage{}, rep.After
 	r.opts.Logger.Info("history compacted", "session", t.req.SessionKey, "reason", reason, "before", rep.Before, "after", rep.After)
-	t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: rep})
+	report(rep)
 	return nil
+}
+
+// newCompactionID returns a fresh random compaction ID: "compaction_" and
+// 16 hex digits.
+func newCompactionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "compaction_" + hex.EncodeToString(b[:])
 }
 
 // NewToolCallID returns a fresh random tool call ID: "call_" and 16 hex

@@ -37,6 +37,8 @@ func (r *Runner) compactCommand(ctx context.Context, t *turnState) string {
 	switch {
 	case errors.Is(err, errNothingToCompact):
 		return "Nothing to compact yet: the conversation has no earlier messages."
+	case err != nil && ctx.Err() != nil:
+		return "The compaction was cancelled. The conversation goes on as it was."
 	case err != nil:
 		return fmt.Sprintf("The compaction failed: %s. The conversation goes on as it was.", errorText(err))
 	}
