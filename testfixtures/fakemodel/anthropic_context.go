@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -96,6 +97,9 @@ func fields(raw []byte) blockFields {
 // with a summary on: the API drops every block before it.
 func fromCompaction(msgs []piece) []piece {
 	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].role != "assistant" || !bytes.Contains(msgs[i].raw, []byte(`"compaction"`)) {
+			continue // not decoded: tool results are the big blocks
+		}
 		if f := fields(msgs[i].raw); f.Type == "compaction" && len(f.Content) > 0 && string(f.Content) != "null" && string(f.Content) != `""` {
 			return msgs[i:]
 		}
@@ -119,6 +123,9 @@ func clearToolUses(e contextEdit, total int, msgs []piece) ([]piece, map[string]
 	var uses []use
 	results := map[string]int{} // tool_use_id → block index
 	for i, pc := range msgs {
+		if !bytes.Contains(pc.raw, []byte(`"tool_`)) {
+			continue // not decoded: neither a tool_use nor a tool_result
+		}
 		switch f := fields(pc.raw); f.Type {
 		case "tool_use":
 			uses = append(uses, use{i, f.ID, f.Name})
