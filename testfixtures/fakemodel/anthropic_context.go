@@ -156,10 +156,7 @@ func clearToolUses(e contextEdit, total int, msgs []piece) ([]piece, map[string]
 		}
 		did := false
 		if at, ok := results[u.id]; ok {
-			var m map[string]any
-			if json.Unmarshal(out[at].raw, &m) == nil && m["content"] != ClearedPlaceholder {
-				m["content"] = ClearedPlaceholder
-				raw := marshal(m)
+			if raw := clearedResult(out[at].raw); raw != nil {
 				freed += tokens(string(out[at].raw)) - tokens(string(raw))
 				out[at].raw, did = raw, true
 			}
@@ -181,6 +178,29 @@ func clearToolUses(e contextEdit, total int, msgs []piece) ([]piece, map[string]
 		return msgs, nil
 	}
 	return out, map[string]any{"type": "clear_tool_uses_20250919", "cleared_tool_uses": cleared, "cleared_input_tokens": freed}
+}
+
+// clearedResult is the tool_result block raw with ClearedPlaceholder for
+// content (its tool_use_id, is_error and cache_control kept), or nil if it
+// is cleared already. The content is skipped, not decoded.
+func clearedResult(raw []byte) []byte {
+	var r struct {
+		ToolUseID    string          `json:"tool_use_id"`
+		IsError      json.RawMessage `json:"is_error"`
+		CacheControl json.RawMessage `json:"cache_control"`
+		Content      json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil || string(r.Content) == string(marshal(ClearedPlaceholder)) {
+		return nil
+	}
+	m := map[string]any{"type": "tool_result", "tool_use_id": r.ToolUseID, "content": ClearedPlaceholder}
+	if len(r.IsError) > 0 {
+		m["is_error"] = r.IsError
+	}
+	if len(r.CacheControl) > 0 {
+		m["cache_control"] = r.CacheControl
+	}
+	return marshal(m)
 }
 
 // compaction is what a request that passes compact_20260112's trigger
