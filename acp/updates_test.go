@@ -79,13 +79,14 @@ func TestSessionUpdatesUsage(t *testing.T) {
 	if got, want := string(b), `{"cachedReadTokens":5000,"cachedWriteTokens":300,"inputTokens":100,"outputTokens":40,"totalTokens":5440}`; got != want {
 		t.Errorf("prompt usage = %s, want %s", got, want)
 	}
-	for _, c := range []*gateway.CompactionReport{{Reason: "threshold", Before: 170000, After: 30000}, {Reason: "too_long", Err: "the model wrote no summary"}} {
+	for _, c := range []*gateway.CompactionReport{{Reason: "threshold", Before: 170000, After: 30000}, {Reason: "server", Before: 170000, After: 30000}, {Reason: "too_long", Err: "the model wrote no summary"}} {
 		u := sessionUpdates(gateway.Event{Kind: gateway.EventCompaction, Compaction: c})
 		if len(u) != 1 || u[0].AgentMessageChunk == nil {
 			t.Fatalf("compaction %+v: %d updates", c, len(u))
 		}
 		text := u[0].AgentMessageChunk.Content.Text.Text
-		if c.Err == "" && !strings.Contains(text, "170000 → 30000") || c.Err != "" && !strings.Contains(text, c.Err) {
+		if c.Err == "" && !strings.Contains(text, "170000 → 30000") || c.Err != "" && !strings.Contains(text, c.Err) ||
+			c.Reason == "server" && !strings.Contains(text, "provider compacted") {
 			t.Errorf("compaction told as %q", text)
 		}
 	}
