@@ -18,9 +18,12 @@ const (
 	// ClearTrigger is the share of the window past which old tool results
 	// are cleared (Anthropic's default: 100,000 of 200,000 tokens).
 	ClearTrigger = 0.5
-	// ClearKeep is how many of the newest tool uses keep their results
-	// (Anthropic's default).
+	// ClearKeep is the fewest of the newest tool uses that keep their
+	// results (Anthropic's default keep).
 	ClearKeep = 3
+	// ClearStep is the share of the window of tool results by which the
+	// cleared part of the conversation grows at once (see clearKeep).
+	ClearStep = 0.1
 	// ClearAtLeast is the share of the window a clearing must free, so
 	// that a cleared prompt, which the cache no longer holds, is worth it.
 	ClearAtLeast = 0.1
@@ -43,9 +46,9 @@ func managesContext(model gateway.Model, s gateway.ContextStrategy) bool {
 	return ok && s != gateway.ContextAgent && cm.ManagesContext(s)
 }
 
-// contextManagement is what a request to model asks its provider to do of
-// the context, or nil: the agent alone.
-func (r *Runner) contextManagement(model gateway.Model) *gateway.ContextManagement {
+// contextManagement is what a request to model of msgs asks its provider
+// to do of the context, or nil: the agent alone.
+func (r *Runner) contextManagement(model gateway.Model, msgs []gateway.Message) *gateway.ContextManagement {
 	s := r.opts.Context
 	if !managesContext(model, s) {
 		return nil
@@ -58,6 +61,7 @@ func (r *Runner) contextManagement(model gateway.Model) *gateway.ContextManageme
 		c.Keep = ClearKeep
 		if window > 0 {
 			c.Trigger, c.ClearAtLeast = share(ClearTrigger), int64(ClearAtLeast*window)
+			c.Keep = clearKeep(msgs, int64(ClearStep*window))
 		}
 	case gateway.ContextServerCompaction:
 		if window > 0 {
@@ -68,6 +72,46 @@ func (r *Runner) contextManagement(model gateway.Model) *gateway.ContextManageme
 		}
 	}
 	return c
+}
+
+// clearKeep is the keep of a clear_tool_uses request of msgs that moves
+// the cleared part in steps of step tokens of results, not one tool use a
+// request. The API clears every request's history anew, all but the
+// newest keep tool uses: with a fixed keep, each request clears one more
+// result, and the prompt cache is rewritten from there on every request.
+// Here the tool uses are cut, oldest first, into segments of at least step
+// tokens of results; every closed segment but the newest is cleared, so
+// the cleared part, and the cached prefix with it, stays the same until
+// another segment closes, and between step and about twice step tokens of
+// results stay. It is at least ClearKeep. A function of msgs alone: a
+// stored session reloads to the same requests.
+func clearKeep(msgs []gateway.Message, step int64) int64 {
+	var uses []int64 // result tokens per tool use, oldest first
+	at := map[string]int{}
+	for _, m := range msgs {
+		switch m.Role {
+		case gateway.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				at[c.ID] = len(uses)
+				uses = append(uses, 0)
+			}
+		case gateway.RoleTool:
+			if i, ok := at[m.ToolCallID]; ok {
+				uses[i] += messageTokens(m)
+			}
+		}
+	}
+	cleared, closed, segStart := 0, 0, 0 // uses cleared; closed segments; the open segment's first use
+	var seg int64
+	for i, n := range uses {
+		if seg += n; seg >= step {
+			if closed++; closed > 1 {
+				cleared = segStart // the segment before this one is cleared
+			}
+			segStart, seg = i+1, 0
+		}
+	}
+	return max(int64(len(uses)-cleared), ClearKeep)
 }
 
 // logContextFallbacks logs, once per model, a strategy its provider does

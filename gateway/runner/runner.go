@@ -399,9 +399,6 @@ func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gate
 	all := slices.Concat(r.opts.Tools, r.registry.Tools(t.req.SessionKey))
 	allowed := slices.DeleteFunc(slices.Clone(all), func(tl *gateway.Tool) bool { return r.opts.Permissions.Decide(tl) == DecisionDeny })
 	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey), Thinking: t.req.Toggles.Thinking}
-	if !turnOnly {
-		preq.Context = r.contextManagement(t.model)
-	}
 	if turnOnly {
 		preq.Messages, preq.Tools = t.turn, allowed
 		return preq, all
@@ -439,6 +436,7 @@ func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gate
 		tools = append(tools, read)
 	}
 	preq.Tools = offered
+	preq.Context = r.contextManagement(t.model, preq.Messages)
 	return preq, tools
 }
 

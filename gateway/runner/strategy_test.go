@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -72,5 +73,27 @@ func TestRunner_ContextStrategyRequest(t *testing.T) {
 				t.Errorf("fallback logged %v, want %v: %s", logged, tc.logged, logs.String())
 			}
 		})
+	}
+}
+
+// clearKeep moves the cleared part in steps: with results of about 1,000
+// tokens and steps of 4,000, the keep grows with each tool use and drops
+// by a segment when one closes, never under ClearKeep.
+func TestClearKeep_Steps(t *testing.T) {
+	var msgs []gateway.Message
+	var keeps []int64
+	for i := range 14 {
+		id := strings.Repeat("x", 3) + string(rune('a'+i))
+		msgs = append(msgs,
+			gateway.Message{Role: gateway.RoleAssistant, ToolCalls: []gateway.ToolCall{{ID: id, Name: "t", Args: map[string]any{}}}},
+			gateway.Message{Role: gateway.RoleTool, ToolCallID: id, Result: &gateway.Result{Content: []gateway.Content{gateway.TextContent(strings.Repeat("y", 4000))}}})
+		keeps = append(keeps, clearKeep(msgs, 4000))
+	}
+	// Segments close at uses 4, 8, 12 (each result is a little over 1,000
+	// tokens, so four make a segment): the first clears nothing, each
+	// later one clears the segment before it.
+	want := []int64{3, 3, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6}
+	if fmt.Sprint(keeps) != fmt.Sprint(want) {
+		t.Errorf("keeps = %v, want %v", keeps, want)
 	}
 }
