@@ -189,7 +189,12 @@ bench: e2e-deps pg-deps
 		      if (d1 && d32) printf "durability: the response to a prompt waits for the SQLite commit of its turn, %.0f us alone, %.0f us per turn with 32 sessions (group commit); before, 0 (written behind, lost on a crash)\n", d1, d32 }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name) } \
 		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Economy)/ { \
-		  line = name ":"; for (i = 5; i < NF; i += 2) line = line " " $$(i+1) " " $$i; print line }' $(BIN)/bench.txt
+		  line = name ":"; for (i = 5; i < NF; i += 2) line = line " " $$(i+1) " " $$i; print line } \
+		name ~ /^EconomyContext\// { split(name, k, "/"); for (i = 5; i < NF; i += 2) if ($$(i+1) == "USD") usd[k[2]] = $$i; order[++n] = k[2] } \
+		END { if (!("agent" in usd)) exit; line = "context strategies, one 200-turn Anthropic session of 20 KB results (fake tokens, list prices):"; \
+		      for (i = 1; i <= n; i++) { s = order[i]; line = line sprintf(" %s $$%.2f", s, usd[s]); \
+		        if (s != "agent" && usd["agent"] > 0) line = line sprintf(" (%+.0f%%)", 100*(usd[s]-usd["agent"])/usd["agent"]); if (i < n) line = line "," } \
+		      print line }' $(BIN)/bench.txt
 
 $(BIN)/mcp-fixture: FORCE
 	$(GO) build -o $@ ./testfixtures/mcpserver

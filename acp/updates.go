@@ -218,6 +218,8 @@ func compactionText(c *gateway.CompactionReport) string {
 		why = "the model refused it as too long"
 	case "command":
 		why = "you asked (/compact)"
+	case "server":
+		return fmt.Sprintf("\n[The model's provider compacted the conversation as it neared the context window (context.strategy server_compaction): the model now sees its summary and what follows (about %d → %d tokens). The full transcript is kept.]\n", c.Before, c.After)
 	}
 	return fmt.Sprintf("\n[Compacted the conversation because %s: the model now sees a summary of the earlier messages and the recent ones verbatim (about %d → %d tokens). The full transcript is kept.]\n", why, c.Before, c.After)
 }

@@ -84,13 +84,14 @@ func TestSessionUpdatesUsage(t *testing.T) {
 			t.Errorf("compaction step %+v told to a client without session.compaction: %+v", c, u)
 		}
 	}
-	for _, c := range []*gateway.CompactionReport{{Status: gateway.CompactionCompleted, Reason: "threshold", Before: 170000, After: 30000}, {Status: gateway.CompactionFailed, Reason: "too_long", Err: "the model wrote no summary"}} {
+	for _, c := range []*gateway.CompactionReport{{Status: gateway.CompactionCompleted, Reason: "threshold", Before: 170000, After: 30000}, {Status: gateway.CompactionCompleted, Reason: "server", Before: 170000, After: 30000}, {Status: gateway.CompactionFailed, Reason: "too_long", Err: "the model wrote no summary"}} {
 		u := sessionUpdates(gateway.Event{Kind: gateway.EventCompaction, Compaction: c})
 		if len(u) != 1 || u[0].AgentMessageChunk == nil {
 			t.Fatalf("compaction %+v: %d updates", c, len(u))
 		}
 		text := u[0].AgentMessageChunk.Content.Text.Text
-		if c.Err == "" && !strings.Contains(text, "170000 → 30000") || c.Err != "" && !strings.Contains(text, c.Err) {
+		if c.Err == "" && !strings.Contains(text, "170000 → 30000") || c.Err != "" && !strings.Contains(text, c.Err) ||
+			c.Reason == "server" && !strings.Contains(text, "provider compacted") {
 			t.Errorf("compaction told as %q", text)
 		}
 	}

@@ -40,6 +40,9 @@ type Message struct {
 	ToolTitle  string   `json:"toolTitle,omitempty"`
 	ToolKind   ToolKind `json:"toolKind,omitempty"`
 	Result     *Result  `json:"result,omitempty"`
+	// ServerCompaction, on an assistant message, is the provider's own
+	// compaction of the conversation that came with it; nil when none.
+	ServerCompaction *ServerCompaction `json:"serverCompaction,omitempty"`
 }
 
 // Replay is opaque provider state kept with an assistant message
@@ -88,6 +91,10 @@ type Request struct {
 	// Providers send it as the PurposeHeader HTTP header, for the proxies
 	// and logs between the agent and the API.
 	Purpose string
+	// Context, if set, asks the provider (a ContextManager that manages
+	// its Strategy) to manage the context on its side; nil leaves it to
+	// the runner.
+	Context *ContextManagement
 }
 
 // The purposes of a model request besides a turn's (Request.Purpose).

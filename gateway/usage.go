@@ -118,7 +118,8 @@ type CompactionReport struct {
 	Summary       string
 	Before, After int64
 	// Reason is what set it off: "threshold", "too_long" (the provider
-	// refused the request) or "command" (/compact).
+	// refused the request), "command" (/compact) or "server" (the
+	// provider compacted it: gateway.ContextServerCompaction).
 	Reason string
 	Err    string
 }

@@ -93,6 +93,13 @@ type ContextConfig struct {
 	// tools and 0.1 of the window.
 	DeferTools int     `json:"deferTools"`
 	DeferShare float64 `json:"deferShare"`
+	// Strategy says who keeps a long conversation within the window:
+	// "agent" (the default: the agent's compaction), "clear_tool_uses"
+	// (the API clears old tool results) or "server_compaction" (the API
+	// compacts), the agent's compaction as the backstop of both. A model
+	// whose API offers neither (OpenAI-compatible) falls back to "agent",
+	// with a warning in the log.
+	Strategy string `json:"strategy"`
 }
 
 // runnerOptions are the options of the agent loop from the config: models,
@@ -102,7 +109,7 @@ func (c *Config) runnerOptions(models []gateway.Model, history gateway.History, 
 		Models: models, Permissions: c.Permissions.gateway(), History: history, Logger: log,
 		ResultBudget: c.Context.ResultTokens, CompactAt: c.Context.CompactAt, KeepRecent: c.Context.KeepRecent,
 		ToolSearch: runner.ToolSearch(c.Context.ToolSearch), DeferTools: c.Context.DeferTools, DeferShare: c.Context.DeferShare,
-		Audit: c.auditor,
+		Context: gateway.ContextStrategy(c.Context.Strategy), Audit: c.auditor,
 	}
 }
 
@@ -134,6 +141,9 @@ func (c *configChecker) checkContextConfig(cfg *Config) error {
 		return c.errAt("context.deferTools", "%d must be a number of tools, more than 0, such as 50", x.DeferTools)
 	case x.DeferShare < 0 || x.DeferShare >= 1:
 		return c.errAt("context.deferShare", "%g must be a share of the context window, more than 0 and less than 1, such as 0.1", x.DeferShare)
+	}
+	if s := gateway.ContextStrategy(x.Strategy); s != "" && !s.Valid() {
+		return c.errAt("context.strategy", "%q must be \"agent\", \"clear_tool_uses\" or \"server_compaction\"", x.Strategy)
 	}
 	switch runner.ToolSearch(x.ToolSearch) {
 	case "", runner.ToolSearchAuto, runner.ToolSearchOn, runner.ToolSearchOff:

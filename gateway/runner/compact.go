@@ -154,6 +154,32 @@ func (r *Runner) summarize(ctx context.Context, model gateway.Model, req *gatewa
 	return summary, usage, nil
 }
 
+// serverCompacted takes note of sc, the provider's compaction of preq's
+// conversation (gateway.ContextServerCompaction): the context now holds
+// the summary and what follows it, and an EventCompaction (reason
+// "server") tells the user. The request's prompt was the uncompacted one,
+// so it does not calibrate the estimates.
+func (r *Runner) serverCompacted(t *turnState, preq *gateway.Request, sc *gateway.ServerCompaction) {
+	key := t.req.SessionKey
+	before := r.calib.scale(key, requestTokens(preq))
+	t.last = gateway.Usage{}
+	t.estimate = r.calib.scale(key, textTokens(preq.System)+toolsTokens(preq.Tools)+textTokens(sc.Summary))
+	r.opts.Logger.Info("history compacted by the provider", "session", key, "before", before, "after", t.estimate)
+	// Reported as any compaction is, its steps at once: it started, its
+	// summary in one piece, completed.
+	id := newCompactionID()
+	for _, rep := range []*gateway.CompactionReport{
+		{ID: id, Status: gateway.CompactionInProgress, Reason: "server", Before: before},
+		{ID: id, Status: gateway.CompactionInProgress, Reason: "server", Delta: sc.Summary},
+		{ID: id, Status: gateway.CompactionCompleted, Reason: "server", Summary: sc.Summary, Before: before, After: t.estimate},
+	} {
+		if rep.Status == gateway.CompactionInProgress && rep.Delta == "" && rep.Before == 0 {
+			continue
+		}
+		t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: rep})
+	}
+}
+
 // errorText is the text a user is shown for err, a failed compaction (the
 // CompactionReport's Err, /compact's answer): err's text, followed by a
 // *provider.Error's Hint in parentheses.

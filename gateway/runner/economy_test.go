@@ -328,19 +328,27 @@ func TestReportedWindow_OpenAICompatible(t *testing.T) {
 // longSession is what a long session of big tool results did.
 type longSession struct {
 	turns, failed int
-	compactions   int // summarization requests
-	maxPrompt     int // the largest prompt sent, in tokens
+	compactions   int // the agent's summarization requests
+	server        int // the provider's compactions (EventCompaction "server")
+	answered      int // turns that ended with the model's answer after the tool ran
+	maxPrompt     int // the largest prompt sent, in tokens (a compacting request's iterations summed)
 	lostNewest    int // requests (not summaries) whose last user text was not the turn's message
 	usage         fakemodel.Usage
 }
 
 // runLongSession runs turns turns on api, each calling a tool that returns
-// size bytes of text, in a window of 200,000 tokens.
+// size bytes of text, in a window of 200,000 tokens, with the agent's
+// compaction alone.
 func runLongSession(tb testing.TB, api string, turns, size int) longSession {
+	return runLongSessionWith(tb, api, gateway.ContextAgent, 200_000, turns, size)
+}
+
+// runLongSessionWith is runLongSession under a context strategy, in a
+// window of window tokens.
+func runLongSessionWith(tb testing.TB, api string, strategy gateway.ContextStrategy, window, turns, size int) longSession {
 	var calls atomic.Int32
 	var srv *fakemodel.Server
 	var prov gateway.Provider
-	const window = 200_000
 	switch api {
 	case "anthropic":
 		srv = fakemodel.NewAnthropicWith(tb, &fakemodel.Options{ContextWindow: window, Respond: scriptedModel})
@@ -356,19 +364,30 @@ func runLongSession(tb testing.TB, api string, turns, size int) longSession {
 			line := "2026-11-26T08:00:00Z build step " + id + " ok: compiled package and ran its tests\n"
 			return gateway.Result{Content: []gateway.Content{gateway.TextContent(strings.Repeat(line, size/len(line)+1)[:size])}}, nil
 		}}
-	model := gateway.Model{ID: api, Provider: prov, ContextWindow: window}
-	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{model}, Permissions: runner.Permissions{Mode: runner.PermissionAllow}})
+	model := gateway.Model{ID: api, Provider: prov, ContextWindow: int64(window)}
+	gw := runner.NewLocal(&runner.Options{Models: []gateway.Model{model}, Permissions: runner.Permissions{Mode: runner.PermissionAllow}, Context: strategy})
 	_ = gw.SetExtraTools(context.Background(), "long", []*gateway.Tool{tool})
 	var s longSession
 	for i := range turns {
 		msg := fmt.Sprintf("Turn %d: use %s: %s", i+1, tool.Name, tool.Description)
 		seen := len(srv.Requests())
+		var text strings.Builder
 		stop, err := gw.Send(context.Background(), gateway.SendRequest{SessionKey: "long", System: economySystem,
-			Message: []gateway.Content{gateway.TextContent(msg)}}, func(gateway.Event) {})
+			Message: []gateway.Content{gateway.TextContent(msg)}}, func(e gateway.Event) {
+			switch {
+			case e.Kind == gateway.EventTextDelta:
+				text.WriteString(e.Text)
+			case e.Kind == gateway.EventCompaction && e.Compaction.Reason == "server":
+				s.server++
+			}
+		})
 		s.turns++
 		if err != nil || stop != gateway.StopEndTurn {
 			s.failed++
 			tb.Logf("turn %d: %s %v", i+1, stop, err)
+		}
+		if strings.HasPrefix(text.String(), "Done: "+tool.Name) {
+			s.answered++
 		}
 		for _, r := range srv.Requests()[seen:] {
 			_, msgs := parseRequest(r.JSON)
@@ -419,6 +438,42 @@ func TestEconomy_LongSessionNeverFails(t *testing.T) {
 	}
 }
 
+// Under each context strategy, a long session on Anthropic (30 turns of
+// 20 KB results in an 80,000-token window: about twice what it holds)
+// stays within the window and the model answers every turn: with
+// clear_tool_uses the API clears old results and with server_compaction it
+// compacts, so the agent's own compaction, the backstop, is never needed;
+// with the agent's strategy it compacts itself.
+func TestEconomy_ContextStrategies(t *testing.T) {
+	t.Parallel()
+	const window = 80_000
+	for _, strategy := range []gateway.ContextStrategy{gateway.ContextAgent, gateway.ContextClearToolUses, gateway.ContextServerCompaction} {
+		t.Run(string(strategy), func(t *testing.T) {
+			t.Parallel()
+			s := runLongSessionWith(t, "anthropic", strategy, window, 30, 20_000)
+			t.Logf("%s: %d turns answered of %d, %d failed, agent compactions %d, server compactions %d, largest prompt %d; uncached %d, cache read %d, cache write %d, output %d",
+				strategy, s.answered, s.turns, s.failed, s.compactions, s.server, s.maxPrompt, s.usage.InputTokens, s.usage.CacheReadTokens, s.usage.CacheWriteTokens, s.usage.OutputTokens)
+			if s.failed != 0 || s.answered != s.turns || s.lostNewest != 0 {
+				t.Errorf("failed %d, answered %d of %d, requests without the newest message %d", s.failed, s.answered, s.turns, s.lostNewest)
+			}
+			switch strategy {
+			case gateway.ContextAgent:
+				if s.compactions == 0 || s.server != 0 {
+					t.Errorf("agent: %d compactions by the agent, %d by the server", s.compactions, s.server)
+				}
+			case gateway.ContextClearToolUses:
+				if s.compactions != 0 || s.server != 0 || s.maxPrompt > window/2 {
+					t.Errorf("clear_tool_uses: %d compactions by the agent, %d by the server, largest prompt %d (want the cleared prompts, near the trigger at half the window)", s.compactions, s.server, s.maxPrompt)
+				}
+			case gateway.ContextServerCompaction:
+				if s.compactions != 0 || s.server == 0 {
+					t.Errorf("server_compaction: %d compactions by the agent, %d by the server", s.compactions, s.server)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEconomy200Turns reports the 200-turn session of 20 KB results:
 // failed turns, compactions, the largest prompt against the window, and
 // the billed-equivalent input per turn.
@@ -435,6 +490,37 @@ func BenchmarkEconomy200Turns(b *testing.B) {
 			b.ReportMetric(200_000, "window")
 			b.ReportMetric(s.usage.Billed()/float64(s.turns), "billed-input/turn")
 			b.ReportMetric(float64(s.lostNewest), "newest-missing")
+		})
+	}
+}
+
+// BenchmarkEconomyContext compares the context strategies on the same
+// 200-turn Anthropic session of 20 KB results (claude-sonnet-4-5, a
+// 200,000-token window): uncached, cache-read and cache-write input
+// tokens, output tokens, and the cost in USD at the model's list price
+// (provider.KnownModel), with the compactions by the agent and by the
+// API, the largest prompt, and the turns answered.
+func BenchmarkEconomyContext(b *testing.B) {
+	spec, _ := provider.KnownModel("claude-sonnet-4-5")
+	for _, strategy := range []gateway.ContextStrategy{gateway.ContextAgent, gateway.ContextClearToolUses, gateway.ContextServerCompaction} {
+		b.Run(string(strategy), func(b *testing.B) {
+			var s longSession
+			for b.Loop() {
+				s = runLongSessionWith(b, "anthropic", strategy, 200_000, 200, 20_000)
+			}
+			u := s.usage
+			cost := spec.Pricing.Cost(gateway.Usage{InputTokens: int64(u.InputTokens), CacheReadTokens: int64(u.CacheReadTokens),
+				CacheWriteTokens: int64(u.CacheWriteTokens), OutputTokens: int64(u.OutputTokens)})
+			b.ReportMetric(float64(u.InputTokens), "uncached")
+			b.ReportMetric(float64(u.CacheReadTokens), "cache-read")
+			b.ReportMetric(float64(u.CacheWriteTokens), "cache-write")
+			b.ReportMetric(float64(u.OutputTokens), "output")
+			b.ReportMetric(cost, "USD")
+			b.ReportMetric(float64(s.compactions), "agent-compactions")
+			b.ReportMetric(float64(s.server), "server-compactions")
+			b.ReportMetric(float64(s.maxPrompt), "max-prompt")
+			b.ReportMetric(float64(s.answered), "answered")
+			b.ReportMetric(float64(s.failed), "failed-turns")
 		})
 	}
 }

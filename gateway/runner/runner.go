@@ -61,6 +61,10 @@ type Options struct {
 	// DefaultCompactAt. KeepRecent is the share kept verbatim (the newest
 	// messages); zero or out of [0, CompactAt) means DefaultKeepRecent.
 	CompactAt, KeepRecent float64
+	// Context says who keeps a long conversation within the window (see
+	// context.go): "" means gateway.ContextAgent. A model whose provider
+	// does not manage the strategy falls back to gateway.ContextAgent.
+	Context gateway.ContextStrategy
 	// ToolSearch says when tools are deferred behind search_tools; ""
 	// means ToolSearchAuto. DeferTools and DeferShare are its thresholds
 	// (more tools than DeferTools, or definitions over DeferShare of the
@@ -122,6 +126,10 @@ func New(registry *gateway.Registry, opts *Options) *Runner {
 	if r.opts.KeepRecent <= 0 || r.opts.KeepRecent >= r.opts.CompactAt {
 		r.opts.KeepRecent = min(DefaultKeepRecent, r.opts.CompactAt/2)
 	}
+	if !r.opts.Context.Valid() {
+		r.opts.Context = gateway.ContextAgent
+	}
+	r.logContextFallbacks()
 	if r.opts.ToolSearch == "" {
 		r.opts.ToolSearch = ToolSearchAuto
 	}
@@ -350,8 +358,16 @@ func (r *Runner) complete(ctx context.Context, t *turnState, preq *gateway.Reque
 	if resp != nil && resp.Usage.Requests > 0 {
 		u = r.priced(t.model, resp.Usage)
 		t.usage = t.usage.Add(u)
-		t.last = u
-		r.calib.observe(t.req.SessionKey, requestTokens(preq), u.PromptTokens())
+		if sc := resp.Message.ServerCompaction; sc != nil {
+			r.serverCompacted(t, preq, sc)
+		} else {
+			t.last = u
+			floor := minRatio
+			if preq.Context != nil && preq.Context.Strategy == gateway.ContextClearToolUses {
+				floor = minClearedRatio // the provider cleared part of the estimate
+			}
+			r.calib.observe(t.req.SessionKey, requestTokens(preq), u.PromptTokens(), floor)
+		}
 	}
 	if r.opts.Observer != nil {
 		r.opts.Observer.ModelRequest(t.model.ID, u, time.Since(start), err)
@@ -420,6 +436,7 @@ func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gate
 		tools = append(tools, read)
 	}
 	preq.Tools = offered
+	preq.Context = r.contextManagement(t.model, preq.Messages)
 	return preq, tools
 }
 

@@ -74,6 +74,9 @@ func messageTokens(m gateway.Message) int64 {
 	if m.Result != nil {
 		n += contentTokens(m.Result.Content) + textTokens(m.ToolCallID)
 	}
+	if m.ServerCompaction != nil {
+		n += textTokens(m.ServerCompaction.Summary) + messageOverhead
+	}
 	return n
 }
 
@@ -100,9 +103,10 @@ func toolsTokens(tools []*gateway.Tool) int64 {
 	return n
 }
 
-// requestTokens estimates the prompt tokens of req.
+// requestTokens estimates the prompt tokens of req: the messages from the
+// provider's last compaction on, since the provider drops those before it.
 func requestTokens(req *gateway.Request) int64 {
-	return textTokens(req.System) + toolsTokens(req.Tools) + messagesTokens(req.Messages)
+	return textTokens(req.System) + toolsTokens(req.Tools) + messagesTokens(gateway.FromServerCompaction(req.Messages))
 }
 
 // calibration keeps, per session, the ratio of the prompt tokens a
@@ -116,6 +120,11 @@ type calibration struct {
 
 const minRatio, maxRatio = 0.5, 4.0
 
+// minClearedRatio is the least ratio of a request whose provider cleared
+// tool results (gateway.ContextClearToolUses): the prompt it counted may
+// be a small part of the history the runner estimated.
+const minClearedRatio = 0.02
+
 // scale returns est scaled by the session's ratio (1 before any report).
 func (c *calibration) scale(key string, est int64) int64 {
 	c.mu.Lock()
@@ -128,12 +137,13 @@ func (c *calibration) scale(key string, est int64) int64 {
 }
 
 // observe records that a request estimated at est had reported prompt
-// tokens.
-func (c *calibration) observe(key string, est, reported int64) {
+// tokens; the ratio kept is at least floor (minRatio, unless the provider
+// edited the prompt).
+func (c *calibration) observe(key string, est, reported int64, floor float64) {
 	if est <= 0 || reported <= 0 {
 		return
 	}
-	r := min(max(float64(reported)/float64(est), minRatio), maxRatio)
+	r := min(max(float64(reported)/float64(est), floor), maxRatio)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ratio == nil {

@@ -61,6 +61,16 @@ type anthropicPrompt struct {
 	model  string
 	blocks []block
 	total  int // input tokens: the blocks', or the body's if it is not JSON
+
+	// managed is whether the request asked for context management.
+	managed bool
+	// edits are the context edits applied (context_management.applied_edits).
+	edits []map[string]any
+	// compaction, if set, is the compaction this request makes.
+	compaction *compaction
+	// iterations are the compaction's and the message's usage, input side,
+	// when the request compacts; set by account.
+	iterations []Usage
 }
 
 func (p *anthropicPrompt) tokens() int { return p.total }
@@ -73,7 +83,16 @@ type block struct {
 	ttl        time.Duration // the cache_control's "ttl"; 0 if none
 }
 
-func (*anthropicAPI) parse(model string, body []byte) (prompt, *apiError) {
+// piece is one block of a request before it is counted: its tag (what it
+// is and where: "tool", "system", "message user", or "+" for a block after
+// the first of its message) and its compact JSON.
+type piece struct {
+	tag  string
+	raw  []byte
+	role string // the message's role; "" for a tool or system block
+}
+
+func (*anthropicAPI) parse(model string, body []byte, header http.Header) (prompt, *apiError) {
 	var req struct {
 		Tools    []json.RawMessage `json:"tools"`
 		System   json.RawMessage   `json:"system"`
@@ -81,40 +100,26 @@ func (*anthropicAPI) parse(model string, body []byte) (prompt, *apiError) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		ContextManagement *struct {
+			Edits []json.RawMessage `json:"edits"`
+		} `json:"context_management"`
 	}
-	p := &anthropicPrompt{model: model}
 	if err := json.Unmarshal(body, &req); err != nil {
-		p.total = tokens(string(body))
-		return p, nil
+		return &anthropicPrompt{model: model, total: tokens(string(body))}, nil
 	}
-	h := sha256.New()
-	add := func(tag string, raw json.RawMessage) {
+	var head, msgs []piece // tools and system; messages
+	compactOf := func(raw json.RawMessage) []byte {
 		var c bytes.Buffer
 		if json.Compact(&c, raw) != nil {
-			return
+			return nil
 		}
-		p.total += tokens(c.String())
-		rest, cc := stripMember(c.Bytes(), "cache_control")
-		b := block{cum: p.total, breakpoint: cc != nil && string(cc) != "null"}
-		if b.breakpoint {
-			var ctl struct {
-				TTL string `json:"ttl"`
-			}
-			_ = json.Unmarshal(cc, &ctl)
-			b.ttl, _ = time.ParseDuration(ctl.TTL)
-		}
-		for _, part := range [][]byte{[]byte(tag), rest} {
-			_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
-			h.Write(part)
-		}
-		h.Sum(b.prefix[:0])
-		p.blocks = append(p.blocks, b)
+		return c.Bytes()
 	}
 	for _, t := range req.Tools {
-		add("tool", t)
+		head = append(head, piece{tag: "tool", raw: compactOf(t)})
 	}
 	for _, b := range splitBlocks(req.System) {
-		add("system", b)
+		head = append(head, piece{tag: "system", raw: compactOf(b)})
 	}
 	for _, m := range req.Messages {
 		for i, b := range splitBlocks(m.Content) {
@@ -122,7 +127,40 @@ func (*anthropicAPI) parse(model string, body []byte) (prompt, *apiError) {
 			if i == 0 {
 				tag = "message " + m.Role
 			}
-			add(tag, b)
+			msgs = append(msgs, piece{tag: tag, raw: compactOf(b), role: m.Role})
+		}
+	}
+	msgs = fromCompaction(msgs)
+	p := buildPrompt(model, slices.Concat(head, msgs))
+	if cm := req.ContextManagement; cm != nil {
+		p.managed = true
+		for _, raw := range cm.Edits {
+			var e contextEdit
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return nil, &apiError{status: http.StatusBadRequest, message: "context_management.edits: " + err.Error()}
+			}
+			if beta := e.beta(); beta == "" {
+				return nil, &apiError{status: http.StatusBadRequest, message: fmt.Sprintf("context_management.edits: unknown type %q", e.Type)}
+			} else if !hasBeta(header, beta) {
+				return nil, &apiError{status: http.StatusBadRequest, message: fmt.Sprintf("context_management.edits: %s requires the anthropic-beta header %s", e.Type, beta)}
+			}
+			switch e.Type {
+			case "clear_tool_uses_20250919":
+				var applied map[string]any
+				if msgs, applied = clearToolUses(e, p.total, msgs); applied != nil {
+					p.edits = append(p.edits, applied)
+					p = withEdits(buildPrompt(model, slices.Concat(head, msgs)), p)
+				}
+			case "compact_20260112":
+				trigger := e.triggerOr(defaultCompactTrigger)
+				if trigger < minCompactTrigger {
+					return nil, &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(
+						"context_management.edits: compact_20260112 trigger must be at least %d input tokens, got %d", minCompactTrigger, trigger)}
+				}
+				if p.total > trigger {
+					p.compaction = compact(model, head, msgs, p.total)
+				}
+			}
 		}
 	}
 	n := 0
@@ -136,6 +174,40 @@ func (*anthropicAPI) parse(model string, body []byte) (prompt, *apiError) {
 			"A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, n)}
 	}
 	return p, nil
+}
+
+// withEdits returns p with the context management state of old.
+func withEdits(p, old *anthropicPrompt) *anthropicPrompt {
+	p.managed, p.edits, p.compaction = old.managed, old.edits, old.compaction
+	return p
+}
+
+// buildPrompt counts and hashes pieces, in order, into a prompt.
+func buildPrompt(model string, pieces []piece) *anthropicPrompt {
+	p := &anthropicPrompt{model: model}
+	h := sha256.New()
+	for _, pc := range pieces {
+		if pc.raw == nil {
+			continue
+		}
+		p.total += tokens(string(pc.raw))
+		rest, cc := stripMember(pc.raw, "cache_control")
+		b := block{cum: p.total, breakpoint: cc != nil && string(cc) != "null"}
+		if b.breakpoint {
+			var ctl struct {
+				TTL string `json:"ttl"`
+			}
+			_ = json.Unmarshal(cc, &ctl)
+			b.ttl, _ = time.ParseDuration(ctl.TTL)
+		}
+		for _, part := range [][]byte{[]byte(pc.tag), rest} {
+			_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+			h.Write(part)
+		}
+		h.Sum(b.prefix[:0])
+		p.blocks = append(p.blocks, b)
+	}
+	return p
 }
 
 // splitBlocks returns the blocks of a system prompt or a message content: the
@@ -185,8 +257,20 @@ func (*anthropicAPI) tooLong(n, limit int) *apiError {
 	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf("prompt is too long: %d tokens > %d maximum", n, limit)}
 }
 
+// account accounts p's input; a request that compacts is two iterations,
+// the compaction (the whole prompt in, the summary out) and the message
+// (the compacted prompt in), and its usage is their sum, the summary's
+// tokens as output.
 func (a *anthropicAPI) account(p prompt, now time.Time) Usage {
-	return a.cache.account(p.(*anthropicPrompt), now)
+	ap := p.(*anthropicPrompt)
+	u := a.cache.account(ap, now)
+	if c := ap.compaction; c != nil {
+		u.OutputTokens = tokens(c.summary)
+		after := a.cache.account(c.after, now)
+		ap.iterations = []Usage{u, after}
+		u = u.add(after)
+	}
+	return u
 }
 
 // signature is the opaque signature sent for the thinking block of turn n.
@@ -196,6 +280,11 @@ func signature(n int) string {
 
 func (*anthropicAPI) stream(turn Turn, req *request) []event {
 	turn = resolve(turn, req.n, "toolu_fake_")
+	p, _ := req.prompt.(*anthropicPrompt)
+	start := req.usage
+	if p != nil && len(p.iterations) == 2 {
+		start = p.iterations[1] // the top-level counts are the message's
+	}
 	evs := []event{
 		{"message_start", map[string]any{
 			"type": "message_start",
@@ -207,7 +296,7 @@ func (*anthropicAPI) stream(turn Turn, req *request) []event {
 				"content":       []any{},
 				"stop_reason":   nil,
 				"stop_sequence": nil,
-				"usage":         anthropicUsage(req.usage, 1),
+				"usage":         anthropicUsage(start, 1),
 			},
 		}},
 		{"ping", map[string]any{"type": "ping"}},
@@ -226,6 +315,15 @@ func (*anthropicAPI) stream(turn Turn, req *request) []event {
 			"type": "content_block_stop", "index": index,
 		}})
 		index++
+	}
+	if p != nil && p.compaction != nil {
+		delta := map[string]any{"type": "compaction_delta"}
+		for k, v := range p.compaction.block {
+			if k != "type" {
+				delta[k] = v
+			}
+		}
+		block(map[string]any{"type": "compaction", "content": "", "encrypted_content": ""}, []map[string]any{delta})
 	}
 	if turn.Thinking != "" {
 		var deltas []map[string]any
@@ -249,19 +347,27 @@ func (*anthropicAPI) stream(turn Turn, req *request) []event {
 		}
 		block(map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}, deltas)
 	}
+	delta := map[string]any{
+		"type":  "message_delta",
+		"delta": map[string]any{"stop_reason": turn.StopReason, "stop_sequence": nil},
+		"usage": p.usage(req.usage),
+	}
+	if cm := p.contextManagement(); cm != nil {
+		delta["context_management"] = cm
+	}
 	return append(evs,
-		event{"message_delta", map[string]any{
-			"type":  "message_delta",
-			"delta": map[string]any{"stop_reason": turn.StopReason, "stop_sequence": nil},
-			"usage": anthropicUsage(req.usage, req.usage.OutputTokens),
-		}},
+		event{"message_delta", delta},
 		event{"message_stop", map[string]any{"type": "message_stop"}},
 	)
 }
 
 func (*anthropicAPI) message(turn Turn, req *request) any {
 	turn = resolve(turn, req.n, "toolu_fake_")
+	p, _ := req.prompt.(*anthropicPrompt)
 	content := []any{}
+	if p != nil && p.compaction != nil {
+		content = append(content, p.compaction.block)
+	}
 	if turn.Thinking != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": turn.Thinking, "signature": signature(req.n)})
 	}
@@ -275,7 +381,7 @@ func (*anthropicAPI) message(turn Turn, req *request) any {
 		}
 		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
 	}
-	return map[string]any{
+	msg := map[string]any{
 		"id":            fmt.Sprintf("msg_fake_%d", req.n),
 		"type":          "message",
 		"role":          "assistant",
@@ -283,8 +389,12 @@ func (*anthropicAPI) message(turn Turn, req *request) any {
 		"content":       content,
 		"stop_reason":   turn.StopReason,
 		"stop_sequence": nil,
-		"usage":         anthropicUsage(req.usage, req.usage.OutputTokens),
+		"usage":         p.usage(req.usage),
 	}
+	if cm := p.contextManagement(); cm != nil {
+		msg["context_management"] = cm
+	}
+	return msg
 }
 
 // anthropicUsage is the usage object of a message, with output tokens.

@@ -86,6 +86,34 @@
 // counts by the bytes of its base64 data, not by OpenAI's or Anthropic's
 // per-tile or per-pixel rules.
 //
+// # Context management (Anthropic)
+//
+// A request's context_management.edits are applied as documented, each
+// only with its anthropic-beta header (else HTTP 400):
+//
+//   - clear_tool_uses_20250919 (context-management-2025-06-27,
+//     https://docs.anthropic.com/en/docs/build-with-claude/context-editing):
+//     when the prompt passes the trigger (input_tokens, default 100,000; or
+//     tool_uses), the result of every tool use but the newest keep (default
+//     3) and those of exclude_tools is replaced by [ClearedPlaceholder] (the
+//     tool_use's input by {} under clear_tool_inputs), unless that frees
+//     fewer than clear_at_least tokens. The history is cleared anew at each
+//     request, as the API is stateless; the prompt counted and cached is the
+//     cleared one, and the response's context_management.applied_edits says
+//     what was cleared (cleared_tool_uses, cleared_input_tokens).
+//     clear_thinking_20251015 is accepted and does nothing.
+//   - compact_20260112 (compact-2026-01-12,
+//     https://docs.anthropic.com/en/docs/build-with-claude/compaction): every
+//     message block before the last compaction block with a summary is
+//     dropped. A prompt still over the trigger (default 150,000; under 50,000
+//     is an HTTP 400) is compacted: the answer begins with a compaction block
+//     (content: the fake's summary, which quotes the newest user text;
+//     encrypted_content: opaque; streamed as one compaction_delta), and the
+//     turn is written from the tools, the system prompt and that block. Usage
+//     has "iterations", the compaction's (the whole prompt in, the summary
+//     out) and the message's, and its top-level counts are the message's;
+//     [Recorded.Usage] is their sum, as billed.
+//
 // Wire references:
 // https://docs.anthropic.com/en/api/messages-streaming,
 // https://platform.openai.com/docs/api-reference/chat-streaming.
@@ -263,7 +291,7 @@ type api interface {
 	path() string
 	// parse reads the prompt of a request body. A non-nil error is a request
 	// the API refuses as invalid, before the context window is checked.
-	parse(model string, body []byte) (prompt, *apiError)
+	parse(model string, body []byte, header http.Header) (prompt, *apiError)
 	// tooLong is the error for a prompt of n tokens over a window of limit.
 	tooLong(n, limit int) *apiError
 	// account looks p up in the API's prompt cache at now, updates the cache
@@ -301,6 +329,7 @@ type request struct {
 	model        string // the request's "model", or "fake-model"
 	usage        Usage  // the request's accounting, output included
 	includeUsage bool   // OpenAI stream_options.include_usage
+	prompt       prompt // the parsed prompt, after account
 }
 
 func newServer(t testing.TB, a api, opts Options, turns []Turn) *Server {
@@ -455,7 +484,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if onPath && refusal == nil {
-		p, refusal = s.api.parse(model, body)
+		p, refusal = s.api.parse(model, body, r.Header)
 		if window := s.opts.ContextWindow; refusal == nil && window > 0 && p.tokens() > window {
 			refusal = s.api.tooLong(p.tokens(), window)
 		}
@@ -495,12 +524,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		turn = respond(rec)
 	}
 
-	req := &request{n: n, model: model, includeUsage: fields.StreamOptions.IncludeUsage}
+	req := &request{n: n, model: model, includeUsage: fields.StreamOptions.IncludeUsage, prompt: p}
 	if turn.Status != 0 {
 		s.settle(seq, turn.Status, Usage{})
 	} else {
 		req.usage = s.api.account(p, s.opts.Now())
-		req.usage.OutputTokens = outputTokens(resolve(turn, n, ""))
+		req.usage.OutputTokens += outputTokens(resolve(turn, n, ""))
 		s.settle(seq, http.StatusOK, req.usage)
 	}
 

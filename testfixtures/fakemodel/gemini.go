@@ -105,7 +105,7 @@ func (*geminiAPI) routeError(r *http.Request, stream bool) *apiError {
 	return nil
 }
 
-func (*geminiAPI) parse(model string, body []byte) (prompt, *apiError) {
+func (*geminiAPI) parse(model string, body []byte, _ http.Header) (prompt, *apiError) {
 	var req struct {
 		SystemInstruction json.RawMessage   `json:"systemInstruction"`
 		Tools             json.RawMessage   `json:"tools"`

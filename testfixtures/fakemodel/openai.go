@@ -63,7 +63,7 @@ type openaiPrompt struct {
 
 func (p *openaiPrompt) tokens() int { return p.total }
 
-func (*openaiAPI) parse(model string, body []byte) (prompt, *apiError) {
+func (*openaiAPI) parse(model string, body []byte, _ http.Header) (prompt, *apiError) {
 	var req struct {
 		Tools          json.RawMessage   `json:"tools"`
 		Messages       []json.RawMessage `json:"messages"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -58,7 +59,7 @@ type responsesAPI struct {
 
 func (*responsesAPI) path() string { return "/v1/responses" }
 
-func (*responsesAPI) parse(model string, body []byte) (prompt, *apiError) {
+func (*responsesAPI) parse(model string, body []byte, _ http.Header) (prompt, *apiError) {
 	var req struct {
 		Tools          json.RawMessage `json:"tools"`
 		Instructions   json.RawMessage `json:"instructions"`

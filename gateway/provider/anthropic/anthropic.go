@@ -47,7 +47,10 @@ type Provider struct {
 	opts   provider.Options
 }
 
-var _ gateway.Thinker = (*Provider)(nil)
+var (
+	_ gateway.Thinker        = (*Provider)(nil)
+	_ gateway.ContextManager = (*Provider)(nil)
+)
 
 // New returns an Anthropic provider. o may be nil (every default); it is
 // copied.
@@ -126,14 +129,17 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 	if req.Purpose != "" {
 		opts = append(opts, option.WithHeader(gateway.PurposeHeader, req.Purpose))
 	}
+	opts = append(opts, contextOptions(req.Context)...)
 	stream := a.client.Messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var msg anthropic.Message
+	var extras streamExtras
 	for stream.Next() {
 		ev := stream.Current()
 		if err := msg.Accumulate(ev); err != nil {
 			return nil, err
 		}
+		extras.observe(&ev)
 		if ev.Type == "content_block_delta" {
 			switch ev.Delta.Type {
 			case "text_delta":
@@ -144,12 +150,10 @@ func (a *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		}
 	}
 	resp := a.response(&msg)
-	resp.Usage = gateway.Usage{
-		InputTokens:      msg.Usage.InputTokens,
-		CacheReadTokens:  msg.Usage.CacheReadInputTokens,
-		CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
-		OutputTokens:     msg.Usage.OutputTokens,
-		Requests:         1,
+	resp.Usage = extras.usage(msg.Usage)
+	resp.Message.ServerCompaction = extras.serverCompaction()
+	if len(extras.edits) > 0 || resp.Message.ServerCompaction != nil {
+		a.opts.Logger.Debug("context managed by the API", "applied_edits", len(extras.edits), "compacted", resp.Message.ServerCompaction != nil)
 	}
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
@@ -214,6 +218,9 @@ func (a *Provider) messages(history []gateway.Message) []anthropic.MessageParam 
 			out = append(out, anthropic.NewUserMessage(blocks...))
 		case gateway.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
+			if m.ServerCompaction != nil {
+				blocks = append(blocks, compactionParam(m.ServerCompaction))
+			}
 			// Only Claude's own thinking goes back: another provider's
 			// signature (Gemini's is "gemini:…") would be refused.
 			if m.Thinking != "" && m.ThinkingSignature != "" && !strings.Contains(m.ThinkingSignature, ":") {
