@@ -34,6 +34,10 @@ const (
 	// EventCompaction reports a compaction of the session's history for
 	// the model: Event.Compaction.
 	EventCompaction
+	// EventSubagent reports a step of a subagent that a task call of the
+	// turn runs (Event.Subagent), between the call's ToolStart and its
+	// ToolEnd.
+	EventSubagent
 )
 
 // String returns the name of k.
@@ -53,6 +57,8 @@ func (k EventKind) String() string {
 		return "usage"
 	case EventCompaction:
 		return "compaction"
+	case EventSubagent:
+		return "subagent"
 	}
 	return "event(" + strconv.Itoa(int(k)) + ")"
 }
@@ -107,6 +113,8 @@ type Event struct {
 	// Usage is set for EventUsage, Compaction for EventCompaction.
 	Usage      *UsageReport
 	Compaction *CompactionReport
+	// Subagent is set for EventSubagent.
+	Subagent *SubagentEvent
 }
 
 // ToolCallEvent describes a tool call at one step.
