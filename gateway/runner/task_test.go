@@ -202,6 +202,12 @@ func TestTask_ToolsSubsetAndAgents(t *testing.T) {
 	if !strings.Contains(tool.Description, "reader: Reads files.") || !strings.Contains(string(tool.InputSchema), `"enum":["reader"]`) {
 		t.Errorf("task tool = %s\n%s", tool.Description, tool.InputSchema)
 	}
+	// It is in every request: keep it small (about 160 tokens without
+	// agents, by the runner's estimate of 4 bytes a token).
+	bare := New(&gateway.Registry{}, &Options{Subagents: &Subagents{}}).taskTool(&turnState{})
+	if n := toolsTokens([]*gateway.Tool{bare}); n > 200 {
+		t.Errorf("the task tool costs %d tokens a request, want at most 200", n)
+	}
 }
 
 func TestTask_ChildrenRunInParallelAndCancelWithTheParent(t *testing.T) {
