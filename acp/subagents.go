@@ -11,7 +11,8 @@ import (
 // parent's sessionId, "/" and its name (childID). To a client that
 // advertised clientCapabilities.subagents, a subagent_update on the parent
 // announces it (title, description, state running) before any of its own
-// updates, which follow under the child's sessionId, and a last
+// updates, which follow under the child's sessionId (its task first, as a
+// user message), and a last
 // subagent_update says it is idle (stop reason, usage). To other clients
 // the child's progress is folded into the parent's task call: a
 // tool_call_update whose content is the running summary, at the child's
@@ -45,8 +46,14 @@ func subagentUpdates(parent string, e *gateway.SubagentEvent, shown bool) []upda
 		}
 		return us
 	case e.State == gateway.SubagentRunning:
-		return []update{{Subagent: &subagentUpdate{SessionID: acpsdk.SessionId(child), Title: e.Title, Description: e.Description,
+		out := []update{{Subagent: &subagentUpdate{SessionID: acpsdk.SessionId(child), Title: e.Title, Description: e.Description,
 			State: &subagentState{State: "running"}}}}
+		if e.Prompt != "" { // the child's task, as its replay shows it
+			task := sdkUpdate(acpsdk.UpdateUserMessageText(e.Prompt))
+			task.Session = child
+			out = append(out, task)
+		}
+		return out
 	}
 	return []update{idleUpdate(child, e.Stop, e.Usage)}
 }

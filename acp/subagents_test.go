@@ -29,7 +29,7 @@ func marshalUpdates(t *testing.T, us []update) []string {
 func TestSubagentUpdates_ShownOrFolded(t *testing.T) {
 	call := &gateway.ToolCallEvent{ID: "c1", Name: "echo", Title: "srv/echo", Kind: gateway.ToolKindRead, RawInput: map[string]any{}, Status: gateway.ToolInProgress}
 	events := []*gateway.SubagentEvent{
-		{CallID: "t1", Name: "task-t1", Title: "Find it", Description: "look", State: gateway.SubagentRunning, Progress: "working: no tool calls yet"},
+		{CallID: "t1", Name: "task-t1", Title: "Find it", Description: "look", State: gateway.SubagentRunning, Prompt: "find it", Progress: "working: no tool calls yet"},
 		{CallID: "t1", Name: "task-t1", Title: "Find it", State: gateway.SubagentRunning, Event: &gateway.Event{Kind: gateway.EventTextDelta, Text: "hm"}, Progress: "working: no tool calls yet"},
 		{CallID: "t1", Name: "task-t1", Title: "Find it", State: gateway.SubagentRunning, Event: &gateway.Event{Kind: gateway.EventToolStart, Call: call}, Progress: "1 tool call; now: srv/echo"},
 		{CallID: "t1", Name: "task-t1", Title: "Find it", State: gateway.SubagentDone, Stop: gateway.StopEndTurn, Usage: gateway.Usage{InputTokens: 5, OutputTokens: 2, Requests: 1}, Progress: "1 tool call"},
@@ -42,6 +42,7 @@ func TestSubagentUpdates_ShownOrFolded(t *testing.T) {
 	got := strings.Join(marshalUpdates(t, shown), "\n")
 	for _, want := range []string{
 		`{"sessionId":"parent","update":{"sessionUpdate":"subagent_update","sessionId":"parent/task-t1","title":"Find it","description":"look","state":{"state":"running"}}}`,
+		`on parent/task-t1: {"sessionId":"parent","update":{"content":{"text":"find it","type":"text"},"sessionUpdate":"user_message_chunk"}}`,
 		`on parent/task-t1: {"sessionId":"parent","update":{"content":{"text":"hm","type":"text"},"sessionUpdate":"agent_message_chunk"}}`,
 		`"sessionUpdate":"tool_call","status":"in_progress","title":"srv/echo","toolCallId":"c1","name":"echo"}}`,
 		`{"sessionId":"parent","update":{"sessionUpdate":"subagent_update","sessionId":"parent/task-t1","state":{"state":"idle","stopReason":"end_turn","usage":{"inputTokens":5,"outputTokens":2,"totalTokens":7}}}}`,

@@ -77,8 +77,8 @@ func checkSubagentModelRequests(t *testing.T, fake *fakemodel.Server) {
 // TestSubagents_TypeScriptClientShowsTheChildSession: to an editor on the
 // TypeScript SDK 2.4.0 that advertises clientCapabilities.subagents, a
 // turn whose model calls task announces the child on the parent session
-// (subagent_update, running), then the child's own updates (its message
-// chunks, its tool call) and its permission question come under the
+// (subagent_update, running), then the child's own updates (its task as a
+// user message, its message chunks, its tool call) and its permission question come under the
 // child's sessionId, then the child is idle with its usage, and the
 // parent ends with the child's answer; the child's model requests hold its
 // task, not the parent's conversation; session/load replays the child's
@@ -122,7 +122,7 @@ func TestSubagents_TypeScriptClientShowsTheChildSession(t *testing.T) {
 		}
 	}
 	seq = slices.Compact(seq)
-	want := []string{"subagent_update:running", "child:agent_message_chunk", "child:tool_call", "child:tool_call_update", "child:agent_message_chunk", "child:usage_update", "subagent_update:idle"}
+	want := []string{"subagent_update:running", "child:user_message_chunk", "child:agent_message_chunk", "child:tool_call", "child:tool_call_update", "child:agent_message_chunk", "child:usage_update", "subagent_update:idle"}
 	if !slices.Equal(seq, want) {
 		t.Errorf("subagent sequence = %v\nwant %v", seq, want)
 	}

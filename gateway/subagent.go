@@ -51,6 +51,8 @@ type SubagentEvent struct {
 	State                          SubagentState
 	// Event is the child's own event, or nil for its start and end.
 	Event *Event
+	// Prompt is the child's task, at its start.
+	Prompt string
 	// Progress is a running summary of the child's work for a front end
 	// that folds it into the task call ("3 tool calls; now: <title>").
 	Progress string

@@ -204,7 +204,7 @@ func (r *Runner) runTask(ctx context.Context, parent *turnState, callID string, 
 		parent.emit(gateway.Event{Kind: gateway.EventSubagent, Subagent: &e})
 	}
 	start := info
-	start.State = gateway.SubagentRunning
+	start.State, start.Prompt = gateway.SubagentRunning, in.Prompt
 	say(start)
 	hist := &oneTurn{}
 	stop, err := r.run(ctx, req, func(ev gateway.Event) {
