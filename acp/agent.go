@@ -83,6 +83,9 @@ type Agent struct {
 	// session.notices, session.configOptions.boolean and session.compaction
 	// capabilities (notices.go, models.go, compaction.go).
 	notices, booleanOptions, compaction atomic.Bool
+	// subagents: the client advertised clientCapabilities.subagents
+	// (subagents.go).
+	subagents atomic.Bool
 
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
 	// notifications are sent.
@@ -221,6 +224,7 @@ func (a *Agent) initialize(_ context.Context, r initializeRequest) (initializeRe
 	a.notices.Store(r.Notices)
 	a.booleanOptions.Store(r.BooleanOptions)
 	a.compaction.Store(r.Compaction)
+	a.subagents.Store(r.Subagents)
 	a.caps.Store(&editor.Capabilities{
 		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
 		WriteTextFile: p.ClientCapabilities.Fs.WriteTextFile,
@@ -461,6 +465,9 @@ func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUp
 // send is notify of an update that may carry what acp-go-sdk lacks
 // (wire.go).
 func (a *Agent) send(ctx context.Context, sessionID string, u update) {
+	if u.Session != "" { // a child's update (subagents.go)
+		sessionID = u.Session
+	}
 	err := a.connection().SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, sessionNotification{SessionID: acpsdk.SessionId(sessionID), Update: u})
 	if err != nil {
 		a.log.Debug("session/update not sent", "session", sessionID, "err", err)

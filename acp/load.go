@@ -85,7 +85,7 @@ func (a *Agent) reopen(ctx context.Context, method string, id acpsdk.SessionId, 
 // tool_call followed by a tool_call_update with its final status, content
 // and rawOutput. The notifications are paced (see pace.go).
 func (a *Agent) replay(ctx context.Context, sessionID string, turns []store.Turn) {
-	for _, u := range replayUpdates(turns) {
+	for _, u := range replayUpdates(turns, sessionID, a.subagentsOn()) {
 		a.notifyPaced(ctx, sessionID, u)
 	}
 }
@@ -109,52 +109,65 @@ func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u update) {
 	a.send(ctx, sessionID, u)
 }
 
-// replayUpdates maps stored turns to the session/updates that replay them.
-func replayUpdates(turns []store.Turn) []update {
+// replayUpdates maps stored turns of session sid to the session/updates
+// that replay them; subagents, when the client shows child sessions, adds
+// each task call's child run before the call's end (subagents.go).
+func replayUpdates(turns []store.Turn, sid string, subagents bool) []update {
 	var out []update
 	for _, t := range turns {
-		// How each call was shown, from its tool message.
-		shown := map[string]gateway.Message{}
-		for _, m := range t.Messages {
-			if m.Role == gateway.RoleTool {
-				shown[m.ToolCallID] = m
-			}
+		out = append(out, replayTurn(t.Messages, sid, subagents)...)
+	}
+	return out
+}
+
+// replayTurn maps one turn's messages to the session/updates that replay
+// them (see replayUpdates).
+func replayTurn(msgs []gateway.Message, sid string, subagents bool) []update {
+	var out []update
+	// How each call was shown, from its tool message.
+	shown := map[string]gateway.Message{}
+	for _, m := range msgs {
+		if m.Role == gateway.RoleTool {
+			shown[m.ToolCallID] = m
 		}
-		for _, m := range t.Messages {
-			switch m.Role {
-			case gateway.RoleUser:
-				for _, c := range m.Content {
-					out = append(out, sdkUpdate(acpsdk.UpdateUserMessage(toACPContent(c))))
-				}
-			case gateway.RoleAssistant:
-				if m.Thinking != "" {
-					out = append(out, sdkUpdate(acpsdk.UpdateAgentThoughtText(m.Thinking)))
-				}
-				for _, c := range m.Content {
-					out = append(out, sdkUpdate(acpsdk.UpdateAgentMessage(toACPContent(c))))
-				}
-				for _, c := range m.ToolCalls {
-					title, kind := c.Name, gateway.ToolKindOther
-					if tm, ok := shown[c.ID]; ok && tm.ToolTitle != "" {
-						title, kind = tm.ToolTitle, tm.ToolKind
-					}
-					title = textsafe.Line(title, gateway.MaxToolTitle) // a stored title of before titles were made so
-					out = append(out, update{ToolName: c.Name, SessionUpdate: acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
-						acpsdk.WithStartKind(acpsdk.ToolKind(kind)),
-						acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
-						acpsdk.WithStartRawInput(c.Args))})
-				}
-			case gateway.RoleTool:
-				res := m.Result
-				if res == nil {
-					res = &gateway.Result{}
-				}
-				status := gateway.ToolCompleted
-				if res.IsError {
-					status = gateway.ToolFailed
-				}
-				out = append(out, sessionUpdates(gateway.Event{Kind: gateway.EventToolEnd, Call: &gateway.ToolCallEvent{ID: m.ToolCallID, Status: status, Result: res}})...)
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case gateway.RoleUser:
+			for _, c := range m.Content {
+				out = append(out, sdkUpdate(acpsdk.UpdateUserMessage(toACPContent(c))))
 			}
+		case gateway.RoleAssistant:
+			if m.Thinking != "" {
+				out = append(out, sdkUpdate(acpsdk.UpdateAgentThoughtText(m.Thinking)))
+			}
+			for _, c := range m.Content {
+				out = append(out, sdkUpdate(acpsdk.UpdateAgentMessage(toACPContent(c))))
+			}
+			for _, c := range m.ToolCalls {
+				title, kind := c.Name, gateway.ToolKindOther
+				if tm, ok := shown[c.ID]; ok && tm.ToolTitle != "" {
+					title, kind = tm.ToolTitle, tm.ToolKind
+				}
+				title = textsafe.Line(title, gateway.MaxToolTitle) // a stored title of before titles were made so
+				out = append(out, update{ToolName: c.Name, SessionUpdate: acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
+					acpsdk.WithStartKind(acpsdk.ToolKind(kind)),
+					acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
+					acpsdk.WithStartRawInput(c.Args))})
+			}
+		case gateway.RoleTool:
+			res := m.Result
+			if res == nil {
+				res = &gateway.Result{}
+			}
+			if res.Subagent != nil && subagents {
+				out = append(out, replaySubagent(sid, res.Subagent)...)
+			}
+			status := gateway.ToolCompleted
+			if res.IsError {
+				status = gateway.ToolFailed
+			}
+			out = append(out, sessionUpdates(gateway.Event{Kind: gateway.EventToolEnd, Call: &gateway.ToolCallEvent{ID: m.ToolCallID, Status: status, Result: res}})...)
 		}
 	}
 	return out

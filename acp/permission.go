@@ -38,8 +38,12 @@ func (a *Agent) askFunc(sessionID string) gateway.AskFunc {
 		if len(req.Content) > 0 {
 			call.Content = toolContent(req.Content)
 		}
+		sid := sessionID
+		if req.Subagent != "" && a.subagentsOn() { // the child's call, on its session
+			sid = childID(sessionID, req.Subagent)
+		}
 		resp, err := acpsdk.SendRequest[acpsdk.RequestPermissionResponse](a.connection(), ctx, acpsdk.ClientMethodSessionRequestPermission, permissionRequest{
-			SessionID: acpsdk.SessionId(sessionID),
+			SessionID: acpsdk.SessionId(sid),
 			ToolCall:  permissionToolCall{ToolCallUpdate: call, Name: c.Name},
 			Options: []acpsdk.PermissionOption{
 				{OptionId: optAllowOnce, Name: "Allow once", Kind: acpsdk.PermissionOptionKindAllowOnce},

@@ -100,6 +100,12 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 		stop, err = s.Prompt(ctx, session.PromptRequest{
 			Content: content, System: systemPrompt(s.Cwd()), Ask: a.askFunc(s.ID()),
 			Emit: func(ev gateway.Event) {
+				if ev.Kind == gateway.EventSubagent {
+					for _, u := range subagentUpdates(s.ID(), ev.Subagent, a.subagentsOn()) {
+						send(u)
+					}
+					return
+				}
 				if ev.Kind == gateway.EventUsage {
 					usage = ev.Usage
 					held = append(held, sessionUpdates(ev)...)

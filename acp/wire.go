@@ -172,6 +172,13 @@ type update struct {
 	// client that advertised session.compaction (compaction.go).
 	Compaction      *compactionUpdate
 	CompactionChunk *compactionSummaryChunk
+	// Subagent, if set, is a `subagent_update` (the schema's unstable
+	// SubagentUpdate), the whole update: sent only to a client that
+	// advertised clientCapabilities.subagents (subagents.go).
+	Subagent *subagentUpdate
+	// Session, if set, is the session the update is sent on instead of
+	// the one it is sent for: a child's (subagents.go).
+	Session string
 }
 
 // sdkUpdate is u as an update.
@@ -196,6 +203,11 @@ func (u update) MarshalJSON() ([]byte, error) {
 			SessionUpdate string `json:"sessionUpdate"`
 			*compactionSummaryChunk
 		}{"compaction_summary_chunk", u.CompactionChunk})
+	case u.Subagent != nil:
+		return json.Marshal(struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			*subagentUpdate
+		}{"subagent_update", u.Subagent})
 	case u.ToolCall != nil && u.ToolName != "":
 		tc := *u.ToolCall
 		tc.SessionUpdate = "tool_call"
@@ -249,6 +261,24 @@ type compactionSummaryChunk struct {
 	Content      acpsdk.ContentBlock `json:"content"`
 }
 
+// subagentUpdate is the schema's unstable SubagentUpdate: on a parent
+// session, a child session it owns (announced before the child's own
+// updates), with its display title and description and its state.
+type subagentUpdate struct {
+	SessionID   acpsdk.SessionId `json:"sessionId"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	State       *subagentState   `json:"state,omitempty"`
+}
+
+// subagentState is the schema's StateUpdate: "running", or "idle" with
+// the stop reason and usage of the work that ended.
+type subagentState struct {
+	State      string        `json:"state"`
+	StopReason string        `json:"stopReason,omitempty"`
+	Usage      *acpsdk.Usage `json:"usage,omitempty"`
+}
+
 // permissionRequest is the params of session/request_permission, its
 // toolCall with the schema's `name` (ToolCallUpdate.name), which
 // acp-go-sdk's ToolCallUpdate lacks.
@@ -279,6 +309,9 @@ type initializeRequest struct {
 	// Compaction: clientCapabilities.session.compaction is an object (the
 	// client shows compaction_update and compaction_summary_chunk).
 	Compaction bool
+	// Subagents: clientCapabilities.subagents (unstable) is an object (the
+	// client shows child sessions: subagent_update and their own updates).
+	Subagents bool
 }
 
 // UnmarshalJSON decodes acp-go-sdk's request, then the session
@@ -300,6 +333,7 @@ func (r *initializeRequest) UnmarshalJSON(b []byte) error {
 	r.Notices = isObject(member(session, "notices"))
 	r.BooleanOptions = isObject(member(member(session, "configOptions"), "boolean"))
 	r.Compaction = isObject(member(session, "compaction"))
+	r.Subagents = isObject(member(member(b, "clientCapabilities"), "subagents"))
 	return nil
 }
 

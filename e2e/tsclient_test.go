@@ -26,8 +26,15 @@ type tsClientRun struct {
 		SessionID string         `json:"sessionId"`
 		Update    map[string]any `json:"update"`
 	} `json:"updates"`
-	Stops []string       `json:"stops"`
-	List  map[string]any `json:"list"`
+	// LoadUpdates are the updates of session/load's replay (tsClient.Load).
+	LoadUpdates []struct {
+		SessionID string         `json:"sessionId"`
+		Update    map[string]any `json:"update"`
+	} `json:"loadUpdates"`
+	// Permissions are the session/request_permission params answered.
+	Permissions []map[string]any `json:"permissions"`
+	Stops       []string         `json:"stops"`
+	List        map[string]any   `json:"list"`
 }
 
 // tsClient is one run of the TypeScript SDK client of
@@ -41,6 +48,7 @@ type tsClient struct {
 	AwaitTitle   string   // a session title to wait for at the end, or ""
 	Env          []string // the agent's environment, beside PATH and HOME
 	Args         []string // the agent's arguments, after --store memory
+	Load         bool     // close the session, then session/load it
 }
 
 // run runs the client and returns what it printed.
@@ -74,6 +82,9 @@ func (c tsClient) run(t *testing.T) tsClientRun {
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"CLIENT_CAPABILITIES=" + enc(c.Capabilities), "MCP_SERVERS=" + enc(c.Servers), "CONFIG=" + enc(c.Config),
 		"PROMPTS=" + enc(c.Prompts), "AWAIT_NOTICE=" + c.AwaitNotice, "AWAIT_TITLE=" + c.AwaitTitle}, c.Env...)
+	if c.Load {
+		cmd.Env = append(cmd.Env, "LOAD=1")
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -35,6 +35,10 @@ const (
 	// history for the model (Event.Compaction): its start, the pieces of
 	// its summary, then its end.
 	EventCompaction
+	// EventSubagent reports a step of a subagent that a task call of the
+	// turn runs (Event.Subagent), between the call's ToolStart and its
+	// ToolEnd.
+	EventSubagent
 )
 
 // String returns the name of k.
@@ -54,6 +58,8 @@ func (k EventKind) String() string {
 		return "usage"
 	case EventCompaction:
 		return "compaction"
+	case EventSubagent:
+		return "subagent"
 	}
 	return "event(" + strconv.Itoa(int(k)) + ")"
 }
@@ -108,6 +114,8 @@ type Event struct {
 	// Usage is set for EventUsage, Compaction for EventCompaction.
 	Usage      *UsageReport
 	Compaction *CompactionReport
+	// Subagent is set for EventSubagent.
+	Subagent *SubagentEvent
 }
 
 // MaxToolTitle is the most characters (runes) of a tool call's title

@@ -15,6 +15,11 @@ type PermissionRequest struct {
 	// Always, if set, is the label of the "allow always" answer; empty
 	// means "Always allow <Call.Title> in this session".
 	Always string
+	// Subagent, if set, is the Name of the child run (a task call's
+	// subagent, see [Subagent]) whose call this is; Call.Title then starts
+	// with the task's description. A front end that shows subagents asks
+	// under the child's session.
+	Subagent string
 }
 
 // PermissionOutcome is the user's answer.

@@ -115,6 +115,9 @@ type Result struct {
 	// (diffs, terminals, locations, a plan), if anything. Models never see
 	// it.
 	Show *Show `json:"show,omitempty"`
+	// Subagent is the child run of a task call (its transcript, kept with
+	// the parent's turn for replay), or nil. Models never see it.
+	Subagent *Subagent `json:"subagent,omitempty"`
 }
 
 // Show is how a client should present a tool call, beyond its content

@@ -168,8 +168,10 @@ func (p *Proxy) fromGateway(l *link, raw []byte) {
 	}
 }
 
-// droppingUpdates reports whether session sid's updates are dropped.
+// droppingUpdates reports whether session sid's updates are dropped: a
+// child session's (a subagent's, "<parent>/task-…") with its parent's.
 func (p *Proxy) droppingUpdates(sid string) bool {
+	sid, _, _ = strings.Cut(sid, "/")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dropping[sid]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -130,7 +131,10 @@ func (s *httpState) route(msg []byte) error {
 		sid = s.requests[key]
 		delete(s.requests, key)
 	default:
-		sid = f.Params.SessionID
+		// A child session's messages (a subagent: the parent's sessionId,
+		// "/" and its name; acp/subagents.go) go on its parent's stream:
+		// the client reads the child there, with no stream of its own.
+		sid, _, _ = strings.Cut(f.Params.SessionID, "/")
 		if f.isRequest() && key != "" {
 			s.asks[key] = sid
 		}

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,6 +69,11 @@ type Config struct {
 	Audit     AuditConfig     `json:"audit"`
 	// Gateway configures "acp-agent gateway" (gateway.go).
 	Gateway GatewayConfig `json:"gateway"`
+	// Agents are the subagents the model may hand a task to (the task
+	// tool's subagent_type), by name.
+	Agents map[string]AgentConfig `json:"agents"`
+	// Subagents configures the task tool.
+	Subagents SubagentsConfig `json:"subagents"`
 
 	// auditor is the audit log startObservability opened, or nil; not a key.
 	auditor audit.Auditor
@@ -102,6 +108,91 @@ type ContextConfig struct {
 	Strategy string `json:"strategy"`
 }
 
+// AgentConfig is one entry of config "agents": a subagent, as Claude
+// Code's agents.
+type AgentConfig struct {
+	// Description says when to use it; the task tool lists it (keep it to
+	// a sentence: it is in every request).
+	Description string `json:"description"`
+	// Prompt is its system prompt; empty means runner.DefaultSubagentPrompt.
+	Prompt string `json:"prompt"`
+	// Tools, if set, are the tools it may use: names or globs of the
+	// session's tools, such as "mcp__acp__read_file" or "mcp__github__*".
+	Tools []string `json:"tools"`
+	// Model is the model it runs on, "provider:name" as the session's
+	// model picker lists it; empty means the session's.
+	Model string `json:"model"`
+}
+
+// SubagentsConfig is config "subagents". Zero fields mean the defaults.
+type SubagentsConfig struct {
+	// Enabled false offers no task tool; default true.
+	Enabled *bool `json:"enabled"`
+	// MaxTurnRequests bounds the model requests of one subagent; default
+	// runner.DefaultSubagentTurnRequests (25).
+	MaxTurnRequests int `json:"maxTurnRequests"`
+	// MaxTokens is one subagent's token budget (prompt and output tokens
+	// of all its requests, cached or not); default
+	// runner.DefaultSubagentTokens (500,000).
+	MaxTokens int64 `json:"maxTokens"`
+}
+
+// subagents are the runner's Subagents from the config, or nil when
+// subagents.enabled is false.
+func (c *Config) subagents() *runner.Subagents {
+	if e := c.Subagents.Enabled; e != nil && !*e {
+		return nil
+	}
+	s := &runner.Subagents{MaxTurnRequests: c.Subagents.MaxTurnRequests, MaxTokens: c.Subagents.MaxTokens}
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		a := c.Agents[name]
+		s.Agents = append(s.Agents, runner.Agent{Name: name, Description: a.Description, Prompt: a.Prompt, Tools: a.Tools, Model: a.Model})
+	}
+	return s
+}
+
+// checkAgents checks config "agents" and "subagents".
+func (c *configChecker) checkAgents(cfg *Config) error {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		key := "agents." + name
+		switch {
+		case !validAgentName(name):
+			return c.errAt(key, "%q must be 1 to 64 letters, digits, '_' and '-', such as \"code-reviewer\"", name)
+		case name == "general-purpose":
+			return c.errAt(key, "the name general-purpose is the default subagent's")
+		case strings.TrimSpace(a.Description) == "":
+			return c.errAt(key+".description", "must say in a sentence when to use the subagent, such as \"Reviews a diff for bugs; read-only.\"")
+		}
+		for _, g := range a.Tools {
+			if _, err := path.Match(g, ""); err != nil {
+				return c.errAt(key+".tools", "%q is not a tool name or glob: %v", g, err)
+			}
+		}
+	}
+	switch {
+	case cfg.Subagents.MaxTurnRequests < 0:
+		return c.errAt("subagents.maxTurnRequests", "%d must be a number of model requests, more than 0, such as 25", cfg.Subagents.MaxTurnRequests)
+	case cfg.Subagents.MaxTokens < 0:
+		return c.errAt("subagents.maxTokens", "%d must be a number of tokens, more than 0, such as 500000", cfg.Subagents.MaxTokens)
+	}
+	return nil
+}
+
+// validAgentName reports whether name may name a subagent: what the model
+// passes as subagent_type.
+func validAgentName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // runnerOptions are the options of the agent loop from the config: models,
 // permissions, and how the context is managed. history may be nil.
 func (c *Config) runnerOptions(models []gateway.Model, history gateway.History, log *slog.Logger) *runner.Options {
@@ -109,7 +200,7 @@ func (c *Config) runnerOptions(models []gateway.Model, history gateway.History, 
 		Models: models, Permissions: c.Permissions.gateway(), History: history, Logger: log,
 		ResultBudget: c.Context.ResultTokens, CompactAt: c.Context.CompactAt, KeepRecent: c.Context.KeepRecent,
 		ToolSearch: runner.ToolSearch(c.Context.ToolSearch), DeferTools: c.Context.DeferTools, DeferShare: c.Context.DeferShare,
-		Context: gateway.ContextStrategy(c.Context.Strategy), Audit: c.auditor,
+		Context: gateway.ContextStrategy(c.Context.Strategy), Audit: c.auditor, Subagents: c.subagents(),
 	}
 }
 
@@ -414,6 +505,9 @@ func parseConfig(data []byte, cfg *Config) error {
 		return err
 	}
 	if err := c.checkContextConfig(cfg); err != nil {
+		return err
+	}
+	if err := c.checkAgents(cfg); err != nil {
 		return err
 	}
 	if m := cfg.Limits.MaxMediaBytes; m > acp.MaxPromptMediaBytes {

@@ -120,6 +120,11 @@ func TestParseConfig_ErrorsNameTheKey(t *testing.T) {
 		{`{"model": {"provider": "openai", "name": "x", "api": "completions"}}`, `key "model.api": "completions": want "responses" or "chat", for provider openai only`},
 		{`{"model": {"provider": "anthropic", "name": "x", "api": "chat"}}`, `key "model.api": "chat": want "responses" or "chat", for provider openai only`},
 		{`{"model": {"provider": "openai", "name": "x", "images": "no"}}`, `key "model.images": must be true or false`},
+		{`{"agents": {"code reviewer": {"description": "x"}}}`, `key "agents.code reviewer": "code reviewer" must be 1 to 64 letters`},
+		{`{"agents": {"reviewer": {"prompt": "x"}}}`, `key "agents.reviewer.description": must say in a sentence when to use the subagent`},
+		{`{"agents": {"reviewer": {"description": "d", "tools": ["mcp__[x"]}}}`, `key "agents.reviewer.tools": "mcp__[x" is not a tool name or glob`},
+		{`{"agents": {"reviewer": {"description": "d", "color": "red"}}}`, `key "agents.reviewer.color": unknown key (valid keys here: description, prompt, tools, model)`},
+		{`{"subagents": {"maxTokens": -1}}`, `key "subagents.maxTokens": -1 must be a number of tokens`},
 		{`[1]`, `must be a JSON object`},
 		{`{"limits": `, `it ends too early`},
 	}
@@ -287,5 +292,22 @@ func TestParseConfig_NullIsUnset(t *testing.T) {
 	}
 	if cfg.Model != nil || cfg.Sandbox.AllowHosts != nil || cfg.Servers["x"].OAuth != nil {
 		t.Errorf("cfg = %+v", cfg)
+	}
+}
+
+func TestConfig_Subagents(t *testing.T) {
+	var c Config
+	if err := parseConfig([]byte(`{"agents": {"reviewer": {"description": "Reviews a diff.", "prompt": "You review.", "tools": ["mcp__acp__read_file"], "model": "anthropic:claude-x"}, "explorer": {"description": "Explores."}}, "subagents": {"maxTurnRequests": 5}}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	s := c.runnerOptions(nil, nil, nil).Subagents
+	if s == nil || s.MaxTurnRequests != 5 || len(s.Agents) != 2 || s.Agents[0].Name != "explorer" || s.Agents[1].Prompt != "You review." || s.Agents[1].Model != "anthropic:claude-x" {
+		t.Fatalf("subagents = %+v", s)
+	}
+	if err := parseConfig([]byte(`{"subagents": {"enabled": false}}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.runnerOptions(nil, nil, nil).Subagents; s != nil {
+		t.Errorf("subagents.enabled false: %+v", s)
 	}
 }

@@ -7,9 +7,12 @@
 // boolean, type "boolean"); sends each prompt of the JSON array in
 // $PROMPTS; waits (at most 60 s) for a notice whose title contains
 // $AWAIT_NOTICE, or a session_info_update whose title is $AWAIT_TITLE, when
-// set; and prints one JSON object: the initialize and session/new
-// responses, each set_config_option response, the session/update params it
-// got (in order), each prompt's stopReason and the session/list response.
+// set; with $LOAD set, closes the session and loads it again (session/load,
+// its replay recorded apart); and prints one JSON object: the initialize
+// and session/new responses, each set_config_option response, the
+// session/update params it got (in order; a load's replay in loadUpdates),
+// the session/request_permission params it answered, each prompt's
+// stopReason and the session/list response.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
@@ -18,15 +21,17 @@ const [bin, ...args] = process.argv.slice(2);
 const child = spawn(bin, args, { stdio: ["pipe", "pipe", "inherit"] });
 const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 
-const updates = [];
+let updates = [];
+const permissions = [];
 const app = acp
   .client({ name: "acp-agent-e2e-ts-client" })
   .onNotification(acp.methods.client.session.update, (cx) => {
     updates.push(cx.params);
   })
-  .onRequest(acp.methods.client.session.requestPermission, (cx) => ({
-    outcome: { outcome: "selected", optionId: cx.params.options[0].optionId },
-  }));
+  .onRequest(acp.methods.client.session.requestPermission, (cx) => {
+    permissions.push(cx.params);
+    return { outcome: { outcome: "selected", optionId: cx.params.options[0].optionId } };
+  });
 
 const out = await app.connectWith(stream, async (cx) => {
   const init = await cx.request(acp.methods.agent.initialize, {
@@ -61,7 +66,16 @@ const out = await app.connectWith(stream, async (cx) => {
   }
   const list = await cx.request(acp.methods.agent.session.list, {});
   await cx.request(acp.methods.agent.session.close, { sessionId });
-  return { initialize: init, newSession: created, configs, sessionId, updates, stops, list };
+  let loadUpdates;
+  if (process.env.LOAD) {
+    const live = updates;
+    updates = [];
+    await cx.request(acp.methods.agent.session.load, { sessionId, cwd: process.cwd(), mcpServers: [] });
+    loadUpdates = updates;
+    updates = live;
+    await cx.request(acp.methods.agent.session.close, { sessionId });
+  }
+  return { initialize: init, newSession: created, configs, sessionId, updates, loadUpdates, permissions, stops, list };
 });
 child.stdin.end();
 process.stdout.write(JSON.stringify(out) + "\n");

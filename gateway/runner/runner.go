@@ -80,6 +80,10 @@ type Options struct {
 	// Audit, if set, receives one record per tool call the runner settles
 	// (audit.go); it must not block.
 	Audit audit.Auditor
+	// Subagents, if set, offers the model the task tool (task.go), which
+	// hands a task to a subagent with a context of its own. Nil offers no
+	// task tool.
+	Subagents *Subagents
 }
 
 // Runner is the agent loop. It reads a session's tools from the Registry at
@@ -93,6 +97,9 @@ type Runner struct {
 	callIDs  callIDIndex
 	calib    calibration // token estimates per session
 	windows  windows     // context windows the providers reported
+	// parents maps the key of a running child (a task's subagent) to its
+	// parent's key: a child shares its parent's "allow always" answers.
+	parents sync.Map
 }
 
 // New returns a Runner over registry. opts may be nil.
@@ -138,6 +145,9 @@ func New(registry *gateway.Registry, opts *Options) *Runner {
 	}
 	if r.opts.DeferShare <= 0 {
 		r.opts.DeferShare = DefaultDeferShare
+	}
+	if r.opts.Subagents != nil {
+		r.opts.Subagents = r.opts.Subagents.withDefaults()
 	}
 	return r
 }
@@ -198,6 +208,25 @@ type turnState struct {
 	estimate int64
 	// emit reports the turn's events, one at a time.
 	emit func(gateway.Event)
+	// run is how the turn runs: its history, tools and limits.
+	run turnOptions
+}
+
+// turnOptions say how a turn runs: a prompt turn (Run) with the runner's
+// options, or a subagent's (task.go) with its own.
+type turnOptions struct {
+	// history keeps the turn.
+	history gateway.History
+	// toolsKey is the session whose registry tools the turn offers (a
+	// child's parent's); only, if set, keeps those it allows.
+	toolsKey string
+	only     func(*gateway.Tool) bool
+	// maxRequests bounds the model requests; budget, when positive, the
+	// tokens of the turn (StopMaxTokens once spent).
+	maxRequests int
+	budget      int64
+	// child: a subagent's turn (no task tool: one level deep).
+	child bool
 }
 
 // used is how many tokens the model's context holds after the turn: the
@@ -232,12 +261,20 @@ func (t *turnState) messages() []gateway.Message {
 // when the history cannot keep the finished turn (gateway.History.Append):
 // Run returns once the turn is kept, so a prompt answered is a turn stored.
 func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event)) (stop gateway.StopReason, err error) {
+	return r.run(ctx, req, emit, turnOptions{history: r.opts.History, toolsKey: req.SessionKey, maxRequests: r.opts.MaxTurnRequests})
+}
+
+// run runs one turn as Run says, as o says.
+func (r *Runner) run(ctx context.Context, req gateway.SendRequest, emit func(gateway.Event), o turnOptions) (stop gateway.StopReason, err error) {
 	model, err := r.model(req.Model)
 	if err != nil {
 		return "", err
 	}
 	cmd, _, isCmd := ParseCommand(gateway.PromptText(req.Message))
 	_, unknown := UnknownCommand(gateway.PromptText(req.Message))
+	if o.child { // a task's prompt is the model's text, never a command
+		isCmd, unknown = false, false
+	}
 	if isCmd && !cmd.FrontEnd && !cmd.Runner || unknown {
 		// Slash commands work whatever the model: the direct provider runs
 		// them (and says an unknown one is unknown), and the model sees
@@ -251,9 +288,10 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		req: req, model: model,
 		turn: []gateway.Message{{Role: gateway.RoleUser, Content: req.Message}},
 		emit: func(e gateway.Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) },
+		run:  o,
 	}
-	t.view = r.opts.History.View(ctx, req.SessionKey)
-	if obs := r.opts.Observer; obs != nil {
+	t.view = o.history.View(ctx, req.SessionKey)
+	if obs := r.opts.Observer; obs != nil && !o.child {
 		start := time.Now()
 		defer func() { obs.TurnEnded(t.model.ID, stop, time.Since(start), err) }()
 	}
@@ -272,7 +310,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 		// The turn is kept even when ctx was cancelled. One that cannot be
 		// kept fails the prompt, since the conversation goes on without it;
 		// a cancelled prompt still answers cancelled (ACP session/cancel).
-		if aerr := r.opts.History.Append(context.WithoutCancel(ctx), req.SessionKey, done); aerr != nil {
+		if aerr := o.history.Append(context.WithoutCancel(ctx), req.SessionKey, done); aerr != nil {
 			// The History logs it; the front end logs the failed turn.
 			if err == nil && stop != gateway.StopCancelled {
 				stop, err = "", fmt.Errorf("%w: %w", gateway.ErrTurnNotStored, aerr)
@@ -286,7 +324,7 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 	// the whole history into each request cost O(session length) per /call.
 	_, turnOnly := model.Provider.(turnOnlyProvider)
 
-	for range r.opts.MaxTurnRequests {
+	for range o.maxRequests {
 		preq, tools := r.request(t, turnOnly)
 		if !turnOnly && r.overThreshold(t, preq) {
 			if r.compact(ctx, t, preq, "threshold") == nil {
@@ -323,6 +361,15 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			return "", fmt.Errorf("%s: %w", model.Provider.Name(), err)
 		}
 		resp.Message.Role = gateway.RoleAssistant
+		if len(resp.Message.ToolCalls) > 0 && o.budget > 0 && t.usage.TotalTokens() >= o.budget {
+			// A subagent out of tokens: its calls are not run, and what it
+			// said so far is its answer.
+			resp.Message.ToolCalls = nil
+			if len(resp.Message.Content) > 0 {
+				t.turn = append(t.turn, resp.Message)
+			}
+			return gateway.StopMaxTokens, nil
+		}
 		if len(resp.Message.ToolCalls) > 0 {
 			r.callIDs.unique(req.SessionKey, resp.Message.ToolCalls, t.view.Messages, t.turn, r.opts.Logger)
 		}
@@ -335,7 +382,13 @@ func (r *Runner) Run(ctx context.Context, req gateway.SendRequest, emit func(gat
 			}
 			return resp.StopReason, nil
 		}
-		t.turn = append(t.turn, r.runCalls(ctx, req, tools, resp.Message.ToolCalls, t.emit)...)
+		results := r.runCalls(ctx, req, tools, resp.Message.ToolCalls, t.emit)
+		for _, m := range results { // a subagent's usage is the turn's too
+			if m.Result != nil && m.Result.Subagent != nil {
+				t.usage = t.usage.Add(m.Result.Subagent.Turn.Usage)
+			}
+		}
+		t.turn = append(t.turn, results...)
 		if ctx.Err() != nil {
 			return gateway.StopCancelled, nil
 		}
@@ -396,7 +449,13 @@ func (r *Runner) priced(model gateway.Model, u gateway.Usage) gateway.Usage {
 // search_tools and those loaded, with read_tool_result last once a result
 // was cut.
 func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gateway.Tool) {
-	all := slices.Concat(r.opts.Tools, r.registry.Tools(t.req.SessionKey))
+	all := slices.Concat(r.opts.Tools, r.registry.Tools(t.run.toolsKey))
+	if t.run.only != nil {
+		all = slices.DeleteFunc(all, func(tl *gateway.Tool) bool { return !t.run.only(tl) })
+	}
+	if r.opts.Subagents != nil && !t.run.child {
+		all = append(all, r.taskTool(t))
+	}
 	allowed := slices.DeleteFunc(slices.Clone(all), func(tl *gateway.Tool) bool { return r.opts.Permissions.Decide(tl) == DecisionDeny })
 	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey), Thinking: t.req.Toggles.Thinking}
 	if turnOnly {
@@ -684,7 +743,7 @@ func (r *Runner) announce(p *pendingCall, emit func(gateway.Event)) {
 
 // asks reports whether running tool would ask the user first.
 func (r *Runner) asks(req gateway.SendRequest, tool *gateway.Tool) bool {
-	return !ownTool(tool) && r.opts.Permissions.Decide(tool) == DecisionAsk && !r.grants.allowed(req.SessionKey, tool.Name) && req.Ask != nil
+	return !ownTool(tool) && r.opts.Permissions.Decide(tool) == DecisionAsk && !r.grants.allowed(r.grantKey(req.SessionKey), tool.Name) && req.Ask != nil
 }
 
 // permit applies the permissions policy to p, asking the user when the
@@ -698,7 +757,7 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 	if !r.asks(req, p.tool) {
 		if !ownTool(p.tool) {
 			ask := r.opts.Permissions.Decide(p.tool) == DecisionAsk
-			granted := r.grants.allowed(req.SessionKey, p.tool.Name)
+			granted := r.grants.allowed(r.grantKey(req.SessionKey), p.tool.Name)
 			if granted && ask {
 				r.decided("granted")
 			} else {
@@ -729,7 +788,7 @@ func (r *Runner) permit(ctx context.Context, req gateway.SendRequest, p *pending
 		p.res = ptr(gateway.ErrorResult(unaskedText(p.tool.Name)))
 		p.perm = audit.PermissionUnavailable
 	case outcome == gateway.PermissionAllowAlways:
-		r.grants.grant(req.SessionKey, p.tool.Name)
+		r.grants.grant(r.grantKey(req.SessionKey), p.tool.Name)
 		p.perm = audit.PermissionAllowAlways
 	default:
 		p.perm = audit.PermissionAllowOnce
@@ -807,8 +866,18 @@ func finish(p *pendingCall, emit func(gateway.Event)) {
 func ptr[T any](v T) *T { return &v }
 
 // ownTool reports whether t is one of the runner's own tools (search_tools,
-// read_tool_result): read-only views of the conversation, outside the
-// permissions policy.
+// read_tool_result: read-only views of the conversation; task, whose
+// child's calls are asked about one by one), outside the permissions
+// policy.
 func ownTool(t *gateway.Tool) bool {
-	return t.Core && (t.Name == SearchToolName || t.Name == ReadResultToolName) && t.Group == ""
+	return t.Core && (t.Name == SearchToolName || t.Name == ReadResultToolName || t.Name == gateway.TaskToolName) && t.Group == ""
+}
+
+// grantKey is the session whose "allow always" answers cover the calls of
+// session key: its parent's for a running subagent, else its own.
+func (r *Runner) grantKey(key string) string {
+	if p, ok := r.parents.Load(key); ok {
+		return p.(string)
+	}
+	return key
 }
