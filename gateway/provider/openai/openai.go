@@ -136,13 +136,9 @@ func (o *Provider) Complete(ctx context.Context, req *gateway.Request, emit func
 		// OpenAI-compatible servers may refuse an unknown field.
 		params.PromptCacheKey = openai.String(req.CacheKey)
 	}
-	key := o.opts.Key()
-	if key == "" && o.opts.BaseURL == "" {
-		return nil, provider.MissingKeyError("openai", o.opts.APIKeyEnv)
-	}
-	opts := []oaioption.RequestOption{oaioption.WithAPIKey(key)}
-	if req.Purpose != "" {
-		opts = append(opts, oaioption.WithHeader(gateway.PurposeHeader, req.Purpose))
+	opts, err := o.requestOptions(req)
+	if err != nil {
+		return nil, err
 	}
 	stream := o.client.Chat.Completions.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
@@ -428,4 +424,20 @@ func CheckKey(ctx context.Context, opts provider.Options) error {
 		return o.describe(err)
 	}
 	return nil
+}
+
+// requestOptions are the options of one request of req, on either API: the
+// key read now (a key stored by acp-agent login meanwhile is used), and
+// the request's purpose header. Without a key and on OpenAI's own endpoint
+// it is a MissingKeyError.
+func (o *Provider) requestOptions(req *gateway.Request) ([]oaioption.RequestOption, error) {
+	key := o.opts.Key()
+	if key == "" && o.opts.BaseURL == "" {
+		return nil, provider.MissingKeyError("openai", o.opts.APIKeyEnv)
+	}
+	opts := []oaioption.RequestOption{oaioption.WithAPIKey(key)}
+	if req.Purpose != "" {
+		opts = append(opts, oaioption.WithHeader(gateway.PurposeHeader, req.Purpose))
+	}
+	return opts, nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/openai/openai-go/v3"
-	oaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -46,13 +45,9 @@ func (o *Provider) completeResponse(ctx context.Context, req *gateway.Request, e
 		// (https://platform.openai.com/docs/guides/prompt-caching).
 		params.PromptCacheKey = openai.String(req.CacheKey)
 	}
-	key := o.opts.Key()
-	if key == "" && o.opts.BaseURL == "" {
-		return nil, provider.MissingKeyError("openai", o.opts.APIKeyEnv)
-	}
-	opts := []oaioption.RequestOption{oaioption.WithAPIKey(key)}
-	if req.Purpose != "" {
-		opts = append(opts, oaioption.WithHeader(gateway.PurposeHeader, req.Purpose))
+	opts, err := o.requestOptions(req)
+	if err != nil {
+		return nil, err
 	}
 	stream := o.client.Responses.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
