@@ -56,6 +56,24 @@ func (c *Confine) support() confine.Support {
 	return confine.Supported()
 }
 
+// plan decides how a process of the session runs: the mode it starts
+// under, and the rules to confine it with when there is something to
+// confine and the kernel can (wrap). An error (a *confine.NotEnforcedError
+// under Require) means it must not start; without Landlock, and not
+// required, it starts unconfined (the session's notice says so).
+func (c *Confine) plan(ws confine.Workspace, s confine.Server, path string) (m confine.Mode, r confine.Rules, wrap bool, err error) {
+	m = c.mode()
+	r, ok := confine.For(m, ws, s, path)
+	if !ok {
+		return m, r, false, nil
+	}
+	sup := c.support()
+	if gaps := sup.Gaps(r); len(gaps) > 0 && c != nil && c.Require {
+		return m, r, false, &confine.NotEnforcedError{Mode: m, Gaps: gaps, Kernel: sup.Kernel()}
+	}
+	return m, r, sup.ABI >= 1, nil
+}
+
 // Apply confines cmd, not started yet, for a process of the session (a
 // stdio server with its own rules s, or a command with none): it sets
 // TMPDIR to the private temp directory and rewrites cmd to start through
@@ -65,23 +83,12 @@ func (c *Confine) support() confine.Support {
 // *confine.NotEnforcedError under Require) means cmd must not start.
 // Without Landlock, and not required, cmd starts unconfined.
 func (c *Confine) Apply(cmd *exec.Cmd, ws confine.Workspace, s confine.Server) (confine.Mode, error) {
-	m := c.mode()
 	if ws.Temp != "" {
 		cmd.Env = append(cmd.Env, "TMPDIR="+ws.Temp)
 	}
-	r, ok := confine.For(m, ws, s, cmd.Path)
-	if !ok {
-		return m, nil
-	}
-	sup := c.support()
-	if gaps := sup.Gaps(r); len(gaps) > 0 && c != nil && c.Require {
-		return m, &confine.NotEnforcedError{Mode: m, Gaps: gaps, Kernel: sup.Kernel()}
-	}
-	if sup.ABI < 1 {
-		return m, nil // nothing to enforce it with: the session's notice says so
-	}
-	if cmd.Err != nil {
-		return m, nil // Start reports the lookup error
+	m, r, wrap, err := c.plan(ws, s, cmd.Path)
+	if err != nil || !wrap || cmd.Err != nil { // a lookup error: Start reports it
+		return m, err
 	}
 	return m, confine.Wrap(cmd, r)
 }
@@ -93,21 +100,15 @@ func (c *Confine) Apply(cmd *exec.Cmd, ws confine.Workspace, s confine.Server) (
 // Without anything to confine (or without Landlock, not required) it is
 // path and argv[1:] themselves.
 func (c *Confine) Terminal(ws confine.Workspace, path string, argv []string) (prog string, args, env []string, m confine.Mode, err error) {
-	m = c.mode()
 	if ws.Temp != "" {
 		env = append(env, "TMPDIR="+ws.Temp)
 	}
-	prog, args = path, argv[1:]
-	r, ok := confine.For(m, ws, confine.Server{}, path)
-	if !ok {
-		return prog, args, env, m, nil
+	m, r, wrap, err := c.plan(ws, confine.Server{}, path)
+	if err != nil {
+		return "", nil, nil, m, err
 	}
-	sup := c.support()
-	if gaps := sup.Gaps(r); len(gaps) > 0 && c != nil && c.Require {
-		return "", nil, nil, m, &confine.NotEnforcedError{Mode: m, Gaps: gaps, Kernel: sup.Kernel()}
-	}
-	if sup.ABI < 1 {
-		return prog, args, env, m, nil
+	if !wrap {
+		return path, argv[1:], env, m, nil
 	}
 	prog, args, rules, err := confine.Launch(r, path, argv)
 	if err != nil {
