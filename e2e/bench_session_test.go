@@ -76,7 +76,12 @@ func sessionServers(b *testing.B, n int, readyFile string) string {
 // starts.
 func newBenchSession(b *testing.B, p *rawPeer, cwd string, n int) (sid string, sent, answered time.Time, children []childStart) {
 	b.Helper()
-	ready := filepath.Join(b.TempDir(), "ready")
+	// In the cwd: the fixtures run confined to it (workspace-write).
+	dir, err := os.MkdirTemp(cwd, ".ready-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ready := filepath.Join(dir, "ready")
 	params := fmt.Sprintf(`{"cwd":%q,"mcpServers":%s}`, cwd, sessionServers(b, n, ready))
 	sent = time.Now()
 	res := p.call(b, "session/new", params)
