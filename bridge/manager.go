@@ -187,6 +187,9 @@ type ServerStatus struct {
 	// StateConnected) holds no connection now: the next call of one of its
 	// tools connects it.
 	Idle bool
+	// Disabled says that the server's tools and prompts are out of the
+	// session (Manager.SetEnabled) while it keeps running; Tools is then 0.
+	Disabled bool
 }
 
 // Manager owns the MCP connections of one ACP session. Connect it once; read
@@ -200,8 +203,12 @@ type Manager struct {
 	tools   []*gateway.Tool    // bridged tools in server order, then tool order
 	counts  map[string]int     // server name → bridged tools
 	leftOut map[string]leftOut // server name → its tools over the session's limit
-	closed  bool
-	bg      sync.WaitGroup // connects, which may outlive Connect (a sign-in), and OnLinkChanged calls
+	// disabled are the servers whose tools and prompts are out of the
+	// session (SetEnabled), by name.
+	disabled  map[string]bool
+	connected bool // Connect was called
+	closed    bool
+	bg        sync.WaitGroup // connects, which may outlive Connect (a sign-in), and OnLinkChanged calls
 }
 
 // NewManager returns a Manager with no servers. opts may be nil.
@@ -244,18 +251,14 @@ func NewManager(opts *Options) *Manager {
 func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 	servers := make([]*server, len(specs))
 	for i, spec := range specs {
-		servers[i] = newServer(spec, &m.opts)
-		servers[i].onToolsChanged = m.rebridge
-		servers[i].onStateChanged = m.stateChanged
-		servers[i].onLinkChanged = m.linkChanged
-		servers[i].onPromptsChanged = m.promptsChanged
+		servers[i] = m.newServer(spec)
 	}
 	m.mu.Lock()
-	if m.closed || m.servers != nil {
+	if m.closed || m.connected {
 		m.mu.Unlock()
 		return fmt.Errorf("bridge: Manager.Connect called twice or after Close")
 	}
-	m.servers = servers
+	m.servers, m.connected = servers, true
 	for _, s := range servers {
 		m.bg.Go(func() { s.connect(ctx, true) })
 	}
@@ -266,7 +269,7 @@ func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tools, m.counts, m.leftOut = bridgeTools(servers, m.opts.Limits.ToolsPerSession)
+	m.tools, m.counts, m.leftOut = bridgeTools(m.enabled(), m.opts.Limits.ToolsPerSession)
 	return nil
 }
 
@@ -371,7 +374,7 @@ func (m *Manager) rebridge() {
 		m.mu.Unlock()
 		return
 	}
-	m.tools, m.counts, m.leftOut = bridgeTools(m.servers, m.opts.Limits.ToolsPerSession)
+	m.tools, m.counts, m.leftOut = bridgeTools(m.enabled(), m.opts.Limits.ToolsPerSession)
 	tools := m.tools
 	m.mu.Unlock()
 	if m.opts.OnToolsChanged != nil {
@@ -436,6 +439,7 @@ func (m *Manager) Servers() []ServerStatus {
 	out := make([]ServerStatus, len(servers))
 	for i, s := range servers {
 		out[i] = s.status(counts[s.spec.Name])
+		out[i].Disabled = m.isDisabled(s.spec.Name)
 		lo := leftOut[s.spec.Name]
 		out[i].LeftOutCount, out[i].LeftOut = lo.count, lo.examples
 	}

@@ -193,10 +193,11 @@ func (m *Manager) promptsChanged() {
 }
 
 // Prompts returns the session's prompt commands: every prompt of every
-// server that listed some, in server order, then the server's order.
+// server that listed some and is not disabled (SetEnabled), in server
+// order, then the server's order.
 func (m *Manager) Prompts() []PromptCommand {
 	m.mu.Lock()
-	servers := m.servers
+	servers := m.enabled()
 	m.mu.Unlock()
 	var refs []ToolRef
 	var prompts []*mcp.Prompt

@@ -640,62 +640,24 @@ func arrayServers(raw []byte) ([]bridge.ServerSpec, error) {
 	return specs, nil
 }
 
-// defaultServerKeys are the keys of a config mcpServers entry, in the order
-// error messages list them.
-var defaultServerKeys = []string{"type", "command", "args", "env", "url", "headers"}
-
+// parseDefaultServer reads the entry of server name in the object shape
+// (bridge.ParseServerEntry), its errors a *ConfigError naming the key.
 func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, error) {
 	key := "mcpServers." + name
-	fail := func(field, rule string, args ...any) (bridge.ServerSpec, error) {
-		return bridge.ServerSpec{}, &ConfigError{Key: key + field, Offset: -1, Rule: fmt.Sprintf(rule, args...)}
-	}
 	if err := bridge.ValidateServerName(name); err != nil {
-		// Before decoding: the key is the name, and the entry's other
-		// errors quote it.
-		return fail("", "server name: %v", err)
+		// The key is the name, and the entry's other errors quote it.
+		return bridge.ServerSpec{}, &ConfigError{Key: key, Offset: -1, Rule: "server name: " + err.Error()}
 	}
-	var e struct {
-		Type    string            `json:"type"`
-		Command string            `json:"command"`
-		Args    []string          `json:"args"`
-		Env     map[string]string `json:"env"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers"`
-	}
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(raw, &keys) == nil {
-		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			if !slices.ContainsFunc(defaultServerKeys, func(known string) bool { return strings.EqualFold(k, known) }) { // as encoding/json matches
-				return fail("."+k, "unknown key (valid keys here: %s)", strings.Join(defaultServerKeys, ", "))
-			}
-		}
-	}
-	if err := json.Unmarshal(raw, &e); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fail("."+te.Field, "must be %s", te.Type)
-		}
-		return fail("", `must be {"command": "npx", "args": [...], "env": {"NAME": "value"}} or {"type": "http", "url": "https://…", "headers": {…}}`)
-	}
-	spec := bridge.ServerSpec{Name: name, Transport: bridge.Transport(e.Type)}
-	switch spec.Transport {
-	case "", bridge.TransportStdio:
-		spec.Transport = bridge.TransportStdio
-		spec.Command, spec.Args = e.Command, e.Args
-		for _, k := range slices.Sorted(maps.Keys(e.Env)) {
-			spec.Env = append(spec.Env, environ.Var{Name: k, Value: e.Env[k]})
-		}
-	case bridge.TransportHTTP, bridge.TransportSSE:
-		spec.URL = e.URL
-		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
-			spec.Headers = append(spec.Headers, bridge.Header{Name: k, Value: e.Headers[k]})
-		}
-	}
+	spec, err := bridge.ParseServerEntry(name, raw)
 	var se *bridge.SpecError
-	if err := spec.Validate(); errors.As(err, &se) {
-		return fail("."+se.Field, "%s", se.Rule)
-	} else if err != nil {
-		return fail("", "%v", err)
+	switch {
+	case errors.As(err, &se):
+		if se.Field != "" {
+			key += "." + se.Field
+		}
+		return bridge.ServerSpec{}, &ConfigError{Key: key, Offset: -1, Rule: se.Rule}
+	case err != nil:
+		return bridge.ServerSpec{}, &ConfigError{Key: key, Offset: -1, Rule: err.Error()}
 	}
 	return spec, nil
 }

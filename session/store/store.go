@@ -11,7 +11,8 @@ import (
 
 // Record is what is stored about one session. Secret values never are: of
 // its MCP servers only the names and transports are kept, since the client
-// sends the servers (env, headers) again on session/load.
+// sends the servers (env, headers) again on session/load, and of the
+// servers its user added (ServerChanges) no literal env or header value.
 type Record struct {
 	// ID is the ACP sessionId; Key the gateway session key.
 	ID, Key string
@@ -34,6 +35,14 @@ type Record struct {
 	// "workspace-write" or "full-access", kept as given; "" when never
 	// set: the configuration's default applies.
 	Mode string
+	// ServerChanges are the changes the session's user made to its MCP
+	// servers while it ran (servers added, removed, disabled: /mcp), as
+	// JSON that package session owns and reads again on every reopen;
+	// nil when none was made. Of an added server's env and header values
+	// only those written with ${VAR} references are kept (as written, read
+	// from the agent's environment at connect); session withholds the
+	// others. The store keeps the bytes as given.
+	ServerChanges []byte
 	// Tenant owns the session on a shared gateway (the tenant of the
 	// token that created it); "" is the single owner of a local store.
 	Tenant string
@@ -89,6 +98,9 @@ type Store interface {
 	Get(ctx context.Context, id string) (Record, error)
 	// SetServers replaces the recorded MCP servers of the session.
 	SetServers(ctx context.Context, id string, servers []Server) error
+	// SetServerChanges replaces the session's Record.ServerChanges (nil
+	// clears them), or ErrNotFound. The updated time is left as it is.
+	SetServerChanges(ctx context.Context, id string, changes []byte) error
 	// SetModel records the ID of the model the session uses, or ErrNotFound.
 	SetModel(ctx context.Context, id, model string) error
 	// SetMode records the session's mode (Record.Mode), or ErrNotFound.

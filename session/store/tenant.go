@@ -126,6 +126,13 @@ func (v *tenantView) SetModel(ctx context.Context, id, model string) error {
 	return v.shown(v.st.SetModel(ctx, id, model))
 }
 
+func (v *tenantView) SetServerChanges(ctx context.Context, id string, changes []byte) error {
+	if err := v.own(ctx, id); err != nil {
+		return err
+	}
+	return v.shown(v.st.SetServerChanges(ctx, id, changes))
+}
+
 func (v *tenantView) SetMode(ctx context.Context, id, mode string) error {
 	if err := v.own(ctx, id); err != nil {
 		return err

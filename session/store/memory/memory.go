@@ -39,7 +39,7 @@ func (m *Store) Create(_ context.Context, r store.Record) error {
 	if _, ok := m.sessions[r.ID]; ok {
 		return fmt.Errorf("session %q exists", r.ID)
 	}
-	r.Servers = slices.Clone(r.Servers)
+	r.Servers, r.ServerChanges = slices.Clone(r.Servers), slices.Clone(r.ServerChanges)
 	m.sessions[r.ID] = &memSession{rec: r}
 	return nil
 }
@@ -53,7 +53,7 @@ func (m *Store) Get(_ context.Context, id string) (store.Record, error) {
 		return store.Record{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	r := s.rec
-	r.Servers = slices.Clone(r.Servers)
+	r.Servers, r.ServerChanges = slices.Clone(r.Servers), slices.Clone(r.ServerChanges)
 	return r, nil
 }
 
@@ -78,6 +78,11 @@ func (m *Store) SetServers(_ context.Context, id string, servers []store.Server)
 // SetModel implements store.Store.
 func (m *Store) SetModel(_ context.Context, id, model string) error {
 	return m.update(id, func(r *store.Record) { r.Model = model })
+}
+
+// SetServerChanges implements store.Store.
+func (m *Store) SetServerChanges(_ context.Context, id string, changes []byte) error {
+	return m.update(id, func(r *store.Record) { r.ServerChanges = slices.Clone(changes) })
 }
 
 // SetMode implements store.Store.

@@ -28,7 +28,7 @@ import (
 // migration never changes. Version 1 is SQLite's schema version 4 (times
 // in Unix milliseconds, messages and servers as JSON text) plus a turn
 // count (the seq of the last turn) and the lease table; version 2 adds
-// what SQLite's version 5 adds, version 3 what SQLite's version 6 adds.
+// what SQLite's version 5 adds, version 3 what SQLite's version 6 adds, version 4 what its version 7 adds.
 var pgMigrations = [...]string{
 	// 1: sessions, their turns, and the fencing tokens of their leases.
 	`CREATE TABLE sessions (
@@ -74,6 +74,9 @@ var pgMigrations = [...]string{
 		ADD COLUMN usage_unpriced BIGINT NOT NULL DEFAULT 0;`,
 	// 3: the mode each session is in ('' = the configuration's default).
 	`ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT '';`,
+	// 4: the changes the user made to each session's servers (JSON text
+	// of package session; '' = none).
+	`ALTER TABLE sessions ADD COLUMN server_changes TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the PostgreSQL schema version this build writes
@@ -268,9 +271,9 @@ func (s *Store) Create(ctx context.Context, r store.Record) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, tenant, `+rows.UsageColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
+	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, server_changes, tenant, `+rows.UsageColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, string(r.ServerChanges), r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return s.wrap(err)
 }
 
@@ -307,6 +310,11 @@ func (s *Store) SetServers(ctx context.Context, id string, servers []store.Serve
 // SetModel implements store.Store.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
 	return s.update(ctx, id, `UPDATE sessions SET model = $1 WHERE id = $2`, model, id)
+}
+
+// SetServerChanges implements store.Store.
+func (s *Store) SetServerChanges(ctx context.Context, id string, changes []byte) error {
+	return s.update(ctx, id, `UPDATE sessions SET server_changes = $1 WHERE id = $2`, string(changes), id)
 }
 
 // SetMode implements store.Store.

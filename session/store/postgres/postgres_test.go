@@ -123,6 +123,24 @@ func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
 	storetest.CheckModeAfterUpgrade(t, st)
 }
 
+// A database of schema version 3 (before server changes were kept) opens
+// at the current version with none, and keeps those set after.
+func TestPostgres_MigratesSchemaVersion3(t *testing.T) {
+	url := pgtest.Start(t)
+	old, err := open(t.Context(), url, nil, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`)
+	st := openPG(t, url)
+	var v int
+	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
+	}
+	storetest.CheckServerChangesAfterUpgrade(t, st)
+}
+
 func TestPostgres_RefusesNewerSchema(t *testing.T) {
 	url := pgtest.Start(t)
 	openPG(t, url).Close()

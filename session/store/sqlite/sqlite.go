@@ -72,6 +72,9 @@ var migrations = [...]string{
 	ALTER TABLE sessions ADD COLUMN usage_unpriced INTEGER NOT NULL DEFAULT 0;`,
 	// 6: the mode each session is in ('' = the configuration's default).
 	`ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT '';`,
+	// 7: the changes the user made to each session's servers (JSON text
+	// of package session; '' = none).
+	`ALTER TABLE sessions ADD COLUMN server_changes TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes (the database's
@@ -281,8 +284,8 @@ func (s *Store) Create(ctx context.Context, r store.Record) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, r.Tenant}, rows.UsageArgs(r.Usage)...)...)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, server_changes, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, string(r.ServerChanges), r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return err
 }
 
@@ -317,6 +320,19 @@ func (s *Store) SetServers(ctx context.Context, id string, servers []store.Serve
 func (s *Store) SetModel(ctx context.Context, id, model string) (err error) {
 	defer func() { err = s.wrap(err) }()
 	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET model = ? WHERE id = ?`, model, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+	}
+	return nil
+}
+
+// SetServerChanges implements store.Store.
+func (s *Store) SetServerChanges(ctx context.Context, id string, changes []byte) (err error) {
+	defer func() { err = s.wrap(err) }()
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET server_changes = ? WHERE id = ?`, string(changes), id)
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,22 @@ func TestSQLite_MigratesSchemaVersion5(t *testing.T) {
 	storetest.CheckModeAfterUpgrade(t, st)
 }
 
+// A store of schema version 6 (before server changes were kept) opens at
+// the current version with none, and keeps those set after.
+func TestSQLite_MigratesSchemaVersion6(t *testing.T) {
+	st, err := Open(t.Context(), oldStore(t, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var v int
+	st.db.QueryRow("PRAGMA user_version").Scan(&v)
+	if v != SchemaVersion {
+		t.Fatalf("version %d, want %d", v, SchemaVersion)
+	}
+	storetest.CheckServerChangesAfterUpgrade(t, st)
+}
+
 // A session's mode and model are in the file: a store opened on it again
 // reads them.
 func TestSQLite_ModeAndModelSurviveReopen(t *testing.T) {

@@ -186,3 +186,62 @@ func deleteSession(t *testing.T, st store.Store) {
 		t.Errorf("turns of the new session = %+v, %v", turns, err)
 	}
 }
+
+// setServerChanges: a new session has no server changes unless Create was
+// given some; SetServerChanges replaces them byte for byte, read back by
+// Get and List, nil clears them, and nothing else of the session (nor of
+// another) changes, nor does a turn change them.
+func setServerChanges(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	create(t, st, store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Title: "t", Mode: "read-only", Created: now, Updated: now})
+	create(t, st, store.Record{ID: "given", Key: "acp:given", Cwd: "/w", ServerChanges: []byte(`{"removed":["x"]}`), Created: now, Updated: now})
+	changes := func(id string) string {
+		t.Helper()
+		r, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("Get(%s): %v", id, err)
+		}
+		return string(r.ServerChanges)
+	}
+	if c := changes("s"); c != "" {
+		t.Errorf("a new session's server changes = %q, want none", c)
+	}
+	if c := changes("given"); c != `{"removed":["x"]}` {
+		t.Errorf("a session created with server changes reads %q", c)
+	}
+	want := `{"added":[{"name":"db","transport":"stdio","command":"db-mcp"}],"disabled":["fs"]}`
+	if err := st.SetServerChanges(ctx, "s", []byte(want)); err != nil {
+		t.Fatalf("SetServerChanges: %v", err)
+	}
+	if r, err := st.Get(ctx, "s"); err != nil || string(r.ServerChanges) != want || r.Mode != "read-only" || r.Title != "t" || !r.Updated.Equal(now) {
+		t.Errorf("after SetServerChanges: %+v, %v; want only the changes set", r, err)
+	}
+	if c := changes("given"); c != `{"removed":["x"]}` {
+		t.Errorf("SetServerChanges of another session changed this one's to %q", c)
+	}
+	recs, _, err := st.List(ctx, store.ListOptions{})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("List = %+v, %v", recs, err)
+	}
+	for _, r := range recs {
+		if w := map[string]string{"s": want, "given": `{"removed":["x"]}`}[r.ID]; string(r.ServerChanges) != w {
+			t.Errorf("List: %s has server changes %q, want %q", r.ID, r.ServerChanges, w)
+		}
+	}
+	if err := st.AppendTurn(ctx, "s", Turn("hello", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if c := changes("s"); c != want {
+		t.Errorf("after a turn: server changes %q, want %q", c, want)
+	}
+	if err := st.SetServerChanges(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := changes("s"); c != "" {
+		t.Errorf("after SetServerChanges(nil): %q, want none", c)
+	}
+	if err := st.SetServerChanges(ctx, "nope", []byte(want)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetServerChanges of an unknown session = %v, want ErrNotFound", err)
+	}
+}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SetServersAndModel", setServersAndModel},
 		{"SetTitle", setTitle},
 		{"SetMode", setMode},
+		{"SetServerChanges", setServerChanges},
 		{"Delete", deleteSession},
 		{"NotFound", notFound},
 		{"CreateTwiceFails", createTwice},

@@ -52,3 +52,21 @@ func CheckModeAfterUpgrade(t *testing.T, st store.Store) {
 		t.Errorf("List after SetMode: %+v, %v; want sess_old in workspace-write", recs, err)
 	}
 }
+
+// CheckServerChangesAfterUpgrade checks a store upgraded from before
+// server changes were kept, holding the session "sess_old" titled "old
+// one": the session reads none, and SetServerChanges keeps changes that
+// Get then reads.
+func CheckServerChangesAfterUpgrade(t *testing.T, st store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	if rec, err := st.Get(ctx, "sess_old"); err != nil || rec.ServerChanges != nil || rec.Title != "old one" {
+		t.Errorf("the old session: %+v, %v; want no server changes", rec, err)
+	}
+	if err := st.SetServerChanges(ctx, "sess_old", []byte(`{"disabled":["fs"]}`)); err != nil {
+		t.Fatalf("SetServerChanges after the upgrade: %v", err)
+	}
+	if rec, err := st.Get(ctx, "sess_old"); err != nil || string(rec.ServerChanges) != `{"disabled":["fs"]}` {
+		t.Errorf("Get after SetServerChanges: %q, %v", rec.ServerChanges, err)
+	}
+}

@@ -94,20 +94,23 @@ func ReadTurns(id string, next func() bool, scan func(...any) error, rowsErr fun
 }
 
 // RecordColumns are the columns ScanRecord reads, in order.
-const RecordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, tenant, ` + UsageColumns
+const RecordColumns = `id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, server_changes, tenant, ` + UsageColumns
 
 // ScanRecord reads a record from a row of the RecordColumns (scan is the
 // row's Scan method).
 func ScanRecord(scan func(...any) error) (store.Record, error) {
 	var r store.Record
 	var created, updated int64
-	var servers string
+	var servers, changes string
 	u := &r.Usage
-	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Mode, &r.Tenant,
+	if err := scan(&r.ID, &r.Key, &r.Cwd, &r.Title, &created, &updated, &servers, &r.Model, &r.Mode, &changes, &r.Tenant,
 		&u.InputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.OutputTokens, &u.ThoughtTokens, &u.Requests, &u.Cost, &u.Unpriced); err != nil {
 		return store.Record{}, err
 	}
 	r.Created, r.Updated = time.UnixMilli(created), time.UnixMilli(updated)
+	if changes != "" {
+		r.ServerChanges = []byte(changes)
+	}
 	if err := json.Unmarshal([]byte(servers), &r.Servers); err != nil {
 		return store.Record{}, fmt.Errorf("session %s: servers: %w", r.ID, err)
 	}
