@@ -236,6 +236,9 @@ func (a *Agent) initialize(_ context.Context, r initializeRequest) (initializeRe
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
+			// The extension methods served (ACP extensibility: advertised
+			// in _meta): a running session's servers replaced (servers.go).
+			Meta: map[string]any{MetaExtensions: []string{methodSetMCPServers}},
 			// session/load replays a stored session; clients such as Zed
 			// offer to reopen a conversation only when this is set.
 			LoadSession:        true,
@@ -381,6 +384,9 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 		if enforced != "" {
 			a.sendNotice(ctx, s.ID(), notice{Severity: "warning", Title: "The session's mode is not enforced in full", Description: enforced})
 		}
+		for _, n := range s.OpeningNotes() {
+			a.sendNotice(ctx, s.ID(), notice{Severity: "info", Title: "MCP servers", Description: n})
+		}
 		a.notify(ctx, s.ID(), availableCommands(s.Commands()))
 		return
 	}
@@ -389,6 +395,9 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 	}
 	if enforced != "" {
 		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(enforced+"\n"))
+	}
+	for _, n := range s.OpeningNotes() {
+		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
 	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {

@@ -84,7 +84,8 @@ func (a *Agent) methods() map[string]method {
 		acpsdk.AgentMethodSessionSetConfigOption: typed(a.setSessionConfigOption),
 		acpsdk.AgentMethodSessionPrompt:          a.promptEntry, // session.go
 		acpsdk.AgentMethodSessionCancel:          typed(a.cancel),
-		methodMCPMessage:                         a.mcpMessage, // mcpacp.go
+		methodMCPMessage:                         a.mcpMessage,                 // mcpacp.go
+		methodSetMCPServers:                      withServers(a.setMCPServers), // servers.go
 	}
 }
 

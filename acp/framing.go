@@ -353,7 +353,7 @@ func (f *framing) frame(line []byte) []byte {
 		msg["params"] = json.RawMessage("{}")
 	}
 	switch method {
-	case acpsdk.AgentMethodSessionNew, acpsdk.AgentMethodSessionLoad, acpsdk.AgentMethodSessionResume, acpsdk.AgentMethodSessionFork:
+	case acpsdk.AgentMethodSessionNew, acpsdk.AgentMethodSessionLoad, acpsdk.AgentMethodSessionResume, acpsdk.AgentMethodSessionFork, methodSetMCPServers:
 		// The dispatch table reads mcpServers by exact key, the SDK's
 		// types by any spelling: refuse the keys they could read
 		// differently.

@@ -19,7 +19,7 @@ var sessionMethods = map[string]bool{
 	acpsdk.AgentMethodSessionResume: true, acpsdk.AgentMethodSessionClose: true,
 	acpsdk.AgentMethodSessionSetMode: true, acpsdk.AgentMethodSessionSetConfigOption: true,
 	acpsdk.AgentMethodSessionDelete: true, acpsdk.AgentMethodSessionFork: true,
-	methodSessionSetTitle: true,
+	methodSessionSetTitle: true, methodSetMCPServers: true,
 }
 
 // contentTypes are the ACP content block types

@@ -15,6 +15,7 @@ import (
 // two agree.
 var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest string) string{
 	"resources": resourcesCommand, // resources.go
+	"mcp":       mcpCommand,       // mcpcommand.go
 	"read":      readCommand,
 	"status":    func(_ context.Context, s *Session, _ string) string { return s.StatusText() }, // mode.go
 	"servers": func(_ context.Context, s *Session, _ string) string {

@@ -102,6 +102,18 @@ type CoreOptions struct {
 	// is refused (ErrInvalid). They do not count toward the
 	// servers-per-session quota.
 	InProcess []InProcessServer
+	// ProjectApprovals, if set, makes a session read the project's
+	// .mcp.json in its cwd (Claude Code's format; not with RemoteClients):
+	// its servers join the session once the user approved them for the
+	// project (asked at the next prompt, remembered here when always);
+	// the client's servers and the ones its user added win a name clash,
+	// and the project's win over the config's. Nil: no .mcp.json is read.
+	ProjectApprovals *Approvals
+	// LookupEnv reads the agent's environment for the ${VAR} references
+	// of the project's servers and of those added by /mcp (see
+	// Session.AddServer); it may refuse a variable (the agent's own
+	// secrets) by reporting it unset. Nil means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
 	// Store keeps sessions across restarts. Nil means memory.New().
 	Store store.Store
 	// History is the gateway's conversation history over Store; each opened
@@ -360,10 +372,6 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 			return nil, fmt.Errorf("reading the session store: %w", err)
 		}
 	}
-	specs, err := c.servers(req.Servers)
-	if err != nil {
-		return nil, err
-	}
 	check := checkDir
 	if c.opts.RemoteClients {
 		check = checkAbs
@@ -380,6 +388,14 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if id == "" {
 		id = NewID()
 	}
+	var stored []byte
+	if !create {
+		stored = rec.ServerChanges
+	}
+	asm, err := c.servers(req, stored, id)
+	if err != nil {
+		return nil, err
+	}
 	cell := &modeCell{}
 	conf := &bridge.Confine{Mode: cell.load, Workspace: confine.Workspace{Cwd: req.Cwd, Dirs: slices.Clone(req.AdditionalDirectories)}}
 	if t := c.opts.Bridge.Confine; t != nil {
@@ -389,9 +405,12 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if req.FrontEnd != nil && len(c.opts.InProcess) > 0 {
 		env.Editor = req.FrontEnd.Editor(id)
 	}
-	specs, err = c.withInProcess(env, specs)
+	specs, err := c.withInProcess(env, asm.specs)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range c.opts.InProcess {
+		asm.origins[p.Name] = OriginAgent
 	}
 	model := ""
 	if create {
@@ -417,16 +436,17 @@ func (c *Core) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	}
 	c.log.Info("opening session", "session", rec.ID, "cwd", req.Cwd, "mcpServers", len(specs), "reopen", !create, "forkOf", req.Fork)
 	cell.store(c.modeOf(rec))
-	return c.open(ctx, rec, req, specs, model, cell, conf)
+	return c.open(ctx, rec, req, specs, asm, model, cell, conf)
 }
 
-func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, specs []bridge.ServerSpec, model string, mode *modeCell, conf *bridge.Confine) (*Session, error) {
+func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, specs []bridge.ServerSpec, asm *assembly, model string, mode *modeCell, conf *bridge.Confine) (*Session, error) {
 	if old := c.Lookup(rec.ID); old != nil {
 		c.log.Info("session reopened: ending its live instance first", "session", rec.ID)
 		old.End()
 	}
 	s := &Session{core: c, torn: make(chan struct{}), id: rec.ID, key: rec.Key, cwd: req.Cwd, model: model, base: context.WithoutCancel(ctx),
-		frontEnd: req.FrontEnd, untitled: rec.Title == "", mode: mode}
+		frontEnd: req.FrontEnd, untitled: rec.Title == "", mode: mode,
+		origins: asm.origins, changes: asm.changes, pending: asm.pending, notes: asm.notes}
 	// The session's private directory: its children's TMPDIR, writable in
 	// workspace-write mode, and with RemoteClients (the client's cwd is on
 	// its machine) where the stdio servers start.
@@ -462,6 +482,12 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	}
 	start := time.Now()
 	_ = s.manager.Connect(ctx, specs)
+	for _, name := range asm.disabled {
+		_ = s.manager.SetEnabled(name, false)
+	}
+	if asm.dirty {
+		s.saveChanges(ctx)
+	}
 	if err := c.gw.SetExtraTools(ctx, s.key, s.manager.Tools()); err != nil {
 		s.End()
 		return nil, fmt.Errorf("registering tools: %w", err)
@@ -477,42 +503,114 @@ func (c *Core) open(ctx context.Context, rec store.Record, req OpenRequest, spec
 	return s, nil
 }
 
-// servers merges the default servers with the session's own (a session
-// entry replaces the default of the same name), applies the per-server
-// settings and the servers-per-session quota.
-func (c *Core) servers(own []bridge.ServerSpec) ([]bridge.ServerSpec, error) {
-	names := make(map[string]bool, len(own))
-	for _, s := range own {
-		names[s.Name] = true
+// assembly is what Open connects: the session's servers (not yet the
+// in-process ones) with their origins, its stored changes, the project's
+// servers waiting for the user's approval, the names to disable after the
+// connect, and notes for the user.
+type assembly struct {
+	specs    []bridge.ServerSpec
+	origins  map[string]Origin
+	changes  serverChanges
+	pending  []bridge.ServerSpec
+	disabled []string
+	notes    []string
+	dirty    bool // changes differ from the stored ones
+}
+
+// servers merges the session's servers by origin (the config's, the
+// project's approved ones, the client's own, those its user added; a later
+// origin replaces an earlier one of the same name), leaves out those its
+// user removed, expands the ${VAR} references of the project's and the
+// added ones, applies the per-server settings and the
+// servers-per-session quota.
+func (c *Core) servers(req OpenRequest, stored []byte, id string) (*assembly, error) {
+	a := &assembly{origins: make(map[string]Origin), changes: c.readChanges(id, stored)}
+	type entry struct {
+		spec   bridge.ServerSpec
+		origin Origin
 	}
-	specs := make([]bridge.ServerSpec, 0, len(c.opts.DefaultServers)+len(own))
+	var all []entry
+	put := func(spec bridge.ServerSpec, o Origin) {
+		if i := slices.IndexFunc(all, func(e entry) bool { return e.spec.Name == spec.Name }); i >= 0 {
+			all = slices.Delete(all, i, i+1)
+		}
+		all = append(all, entry{spec, o})
+	}
 	for _, d := range c.opts.DefaultServers {
-		if !names[d.Name] {
-			specs = append(specs, d)
-		}
+		put(d, OriginConfig)
 	}
-	specs = append(specs, own...)
-	for _, s := range specs {
-		if slices.ContainsFunc(c.opts.InProcess, func(p InProcessServer) bool { return p.Name == s.Name }) {
-			return nil, &NameTakenError{Name: s.Name}
+	if c.opts.ProjectApprovals != nil && !c.opts.RemoteClients {
+		project, err := readProject(req.Cwd)
+		if err != nil {
+			a.notes = append(a.notes, "The project's MCP servers cannot all be read: "+err.Error())
 		}
-	}
-	for i := range specs {
-		if set, ok := c.opts.ServerSettings[specs[i].Name]; ok {
-			specs[i].Timeouts = specs[i].Timeouts.Or(set.Timeouts)
-			if specs[i].CallsPerMinute == 0 {
-				specs[i].CallsPerMinute = set.CallsPerMinute
+		for _, p := range project {
+			given := slices.ContainsFunc(req.Servers, func(o bridge.ServerSpec) bool { return o.Name == p.Name }) ||
+				slices.ContainsFunc(a.changes.Added, func(o storedServer) bool { return o.Name == p.Name })
+			switch {
+			case given || slices.Contains(a.changes.Removed, p.Name):
+			case c.opts.ProjectApprovals.Approved(req.Cwd, p):
+				put(p, OriginProject)
+			default:
+				a.pending = append(a.pending, p)
 			}
-			if specs[i].OAuth.ID == "" {
-				specs[i].OAuth = set.OAuth
-			}
-			specs[i].Sandbox = set.Sandbox
+		}
+		if len(a.pending) > 0 {
+			a.notes = append(a.notes, PendingProjectText(req.Cwd, a.pending))
 		}
 	}
-	if limit := c.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(specs) > limit {
-		return nil, Invalidf("mcpServers: %d servers (%d from the request, %d default servers from the config) exceed the limit of %d servers per session (config limits.serversPerSession)", len(specs), len(own), len(specs)-len(own), limit)
+	for _, o := range req.Servers {
+		put(o, OriginClient)
 	}
-	return specs, nil
+	kept := a.changes.Added[:0:0]
+	for _, added := range a.changes.Added {
+		if len(added.Withheld) > 0 {
+			a.notes = append(a.notes, fmt.Sprintf("MCP server %q, added in this session before, is not restored: the value of %s was not stored. /mcp add it again.", added.Name, strings.Join(added.Withheld, ", ")))
+			a.dirty = true
+			continue
+		}
+		kept = append(kept, added)
+		put(added.spec(), OriginAdded)
+	}
+	a.changes.Added = kept
+	for _, e := range all {
+		if slices.Contains(a.changes.Removed, e.spec.Name) {
+			continue
+		}
+		if slices.ContainsFunc(c.opts.InProcess, func(p InProcessServer) bool { return p.Name == e.spec.Name }) {
+			return nil, &NameTakenError{Name: e.spec.Name}
+		}
+		spec := c.settle(e.spec)
+		if e.origin == OriginProject || e.origin == OriginAdded {
+			var err error
+			if spec, err = expand(spec, c.lookupEnv); err != nil {
+				a.notes = append(a.notes, fmt.Sprintf("MCP server %q is not started: %v.", e.spec.Name, err))
+				continue
+			}
+		}
+		a.specs = append(a.specs, spec)
+		a.origins[spec.Name] = e.origin
+	}
+	for _, name := range a.changes.Disabled {
+		if _, ok := a.origins[name]; ok || slices.ContainsFunc(c.opts.InProcess, func(p InProcessServer) bool { return p.Name == name }) {
+			a.disabled = append(a.disabled, name)
+		}
+	}
+	if limit := c.opts.Bridge.Limits.WithDefaults().ServersPerSession; len(a.specs) > limit {
+		by := map[Origin]int{}
+		for _, o := range a.origins {
+			by[o]++
+		}
+		from := fmt.Sprintf("%d from the request, %d default servers from the config", by[OriginClient], by[OriginConfig])
+		if n := by[OriginProject]; n > 0 {
+			from += fmt.Sprintf(", %d from the project's %s", n, ProjectFile)
+		}
+		if n := by[OriginAdded]; n > 0 {
+			from += fmt.Sprintf(", %d added in the session", n)
+		}
+		return nil, Invalidf("mcpServers: %d servers (%s) exceed the limit of %d servers per session (config limits.serversPerSession)", len(a.specs), from, limit)
+	}
+	return a, nil
 }
 
 // withInProcess returns specs after the session's in-process servers, built

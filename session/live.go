@@ -59,6 +59,21 @@ type Session struct {
 	titleMu     sync.Mutex
 	clientTitle bool
 
+	// srvMu orders the changes to the session's servers (servers.go) and
+	// guards the fields below it. Lock order: turn before srvMu; srvMu
+	// before the Manager's locks.
+	srvMu sync.Mutex
+	// origins are where each of its servers came from, by name.
+	origins map[string]Origin
+	// changes are its user's changes to its servers, as stored.
+	changes serverChanges
+	// pending are the project's servers waiting for the user's approval
+	// (project.go), asked at the next prompt.
+	pending []bridge.ServerSpec
+	// notes are what the user is told once the session opened
+	// (OpeningNotes).
+	notes []string
+
 	// mu guards the fields below.
 	mu      sync.Mutex
 	model   string          // the ID of the model the session uses
@@ -87,6 +102,16 @@ func (s *Session) Cwd() string { return s.cwd }
 
 // Manager returns the bridge.Manager of the session's MCP servers.
 func (s *Session) Manager() *bridge.Manager { return s.manager }
+
+// OpeningNotes are what the user should be told once the session opened,
+// beside its servers' failures: the project's servers waiting for
+// approval, a .mcp.json that cannot be read, stored servers that could not
+// be restored. The slice is the caller's.
+func (s *Session) OpeningNotes() []string {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	return slices.Clone(s.notes)
+}
 
 // Servers returns the status of each of the session's MCP servers.
 func (s *Session) Servers() []bridge.ServerStatus { return s.manager.Servers() }
@@ -176,6 +201,9 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 		emit := p.Emit
 		if emit == nil {
 			emit = func(gateway.Event) {}
+		}
+		if !s.askProject(ctx, p.Ask, emit) { // the project's servers, before their first use (project.go)
+			return gateway.StopCancelled, nil
 		}
 		msg, done := s.runPrompt(ctx, p.Content, emit) // "/<server>:<prompt> ..." (prompts.go)
 		if done {

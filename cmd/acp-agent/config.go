@@ -442,6 +442,35 @@ func defaultConfigPath() string {
 	return filepath.Join(dir, "acp-agent", "config.json")
 }
 
+// projectsPath is the file of the projects whose .mcp.json servers the user
+// approved: projects.json in the directory of the config file (config,
+// else the default one); "" when there is no config directory.
+func projectsPath(config string) string {
+	if config == "" {
+		config = defaultConfigPath()
+	}
+	if config == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(config), "projects.json")
+}
+
+// lookupEnv is session.CoreOptions.LookupEnv: the agent's environment for
+// the ${VAR} references of a project's and an added server, except the
+// agent's own secrets (the model providers' API keys, the key variable the
+// config names, the gateway's and the operator's tokens), which no server
+// may read.
+func (c *Config) lookupEnv(name string) (string, bool) {
+	secret := name == tokenEnv || name == metricsTokenEnv || c.Model != nil && name == c.Model.APIKeyEnv
+	for _, p := range providers {
+		secret = secret || name == p.keyEnv || name == p.altKeyEnv
+	}
+	if secret {
+		return "", false
+	}
+	return os.LookupEnv(name)
+}
+
 // loadConfig reads the config file at path. A missing file is an error only
 // when required (the user named it with --config); an empty one (nothing
 // but white space) is no settings. A mistake is reported as
@@ -696,6 +725,7 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 		DefaultMode:    mode,
 		DefaultServers: defaults,
 		ServerSettings: settings,
+		LookupEnv:      c.lookupEnv,
 		Bridge: bridge.Options{
 			Timeouts: c.Timeouts.bridge(),
 			Grace:    time.Duration(c.Timeouts.Grace),

@@ -311,3 +311,23 @@ func TestConfig_Subagents(t *testing.T) {
 		t.Errorf("subagents.enabled false: %+v", s)
 	}
 }
+
+// A server's ${VAR} never reads the agent's own secrets: the providers'
+// API keys, the key variable the config names, the gateway's and the
+// operator's tokens; other variables it reads.
+func TestConfig_LookupEnvHidesTheAgentsSecrets(t *testing.T) {
+	cfg := &Config{Model: &ModelConfig{APIKeyEnv: "MY_MODEL_KEY"}}
+	for _, name := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MY_MODEL_KEY", tokenEnv, metricsTokenEnv} {
+		t.Setenv(name, "secret")
+		if v, ok := cfg.lookupEnv(name); ok || v != "" {
+			t.Errorf("lookupEnv(%s) = %q, %v; want unset", name, v, ok)
+		}
+	}
+	t.Setenv("GITHUB_TOKEN", "gh")
+	if v, ok := cfg.lookupEnv("GITHUB_TOKEN"); !ok || v != "gh" {
+		t.Errorf("lookupEnv(GITHUB_TOKEN) = %q, %v", v, ok)
+	}
+	if opts, err := cfg.coreOptions(); err != nil || opts.LookupEnv == nil {
+		t.Errorf("coreOptions: LookupEnv not set (%v)", err)
+	}
+}

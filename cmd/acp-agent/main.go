@@ -166,6 +166,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The project's .mcp.json, approved per project in projects.json
+	// beside the config file.
+	if path := projectsPath(*common.config); path != "" {
+		opts.ProjectApprovals = session.NewApprovals(path)
+	}
 	var met *metrics.Metrics // nil: no --metrics-addr
 	if *metricsAddr != "" {
 		met = metrics.New(nil)

@@ -35,6 +35,7 @@ var commands = [...]Command{
 	{Name: "tools", Description: "List the tools of this session"},
 	{Name: "call", Hint: "<tool> {json arguments}", Description: "Call a tool; the arguments are a JSON object, {} when left out"},
 	{Name: "servers", Description: "Show each MCP server: state, transport, tool count, last error", FrontEnd: true},
+	{Name: "mcp", Hint: "[add|remove|reconnect|…]", Description: "List the session's MCP servers; add, remove, reconnect, disable or enable one while the session runs", FrontEnd: true},
 	{Name: "login", Hint: "<server>", Description: "Sign in to an MCP server again, after a declined or expired sign-in or /logout", FrontEnd: true},
 	{Name: "logout", Hint: "<server>", Description: "Sign out of an MCP server: its tokens are deleted and revoked, and it disconnects", FrontEnd: true},
 	{Name: "resources", Description: "List the resources and resource templates of the session's MCP servers", FrontEnd: true},
