@@ -169,7 +169,7 @@ func TestHelp_PointsAtReadmeSections(t *testing.T) {
 		}
 	}
 	section := regexp.MustCompile(`section "([^"]+)"`)
-	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"mcp-server", "--help"}, {"connect", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"mcp-server", "--help"}, {"connect", "--help"}, {"mcp", "--help"}} {
 		var stdout, stderr bytes.Buffer
 		if err := run(args, strings.NewReader(""), &stdout, &stderr); err != nil {
 			t.Fatalf("%q: %v", args, err)
