@@ -53,7 +53,7 @@ func runMCP(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return flagError(fs, err, "acp-agent mcp")
 	}
 	if len(pos) == 0 {
-		return errors.New(`mcp: want a command: search, add, list or remove (see acp-agent mcp --help)`)
+		return errors.New(`mcp: want a command: search, add, list or remove (see acp-agent mcp --help); to serve the agent to MCP clients, run "mcp-server"`)
 	}
 	cmd, pos := pos[0], pos[1:]
 	switch cmd {
