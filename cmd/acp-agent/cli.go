@@ -28,6 +28,8 @@ var subcommands = []subcommand{
 		}},
 	{"mcp-server", "serve the agent to MCP clients (Claude Code, Cursor, …) as one tool, ask_agent, on stdio or Streamable HTTP",
 		runMCPServer},
+	{"mcp", "find MCP servers in the MCP Registry and add them to the config (search, add, list, remove)",
+		runMCP},
 	{"connect", "connect an editor that starts agents over stdio to a gateway on the network; its stdio MCP servers run here",
 		runConnect},
 	{"login", "store a model API key (asked for, hidden, checked with one request) for when the environment has none",

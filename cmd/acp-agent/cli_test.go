@@ -65,6 +65,8 @@ func TestRun_HelpDescribesEverything(t *testing.T) {
 			wants = []string{"Usage:", "credentials.json", "--config", "--base-url", "--no-check"}
 		case "logout":
 			wants = []string{"Usage:", "credentials.json"}
+		case "mcp": // no agent flags: the registry and the config file it edits
+			wants = []string{"Usage:", "Config file:", cfgPath, "--config", "--registry", "--env", "--force", "sanitized"}
 		case "connect": // no model: the gateway has it; the config for the local servers' sandbox
 			wants = []string{"Usage:", "Config file:", cfgPath, "--config", "--log-file", "--token-file", "--verbose", "sandbox"}
 		}
@@ -169,7 +171,7 @@ func TestHelp_PointsAtReadmeSections(t *testing.T) {
 		}
 	}
 	section := regexp.MustCompile(`section "([^"]+)"`)
-	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"mcp-server", "--help"}, {"connect", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"mcp-server", "--help"}, {"connect", "--help"}, {"mcp", "--help"}} {
 		var stdout, stderr bytes.Buffer
 		if err := run(args, strings.NewReader(""), &stdout, &stderr); err != nil {
 			t.Fatalf("%q: %v", args, err)

@@ -170,7 +170,7 @@ func TestREADME_FlagsExist(t *testing.T) {
 		help[sub] = string(out)
 		return help[sub]
 	}
-	subcommands := map[string]bool{"gateway": true, "connect": true, "mcp-server": true, "login": true, "logout": true}
+	subcommands := map[string]bool{"gateway": true, "connect": true, "mcp-server": true, "mcp": true, "login": true, "logout": true}
 	cmds := readmeAgentCommands(t)
 	flags := 0
 	for _, args := range cmds {
