@@ -21,6 +21,10 @@
 //     policy. Which URLs and addresses may be reached, checked in the
 //     dialer; a sign-in's requests no closer than its server; credentials
 //     kept out of logs.
+//   - [github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy]: the managed
+//     policy. Which MCP servers an organisation allows and denies (by
+//     name, command or URL, per tenant of a gateway), read from a file
+//     its users do not control.
 //   - [github.com/seed02d3eb6b/acp-agent/sandbox/quota]: quotas. A
 //     session's limits and a server's tool-call rate limit.
 //
