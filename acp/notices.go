@@ -2,9 +2,11 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -45,10 +47,11 @@ func openingNotices(keyNotice string, servers []bridge.ServerStatus, toolLimit i
 }
 
 // failedNotice is the notice of a server that failed to connect: why, and
-// for an http or sse server that /login tries again.
+// for an http or sse server that /login tries again (not for one the
+// managed policy refuses: trying again changes nothing).
 func failedNotice(st bridge.ServerStatus) notice {
 	what := "Its tools are not in this session."
-	if st.Transport == bridge.TransportHTTP || st.Transport == bridge.TransportSSE {
+	if (st.Transport == bridge.TransportHTTP || st.Transport == bridge.TransportSSE) && !errors.Is(st.Err, mcppolicy.ErrRefused) {
 		what = fmt.Sprintf("Its tools are not in this session; /login %s tries again.", st.Name)
 	}
 	return notice{Severity: "warning", Title: fmt.Sprintf("MCP server %q failed", st.Name),

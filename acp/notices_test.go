@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -35,6 +36,11 @@ func TestNotices(t *testing.T) {
 		{"opening: failed stdio has no /login",
 			openingNotices("", []bridge.ServerStatus{{Name: "cli", Transport: bridge.TransportStdio, State: bridge.StateFailed, Err: boom}}, 100),
 			[]string{"warning"}, []string{`MCP server "cli" failed`}, []string{"connection refused. Its tools are not in this session."}},
+		{"opening: refused by the managed policy, no /login",
+			openingNotices("", []bridge.ServerStatus{{Name: "web", Transport: bridge.TransportHTTP, State: bridge.StateFailed,
+				Err: &mcppolicy.RefusedError{Server: "web", Source: "/etc/acp-agent/managed.json", Denied: &mcppolicy.Rule{URL: "https://*", Where: "deniedMcpServers[0]"}}}}, 100),
+			[]string{"warning"}, []string{`MCP server "web" failed`},
+			[]string{`server "web" is refused by the managed policy /etc/acp-agent/managed.json: deniedMcpServers[0] {serverUrl: "https://*"}. Its tools are not in this session.`}},
 		{"signed in after the open",
 			changeNotices(session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 4}}, 100),
 			[]string{"info"}, []string{`MCP server "web" is connected`}, []string{"4 of its tools joined"}},

@@ -40,9 +40,11 @@
 // [mcp.SSEClientTransport]; the bridge writes no JSON-RPC of its own. Stdio servers run under the
 // sandbox's environment and process rules ([environ.Policy],
 // [process.Start]); http and sse servers are reached only through the
-// [urlpolicy.Policy]. [Options.StdioPolicy] may refuse a stdio server
-// before its process starts (a gateway's host runs only the commands its
-// operator allows: [*StdioRefusedError]). [Options.Dial] replaces the
+// [urlpolicy.Policy]. [Options.Admit] may refuse any server but an
+// in-process one before anything of it starts (the managed policy of
+// allowed and denied servers); [Options.StdioPolicy] may refuse a stdio
+// server before its process starts (a gateway's host runs only the
+// commands its operator allows: [*StdioRefusedError]). [Options.Dial] replaces the
 // built-in transports, for tests (in-memory transports) and for
 // transports that live outside the bridge.
 //

@@ -80,6 +80,17 @@ type Options struct {
 	// would run on the gateway host, with a *StdioRefusedError unless its
 	// operator allows the command. Nil allows every stdio server.
 	StdioPolicy func(spec ServerSpec) error
+	// Admit, if non-nil, decides whether a server may be used at all (the
+	// managed policy of acp-agent's --managed-config): it is called with
+	// the spec of every server but a TransportInProcess one before any
+	// process starts or connection opens (before StdioPolicy and
+	// Options.Dial), once per connect, from the goroutine connecting that
+	// server (servers connect in parallel, so it may be called
+	// concurrently). A non-nil error fails the server at once (StateFailed,
+	// the error its ServerStatus.Err as it is, shown with ErrorText like
+	// any failure) and nothing of it starts; nil admits it. Nil admits
+	// every server.
+	Admit func(spec ServerSpec) error
 	// Confine confines the stdio servers by the session's mode. Nil
 	// confines nothing.
 	Confine *Confine

@@ -373,9 +373,15 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 // child in its own process group (cmd, started by the transport's Connect
 // through process.Start), or Streamable HTTP / SSE. kill ends what the
 // transport started (the child's process group, the HTTP streams); close
-// calls it too. It refuses transports the bridge cannot serve, and a stdio
-// server Options.StdioPolicy refuses, with the policy's error.
+// calls it too. It refuses transports the bridge cannot serve, a server
+// Options.Admit refuses and a stdio server Options.StdioPolicy refuses,
+// with the policy's error.
 func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd, kill func(), err error) {
+	if s.spec.Transport != TransportInProcess && s.opts.Admit != nil {
+		if err := s.opts.Admit(s.spec); err != nil {
+			return nil, nil, nil, err // nothing started: the server fails with the policy's reason
+		}
+	}
 	if s.spec.Transport == TransportStdio && s.opts.StdioPolicy != nil {
 		if err := s.opts.StdioPolicy(s.spec); err != nil {
 			return nil, nil, nil, err // no process: the server fails with the policy's reason
