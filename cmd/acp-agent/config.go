@@ -28,6 +28,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
@@ -77,6 +78,10 @@ type Config struct {
 
 	// auditor is the audit log startObservability opened, or nil; not a key.
 	auditor audit.Auditor
+	// managed is the managed policy of MCP servers (--managed-config,
+	// managed.go), or nil for none; not a key. coreOptions makes it the
+	// bridge's Admit, a gateway each tenant's (ForTenant).
+	managed *mcppolicy.Policy
 }
 
 // ContextConfig is config "context". Zero fields mean the defaults.
@@ -693,8 +698,9 @@ func parseDefaultServer(name string, raw json.RawMessage) (bridge.ServerSpec, er
 
 // coreOptions turns the config into the session core's options, the part
 // both front ends (ACP and mcp-server) share: default servers, per-server
-// settings, in-process servers (built-in tools) and the bridge template. The
-// caller sets Name, Version, Gateway, Store, History and Logger.
+// settings, in-process servers (built-in tools) and the bridge template,
+// with the managed policy (Config.managed) as its Admit. The caller sets
+// Name, Version, Gateway, Store, History and Logger.
 func (c *Config) coreOptions() (session.CoreOptions, error) {
 	defaults, err := c.DefaultServers()
 	if err != nil {
@@ -743,6 +749,7 @@ func (c *Config) coreOptions() (session.CoreOptions, error) {
 				MaxMedia:          c.Limits.MaxMediaBytes,
 			},
 			CallsPerMinute: c.Limits.CallsPerMinute,
+			Admit:          admit(c.managed),
 			// The caller sets Store.
 			OAuth: &bridge.OAuth{ClientIDMetadataURL: c.OAuth.ClientIDMetadataDocument, Timeout: time.Duration(c.OAuth.Timeout)},
 		},

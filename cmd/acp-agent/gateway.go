@@ -391,6 +391,7 @@ func (t *tenantCores) get(tenant string) *session.Core {
 	oauth := *t.base.Bridge.OAuth
 	oauth.Store = signin.NewMemory() // a tenant's grants are its own
 	opts.Bridge.OAuth = &oauth
+	opts.Bridge.Admit = admit(t.cfg.managed.ForTenant(tenant)) // the managed policy's, with the tenant's lists
 	opts.Observer, opts.Logger = t.met, log
 	opts.Name, opts.Version = "acp-agent", agentVersion()
 	tc := &tenantCore{core: session.NewCore(&opts), history: opts.History}

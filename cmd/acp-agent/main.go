@@ -241,6 +241,7 @@ type commonFlags struct {
 	cpuProfile, memProfile *string
 	debugAddr              *string
 	auditLog               *string
+	managedConfig          *string
 }
 
 func addCommonFlags(fs *flag.FlagSet) *commonFlags {
@@ -253,6 +254,8 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		memProfile: fs.String("memprofile", "", "write a heap profile (pprof) to this file at exit"),
 		debugAddr:  fs.String("debug-addr", "", "serve net/http/pprof (/debug/pprof/: goroutines, heap, ...) on this loopback host:port (off by default; port 0 picks one, logged)"),
 		auditLog:   fs.String("audit-log", "", "append a JSON line per tool call (who, which tool, permission decision, outcome) to this file (config audit)"),
+		managedConfig: fs.String("managed-config", "", "the managed policy of MCP servers: a `FILE` of allowedMcpServers and deniedMcpServers, refused if missing or malformed (default "+
+			defaultManagedPath+" when it exists)"),
 	}
 }
 
@@ -279,12 +282,16 @@ func (c *commonFlags) setup(stderr io.Writer) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.managed, err = loadManaged(*c.managedConfig, defaultManagedPath); err != nil {
+		return nil, err
+	}
 	logger, closeLog, err := newLogger(*c.verbose, *c.logFile, stderr)
 	if err != nil {
 		return nil, err
 	}
 	log := newSlog(logger.Core())
 	log.Info("starting", "version", agentVersion(), "pid", os.Getpid())
+	logManaged(cfg.managed, log)
 	stopProfiles, err := startProfiles(*c.cpuProfile, *c.memProfile, log)
 	if err != nil {
 		closeLog()
