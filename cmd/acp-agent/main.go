@@ -254,8 +254,8 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		memProfile: fs.String("memprofile", "", "write a heap profile (pprof) to this file at exit"),
 		debugAddr:  fs.String("debug-addr", "", "serve net/http/pprof (/debug/pprof/: goroutines, heap, ...) on this loopback host:port (off by default; port 0 picks one, logged)"),
 		auditLog:   fs.String("audit-log", "", "append a JSON line per tool call (who, which tool, permission decision, outcome) to this file (config audit)"),
-		managedConfig: fs.String("managed-config", "", "the managed policy of MCP servers: a `FILE` of allowedMcpServers and deniedMcpServers, refused if missing or malformed (default "+
-			defaultManagedPath+" when it exists)"),
+		managedConfig: fs.String("managed-config", "", "the managed policy of MCP servers: allowedMcpServers and deniedMcpServers in `FILE`; a missing or malformed FILE stops the agent (default "+
+			defaultManagedPath+", if it exists)"),
 	}
 }
 
