@@ -76,7 +76,8 @@ func (c *connCounter) count() int {
 // it) is never started or dialed: its fixture writes no ready line, no
 // process of it is under the agent, its address gets no connection. The
 // message after session/new names each refused server, the policy file and
-// the entry or list that refused it; the allowed server's tool works.
+// the entry or list that refused it; the allowed server's tool works; a
+// server added later with /mcp add is refused alike.
 func TestManagedPolicy_RefusedServersNeverStart(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -146,8 +147,14 @@ func TestManagedPolicy_RefusedServersNeverStart(t *testing.T) {
 			if got := text(out); !strings.Contains(got, `- demo: failed (stdio): server "demo" `) || !strings.Contains(got, managed) {
 				t.Errorf("/servers does not show demo refused by %s:\n%s", managed, got)
 			}
-			if _, err := os.Stat(ready("demo")); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("the refused stdio server started later: %v", err)
+			// A server added to the running session is refused alike.
+			if out := a.say(sid, "/mcp add --env FIXTURE_READY_FILE="+ready("late")+" late "+fixtureBin+" -demo"); !strings.Contains(out, `Added MCP server "late" (stdio), but it failed: server "late" `) || !strings.Contains(out, managed) {
+				t.Errorf("/mcp add of a refused server: %q", out)
+			}
+			for _, name := range []string{"demo", "late"} {
+				if _, err := os.Stat(ready(name)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the refused stdio server %s started later: %v", name, err)
+				}
 			}
 		})
 	}
