@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 )
 
 // mcpUsage is /mcp's help.
@@ -141,6 +142,9 @@ func ChangeText(ch ServerChange) string {
 	case bridge.StateSignIn:
 		return fmt.Sprintf("%s MCP server %q (%s): it waits for you to sign in at %s.", what, ch.Name, st.Transport, st.SignInURL)
 	case bridge.StateFailed:
+		if errors.Is(st.Err, mcppolicy.ErrRefused) { // trying again changes nothing
+			return fmt.Sprintf("%s MCP server %q (%s), but it may not run: %s. /mcp remove %s takes it out.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err), ch.Name)
+		}
 		return fmt.Sprintf("%s MCP server %q (%s), but it failed: %s. /mcp reconnect %s tries again; /mcp remove %s takes it out.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err), ch.Name, ch.Name)
 	}
 	return fmt.Sprintf("%s MCP server %q (%s): %s.", what, ch.Name, st.Transport, st.State)

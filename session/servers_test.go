@@ -14,6 +14,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
@@ -282,5 +283,18 @@ func TestSession_ProjectServersAskOnceThenRemembered(t *testing.T) {
 	}
 	if len(s3.Servers()) != 0 {
 		t.Errorf("a changed project entry ran without asking: %v", names(s3))
+	}
+}
+
+// A server the managed policy refuses is named with the policy, without
+// the advice to try again that would change nothing.
+func TestChangeText_RefusedByPolicyOffersNoRetry(t *testing.T) {
+	refused := &mcppolicy.RefusedError{Server: "x", Source: "/etc/acp-agent/managed.json", List: "allowedMcpServers"}
+	out := session.ChangeText(session.ServerChange{Name: "x", Action: "added", Status: bridge.ServerStatus{Name: "x", Transport: bridge.TransportStdio, State: bridge.StateFailed, Err: refused}})
+	if !strings.Contains(out, "managed.json") || strings.Contains(out, "reconnect") {
+		t.Errorf("ChangeText = %q", out)
+	}
+	if out := session.ServerStateText(bridge.ServerStatus{Name: "x", State: bridge.StateFailed, Err: refused}); strings.Contains(out, "/login") {
+		t.Errorf("ServerStateText = %q", out)
 	}
 }

@@ -3,12 +3,14 @@ package session
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 )
 
 // tellTimeout bounds one message sent with OpenRequest.Tell.
@@ -68,6 +70,9 @@ func ServerStateText(st bridge.ServerStatus) string {
 	case bridge.StateConnected:
 		return fmt.Sprintf("MCP server %q is connected: %d tools joined the session.\n", st.Name, st.Tools)
 	case bridge.StateFailed:
+		if errors.Is(st.Err, mcppolicy.ErrRefused) { // signing in again changes nothing
+			return fmt.Sprintf("MCP server %q failed: %s.\n", st.Name, bridge.ErrorText(st.Err))
+		}
 		return fmt.Sprintf("MCP server %q failed: %s; /login %s tries again.\n", st.Name, bridge.ErrorText(st.Err), st.Name)
 	}
 	return fmt.Sprintf("MCP server %q is %s.\n", st.Name, st.State)
