@@ -25,6 +25,17 @@
 // drops the history cache, in that order. The model is chosen per session
 // ([Session.SetModel]) and stored with it.
 //
+// # Servers that change
+//
+// A session's servers come from several origins ([Origin]: the agent's
+// in-process servers, the config's, the project's .mcp.json once approved
+// ([CoreOptions.ProjectApprovals], [Approvals]), the client's, and those
+// its user added), merged at open; its user changes them while it runs
+// (/mcp: [Session.AddServer], [Session.RemoveServer],
+// [Session.ReconnectServer], [Session.SetServerEnabled]; a client:
+// [Session.SetServers]). The changes are stored (store.Record.ServerChanges,
+// no literal secret value) and applied again by every reopen.
+//
 // # Storage
 //
 // Package session/store keeps what outlives the process: a [store.Store]
