@@ -148,8 +148,11 @@ func TestManagedPolicy_RefusedServersNeverStart(t *testing.T) {
 				t.Errorf("/servers does not show demo refused by %s:\n%s", managed, got)
 			}
 			// A server added to the running session is refused alike.
-			if out := a.say(sid, "/mcp add --env FIXTURE_READY_FILE="+ready("late")+" late "+fixtureBin+" -demo"); !strings.Contains(out, `Added MCP server "late" (stdio), but it failed: server "late" `) || !strings.Contains(out, managed) {
+			if out := a.say(sid, "/mcp add --env FIXTURE_READY_FILE="+ready("late")+" late "+fixtureBin+" -demo"); !strings.Contains(out, `MCP server "late" was not added: server "late" `) || !strings.Contains(out, managed) {
 				t.Errorf("/mcp add of a refused server: %q", out)
+			}
+			if out := a.say(sid, "/mcp"); strings.Contains(out, "- late:") {
+				t.Errorf("a refused /mcp add stays in the session: %q", out)
 			}
 			for _, name := range []string{"demo", "late"} {
 				if _, err := os.Stat(ready(name)); !errors.Is(err, os.ErrNotExist) {

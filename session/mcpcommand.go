@@ -143,7 +143,7 @@ func ChangeText(ch ServerChange) string {
 		return fmt.Sprintf("%s MCP server %q (%s): it waits for you to sign in at %s.", what, ch.Name, st.Transport, st.SignInURL)
 	case bridge.StateFailed:
 		if errors.Is(st.Err, mcppolicy.ErrRefused) { // trying again changes nothing
-			return fmt.Sprintf("%s MCP server %q (%s), but it may not run: %s. /mcp remove %s takes it out.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err), ch.Name)
+			return fmt.Sprintf("%s MCP server %q (%s), but it may not run: %s.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err))
 		}
 		return fmt.Sprintf("%s MCP server %q (%s), but it failed: %s. /mcp reconnect %s tries again; /mcp remove %s takes it out.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err), ch.Name, ch.Name)
 	}

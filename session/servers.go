@@ -7,6 +7,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
+	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 )
 
 // Origin says where one of a session's servers came from.
@@ -238,6 +240,13 @@ func (s *Session) add(ctx context.Context, spec bridge.ServerSpec, origin Origin
 	st, err := s.manager.Add(ctx, run)
 	if err != nil {
 		ch.Err = err
+		return ch
+	}
+	if st.State == bridge.StateFailed && errors.Is(st.Err, mcppolicy.ErrRefused) {
+		// The managed policy's answer does not change: a refusal, not a
+		// failed server kept in the session.
+		_ = s.manager.Remove(spec.Name)
+		ch.Err = st.Err
 		return ch
 	}
 	ch.Status = st
