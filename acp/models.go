@@ -205,13 +205,7 @@ func (a *Agent) setMode(ctx context.Context, s *session.Session, value string, b
 	}
 	sid := s.ID()
 	text := session.ModeChangedText(m, s.Support(), stale)
-	a.tasks.Go(func() {
-		select {
-		case <-ctx.Done(): // the response is written
-		case <-a.rpc.Done():
-			return
-		}
-		bg := context.WithoutCancel(ctx)
+	a.afterResponse(ctx, func(bg context.Context) { // servers.go
 		if byConfig {
 			a.notify(bg, sid, acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeId: acpsdk.SessionModeId(m)}})
 		} else {

@@ -175,6 +175,15 @@ func (m *Manager) SetEnabled(name string, enabled bool) error {
 	return nil
 }
 
+// Status returns the status of server name, as Servers shows it, and
+// whether there is one.
+func (m *Manager) Status(name string) (ServerStatus, bool) {
+	if s := m.server(name); s != nil {
+		return m.status(s), true
+	}
+	return ServerStatus{}, false
+}
+
 // Spec returns the spec of server name, and whether there is one.
 func (m *Manager) Spec(name string) (ServerSpec, bool) {
 	if s := m.server(name); s != nil {

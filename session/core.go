@@ -544,12 +544,13 @@ func (c *Core) servers(req OpenRequest, stored []byte, id string) (*assembly, er
 		if err != nil {
 			a.notes = append(a.notes, "The project's MCP servers cannot all be read: "+err.Error())
 		}
+		approved := c.opts.ProjectApprovals.Approved(req.Cwd, project)
 		for _, p := range project {
 			given := slices.ContainsFunc(req.Servers, func(o bridge.ServerSpec) bool { return o.Name == p.Name }) ||
 				slices.ContainsFunc(a.changes.Added, func(o storedServer) bool { return o.Name == p.Name })
 			switch {
 			case given || slices.Contains(a.changes.Removed, p.Name):
-			case c.opts.ProjectApprovals.Approved(req.Cwd, p):
+			case approved[p.Name]:
 				put(p, OriginProject)
 			default:
 				a.pending = append(a.pending, p)

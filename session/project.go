@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
@@ -36,7 +37,9 @@ const maxProjectFile = 1 << 20
 // the file and the entry (the other entries are returned).
 func readProject(dir string) ([]bridge.ServerSpec, error) {
 	path := filepath.Join(dir, ProjectFile)
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO put there opens at once (and is refused below)
+	// instead of holding the session's open until someone writes to it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -141,13 +144,22 @@ func (a *Approvals) write(f approvalsFile) error {
 	return os.Rename(tmp.Name(), a.path)
 }
 
-// Approved reports whether server spec of project dir was approved as it
-// is written now.
-func (a *Approvals) Approved(dir string, spec bridge.ServerSpec) bool {
+// Approved returns the servers of specs that were approved for project
+// dir as they are written now, by name (one read of the file).
+func (a *Approvals) Approved(dir string, specs []bridge.ServerSpec) map[string]bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	f, err := a.read()
-	return err == nil && f.Projects[dir][spec.Name] == fingerprint(spec)
+	a.mu.Unlock()
+	ok := make(map[string]bool)
+	if err != nil {
+		return ok
+	}
+	for _, s := range specs {
+		if fp, found := f.Projects[dir][s.Name]; found && fp == fingerprint(s) {
+			ok[s.Name] = true
+		}
+	}
+	return ok
 }
 
 // Approve remembers specs as approved for project dir.
@@ -189,18 +201,36 @@ func (a *Approvals) Revoke(dir string) (bool, error) {
 func describe(spec bridge.ServerSpec) string {
 	switch spec.Transport {
 	case bridge.TransportStdio:
-		what := strings.Join(append([]string{spec.Command}, spec.Args...), " ")
-		if len(spec.Env) > 0 {
-			names := make([]string, len(spec.Env))
-			for i, v := range spec.Env {
-				names[i] = v.Name
-			}
-			what += " (env " + strings.Join(names, ", ") + ")"
+		what := "runs `" + strings.Join(append([]string{spec.Command}, spec.Args...), " ") + "`"
+		var env []string
+		for _, v := range spec.Env {
+			env = append(env, shownPair(v.Name, v.Value))
 		}
-		return "runs `" + what + "`"
+		if len(env) > 0 {
+			what += " with env " + strings.Join(env, ", ")
+		}
+		return what
 	default:
-		return fmt.Sprintf("connects to %s (%s)", spec.URL, spec.Transport)
+		what := fmt.Sprintf("connects to %s (%s)", spec.URL, spec.Transport)
+		var headers []string
+		for _, h := range spec.Headers {
+			headers = append(headers, shownPair(h.Name, h.Value))
+		}
+		if len(headers) > 0 {
+			what += " with headers " + strings.Join(headers, ", ")
+		}
+		return what
 	}
+}
+
+// shownPair is an env or header entry as the user is asked about it: its
+// value when it reads the agent's environment (${VAR}: which variables a
+// server gets), else only its name.
+func shownPair(name, value string) string {
+	if varRef.MatchString(value) {
+		return name + "=" + value
+	}
+	return name
 }
 
 // PendingProjectText says which servers of the project's .mcp.json wait for
@@ -301,13 +331,11 @@ func (s *Session) revokeProject(ctx context.Context) string {
 	s.srvMu.Lock()
 	var removed []string
 	for name, o := range s.origins {
-		if o == OriginProject {
-			if s.manager.Remove(name) == nil {
-				delete(s.origins, name)
-				removed = append(removed, name)
-			}
+		if o == OriginProject && s.drop(name) == nil {
+			removed = append(removed, name)
 		}
 	}
+	s.saveChanges(ctx)
 	s.srvMu.Unlock()
 	slices.Sort(removed)
 	switch {

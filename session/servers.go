@@ -196,10 +196,6 @@ type ServerChange struct {
 	Err error
 }
 
-// ErrUnknownServer is wrapped by the errors of the changes to a server the
-// session does not have.
-var ErrUnknownServer = bridge.ErrUnknownServer
-
 // AddServer adds spec to the session (OriginAdded), vetted as a server
 // given at open (name, per-server settings, quota, and the bridge's
 // environment, URL policy, confinement and limits when it connects, its
@@ -278,20 +274,17 @@ func (s *Session) userServers() int {
 // server, its process group) and takes it and its tools out of the
 // session; the change is stored, so a reopen leaves it out even when the
 // client or the config gives it again. The agent's own servers cannot be
-// removed (disable them instead). An unknown name wraps ErrUnknownServer.
+// removed (disable them instead). An unknown name wraps bridge.ErrUnknownServer.
 func (s *Session) RemoveServer(ctx context.Context, name string) error {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.origins[name] == OriginAgent {
 		return fmt.Errorf("server %q is the agent's own: /mcp disable %s takes its tools out of the session", name, name)
 	}
-	if err := s.manager.Remove(name); err != nil {
+	origin := s.origins[name]
+	if err := s.drop(name); err != nil {
 		return err
 	}
-	origin := s.origins[name]
-	delete(s.origins, name)
-	s.changes.Added = slices.DeleteFunc(s.changes.Added, func(a storedServer) bool { return a.Name == name })
-	s.changes.Disabled = slices.DeleteFunc(s.changes.Disabled, func(n string) bool { return n == name })
 	if origin != OriginAdded && !slices.Contains(s.changes.Removed, name) {
 		s.changes.Removed = append(s.changes.Removed, name)
 	}
@@ -299,10 +292,22 @@ func (s *Session) RemoveServer(ctx context.Context, name string) error {
 	return nil
 }
 
+// drop ends server name and forgets it: its origin, and its place among
+// the added and the disabled servers. s.srvMu must be held.
+func (s *Session) drop(name string) error {
+	if err := s.manager.Remove(name); err != nil {
+		return err
+	}
+	delete(s.origins, name)
+	s.changes.Added = slices.DeleteFunc(s.changes.Added, func(a storedServer) bool { return a.Name == name })
+	s.changes.Disabled = slices.DeleteFunc(s.changes.Disabled, func(n string) bool { return n == name })
+	return nil
+}
+
 // ReconnectServer ends server name's connection (and process) and
 // connects it again, for a server that hung or lost its state; it returns
 // the server's status once connected or failed. An unknown name wraps
-// ErrUnknownServer.
+// bridge.ErrUnknownServer.
 func (s *Session) ReconnectServer(ctx context.Context, name string) (bridge.ServerStatus, error) {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
@@ -311,7 +316,7 @@ func (s *Session) ReconnectServer(ctx context.Context, name string) (bridge.Serv
 
 // SetServerEnabled takes server name's tools and prompts out of the
 // session (false) or brings them back (true); the server keeps running.
-// The change is stored. An unknown name wraps ErrUnknownServer.
+// The change is stored. An unknown name wraps bridge.ErrUnknownServer.
 func (s *Session) SetServerEnabled(ctx context.Context, name string, enabled bool) error {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
@@ -347,16 +352,10 @@ func (s *Session) SetServers(ctx context.Context, specs []bridge.ServerSpec) ([]
 	defer s.srvMu.Unlock()
 	var out, removed []ServerChange
 	for _, st := range s.manager.Servers() {
-		switch o := s.origins[st.Name]; {
-		case o == OriginAgent || o == OriginConfig || seen[st.Name]:
+		if o := s.origins[st.Name]; o == OriginAgent || o == OriginConfig || seen[st.Name] {
 			continue
 		}
-		ch := ServerChange{Name: st.Name, Action: "removed"}
-		if ch.Err = s.manager.Remove(st.Name); ch.Err == nil {
-			delete(s.origins, st.Name)
-			s.changes.Added = slices.DeleteFunc(s.changes.Added, func(a storedServer) bool { return a.Name == st.Name })
-		}
-		removed = append(removed, ch)
+		removed = append(removed, ServerChange{Name: st.Name, Action: "removed", Err: s.drop(st.Name)})
 	}
 	for _, sp := range specs {
 		old, ok := s.manager.Spec(sp.Name)
@@ -372,7 +371,7 @@ func (s *Session) SetServers(ctx context.Context, specs []bridge.ServerSpec) ([]
 		case s.origins[sp.Name] == OriginAgent:
 			ch.Err = &NameTakenError{Name: sp.Name}
 		case sameSpec(old, run):
-			ch.Status = s.status(sp.Name)
+			ch.Status, _ = s.manager.Status(sp.Name)
 		default:
 			ch.Action = "replaced"
 			if ch.Status, ch.Err = s.manager.Replace(ctx, run); ch.Err == nil {
@@ -390,23 +389,6 @@ func (s *Session) SetServers(ctx context.Context, specs []bridge.ServerSpec) ([]
 func sameSpec(a, b bridge.ServerSpec) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		slices.Equal(a.Env, b.Env) && a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.ServerID == b.ServerID
-}
-
-// status returns the status of server name (zero when there is none).
-func (s *Session) status(name string) bridge.ServerStatus {
-	for _, st := range s.manager.Servers() {
-		if st.Name == name {
-			return st
-		}
-	}
-	return bridge.ServerStatus{}
-}
-
-// ServerOrigin returns where server name came from ("" for none).
-func (s *Session) ServerOrigin(name string) Origin {
-	s.srvMu.Lock()
-	defer s.srvMu.Unlock()
-	return s.origins[name]
 }
 
 // saveChanges stores the session's server changes; a failure is logged

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -212,12 +213,12 @@ func TestSession_SetServers(t *testing.T) {
 // so the next session connects them at open; /mcp revoke forgets it.
 func TestSession_ProjectServersAskOnceThenRemembered(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(`{"mcpServers": {"proj": {"command": "proj-mcp", "args": ["--root", "${ROOT:-.}"]}, "bad": {"command": ""}}}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(`{"mcpServers": {"proj": {"command": "proj-mcp", "args": ["--root", "${ROOT:-.}"], "env": {"KEY": "${PROJ_KEY}", "MODE": "literal"}}, "bad": {"command": ""}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	approvals := session.NewApprovals(filepath.Join(t.TempDir(), "acp-agent", "projects.json"))
 	var dialed []bridge.ServerSpec
-	c := memCore(t, &session.CoreOptions{ProjectApprovals: approvals, LookupEnv: func(string) (string, bool) { return "", false }}, &dialed)
+	c := memCore(t, &session.CoreOptions{ProjectApprovals: approvals, LookupEnv: func(name string) (string, bool) { return "k", name == "PROJ_KEY" }}, &dialed)
 	s, err := c.Open(t.Context(), session.OpenRequest{Cwd: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestSession_ProjectServersAskOnceThenRemembered(t *testing.T) {
 		t.Fatalf("an unapproved project server connected: %v", names(s))
 	}
 	notes := strings.Join(s.OpeningNotes(), "\n")
-	for _, want := range []string{"proj: runs `proj-mcp --root ${ROOT:-.}`", `mcpServers.bad`} {
+	for _, want := range []string{"proj: runs `proj-mcp --root ${ROOT:-.}` with env KEY=${PROJ_KEY}, MODE", `mcpServers.bad`} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("opening notes lack %q:\n%s", want, notes)
 		}
@@ -296,5 +297,32 @@ func TestChangeText_RefusedByPolicyOffersNoRetry(t *testing.T) {
 	}
 	if out := session.ServerStateText(bridge.ServerStatus{Name: "x", State: bridge.StateFailed, Err: refused}); strings.Contains(out, "/login") {
 		t.Errorf("ServerStateText = %q", out)
+	}
+}
+
+// A hostile .mcp.json (a FIFO no one writes, a link to an endless device)
+// neither holds the session's open nor is read: the open goes on, and a
+// note says why the project's servers are not offered.
+func TestSession_ProjectFileThatIsNoFile(t *testing.T) {
+	approvals := session.NewApprovals(filepath.Join(t.TempDir(), "projects.json"))
+	c := memCore(t, &session.CoreOptions{ProjectApprovals: approvals}, nil)
+	for name, mk := range map[string]func(path string) error{
+		"fifo":     func(path string) error { return syscall.Mkfifo(path, 0o644) },
+		"dev-zero": func(path string) error { return os.Symlink("/dev/zero", path) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := mk(filepath.Join(dir, ".mcp.json")); err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.Open(t.Context(), session.OpenRequest{Cwd: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.End()
+			if notes := strings.Join(s.OpeningNotes(), "\n"); !strings.Contains(notes, "not a regular file") || len(s.Servers()) != 0 {
+				t.Errorf("notes %q, servers %v", notes, names(s))
+			}
+		})
 	}
 }

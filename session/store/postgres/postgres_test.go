@@ -76,23 +76,38 @@ func TestPostgres_MigratesFromEmptyAndOpensAgain(t *testing.T) {
 	}
 }
 
-// A database of schema version 1 (before usage and compaction were kept)
-// opens at the current version: its turns read zero usage and no
-// compaction, its sessions zero usage, and new turns keep both.
-func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
+// upgraded makes a database of schema version v holding stmts (SQL of that
+// version), opens it with this build and checks that it is now at
+// SchemaVersion.
+func upgraded(t *testing.T, v int, stmts ...string) *Store {
+	t.Helper()
 	url := pgtest.Start(t)
-	old, err := open(t.Context(), url, nil, 1)
+	old, err := open(t.Context(), url, nil, v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	old.Close()
-	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, turn_count) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2, 1)`)
-	pgExec(t, url, `INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES ('sess_old', 1, '[{"role":"user","content":[{"type":"text","text":"hi"}]}]', 'cancelled')`)
-	st := openPG(t, url)
-	var v int
-	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
-		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
+	for _, q := range stmts {
+		pgExec(t, url, q)
 	}
+	st := openPG(t, url)
+	var got int
+	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&got); err != nil || got != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", got, err, SchemaVersion)
+	}
+	return st
+}
+
+// oldSession is the session every upgrade test finds after the upgrade.
+const oldSession = `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`
+
+// A database of schema version 1 (before usage and compaction were kept)
+// opens at the current version: its turns read zero usage and no
+// compaction, its sessions zero usage, and new turns keep both.
+func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
+	st := upgraded(t, 1,
+		`INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, turn_count) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2, 1)`,
+		`INSERT INTO turns (session_id, seq, messages, stop_reason) VALUES ('sess_old', 1, '[{"role":"user","content":[{"type":"text","text":"hi"}]}]', 'cancelled')`)
 	turns, err := st.Turns(t.Context(), "sess_old")
 	if err != nil || len(turns) != 1 || turns[0].StopReason != gateway.StopCancelled || turns[0].Messages[0].Content[0].Text != "hi" ||
 		turns[0].Usage != (gateway.Usage{}) || turns[0].Compaction != nil {
@@ -104,19 +119,8 @@ func TestPostgres_MigratesSchemaVersion1(t *testing.T) {
 // A database of schema version 2 (before modes were kept) opens at the
 // current version with every session's mode "", and keeps modes set after.
 func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
-	url := pgtest.Start(t)
-	old, err := open(t.Context(), url, nil, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`)
-	st := openPG(t, url)
-	var v int
+	st := upgraded(t, 2, oldSession)
 	var mode string
-	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
-		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
-	}
 	if err := st.pool.QueryRow(t.Context(), `SELECT mode FROM sessions WHERE id = 'sess_old'`).Scan(&mode); err != nil || mode != "" {
 		t.Fatalf("the old session's mode %q, %v; want \"\"", mode, err)
 	}
@@ -126,18 +130,7 @@ func TestPostgres_MigratesSchemaVersion2(t *testing.T) {
 // A database of schema version 3 (before server changes were kept) opens
 // at the current version with none, and keeps those set after.
 func TestPostgres_MigratesSchemaVersion3(t *testing.T) {
-	url := pgtest.Start(t)
-	old, err := open(t.Context(), url, nil, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	pgExec(t, url, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at) VALUES ('sess_old', 'acp:sess_old', '/w', 'old one', 1, 2)`)
-	st := openPG(t, url)
-	var v int
-	if err := st.pool.QueryRow(t.Context(), `SELECT version FROM acp_schema_version`).Scan(&v); err != nil || v != SchemaVersion {
-		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
-	}
+	st := upgraded(t, 3, oldSession)
 	storetest.CheckServerChangesAfterUpgrade(t, st)
 }
 
