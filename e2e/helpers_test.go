@@ -24,6 +24,8 @@ type agent struct {
 	*acpclient.Process
 	t      testing.TB
 	stderr *testutil.Buffer
+	// init is the agent's answer to initialize: what it advertised.
+	init acpsdk.InitializeResponse
 }
 
 // startAgent runs the agent binary with a minimal environment, initialized.
@@ -76,7 +78,7 @@ func startAgentArgv(t testing.TB, rec *acpclient.Recorder, env []string, argv []
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := a.Initialize(ctx); err != nil {
+	if a.init, err = a.Initialize(ctx); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
 	return a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -128,7 +129,11 @@ func TestMCP_ServersManagedInARunningSession(t *testing.T) {
 		t.Errorf("a removed server's tool is listed: %q", out)
 	}
 
-	// The client replaces its servers: one added, then none.
+	// The client replaces its servers, as an editor does once it has read
+	// the method among those the agent advertised: one added, then none.
+	if exts, _ := b.init.AgentCapabilities.Meta["acp-agent/extensions"].([]any); !slices.Contains(exts, any("_acp-agent/session/set_mcp_servers")) {
+		t.Fatalf("initialize does not advertise set_mcp_servers: _meta %v", b.init.AgentCapabilities.Meta)
+	}
 	ext := func(servers []acpsdk.McpServer) []map[string]any {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
