@@ -266,18 +266,21 @@ func TestManager_OneFailingServerKeepsTheRest(t *testing.T) {
 
 func TestManager_NotConnectedAfterServerCloses(t *testing.T) {
 	srv := testServer(t)
-	var ss *mcp.ServerSession
+	// The server's end of the pipe, closed under it: ServerSession.Close
+	// waits for its handlers, and go-sdk v1.8.0 can miss a
+	// subscriptions/listen that arrives as it closes and wait forever.
+	server := &connRecorder{}
 	m := NewManager(&Options{Dial: func(ctx context.Context, spec ServerSpec) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
-		var err error
-		ss, err = srv.Connect(ctx, st, nil)
+		server.Transport = st
+		_, err := srv.Connect(ctx, server, nil)
 		return ct, err
 	}})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	if err := m.Connect(t.Context(), []ServerSpec{{Name: "mem", Transport: TransportStdio}}); err != nil {
 		t.Fatal(err)
 	}
-	_ = ss.Close()
+	_ = server.conn.Close()
 	testutil.Eventually(10*time.Second, func() bool { return m.Servers()[0].State == StateFailed })
 	_, err := toolByName(t, m, "mcp__mem__text").Execute(t.Context(), "c", nil, nil)
 	if !errors.Is(err, ErrNotConnected) {
@@ -401,4 +404,16 @@ func TestManager_StdioDirIsApartFromTheRoot(t *testing.T) {
 	if got := callText(t, mm, "ask", "c1", nil); !strings.Contains(got, "root: file:///client/project\n") {
 		t.Errorf("the server got %q, want the root of Cwd", got)
 	}
+}
+
+// connRecorder is a Transport that keeps the Connection it made.
+type connRecorder struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (c *connRecorder) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := c.Transport.Connect(ctx)
+	c.conn = conn
+	return conn, err
 }
