@@ -57,7 +57,7 @@ type ToolCall struct {
 func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, *Output, error) {
 	client := clientOf(req)
 	if state := req.Params.RequestState; state != "" {
-		r, err := sv.resume(state, client, in.SessionKey, req.Params.InputResponses)
+		r, err := sv.resume(ctx, req, state, client, in.SessionKey, req.Params.InputResponses)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -90,7 +90,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 			sv.release(c)
 			return nil, nil, errNoModel
 		}
-		r, err := sv.start(c, client, key, in.SessionKey, in.Message, req)
+		r, err := sv.start(ctx, c, client, key, in.SessionKey, in.Message, req)
 		if err != nil {
 			sv.release(c)
 			return nil, nil, err
@@ -144,9 +144,10 @@ type requestSink struct {
 }
 
 // start starts the turn of message in c, the conversation key of client,
-// asked for with the sessionKey argument inKey; the run releases c when it
+// asked for with the sessionKey argument inKey, reporting to req (whose
+// context is reqCtx) from its first event; the run releases c when it
 // ends.
-func (sv *server) start(c *conv, client, key, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
+func (sv *server) start(reqCtx context.Context, c *conv, client, key, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
 	// The turn is a span of the caller's trace when its request's _meta
 	// carries one (telemetry.Extract), ended by run.
 	base := sv.base
@@ -159,6 +160,9 @@ func (sv *server) start(c *conv, client, key, inKey, message string, req *mcp.Ca
 		sv: sv, c: c, client: client, key: key, message: message, inKey: inKey, mode: askModeOf(req), cancel: cancel,
 		done: make(chan struct{}), asks: make(chan *question), callIdx: make(map[string]int), span: span,
 	}
+	// Before the turn starts: a quick turn (a /call) emits its events
+	// before the caller's wait could attach, and they would not reach it.
+	r.attach(reqCtx, req)
 	sv.mu.Lock()
 	closed := sv.closed
 	if !closed {

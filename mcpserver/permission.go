@@ -173,9 +173,10 @@ func (sv *server) park(r *run, q *question) string {
 
 // resume answers the question of the run parked under state with the
 // input response of a retried call of client with the sessionKey argument
-// key, and returns the run. The state must have been issued to a call of
-// the same client with the same key.
-func (sv *server) resume(state, client, key string, responses mcp.InputResponseMap) (*run, error) {
+// key, the request req (whose context is ctx) receiving the run's progress
+// from then on, and returns the run. The state must have been issued to a
+// call of the same client with the same key.
+func (sv *server) resume(ctx context.Context, req *mcp.CallToolRequest, state, client, key string, responses mcp.InputResponseMap) (*run, error) {
 	sv.mu.Lock()
 	p := sv.parked[state]
 	mine := p != nil && p.r.client == client
@@ -195,6 +196,9 @@ func (sv *server) resume(state, client, key string, responses mcp.InputResponseM
 	} else {
 		sv.log.Warn("a retried ask_agent call does not answer the permission question: the tool call is cancelled", "sessionKey", key, "inputRequest", p.q.id)
 	}
+	// The retried call receives what the turn does once answered: attached
+	// before the answer lets it go on.
+	p.r.attach(ctx, req)
 	p.q.reply <- o
 	return p.r, nil
 }
