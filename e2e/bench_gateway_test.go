@@ -40,6 +40,21 @@ func dialWSPeer(b *testing.B, url string) *wsPeer {
 
 // call sends one request and reads frames until its response.
 func (p *wsPeer) call(b *testing.B, method, params string) json.RawMessage {
+	res, _ := p.callCounting(b, method, params)
+	return res
+}
+
+// callTurn is rawPeer.callTurn over the WebSocket.
+func (p *wsPeer) callTurn(b *testing.B, params string) {
+	res, completed := p.callCounting(b, "session/prompt", params)
+	if !strings.Contains(string(res), `"end_turn"`) || completed != 1 {
+		b.Fatalf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
+	}
+}
+
+// callCounting is call, also counting the completed tool calls among the
+// notifications read before the response.
+func (p *wsPeer) callCounting(b *testing.B, method, params string) (_ json.RawMessage, completed int) {
 	p.next++
 	id := p.next
 	if err := p.ws.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params)); err != nil {
@@ -52,6 +67,9 @@ func (p *wsPeer) call(b *testing.B, method, params string) json.RawMessage {
 			b.Fatalf("%s: reading the response: %v", method, err)
 		}
 		if !strings.Contains(string(msg), want) || strings.Contains(string(msg), `"method"`) {
+			if _, ok := completedToolCall(msg); ok {
+				completed++
+			}
 			continue
 		}
 		var res struct {
@@ -64,7 +82,7 @@ func (p *wsPeer) call(b *testing.B, method, params string) json.RawMessage {
 		if res.Error != nil {
 			b.Fatalf("%s: %s", method, res.Error)
 		}
-		return res.Result
+		return res.Result, completed
 	}
 }
 
@@ -73,7 +91,7 @@ func (p *wsPeer) call(b *testing.B, method, params string) json.RawMessage {
 func benchWebSocketBridged(b *testing.B, entry map[string]any) {
 	cfg := filepath.Join(b.TempDir(), "config.json")
 	allow, _ := json.Marshal([]string{fixtureBin})
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"gateway": {"allowCommands": %s}}`, allow), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"gateway": {"allowCommands": %s}, "limits": {"callsPerMinute": -1}}`, allow), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	g := startGateway(b, "", nil, append([]string{"--config", cfg}, agentProfileArgs(b)...)...)
@@ -95,14 +113,10 @@ func benchWebSocketPeer(b *testing.B, url string, entry map[string]any) {
 		b.Fatalf("session/new: %s", res)
 	}
 	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"/call mcp__fixture__echo {\"message\":\"hi\"}"}]}`, s.SessionID)
-	if res := p.call(b, "session/prompt", prompt); !strings.Contains(string(res), `"end_turn"`) {
-		b.Fatalf("session/prompt: %s", res)
-	}
+	p.callTurn(b, prompt)
 	b.ResetTimer()
 	for b.Loop() {
-		if res := p.call(b, "session/prompt", prompt); !strings.Contains(string(res), `"end_turn"`) {
-			b.Fatalf("session/prompt: %s", res)
-		}
+		p.callTurn(b, prompt)
 	}
 }
 

@@ -56,6 +56,24 @@ func startRawPeer(b *testing.B, bin string, args []string, env ...string) *rawPe
 // nothing else (notifications are read and dropped). It returns the
 // response's result, failing b on an error response.
 func (p *rawPeer) call(b *testing.B, method, params string) json.RawMessage {
+	res, _ := p.callCounting(b, method, params)
+	return res
+}
+
+// callTurn sends session/prompt params and fails b unless the turn ends
+// with end_turn after exactly one tool call completed: a refused or failed
+// call (a rate limit, a server error) ends its turn with end_turn too, and
+// a benchmark of refusals measures nothing.
+func (p *rawPeer) callTurn(b *testing.B, params string) {
+	res, completed := p.callCounting(b, "session/prompt", params)
+	if !strings.Contains(string(res), `"end_turn"`) || completed != 1 {
+		b.Fatalf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
+	}
+}
+
+// callCounting is call, also counting the completed tool calls among the
+// notifications read before the response.
+func (p *rawPeer) callCounting(b *testing.B, method, params string) (_ json.RawMessage, completed int) {
 	p.next++
 	id := p.next
 	if _, err := fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params); err != nil {
@@ -68,6 +86,9 @@ func (p *rawPeer) call(b *testing.B, method, params string) json.RawMessage {
 			b.Fatalf("%s: reading the response: %v", method, err)
 		}
 		if !strings.Contains(string(line), want) || strings.Contains(string(line), `"method"`) {
+			if _, ok := completedToolCall(line); ok {
+				completed++
+			}
 			continue // a notification, or a request of the peer's
 		}
 		var res struct {
@@ -80,8 +101,37 @@ func (p *rawPeer) call(b *testing.B, method, params string) json.RawMessage {
 		if res.Error != nil {
 			b.Fatalf("%s: %s", method, res.Error)
 		}
-		return res.Result
+		return res.Result, completed
 	}
+}
+
+// completedToolCall reads line as a session/update and reports whether it
+// is a tool_call_update with status completed, and its sessionId.
+func completedToolCall(line []byte) (sessionID string, ok bool) {
+	if !strings.Contains(string(line), `"tool_call_update"`) {
+		return "", false
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			SessionID string `json:"sessionId"`
+			Update    struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				Status        string `json:"status"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil || n.Method != "session/update" {
+		return "", false
+	}
+	u := n.Params.Update
+	return n.Params.SessionID, u.SessionUpdate == "tool_call_update" && u.Status == "completed"
+}
+
+// noRateLimit is a config that lifts the per-server rate limit of tool
+// calls (100 a minute by default): a benchmark makes thousands.
+func noRateLimit(b *testing.B) []string {
+	return []string{"--config", writeConfig(b, map[string]any{"limits": map[string]any{"callsPerMinute": -1}})}
 }
 
 // notify sends one notification.
@@ -137,7 +187,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run("stdio/"+version+"/bridged-memory", func(b *testing.B) { benchLeanBridged(b, stdio, "--store", "memory") })
 		b.Run("stdio/"+version+"/bridged-websocket", func(b *testing.B) { benchWebSocketBridged(b, stdio) })
 		b.Run("stdio/"+version+"/bridged-websocket-sdk", func(b *testing.B) {
-			benchWebSocketPeer(b, startTSReference(b, agentProfileArgs(b)...).URL, stdio)
+			benchWebSocketPeer(b, startTSReference(b, append(noRateLimit(b), agentProfileArgs(b)...)...).URL, stdio)
 		})
 		if version != "2025-11-25" {
 			continue // see below
@@ -158,7 +208,9 @@ func benchRawPipe(b *testing.B, version string, env []string) {
 	p.notify(b, "notifications/initialized", `{}`)
 	b.ResetTimer()
 	for b.Loop() {
-		p.call(b, "tools/call", `{"name":"echo","arguments":{"message":"hi"}}`)
+		if res := p.call(b, "tools/call", `{"name":"echo","arguments":{"message":"hi"}}`); !strings.Contains(string(res), "Echo: hi") {
+			b.Fatalf("tools/call: %s", res)
+		}
 	}
 }
 
@@ -177,8 +229,12 @@ func benchDirect(b *testing.B, t mcp.Transport, version string) {
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := cs.CallTool(context.Background(), params); err != nil {
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if res.IsError {
+			b.Fatalf("tools/call echo: an error result: %+v", res.Content)
 		}
 	}
 }
@@ -187,7 +243,7 @@ func benchDirect(b *testing.B, t mcp.Transport, version string) {
 // client through an agent started with args, the fixture being the
 // mcpServers entry entry.
 func benchLeanBridged(b *testing.B, entry map[string]any, args ...string) {
-	p := startRawPeer(b, agentBin, append(args, agentProfileArgs(b)...))
+	p := startRawPeer(b, agentBin, append(append(args, noRateLimit(b)...), agentProfileArgs(b)...))
 	p.call(b, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	server, err := json.Marshal(entry)
 	if err != nil {
@@ -207,14 +263,10 @@ func benchLeanBridged(b *testing.B, entry map[string]any, args ...string) {
 	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"/call mcp__fixture__echo {\"message\":\"hi\"}"}]}`, s.SessionID)
 	// One call before the clock: the fixture answered tools/list, not yet a
 	// call, and this one also checks the whole path works.
-	if res := p.call(b, "session/prompt", prompt); !strings.Contains(string(res), `"end_turn"`) {
-		b.Fatalf("session/prompt: %s", res)
-	}
+	p.callTurn(b, prompt)
 	b.ResetTimer()
 	for b.Loop() {
-		if res := p.call(b, "session/prompt", prompt); !strings.Contains(string(res), `"end_turn"`) {
-			b.Fatalf("session/prompt: %s", res)
-		}
+		p.callTurn(b, prompt)
 	}
 }
 

@@ -35,9 +35,10 @@ type sessionsAgent struct {
 	in  io.WriteCloser
 	nxt int
 
-	mu      sync.Mutex // guards pending and readErr
-	pending map[int]chan rawResponse
-	readErr error
+	mu        sync.Mutex // guards pending, completed and readErr
+	pending   map[int]chan rawResponse
+	completed map[string]int // completed tool calls by sessionId
+	readErr   error
 
 	reader sync.WaitGroup // the reader goroutine
 }
@@ -72,7 +73,7 @@ func startSessionsAgent(b *testing.B, args ...string) *sessionsAgent {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	a := &sessionsAgent{cmd: cmd, pid: cmd.Process.Pid, in: in, pending: map[int]chan rawResponse{}}
+	a := &sessionsAgent{cmd: cmd, pid: cmd.Process.Pid, in: in, pending: map[int]chan rawResponse{}, completed: map[string]int{}}
 	a.reader.Go(func() { a.read(out) })
 	b.Cleanup(func() {
 		_ = in.Close()
@@ -119,6 +120,12 @@ func (a *sessionsAgent) read(out io.Reader) {
 			Method string          `json:"method"`
 			Result json.RawMessage `json:"result"`
 			Error  json.RawMessage `json:"error"`
+		}
+		if sid, ok := completedToolCall(line); ok {
+			a.mu.Lock()
+			a.completed[sid]++
+			a.mu.Unlock()
+			continue
 		}
 		if json.Unmarshal(line, &msg) != nil || msg.ID == nil || msg.Method != "" {
 			continue // a notification, or a request of the agent's (none in direct mode)
@@ -203,8 +210,14 @@ func (a *sessionsAgent) openAndCall(cwd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !strings.Contains(string(res), `"end_turn"`) {
-		return "", fmt.Errorf("session/prompt: %s", res)
+	// The turn's updates precede its response on the one stream the
+	// reader reads in order: its completed call is counted by now.
+	a.mu.Lock()
+	completed := a.completed[s.SessionID]
+	delete(a.completed, s.SessionID)
+	a.mu.Unlock()
+	if !strings.Contains(string(res), `"end_turn"`) || completed != 1 {
+		return "", fmt.Errorf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
 	}
 	return s.SessionID, nil
 }
