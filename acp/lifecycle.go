@@ -130,13 +130,17 @@ func (a *Agent) setSessionTitle(ctx context.Context, p setSessionTitleRequest) (
 // title when the client has not been sent that title yet. ok is false when
 // the record cannot be read (logged).
 func (a *Agent) sessionInfo(ctx context.Context, sid string) (u acpsdk.SessionUpdate, ok bool) {
-	rec, err := a.core.Store().Get(ctx, sid)
-	if err != nil {
-		a.log.Warn("session_info_update: reading the session's record failed", "session", sid, "err", err)
-		return acpsdk.SessionUpdate{}, false
+	updated, title, live := a.core.Stamp(sid) // no read of the store on a turn's path
+	if !live {
+		rec, err := a.core.Store().Get(ctx, sid)
+		if err != nil {
+			a.log.Warn("session_info_update: reading the session's record failed", "session", sid, "err", err)
+			return acpsdk.SessionUpdate{}, false
+		}
+		updated, title = rec.Updated, rec.Title
 	}
-	info := &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", UpdatedAt: acpsdk.Ptr(rec.Updated.UTC().Format(time.RFC3339Nano))}
-	if title := shownTitle(rec.Title); title != "" {
+	info := &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", UpdatedAt: acpsdk.Ptr(updated.UTC().Format(time.RFC3339Nano))}
+	if title := shownTitle(title); title != "" {
 		if prev, _ := a.titles.Swap(sid, title); prev != title {
 			info.Title = acpsdk.Ptr(title)
 		}

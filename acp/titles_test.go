@@ -21,13 +21,21 @@ const badTitle = "\u001b]0;PWNED\u0007\u001b[2JOld \u202egnp.exe\u200b\ufeff\nro
 // A title read from the store (a row written before titles were made
 // visible text, or by another program) reaches the client as one line of
 // visible text: in session/list and in the session_info_update that ends
-// a turn. So does a title a front end is told of (TitleChanged).
+// the first turn after session/load. So does a title a front end is told
+// of (TitleChanged).
 func TestAgent_StoredTitlesAreShownAsVisibleText(t *testing.T) {
 	st := memory.New()
 	h := startAgentWith(t, testOptions{Store: st, History: session.NewHistory(st, nil)})
 	ctx := t.Context()
-	sid := h.newSession()
+	cwd := t.TempDir()
+	sid := h.newSessionIn(cwd)
+	if _, err := h.conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: acpsdk.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.SetTitle(ctx, sid, badTitle); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(sid), Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
 		t.Fatal(err)
 	}
 	const want = "Old gnp.exe row"

@@ -88,6 +88,10 @@ type liveHistory struct {
 	// fence, when not 0, is the lease token the session's turns are
 	// committed under (Fence).
 	fence int64
+	// updated and title are the stored record's, as of Attach and the
+	// turns appended and titles noted since (Stamp).
+	updated time.Time
+	title   string
 }
 
 var _ gateway.History = (*History)(nil)
@@ -117,6 +121,10 @@ func (h *History) Attach(ctx context.Context, key, id string) ([]store.Turn, err
 	if err := h.wait(ctx, id); err != nil {
 		return nil, err
 	}
+	rec, err := h.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	turns, err := h.store.Turns(ctx, id)
 	if err != nil {
 		return nil, err
@@ -126,7 +134,7 @@ func (h *History) Attach(ctx context.Context, key, id string) ([]store.Turn, err
 		v = gateway.ViewAfter(v, gateway.Turn{Messages: t.Messages, StopReason: t.StopReason, Usage: t.Usage, Compaction: t.Compaction})
 	}
 	h.mu.Lock()
-	h.live[key] = &liveHistory{id: id, view: v, turns: len(turns)}
+	h.live[key] = &liveHistory{id: id, view: v, turns: len(turns), updated: rec.Updated, title: rec.Title}
 	h.mu.Unlock()
 	return turns, nil
 }
@@ -182,6 +190,33 @@ func (h *History) View(_ context.Context, key string) gateway.View {
 		return v
 	}
 	return gateway.View{}
+}
+
+// Stamp returns the updated time and title of the stored record of the
+// session attached under key, as of its last Append (store.NextUpdated
+// with the turn's time, and the title its first prompt gave it), without
+// reading the store: what a session_info_update tells the client after a
+// turn. ok is false for a key not attached. The title is that of Attach's
+// record and the turns since, and of NoteTitle.
+func (h *History) Stamp(key string) (updated time.Time, title string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.live[key]
+	if l == nil {
+		return time.Time{}, "", false
+	}
+	return l.updated, l.title, true
+}
+
+// NoteTitle tells the History that the stored title of the session
+// attached under key is now title (store.Store.SetTitle), for Stamp. A
+// key not attached is ignored.
+func (h *History) NoteTitle(key, title string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l := h.live[key]; l != nil {
+		l.title = title
+	}
 }
 
 // errClosed is Append's error after Close.
@@ -241,6 +276,10 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) err
 	if cur := h.live[key]; cur == l {
 		l.view = gateway.ViewAfter(l.view, turn)
 		l.turns++
+		l.updated = store.NextUpdated(l.updated, c.turn.At)
+		if l.title == "" {
+			l.title = c.turn.Title()
+		}
 	}
 	return nil
 }
@@ -257,6 +296,7 @@ func (h *History) commitFenced(base context.Context, fs store.FencedStore, c *co
 	ctx, cancel := context.WithTimeout(base, commitTimeout)
 	defer cancel()
 	start := time.Now()
+	c.turn.At = start
 	c.err = fs.AppendTurnFenced(ctx, c.id, c.token, c.turn)
 	if errors.Is(c.err, store.ErrFenced) {
 		c.err = fmt.Errorf("session %s: another holder took the session's lease while this turn ran: %w", c.id, c.err)
@@ -282,6 +322,9 @@ func (h *History) committer(base context.Context) {
 		observe := h.onCommit
 		h.mu.Unlock()
 		start := time.Now()
+		for _, c := range batch { // the time Stamp reckons with
+			c.turn.At = start
+		}
 		h.commit(base, batch)
 		if observe != nil {
 			var err error

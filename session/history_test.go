@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
+	"github.com/seed02d3eb6b/acp-agent/session/store/sqlite"
 )
 
 // usedTurn is turn(prompt, answer) with usage u and compaction c.
@@ -206,5 +208,54 @@ func TestHistory_FencedTurnsAreRefusedOnceTheLeaseMovedOn(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "1 true,1 false,1 true" {
 		t.Errorf("observed commits %q", got)
+	}
+}
+
+// Stamp tells what the store holds after each turn, without reading it:
+// the updated time (one millisecond later for each turn of the same
+// millisecond) and the title (the first prompt's, unless a title was set
+// and noted), on every store.
+func TestHistory_StampIsTheStoredRecord(t *testing.T) {
+	sq, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	for name, st := range map[string]store.Store{"memory": memory.New(), "sqlite": sq} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			h := NewHistory(st, nil)
+			defer h.Close()
+			for _, id := range []string{"a", "b"} {
+				if err := st.Create(ctx, store.Record{ID: id, Key: "acp:" + id, Cwd: "/w", Created: time.Now(), Updated: time.Now().Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := h.Attach(ctx, "acp:"+id, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.SetTitle(ctx, "b", "Chosen"); err != nil {
+				t.Fatal(err)
+			}
+			h.NoteTitle("acp:b", "Chosen")
+			for i := range 5 { // updated an hour ahead: each turn adds 1 ms
+				for _, id := range []string{"a", "b"} {
+					if err := h.Append(ctx, "acp:"+id, gatewayTurn(turn(fmt.Sprintf("prompt %d of %s", i, id), "x"))); err != nil {
+						t.Fatal(err)
+					}
+					updated, title, ok := h.Stamp("acp:" + id)
+					rec, err := st.Get(ctx, id)
+					if err != nil || !ok || !updated.Equal(rec.Updated) || title != rec.Title {
+						t.Fatalf("turn %d of %s: Stamp %v %q %v, the store %v %q %v", i, id, updated, title, ok, rec.Updated, rec.Title, err)
+					}
+				}
+			}
+			if _, title, _ := h.Stamp("acp:a"); title != "prompt 0 of a" {
+				t.Errorf("title %q, want the first prompt's", title)
+			}
+			if _, _, ok := h.Stamp("acp:nope"); ok {
+				t.Error("Stamp of a key not attached")
+			}
+		})
 	}
 }

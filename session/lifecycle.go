@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
@@ -61,7 +62,8 @@ func (c *Core) SetTitle(ctx context.Context, id, title string) (string, error) {
 	if title == "" {
 		return "", Invalidf("title must have visible text (not only white space, control or formatting characters)")
 	}
-	if s := c.Lookup(id); s != nil { // the model's title must not replace it (title.go)
+	s := c.Lookup(id)
+	if s != nil { // the model's title must not replace it (title.go)
 		s.titleMu.Lock()
 		defer s.titleMu.Unlock()
 		s.clientTitle = true
@@ -72,7 +74,22 @@ func (c *Core) SetTitle(ctx context.Context, id, title string) (string, error) {
 		}
 		return "", fmt.Errorf("storing the title of session %s: %w", id, err)
 	}
+	if s != nil {
+		c.history.NoteTitle(s.key, title)
+	}
 	return title, nil
+}
+
+// Stamp returns the updated time and title of the stored record of live
+// session id as of its last turn, without reading the store (History.Stamp):
+// what a session_info_update tells the client after a turn. ok is false
+// for a session that is not live.
+func (c *Core) Stamp(id string) (updated time.Time, title string, ok bool) {
+	s := c.Lookup(id)
+	if s == nil {
+		return time.Time{}, "", false
+	}
+	return c.history.Stamp(s.key)
 }
 
 // fork stores the copy of session src made by Open for OpenRequest.Fork:

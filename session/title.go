@@ -97,6 +97,7 @@ func (s *Session) writeTitle(ctx context.Context, gs gateway.Sampler, model, pro
 		log.Warn("storing the session's title failed", "err", err)
 		return
 	}
+	s.core.history.NoteTitle(s.key, title)
 	s.mu.Lock()
 	running := s.turnDone != nil
 	s.mu.Unlock()

@@ -73,6 +73,37 @@ type Turn struct {
 	// the model sees its summary and the messages from Compaction.From on
 	// (see gateway.View). The transcript keeps every message for replay.
 	Compaction *gateway.Compaction
+	// At is when the turn was stored, an input of AppendTurn (zero: the
+	// store's clock): the session's updated time becomes NextUpdated of it.
+	// Turns returns it where the store keeps it (SQLite), else zero.
+	At time.Time
+}
+
+// Title is the title the turn gives a session that has none: the first
+// line of its prompt (TitleFrom), or "" when it does not start with the
+// user's message.
+func (t Turn) Title() string {
+	if len(t.Messages) == 0 || t.Messages[0].Role != gateway.RoleUser {
+		return ""
+	}
+	return TitleFrom(t.Messages[0].Content)
+}
+
+// NextUpdated is the updated time of a session updated at prev once a
+// turn stored at at (zero: now) is appended: at in whole milliseconds, or
+// prev plus 1 ms when that is not after prev, so that each turn moves it
+// and session/list orders sessions by their last turn. Every store keeps
+// this rule, so that the agent knows a session's updated time without
+// reading it back.
+func NextUpdated(prev, at time.Time) time.Time {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.Truncate(time.Millisecond)
+	if !at.After(prev) {
+		return prev.Add(time.Millisecond)
+	}
+	return at
 }
 
 // ListOptions select sessions for List.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -170,13 +169,9 @@ func (m *Store) AppendTurn(_ context.Context, id string, turn store.Turn) error 
 	}
 	s.turns = append(s.turns, store.Turn{Messages: slices.Clone(turn.Messages), StopReason: turn.StopReason, Usage: turn.Usage, Compaction: cloneCompaction(turn.Compaction)})
 	s.rec.Usage = s.rec.Usage.Add(turn.Usage)
-	now := time.Now().Truncate(time.Millisecond)
-	if !now.After(s.rec.Updated) {
-		now = s.rec.Updated.Add(time.Millisecond)
-	}
-	s.rec.Updated = now
-	if s.rec.Title == "" && len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		s.rec.Title = store.TitleFrom(turn.Messages[0].Content)
+	s.rec.Updated = store.NextUpdated(s.rec.Updated, turn.At)
+	if s.rec.Title == "" {
+		s.rec.Title = turn.Title()
 	}
 	return nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/internal/rows"
 )
@@ -397,9 +396,12 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn store.Turn) erro
 func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err error) {
 	defer func() { err = s.wrap(err) }()
 	b := &pgx.Batch{}
-	now := time.Now().UnixMilli()
+	now := time.Now()
 	for _, t := range batch {
-		q, args, err := appendTurnArgs(t.ID, t.Turn, now, nil)
+		if t.Turn.At.IsZero() {
+			t.Turn.At = now
+		}
+		q, args, err := appendTurnArgs(t.ID, t.Turn, nil)
 		if err != nil {
 			return err
 		}
@@ -459,7 +461,7 @@ const (
 // appendTurn writes turn, fenced by *token if not nil.
 func (s *Store) appendTurn(ctx context.Context, id string, turn store.Turn, token *int64) (err error) {
 	defer func() { err = s.wrap(err) }()
-	q, args, err := appendTurnArgs(id, turn, time.Now().UnixMilli(), token)
+	q, args, err := appendTurnArgs(id, turn, token)
 	if err != nil {
 		return err
 	}
@@ -481,17 +483,13 @@ func (s *Store) appendTurn(ctx context.Context, id string, turn store.Turn, toke
 
 // appendTurnArgs returns the statement and arguments that append turn to
 // session id at now (Unix ms), fenced by *token if not nil.
-func appendTurnArgs(id string, turn store.Turn, now int64, token *int64) (string, []any, error) {
+func appendTurnArgs(id string, turn store.Turn, token *int64) (string, []any, error) {
 	row, err := rows.EncodeTurn(id, turn)
 	if err != nil {
 		return "", nil, err
 	}
-	title := ""
-	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		title = store.TitleFrom(turn.Messages[0].Content)
-	}
 	q := appendTurnSQL
-	args := append([]any{id, now, title, row.Messages, string(turn.StopReason), row.Usage, row.Compaction}, rows.UsageArgs(turn.Usage)...)
+	args := append([]any{id, rows.AtMillis(turn), turn.Title(), row.Messages, string(turn.StopReason), row.Usage, row.Compaction}, rows.UsageArgs(turn.Usage)...)
 	if token != nil {
 		q, args = fencedTurnSQL, append(args, *token)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	driver "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
@@ -75,6 +76,13 @@ var migrations = [...]string{
 	// 7: the changes the user made to each session's servers (JSON text
 	// of package session; '' = none).
 	`ALTER TABLE sessions ADD COLUMN server_changes TEXT NOT NULL DEFAULT '';`,
+	// 8: a turn is stored in two steps (AppendTurns): its row first, with
+	// the time it was stored (Unix ms; 0 in older turns), then its session's
+	// record (updated time, title, usage total), up to applied_seq, the seq
+	// of the last turn folded into it; every older turn is.
+	`ALTER TABLE turns ADD COLUMN at INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN applied_seq INTEGER NOT NULL DEFAULT 0;
+	UPDATE sessions SET applied_seq = (SELECT coalesce(max(seq), 0) FROM turns WHERE session_id = sessions.id);`,
 }
 
 // SchemaVersion is the schema version this build writes (the database's
@@ -85,26 +93,78 @@ const SchemaVersion = len(migrations)
 // Store is the embedded session store: one SQLite database file (pure Go,
 // modernc.org/sqlite), in WAL mode with a busy timeout, so several agent
 // processes can share it. Safe for concurrent use.
+//
+// A turn is stored in two steps. AppendTurns inserts the turns' rows and
+// returns once they are committed: that is all a crash must not lose, and
+// one row in one B-tree is the cheapest durable write. The sessions' records
+// (updated time, title, usage total) follow in a transaction of their own
+// on a goroutine that runs while there are turns to fold in (applyLoop);
+// every read of a record (Get, List, Turns) waits for the turns appended
+// before it, so a reader sees its writes. A session's applied_seq says how
+// many of its turns its record holds: a record left behind by a crash
+// between the two steps, or by a failed second step, is caught up from its
+// turns at the next Open and at the session's next turn (catchUp). Writes
+// of one process go through one writer lock, so they never wait on
+// SQLite's busy timeout for each other.
 type Store struct {
-	db   *sql.DB
+	db   *sql.DB // reads (and the writes of a store opened at an older schema: tests)
 	path string
-	// touchTurn and insertTurn are AppendTurn's statements (touchTurnSQL,
-	// insertTurnSQL), prepared once at open; database/sql keeps them per
-	// connection. Nil on a store opened at an older schema (tests).
-	touchTurn, insertTurn *sql.Stmt
+
+	// wmu serializes this process's writes, on w, the writer connection:
+	// its statements are prepared once, on it, at open (the begin, commit
+	// and rollback of a transaction too, where database/sql would parse
+	// them each time); insertTurn and applyTurn are a turn's two steps
+	// (insertTurnSQL, applyTurnSQL). All nil on a store opened at an older
+	// schema (tests).
+	wmu                                            sync.Mutex
+	w                                              *sql.Conn
+	begin, commit, rollback, insertTurn, applyTurn *sql.Stmt
+
+	amu sync.Mutex // guards queued, last and applying
+	// queued are the turns inserted and not yet folded into their
+	// records; nil when none.
+	queued *applyBatch
+	// last is closed once the last batch queued is applied (nil: none
+	// queued since Open).
+	last chan struct{}
+	// applying is set while applyLoop runs.
+	applying bool
+	appliers sync.WaitGroup
 }
 
-// The statements of AppendTurn, the per-turn write: touchTurnSQL adds the
-// turn's usage to the session's total in place (its arguments: the time,
-// the title, usageArgs, the id).
+// applyBatch is the inserted turns applyLoop folds into their records at
+// once; done is closed when it has.
+type applyBatch struct {
+	turns []applied
+	done  chan struct{}
+}
+
+// applied is what a turn adds to its session's record.
+type applied struct {
+	id    string
+	seq   int64
+	at    int64 // Unix ms
+	title string
+	usage gateway.Usage
+}
+
+// The statements of a turn: insertTurnSQL stores its row (its arguments:
+// the id twice, the messages, stop reason, usage, compaction, the time) and
+// returns its seq; applyTurnSQL folds it into its session's record, if it
+// is the next turn the record misses (the time, the title, usageArgs, the
+// seq, the id, the seq before it).
 const (
-	touchTurnSQL = `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
+	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction, at)
+		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?, ?) RETURNING seq`
+	applyTurnSQL = `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
 		usage_input = usage_input + ?, usage_cache_read = usage_cache_read + ?, usage_cache_write = usage_cache_write + ?,
 		usage_output = usage_output + ?, usage_thought = usage_thought + ?, usage_requests = usage_requests + ?,
-		usage_cost = usage_cost + ?, usage_unpriced = usage_unpriced + ?
-		WHERE id = ?`
-	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?)`
+		usage_cost = usage_cost + ?, usage_unpriced = usage_unpriced + ?, applied_seq = ?
+		WHERE id = ? AND applied_seq = ?`
 )
+
+// applyTimeout bounds the second step of a batch of turns.
+const applyTimeout = 30 * time.Second
 
 var (
 	_ store.Store      = (*Store)(nil)
@@ -167,23 +227,91 @@ func open(ctx context.Context, path string, target int) (*Store, error) {
 		return fail(err)
 	}
 	if target == SchemaVersion {
-		if s.touchTurn, err = db.PrepareContext(ctx, touchTurnSQL); err == nil {
-			s.insertTurn, err = db.PrepareContext(ctx, insertTurnSQL)
+		if err := s.prepare(ctx); err != nil {
+			s.Close()
+			return fail(err)
 		}
-		if err != nil {
-			db.Close()
+		if err := s.repair(ctx); err != nil {
+			s.Close()
 			return fail(err)
 		}
 	}
 	return s, nil
 }
 
-// execIn runs the prepared st in tx, or query when st is nil.
-func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt, query string, args ...any) (sql.Result, error) {
-	if st == nil {
-		return tx.ExecContext(ctx, query, args...)
+// prepare takes the writer connection out of the pool and prepares its
+// statements.
+func (s *Store) prepare(ctx context.Context) (err error) {
+	if s.w, err = s.db.Conn(ctx); err != nil {
+		return err
 	}
-	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	for _, p := range []struct {
+		st    **sql.Stmt
+		query string
+	}{{&s.begin, "BEGIN IMMEDIATE"}, {&s.commit, "COMMIT"}, {&s.rollback, "ROLLBACK"}, {&s.insertTurn, insertTurnSQL}, {&s.applyTurn, applyTurnSQL}} {
+		if *p.st, err = s.w.PrepareContext(ctx, p.query); err != nil {
+			return fmt.Errorf("preparing %q: %w", strings.Fields(p.query)[0], err)
+		}
+	}
+	return nil
+}
+
+// repair catches up the records that miss some of their turns: those of
+// a process that died between a turn's two steps.
+func (s *Store) repair(ctx context.Context) error {
+	rs, err := s.db.QueryContext(ctx, `SELECT id FROM sessions WHERE applied_seq < (SELECT coalesce(max(seq), 0) FROM turns WHERE session_id = sessions.id)`)
+	if err != nil {
+		return fmt.Errorf("finding the sessions whose record misses turns: %w", err)
+	}
+	var ids []string
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			rs.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.write(ctx, func() error { return s.catchUp(ctx, id) }); err != nil {
+			return fmt.Errorf("session %s: folding its stored turns into its record: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// write runs f in a transaction of the writer connection, under the
+// writer lock: f writes with s.w and its statements.
+func (s *Store) write(ctx context.Context, f func() error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.begin.ExecContext(ctx); err != nil {
+		return err
+	}
+	if err := f(); err != nil {
+		_, _ = s.rollback.ExecContext(context.WithoutCancel(ctx))
+		return err
+	}
+	if _, err := s.commit.ExecContext(ctx); err != nil {
+		_, _ = s.rollback.ExecContext(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// exec runs query on the writer connection, under the writer lock (on
+// the pool, for a store opened at an older schema).
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s.w == nil {
+		return s.db.ExecContext(ctx, query, args...)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.w.ExecContext(ctx, query, args...)
 }
 
 // check runs PRAGMA quick_check: a damaged database is found at start, not
@@ -267,12 +395,17 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close implements store.Store.
+// Close implements store.Store: the turns appended are folded into their
+// records first.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.touchTurn, s.insertTurn} {
+	s.appliers.Wait()
+	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insertTurn, s.applyTurn} {
 		if st != nil {
 			_ = st.Close()
 		}
+	}
+	if s.w != nil {
+		_ = s.w.Close()
 	}
 	return s.db.Close()
 }
@@ -284,13 +417,16 @@ func (s *Store) Create(ctx context.Context, r store.Record) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, server_changes, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.exec(ctx, `INSERT INTO sessions (id, gateway_key, cwd, title, created_at, updated_at, servers, model, mode, server_changes, tenant, `+rows.UsageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		append([]any{r.ID, r.Key, r.Cwd, r.Title, r.Created.UnixMilli(), r.Updated.UnixMilli(), string(servers), r.Model, r.Mode, string(r.ServerChanges), r.Tenant}, rows.UsageArgs(r.Usage)...)...)
 	return err
 }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
+	if err := s.settle(ctx); err != nil {
+		return store.Record{}, err
+	}
 	row := s.db.QueryRowContext(ctx, `SELECT `+rows.RecordColumns+` FROM sessions WHERE id = ?`, id)
 	r, err := rows.ScanRecord(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -306,7 +442,7 @@ func (s *Store) SetServers(ctx context.Context, id string, servers []store.Serve
 	if err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET servers = ? WHERE id = ?`, string(b), id)
+	res, err := s.exec(ctx, `UPDATE sessions SET servers = ? WHERE id = ?`, string(b), id)
 	if err != nil {
 		return err
 	}
@@ -319,7 +455,7 @@ func (s *Store) SetServers(ctx context.Context, id string, servers []store.Serve
 // SetModel implements store.Store.
 func (s *Store) SetModel(ctx context.Context, id, model string) (err error) {
 	defer func() { err = s.wrap(err) }()
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET model = ? WHERE id = ?`, model, id)
+	res, err := s.exec(ctx, `UPDATE sessions SET model = ? WHERE id = ?`, model, id)
 	if err != nil {
 		return err
 	}
@@ -332,7 +468,7 @@ func (s *Store) SetModel(ctx context.Context, id, model string) (err error) {
 // SetServerChanges implements store.Store.
 func (s *Store) SetServerChanges(ctx context.Context, id string, changes []byte) (err error) {
 	defer func() { err = s.wrap(err) }()
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET server_changes = ? WHERE id = ?`, string(changes), id)
+	res, err := s.exec(ctx, `UPDATE sessions SET server_changes = ? WHERE id = ?`, string(changes), id)
 	if err != nil {
 		return err
 	}
@@ -345,7 +481,7 @@ func (s *Store) SetServerChanges(ctx context.Context, id string, changes []byte)
 // SetMode implements store.Store.
 func (s *Store) SetMode(ctx context.Context, id, mode string) (err error) {
 	defer func() { err = s.wrap(err) }()
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET mode = ? WHERE id = ?`, mode, id)
+	res, err := s.exec(ctx, `UPDATE sessions SET mode = ? WHERE id = ?`, mode, id)
 	if err != nil {
 		return err
 	}
@@ -358,7 +494,7 @@ func (s *Store) SetMode(ctx context.Context, id, mode string) (err error) {
 // SetTitle implements store.Store.
 func (s *Store) SetTitle(ctx context.Context, id, title string) (err error) {
 	defer func() { err = s.wrap(err) }()
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE id = ?`, title, id)
+	res, err := s.exec(ctx, `UPDATE sessions SET title = ? WHERE id = ?`, title, id)
 	if err != nil {
 		return err
 	}
@@ -374,27 +510,27 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) (err error) {
 // PRAGMA foreign_keys on.
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
 	defer func() { err = s.wrap(err) }()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE session_id = ?`, id); err != nil {
-		return err
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
-	}
-	return tx.Commit()
+	return s.write(ctx, func() error {
+		if _, err := s.w.ExecContext(ctx, `DELETE FROM turns WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		res, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: %q", store.ErrNotFound, id)
+		}
+		return nil
+	})
 }
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) (_ []store.Record, _ string, err error) {
 	defer func() { err = s.wrap(err) }()
+	if err := s.settle(ctx); err != nil {
+		return nil, "", err
+	}
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 50
@@ -428,44 +564,187 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn store.Turn) erro
 	return s.AppendTurns(ctx, []store.SessionTurn{{ID: id, Turn: turn}})
 }
 
-// AppendTurns implements store.BatchStore: the turns in one transaction,
-// so one commit (and WAL write) for the batch.
+// AppendTurns implements store.BatchStore: the turns' rows in one
+// transaction (one alone needs none), so one commit (and WAL write) for
+// the batch; it returns once they are committed. Their sessions' records
+// are brought up to date after it returns (see Store).
 func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err error) {
 	defer func() { err = s.wrap(err) }()
-	tx, err := s.db.BeginTx(ctx, nil)
+	turns := make([]applied, len(batch))
+	encoded := make([]rows.TurnRow, len(batch))
+	now := time.Now()
+	for i, b := range batch {
+		if encoded[i], err = rows.EncodeTurn(b.ID, b.Turn); err != nil {
+			return err
+		}
+		at := b.Turn.At
+		if at.IsZero() {
+			at = now
+		}
+		turns[i] = applied{id: b.ID, at: at.UnixMilli(), title: b.Turn.Title(), usage: b.Turn.Usage}
+	}
+	insert := func() error {
+		for i, b := range batch {
+			row := encoded[i]
+			err := s.insertTurn.QueryRowContext(ctx, b.ID, b.ID, row.Messages, string(b.Turn.StopReason), row.Usage, row.Compaction, turns[i].at).Scan(&turns[i].seq)
+			if se := (*driver.Error)(nil); errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+				return fmt.Errorf("%w: %q", store.ErrNotFound, b.ID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(batch) == 1 { // one statement: its own transaction
+		s.wmu.Lock()
+		err = insert()
+		s.wmu.Unlock()
+	} else {
+		err = s.write(ctx, insert)
+	}
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	now := time.Now().UnixMilli()
-	for _, b := range batch {
-		if err := s.appendIn(ctx, tx, now, b.ID, b.Turn); err != nil {
+	s.queue(turns)
+	return nil
+}
+
+// queue hands turns, inserted, to applyLoop, starting it if it is not
+// running.
+func (s *Store) queue(turns []applied) {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.queued == nil {
+		s.queued = &applyBatch{done: make(chan struct{})}
+		s.last = s.queued.done
+	}
+	s.queued.turns = append(s.queued.turns, turns...)
+	if !s.applying {
+		s.applying = true
+		s.appliers.Go(s.applyLoop)
+	}
+}
+
+// applyLoop folds the queued turns into their records, a batch at a time
+// in one transaction, and returns once none is queued. A batch that fails
+// is left to catchUp: its turns are stored, and the records that miss
+// them are caught up at their session's next turn or the next Open.
+func (s *Store) applyLoop() {
+	for {
+		s.amu.Lock()
+		b := s.queued
+		s.queued = nil
+		if b == nil {
+			s.applying = false
+			s.amu.Unlock()
+			return
+		}
+		s.amu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+		apply := func() error {
+			for _, t := range b.turns {
+				res, err := s.applyTurn.ExecContext(ctx, t.args()...)
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n == 0 {
+					// Folded in already (another process's repair), or
+					// after a gap, or the session is gone.
+					if err := s.catchUp(ctx, t.id); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		if len(b.turns) == 1 { // one statement: its own transaction, unless it catches up
+			s.wmu.Lock()
+			res, err := s.applyTurn.ExecContext(ctx, b.turns[0].args()...)
+			s.wmu.Unlock()
+			var n int64
+			if err == nil {
+				n, _ = res.RowsAffected()
+			}
+			if n == 0 {
+				_ = s.write(ctx, func() error { return s.catchUp(ctx, b.turns[0].id) })
+			}
+		} else {
+			_ = s.write(ctx, apply)
+		}
+		cancel()
+		close(b.done)
+	}
+}
+
+// settle waits until the turns appended so far are folded into their
+// records, or ctx ends.
+func (s *Store) settle(ctx context.Context) error {
+	s.amu.Lock()
+	last := s.last
+	s.amu.Unlock()
+	if last == nil {
+		return nil
+	}
+	select {
+	case <-last:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// args are applyTurnSQL's arguments for t.
+func (t applied) args() []any {
+	return append(append([]any{t.at, t.title}, rows.UsageArgs(t.usage)...), t.seq, t.id, t.seq-1)
+}
+
+// catchUp folds into session id's record the turns it misses, in order,
+// in the writer's transaction (write). A session that is gone has nothing
+// to catch up.
+func (s *Store) catchUp(ctx context.Context, id string) error {
+	tx := s.w
+	var from int64
+	if err := tx.QueryRowContext(ctx, `SELECT applied_seq FROM sessions WHERE id = ?`, id).Scan(&from); errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	rs, err := tx.QueryContext(ctx, `SELECT seq, at FROM turns WHERE session_id = ? AND seq > ? ORDER BY seq`, id, from)
+	if err != nil {
+		return err
+	}
+	var missed []applied
+	for rs.Next() {
+		t := applied{id: id}
+		if err := rs.Scan(&t.seq, &t.at); err != nil {
+			rs.Close()
+			return err
+		}
+		missed = append(missed, t)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil || len(missed) == 0 {
+		return err
+	}
+	trs, err := tx.QueryContext(ctx, `SELECT `+rows.TurnColumns+` FROM turns WHERE session_id = ? AND seq > ? ORDER BY seq`, id, from)
+	if err != nil {
+		return err
+	}
+	turns, err := rows.ReadTurns(id, trs.Next, trs.Scan, trs.Err)
+	trs.Close()
+	if err != nil {
+		return err
+	}
+	for i, t := range missed {
+		if i < len(turns) {
+			t.title, t.usage = turns[i].Title(), turns[i].Usage
+		}
+		if _, err := s.applyTurn.ExecContext(ctx, t.args()...); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
-}
-
-// appendIn writes one turn of session id in tx.
-func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, now int64, id string, turn store.Turn) error {
-	row, err := rows.EncodeTurn(id, turn)
-	if err != nil {
-		return err
-	}
-	title := ""
-	if len(turn.Messages) > 0 && turn.Messages[0].Role == gateway.RoleUser {
-		title = store.TitleFrom(turn.Messages[0].Content)
-	}
-	args := append(append([]any{now, title}, rows.UsageArgs(turn.Usage)...), id)
-	res, err := execIn(ctx, tx, s.touchTurn, touchTurnSQL, args...)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: %q", store.ErrNotFound, id)
-	}
-	_, err = execIn(ctx, tx, s.insertTurn, insertTurnSQL, id, id, row.Messages, string(turn.StopReason), row.Usage, row.Compaction)
-	return err
+	return nil
 }
 
 // Turns implements store.Store.

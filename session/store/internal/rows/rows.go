@@ -35,6 +35,15 @@ type TurnRow struct {
 	Usage, Compaction *string
 }
 
+// AtMillis is when turn was stored, in Unix milliseconds: its At, or now
+// when that is zero (store.NextUpdated's rule).
+func AtMillis(turn store.Turn) int64 {
+	if turn.At.IsZero() {
+		return time.Now().UnixMilli()
+	}
+	return turn.At.UnixMilli()
+}
+
 // EncodeTurn returns the row of a turn of session id.
 func EncodeTurn(id string, turn store.Turn) (TurnRow, error) {
 	fail := func(err error) (TurnRow, error) {
