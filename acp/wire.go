@@ -208,15 +208,158 @@ func (u update) MarshalJSON() ([]byte, error) {
 			SessionUpdate string `json:"sessionUpdate"`
 			*subagentUpdate
 		}{"subagent_update", u.Subagent})
-	case u.ToolCall != nil && u.ToolName != "":
-		tc := *u.ToolCall
-		tc.SessionUpdate = "tool_call"
-		return json.Marshal(struct {
-			acpsdk.SessionUpdateToolCall
-			Name string `json:"name"`
-		}{tc, u.ToolName})
 	}
-	return u.SessionUpdate.MarshalJSON()
+	return marshalUpdate(u.SessionUpdate, u.ToolName)
+}
+
+// marshalUpdate writes u as acp-go-sdk's SessionUpdate.MarshalJSON does
+// (its variant with its sessionUpdate discriminator), in one pass, with
+// name as a tool_call's `name` when not empty. acp-go-sdk marshals a
+// variant, decodes it into a map and marshals that again, at every level of
+// nesting (a content block in a tool call's content in an update): a fifth
+// of the agent's CPU on a /call turn. The variants a turn sends (message
+// chunks, tool calls and their updates, session_info_update) and those
+// with no union inside are written so; the others go through acp-go-sdk.
+func marshalUpdate(u acpsdk.SessionUpdate, name string) ([]byte, error) {
+	switch {
+	case u.AgentMessageChunk != nil:
+		c := u.AgentMessageChunk
+		return json.Marshal(chunkJSON{c.Meta, contentBlockJSON(c.Content), c.MessageId, "agent_message_chunk"})
+	case u.AgentThoughtChunk != nil:
+		c := u.AgentThoughtChunk
+		return json.Marshal(chunkJSON{c.Meta, contentBlockJSON(c.Content), c.MessageId, "agent_thought_chunk"})
+	case u.UserMessageChunk != nil:
+		c := u.UserMessageChunk
+		return json.Marshal(chunkJSON{c.Meta, contentBlockJSON(c.Content), c.MessageId, "user_message_chunk"})
+	case u.ToolCall != nil:
+		c := u.ToolCall
+		return json.Marshal(toolCallJSON{c.Meta, toolCallContents(c.Content), c.Kind, c.Locations, c.RawInput, c.RawOutput, "tool_call", c.Status, c.Title, c.ToolCallId, name})
+	case u.ToolCallUpdate != nil:
+		c := u.ToolCallUpdate
+		return json.Marshal(toolCallUpdateJSON{c.Meta, toolCallContents(c.Content), c.Kind, c.Locations, c.RawInput, c.RawOutput, "tool_call_update", c.Status, c.Title, c.ToolCallId})
+	case u.SessionInfoUpdate != nil:
+		v := *u.SessionInfoUpdate
+		v.SessionUpdate = "session_info_update"
+		return json.Marshal(v)
+	case u.UsageUpdate != nil:
+		v := *u.UsageUpdate
+		v.SessionUpdate = "usage_update"
+		return json.Marshal(v)
+	case u.CurrentModeUpdate != nil:
+		v := *u.CurrentModeUpdate
+		v.SessionUpdate = "current_mode_update"
+		return json.Marshal(v)
+	case u.Plan != nil:
+		v := *u.Plan
+		v.SessionUpdate = "plan"
+		return json.Marshal(v)
+	}
+	return u.MarshalJSON()
+}
+
+// The variants marshalUpdate writes whose acp-go-sdk struct holds a union
+// (SessionUpdate*MessageChunk, SessionUpdateToolCall, SessionToolCallUpdate,
+// ToolCallContentContent): their members in their order (sorted, as
+// acp-go-sdk writes them), the union written in one pass, and a
+// tool_call's `name` last. TestMarshalUpdate_MirrorsAcpGoSDK checks the members
+// against acp-go-sdk's.
+type (
+	chunkJSON struct {
+		Meta          map[string]any   `json:"_meta,omitempty"`
+		Content       contentBlockJSON `json:"content"`
+		MessageId     *string          `json:"messageId,omitempty"`
+		SessionUpdate string           `json:"sessionUpdate"`
+	}
+	toolCallJSON struct {
+		Meta          map[string]any            `json:"_meta,omitempty"`
+		Content       []toolCallContentJSON     `json:"content,omitempty"`
+		Kind          acpsdk.ToolKind           `json:"kind,omitempty"`
+		Locations     []acpsdk.ToolCallLocation `json:"locations,omitempty"`
+		RawInput      any                       `json:"rawInput,omitempty"`
+		RawOutput     any                       `json:"rawOutput,omitempty"`
+		SessionUpdate string                    `json:"sessionUpdate"`
+		Status        acpsdk.ToolCallStatus     `json:"status,omitempty"`
+		Title         string                    `json:"title"`
+		ToolCallId    acpsdk.ToolCallId         `json:"toolCallId"`
+		Name          string                    `json:"name,omitempty"`
+	}
+	toolCallUpdateJSON struct {
+		Meta          map[string]any            `json:"_meta,omitempty"`
+		Content       []toolCallContentJSON     `json:"content,omitempty"`
+		Kind          *acpsdk.ToolKind          `json:"kind,omitempty"`
+		Locations     []acpsdk.ToolCallLocation `json:"locations,omitempty"`
+		RawInput      any                       `json:"rawInput,omitempty"`
+		RawOutput     any                       `json:"rawOutput,omitempty"`
+		SessionUpdate string                    `json:"sessionUpdate"`
+		Status        *acpsdk.ToolCallStatus    `json:"status,omitempty"`
+		Title         *string                   `json:"title,omitempty"`
+		ToolCallId    acpsdk.ToolCallId         `json:"toolCallId"`
+	}
+	toolCallContentContentJSON struct {
+		Meta    map[string]any   `json:"_meta,omitempty"`
+		Content contentBlockJSON `json:"content"`
+		Type    string           `json:"type"`
+	}
+)
+
+// contentBlockJSON is a ContentBlock written in one pass (see
+// marshalUpdate): its text, image, audio or resource_link variant with
+// its type; an embedded resource goes through acp-go-sdk.
+type contentBlockJSON acpsdk.ContentBlock
+
+func (c contentBlockJSON) MarshalJSON() ([]byte, error) {
+	switch {
+	case c.Text != nil:
+		v := *c.Text
+		v.Type = "text"
+		return json.Marshal(v)
+	case c.Image != nil:
+		v := *c.Image
+		v.Type = "image"
+		return json.Marshal(v)
+	case c.Audio != nil:
+		v := *c.Audio
+		v.Type = "audio"
+		return json.Marshal(v)
+	case c.ResourceLink != nil:
+		v := *c.ResourceLink
+		v.Type = "resource_link"
+		return json.Marshal(v)
+	}
+	return acpsdk.ContentBlock(c).MarshalJSON()
+}
+
+// toolCallContentJSON is a ToolCallContent written in one pass (see
+// marshalUpdate).
+type toolCallContentJSON acpsdk.ToolCallContent
+
+func (c toolCallContentJSON) MarshalJSON() ([]byte, error) {
+	switch {
+	case c.Content != nil:
+		return json.Marshal(toolCallContentContentJSON{c.Content.Meta, contentBlockJSON(c.Content.Content), "content"})
+	case c.Diff != nil:
+		v := *c.Diff
+		v.Type = "diff"
+		return json.Marshal(v)
+	case c.Terminal != nil:
+		v := *c.Terminal
+		v.Type = "terminal"
+		return json.Marshal(v)
+	}
+	return acpsdk.ToolCallContent(c).MarshalJSON()
+}
+
+// toolCallContents is cs as toolCallContentJSON; nil when empty, as
+// omitempty leaves it out.
+func toolCallContents(cs []acpsdk.ToolCallContent) []toolCallContentJSON {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]toolCallContentJSON, len(cs))
+	for i, c := range cs {
+		out[i] = toolCallContentJSON(c)
+	}
+	return out
 }
 
 // sessionNotification is the params of session/update carrying an update.
