@@ -265,9 +265,13 @@ func benchLeanBridged(b *testing.B, entry map[string]any, args ...string) {
 	// call, and this one also checks the whole path works.
 	p.callTurn(b, prompt)
 	b.ResetTimer()
+	cpu := cpuTime(b, p.cmd.Process.Pid)
+	n := 0
 	for b.Loop() {
 		p.callTurn(b, prompt)
+		n++
 	}
+	b.ReportMetric(float64((cpuTime(b, p.cmd.Process.Pid)-cpu).Microseconds())/float64(n), "agent-cpu-us/op")
 }
 
 // agentProfileArgs are the agent's profiling flags when the benchmark runs

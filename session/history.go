@@ -23,8 +23,8 @@ import (
 //
 // Append returns once the turn is committed (group commit: the turns of
 // every session that end while a commit is under way are committed
-// together, in one transaction on a BatchStore, by a goroutine that runs
-// only while there are turns to commit), so a turn whose prompt was
+// together, in one transaction on a BatchStore, by one goroutine, from the
+// first Append to Close), so a turn whose prompt was
 // answered is stored, and survives a crash of the agent: SIGKILL loses at
 // most the turns still running. A turn the store refuses (a full disk)
 // fails: it never joins the view, so the conversation and the stored
@@ -47,11 +47,14 @@ type History struct {
 	pending map[string]chan struct{} // session id → closed when its last queued commit is done
 	queue   []*commit                // waiting for the committer
 	closed  bool
-	// committing is set while a committer goroutine runs: one is started
-	// when the queue gets work and returns once it is empty, so an idle
-	// History holds no goroutine.
-	committing bool
-	committers sync.WaitGroup // the committer, for Close
+	// started is set once the committer runs: it starts with the first
+	// Append, waits for work on wake (one signal buffered) and returns at
+	// Close. One long-lived goroutine rather than one per burst of turns:
+	// a new one grew its stack through the store's deep calls again on
+	// every turn (copystack was a tenth of the agent's CPU on /call turns).
+	started    bool
+	wake, stop chan struct{}
+	committers sync.WaitGroup // the committer, and fenced commits, for Close
 	// onCommit, if set (ObserveCommits), hears of each group commit.
 	onCommit func(turns int, d time.Duration, err error)
 }
@@ -108,7 +111,8 @@ func NewHistory(st store.Store, log *slog.Logger) *History {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &History{store: st, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{})}
+	return &History{store: st, log: log, live: make(map[string]*liveHistory), pending: make(map[string]chan struct{}),
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // Attach binds the gateway session key to the stored session id and loads
@@ -253,12 +257,15 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) err
 	} else {
 		h.pending[c.id] = c.done // a session's commits go in the order they are queued
 		h.queue = append(h.queue, c)
-		if !h.committing {
-			h.committing = true
-			// The committer commits other sessions' turns too, and outlives
-			// this call: it keeps ctx's values, never its cancellation.
-			base := context.WithoutCancel(ctx)
-			h.committers.Go(func() { h.committer(base) })
+		if !h.started {
+			h.started = true
+			// The committer commits every session's turns and outlives
+			// this call: its commits' contexts derive from none of them.
+			h.committers.Go(func() { h.committer(context.Background()) })
+		}
+		select {
+		case h.wake <- struct{}{}:
+		default: // a signal is pending already
 		}
 		h.mu.Unlock()
 	}
@@ -306,16 +313,27 @@ func (h *History) commitFenced(base context.Context, fs store.FencedStore, c *co
 	}
 }
 
-// committer commits the queued turns, a batch at a time, and returns once
-// the queue is empty. Each commit's context derives from base.
+// committer commits the queued turns, a batch at a time, waiting on wake
+// while the queue is empty, and returns at Close once it is. Each
+// commit's context derives from base.
 func (h *History) committer(base context.Context) {
 	for {
 		h.mu.Lock()
 		n := min(len(h.queue), maxBatch)
 		if n == 0 {
-			h.committing = false
 			h.mu.Unlock()
-			return
+			select {
+			case <-h.wake:
+				continue
+			case <-h.stop:
+				h.mu.Lock()
+				empty := len(h.queue) == 0
+				h.mu.Unlock()
+				if empty {
+					return
+				}
+				continue
+			}
 		}
 		batch := slices.Clone(h.queue[:n])
 		h.queue = slices.Delete(h.queue, 0, n)
@@ -403,6 +421,7 @@ func (h *History) Close() error {
 		return nil
 	}
 	h.closed = true
+	close(h.stop)
 	h.mu.Unlock()
 	h.committers.Wait()
 	return nil

@@ -674,14 +674,22 @@ func (r *Runner) runCalls(ctx context.Context, req gateway.SendRequest, tools []
 			finish(p, emit)
 		}
 	}
-	var g errgroup.Group
-	g.SetLimit(r.opts.ParallelTools)
+	var run []*pendingCall
 	for _, p := range pending {
 		if p.res == nil {
-			g.Go(func() error { r.execute(ctx, p, emit); return nil })
+			run = append(run, p)
 		}
 	}
-	_ = g.Wait()
+	if len(run) == 1 { // on this goroutine: a new one grows its stack through the call again
+		r.execute(ctx, run[0], emit)
+	} else {
+		var g errgroup.Group
+		g.SetLimit(r.opts.ParallelTools)
+		for _, p := range run {
+			g.Go(func() error { r.execute(ctx, p, emit); return nil })
+		}
+		_ = g.Wait()
+	}
 	msgs := make([]gateway.Message, len(pending))
 	for i, p := range pending {
 		r.auditCall(req, p)

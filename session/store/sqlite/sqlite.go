@@ -96,9 +96,9 @@ const SchemaVersion = len(migrations)
 //
 // A turn is stored in two steps. AppendTurns inserts the turns' rows and
 // returns once they are committed: that is all a crash must not lose, and
-// one row in one B-tree is the cheapest durable write. The sessions' records
+// inserting one row is the cheapest durable write. The sessions' records
 // (updated time, title, usage total) follow in a transaction of their own
-// on a goroutine that runs while there are turns to fold in (applyLoop);
+// on one goroutine, from the first turn to Close (applyLoop);
 // every read of a record (Get, List, Turns) waits for the turns appended
 // before it, so a reader sees its writes. A session's applied_seq says how
 // many of its turns its record holds: a record left behind by a crash
@@ -120,16 +120,20 @@ type Store struct {
 	w                                              *sql.Conn
 	begin, commit, rollback, insertTurn, applyTurn *sql.Stmt
 
-	amu sync.Mutex // guards queued, last and applying
+	amu sync.Mutex // guards queued, last, started and closed
 	// queued are the turns inserted and not yet folded into their
 	// records; nil when none.
 	queued *applyBatch
 	// last is closed once the last batch queued is applied (nil: none
 	// queued since Open).
 	last chan struct{}
-	// applying is set while applyLoop runs.
-	applying bool
-	appliers sync.WaitGroup
+	// started is set once applyLoop runs: from the first AppendTurns to
+	// Close, woken by wake (one signal buffered), stopped by stop. One
+	// long-lived goroutine: a new one per turn grew its stack through
+	// SQLite's deep calls every time.
+	started, closed bool
+	wake, stop      chan struct{}
+	appliers        sync.WaitGroup
 }
 
 // applyBatch is the inserted turns applyLoop folds into their records at
@@ -213,7 +217,7 @@ func open(ctx context.Context, path string, target int) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if err := s.check(ctx); err != nil {
 		db.Close()
 		return nil, s.wrap(err)
@@ -398,6 +402,12 @@ func (s *Store) Path() string { return s.path }
 // Close implements store.Store: the turns appended are folded into their
 // records first.
 func (s *Store) Close() error {
+	s.amu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	s.amu.Unlock()
 	s.appliers.Wait()
 	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insertTurn, s.applyTurn} {
 		if st != nil {
@@ -620,27 +630,41 @@ func (s *Store) queue(turns []applied) {
 		s.last = s.queued.done
 	}
 	s.queued.turns = append(s.queued.turns, turns...)
-	if !s.applying {
-		s.applying = true
+	if !s.started && !s.closed {
+		s.started = true
 		s.appliers.Go(s.applyLoop)
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default: // a signal is pending already
 	}
 }
 
 // applyLoop folds the queued turns into their records, a batch at a time
-// in one transaction, and returns once none is queued. A batch that fails
-// is left to catchUp: its turns are stored, and the records that miss
-// them are caught up at their session's next turn or the next Open.
+// in one transaction, waiting on wake while none is queued, and returns
+// at Close once none is. A batch that fails is left to catchUp: its turns
+// are stored, and the records that miss them are caught up at their
+// session's next turn or the next Open.
 func (s *Store) applyLoop() {
 	for {
 		s.amu.Lock()
 		b := s.queued
 		s.queued = nil
-		if b == nil {
-			s.applying = false
-			s.amu.Unlock()
-			return
-		}
 		s.amu.Unlock()
+		if b == nil {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.stop:
+				s.amu.Lock()
+				idle := s.queued == nil
+				s.amu.Unlock()
+				if idle {
+					return
+				}
+				continue
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 		apply := func() error {
 			for _, t := range b.turns {
