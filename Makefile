@@ -161,7 +161,8 @@ bench: e2e-deps pg-deps
 	$(GO) test -run '^$$' -bench 'ConfinedStart' -benchtime 300x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'SessionNew10|CloseChildrenGone|EOFExit' -benchtime 5x -count 1 ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkIdleSession$$' -benchtime 50x -count 1 ./e2e | tee -a $(BIN)/bench.txt
-	$(GO) test -run '^$$' -bench 'BenchmarkSessions1000$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkSessions$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkSessionsInProcess$$' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkEconomy' -benchtime 1x -count 1 ./gateway/runner | tee -a $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkHistoryAppend|BenchmarkSQLiteAppendTurn' -benchtime 4000x -count 1 ./session ./session/store/sqlite | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary ($$(nproc) cores, $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
@@ -188,13 +189,19 @@ bench: e2e-deps pg-deps
 		      if (cp && cc) printf "confining a process start (Landlock, through the agent binary as launcher): %.2f ms vs %.2f ms plain, +%.2f ms\n", cc/1e6, cp/1e6, (cc-cp)/1e6; \
 		      if (d1 && d32) printf "durability: the response to a prompt waits for the SQLite commit of its turn, %.0f us alone, %.0f us per turn with 32 sessions (group commit); before, 0 (written behind, lost on a crash)\n", d1, d32 }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name) } \
-		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions1000|Economy)/ { \
+		name ~ /^(SessionNew10|CloseChildrenGone|EOFExit|IdleSession|Sessions|Economy)/ { \
 		  line = name ":"; for (i = 5; i < NF; i += 2) line = line " " $$(i+1) " " $$i; print line } \
 		name ~ /^EconomyContext\// { split(name, k, "/"); for (i = 5; i < NF; i += 2) if ($$(i+1) == "USD") usd[k[2]] = $$i; order[++n] = k[2] } \
 		END { if (!("agent" in usd)) exit; line = "context strategies, one 200-turn Anthropic session of 20 KB results (fake tokens, list prices):"; \
 		      for (i = 1; i <= n; i++) { s = order[i]; line = line sprintf(" %s $$%.2f", s, usd[s]); \
 		        if (s != "agent" && usd["agent"] > 0) line = line sprintf(" (%+.0f%%)", 100*(usd[s]-usd["agent"])/usd["agent"]); if (i < n) line = line "," } \
 		      print line }' $(BIN)/bench.txt
+	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); delete m; for (i = 5; i < NF; i += 2) m[$$(i+1)] = $$i } \
+		function per(n) { return sprintf("%.0f KiB RSS, %.0f KiB heap, %.1f goroutines per session", m["rss-KiB/session"], m["heap-KiB/session"], m["goroutines/session"]) } \
+		function count(n) { return n == 1000 ? "1,000" : (n == 10000 ? "10,000" : n) } \
+		name == "BenchmarkIdleSession" { printf "idle session, one stdio server, %d sessions: %s (goal <= 100 KiB RSS and heap)\n", $$2, per() } \
+		name ~ /^BenchmarkSessions\/[0-9]+$$/ { split(name, k, "/"); printf "idle session, one stdio server, %s sessions: %s (goal <= 100 KiB RSS and heap); open all %.1f s, close all %.1f s\n", count(k[2]), per(), m["open-all-s"], m["close-all-s"] } \
+		name ~ /^BenchmarkSessionsInProcess\/[0-9]+$$/ { split(name, k, "/"); printf "%s sessions with the built-in server only, one call each: open all %.1f s (goal <= 10 s at 10,000), close all %.1f s (goal <= 5 s), agent RSS %.0f MiB (goal < 1,024 MiB at 10,000), %s, nothing left after closing\n", count(k[2]), m["open-all-s"], m["close-all-s"], m["rss-MiB"], per() }' $(BIN)/bench.txt
 
 $(BIN)/mcp-fixture: FORCE
 	$(GO) build -o $@ ./testfixtures/mcpserver

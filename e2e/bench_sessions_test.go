@@ -190,12 +190,33 @@ func (a *sessionsAgent) call(b *testing.B, method, params string) json.RawMessag
 	return res
 }
 
+// fixtureServers is the mcpServers of a session with one Go fixture
+// server over stdio, and fixtureCall the /call each of its sessions makes.
+func fixtureServers() string {
+	server, _ := json.Marshal(map[string]any{"name": "fixture", "command": fixtureBin, "args": []string{}, "env": []any{}})
+	return "[" + string(server) + "]"
+}
+
+const fixtureCall = `/call mcp__fixture__echo {\"message\":\"hi\"}`
+
+// builtinCall is the one call of a session with no mcpServers: a built-in
+// tool that needs no client capability (list_directory reads the cwd
+// itself), so the session's in-process server connects.
+const builtinCall = `/call mcp__acp__list_directory {\"path\":\".\"}`
+
 // openAndCall opens a session with one Go fixture server and makes one
 // /call through it; it returns the session id.
 func (a *sessionsAgent) openAndCall(cwd string) (string, error) {
-	server, _ := json.Marshal(map[string]any{"name": "fixture", "command": fixtureBin, "args": []string{}, "env": []any{}})
+	return a.openWith(cwd, fixtureServers(), fixtureCall)
+}
+
+// openWith opens a session with the mcpServers given (a JSON array) and,
+// unless call is empty, runs the prompt call (a /call, JSON-escaped), which
+// must end end_turn after exactly one completed tool call; it returns the
+// session id.
+func (a *sessionsAgent) openWith(cwd, servers, call string) (string, error) {
 	dir, _ := json.Marshal(cwd)
-	res, err := a.tryCall("session/new", fmt.Sprintf(`{"cwd":%s,"mcpServers":[%s]}`, dir, server))
+	res, err := a.tryCall("session/new", fmt.Sprintf(`{"cwd":%s,"mcpServers":%s}`, dir, servers))
 	if err != nil {
 		return "", err
 	}
@@ -205,7 +226,10 @@ func (a *sessionsAgent) openAndCall(cwd string) (string, error) {
 	if err := json.Unmarshal(res, &s); err != nil || s.SessionID == "" {
 		return "", fmt.Errorf("session/new: %s (%v)", res, err)
 	}
-	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"/call mcp__fixture__echo {\"message\":\"hi\"}"}]}`, s.SessionID)
+	if call == "" {
+		return s.SessionID, nil
+	}
+	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"%s"}]}`, s.SessionID, call)
 	res, err = a.tryCall("session/prompt", prompt)
 	if err != nil {
 		return "", err
@@ -287,11 +311,18 @@ func reportPerSession(b *testing.B, before, after footprint, n int) {
 	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(n), "goroutines/session")
 }
 
-// warmUp opens, uses and closes one session, so the lazily built parts of
-// the agent (code paged in, pools, the first session's one-time setup) are
-// in the baseline rather than charged to the sessions measured.
+// warmUp opens, uses and closes one session with one Go fixture server,
+// so the lazily built parts of the agent (code paged in, pools, the first
+// session's one-time setup) are in the baseline rather than charged to the
+// sessions measured.
 func warmUp(b *testing.B, a *sessionsAgent) {
-	sid, err := a.openAndCall(b.TempDir())
+	warmUpWith(b, a, fixtureServers(), fixtureCall)
+}
+
+// warmUpWith is warmUp for sessions opened with servers and call (see
+// openWith).
+func warmUpWith(b *testing.B, a *sessionsAgent, servers, call string) {
+	sid, err := a.openWith(b.TempDir(), servers, call)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -367,68 +398,121 @@ func (a *sessionsAgent) saveProfiles(b *testing.B) {
 	}
 }
 
-// sessions1000 is how many sessions BenchmarkSessions1000 opens (with
-// ACP_BENCH_SESSIONS to change it), sessionsInFlight how many session/new
-// (+ one call) are in flight at once.
-const (
-	sessions1000     = 1000
-	sessionsInFlight = 16
-)
+// sessionsInFlight is how many session/new (+ one call) and session/close
+// the many-sessions benchmarks keep in flight at once.
+const sessionsInFlight = 16
 
-// BenchmarkSessions1000 opens 1,000 concurrent sessions in one agent, each
-// with its own Go fixture server (16 opening at a time), makes one /call in
-// each, then closes them all (16 at a time), and checks that nothing is
-// left: no process under the agent and goroutines back to the baseline
-// (within 4), both within 2 minutes, or it fails. It reports the time to
-// open (and call) all and to close all, in seconds, and per session the
-// agent's RSS, Go heap and goroutines while all are open. Run it once:
-// -benchtime=1x (about 10 GiB of fixture processes at the peak).
-func BenchmarkSessions1000(b *testing.B) {
-	n := sessions1000
-	if s := os.Getenv("ACP_BENCH_SESSIONS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
-			b.Fatalf("ACP_BENCH_SESSIONS=%q: want a positive number", s)
-		}
+// benchCounts reads env, a comma-separated list of positive session
+// counts, or returns def when it is unset.
+func benchCounts(b *testing.B, env string, def ...int) []int {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
 	}
-	for b.Loop() {
-		a := startSessionsAgent(b)
-		warmUp(b, a)
-		before := a.footprint(b)
-		cwd := b.TempDir()
-		ids := make([]string, n)
-		var g errgroup.Group
-		g.SetLimit(sessionsInFlight)
-		start := time.Now()
-		for i := range n {
-			g.Go(func() (err error) {
-				ids[i], err = a.openAndCall(cwd)
-				if err != nil {
-					return fmt.Errorf("session %d: %w", i, err)
-				}
-				return nil
-			})
+	var counts []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want positive numbers separated by commas", env, v)
 		}
-		if err := g.Wait(); err != nil {
-			b.Fatal(err)
-		}
-		opened := time.Since(start)
-		if kids := len(descendants(a.pid)); kids != n {
-			b.Fatalf("%d sessions open, %d processes under the agent; want one server each", n, kids)
-		}
-		open := a.footprint(b)
-		a.saveProfiles(b)
-		start = time.Now()
-		for _, sid := range ids {
-			g.Go(func() error { return a.closeSession(sid) })
-		}
-		if err := g.Wait(); err != nil {
-			b.Fatal(err)
-		}
-		closed := time.Since(start)
-		a.waitSettled(b, before.goroutines)
-		b.ReportMetric(opened.Seconds(), "open-all-s")
-		b.ReportMetric(closed.Seconds(), "close-all-s")
-		reportPerSession(b, before, open, n)
+		counts = append(counts, n)
+	}
+	return counts
+}
+
+// manySessions is one run of a many-sessions benchmark: n sessions opened
+// by open (16 at a time), each with kids processes under the agent, then
+// all closed (16 at a time); what is left is checked (no process under the
+// agent and goroutines back to the baseline, within 4, both within 2
+// minutes, or b fails). It reports the time to open (and call) all and to
+// close all in seconds, per session the agent's RSS, Go heap and
+// goroutines while all are open, and the agent's whole RSS then in MiB.
+func manySessions(b *testing.B, a *sessionsAgent, n, kids int, open func() (string, error)) {
+	before := a.footprint(b)
+	ids := make([]string, n)
+	var g errgroup.Group
+	g.SetLimit(sessionsInFlight)
+	start := time.Now()
+	for i := range n {
+		g.Go(func() (err error) {
+			ids[i], err = open()
+			if err != nil {
+				return fmt.Errorf("session %d: %w", i, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	opened := time.Since(start)
+	if got := len(descendants(a.pid)); got != n*kids {
+		b.Fatalf("%d sessions open, %d processes under the agent; want %d each", n, got, kids)
+	}
+	all := a.footprint(b)
+	a.saveProfiles(b)
+	start = time.Now()
+	for _, sid := range ids {
+		g.Go(func() error { return a.closeSession(sid) })
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	closed := time.Since(start)
+	a.waitSettled(b, before.goroutines)
+	b.ReportMetric(opened.Seconds(), "open-all-s")
+	b.ReportMetric(closed.Seconds(), "close-all-s")
+	b.ReportMetric(all.rss/1024, "rss-MiB")
+	reportPerSession(b, before, all, n)
+}
+
+// BenchmarkSessions opens n concurrent sessions in one agent, each with its
+// own Go fixture server, makes one /call in each, then closes them all (see
+// manySessions), for n = 500 and 1,000 (ACP_BENCH_SESSIONS=N[,N...] for
+// others); a fresh agent for each n. It reports the time to open (and
+// call) all and to close all, per session the agent's RSS, Go heap and
+// goroutines while all are open (the servers, other processes, are not
+// counted). Run it once: -benchtime=1x (about 10 GiB of fixture processes
+// at 1,000).
+func BenchmarkSessions(b *testing.B) {
+	for _, n := range benchCounts(b, "ACP_BENCH_SESSIONS", 500, 1000) {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				a := startSessionsAgent(b)
+				warmUp(b, a)
+				cwd := b.TempDir()
+				manySessions(b, a, n, 1, func() (string, error) { return a.openAndCall(cwd) })
+			}
+		})
+	}
+}
+
+// BenchmarkSessionsInProcess opens n concurrent sessions with no
+// mcpServers, so each has only the agent's built-in in-process server,
+// makes one call of a built-in tool in each (list_directory, which needs
+// no client capability, so that server connects), then closes them all
+// (see manySessions): n = 1,000 by default, ACP_BENCH_INPROCESS=N[,N...]
+// for others (10000 for the issue's goal: open in 10 s, under 1 GiB of
+// RSS, closed in 5 s). The agent runs with --store memory, or with the
+// default SQLite store (a file in a temporary directory) when
+// ACP_BENCH_STORE=sqlite. No process may start. Run it once: -benchtime=1x.
+func BenchmarkSessionsInProcess(b *testing.B) {
+	var args []string
+	switch st := os.Getenv("ACP_BENCH_STORE"); st {
+	case "", "memory":
+	case "sqlite":
+		args = append(args, "--store", filepath.Join(b.TempDir(), "sessions.db"))
+	default:
+		b.Fatalf("ACP_BENCH_STORE=%q: want memory or sqlite", st)
+	}
+	for _, n := range benchCounts(b, "ACP_BENCH_INPROCESS", 1000) {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				a := startSessionsAgent(b, args...)
+				warmUpWith(b, a, "[]", builtinCall)
+				cwd := b.TempDir()
+				manySessions(b, a, n, 0, func() (string, error) { return a.openWith(cwd, "[]", builtinCall) })
+			}
+		})
 	}
 }
