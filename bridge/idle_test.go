@@ -71,32 +71,56 @@ func TestTailWriter_AsCmdStderr(t *testing.T) {
 }
 
 // The tools a session holds keep their schemas as compact JSON, not as the
-// nested maps go-sdk decodes, and the bridged tool hands the same JSON on;
-// go-sdk's own tools are left as they are.
-func TestLeanTools_SchemasAreCompactJSON(t *testing.T) {
+// nested maps go-sdk decodes, in the one copy go-sdk's tools/list cache and
+// the bridge share, and the bridged tool hands the same JSON on.
+func TestLeanToolLists_SchemasAreCompactJSON(t *testing.T) {
 	in := map[string]any{"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}, "required": []any{"message"}}
 	out := map[string]any{"type": "object", "properties": map[string]any{"echo": map[string]any{"type": "string"}}}
-	orig := []*mcp.Tool{{Name: "echo", InputSchema: in, OutputSchema: out}, {Name: "bare"}}
-	tools := leanTools(orig)
-	if _, ok := orig[0].InputSchema.(map[string]any); !ok {
-		t.Errorf("leanTools changed the tool it was given (go-sdk's cache holds it): InputSchema is now %T", orig[0].InputSchema)
-	}
-	want, _ := json.Marshal(in)
-	raw, ok := tools[0].InputSchema.(json.RawMessage)
-	if !ok || !bytes.Equal(raw, want) {
-		t.Fatalf("InputSchema = %T %s, want json.RawMessage %s", tools[0].InputSchema, raw, want)
-	}
-	if _, ok := tools[0].OutputSchema.(json.RawMessage); !ok {
-		t.Errorf("OutputSchema = %T, want json.RawMessage", tools[0].OutputSchema)
-	}
-	if tools[1].InputSchema != nil || tools[1].OutputSchema != nil {
-		t.Errorf("a tool with no schemas got %v, %v", tools[1].InputSchema, tools[1].OutputSchema)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: in, OutputSchema: out}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	for _, version := range []string{ProtocolVersion, "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(t.Context(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Close()
+			client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+			client.AddSendingMiddleware(leanToolLists)
+			cs, err := client.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			first, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tool := first.Tools[0]
+			want, _ := json.Marshal(in)
+			raw, ok := tool.InputSchema.(json.RawMessage)
+			if !ok || !bytes.Equal(raw, want) {
+				t.Fatalf("InputSchema = %T %s, want json.RawMessage %s", tool.InputSchema, raw, want)
+			}
+			if _, ok := tool.OutputSchema.(json.RawMessage); !ok {
+				t.Errorf("OutputSchema = %T, want json.RawMessage", tool.OutputSchema)
+			}
+			s := &server{spec: ServerSpec{Name: "fixture"}}
+			if got := newBridgedTool("mcp__fixture__echo", s, tool).InputSchema; !bytes.Equal(got, want) {
+				t.Errorf("the bridged tool's schema = %s, want %s", got, want)
+			}
+			// A call still works with the lean schema (go-sdk looks the
+			// tool up in its cache on 2026-07-28 sessions).
+			if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); err != nil {
+				t.Fatalf("CallTool: %v", err)
+			}
+		})
 	}
 	s := &server{spec: ServerSpec{Name: "fixture"}}
-	if got := newBridgedTool("mcp__fixture__echo", s, tools[0]).InputSchema; !bytes.Equal(got, want) {
-		t.Errorf("the bridged tool's schema = %s, want %s", got, want)
-	}
-	if got := newBridgedTool("mcp__fixture__bare", s, tools[1]).InputSchema; string(got) != `{"type":"object"}` {
+	if got := newBridgedTool("mcp__fixture__bare", s, &mcp.Tool{Name: "bare"}).InputSchema; string(got) != `{"type":"object"}` {
 		t.Errorf("a tool with no schema is bridged with %s, want {\"type\":\"object\"}", got)
 	}
 }

@@ -305,7 +305,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		opts.CreateMessageHandler = s.onSample
 	}
 	client := mcp.NewClient(s.opts.ClientInfo, opts)
-	client.AddSendingMiddleware(s.sendLogLevel) // 2026-07-28 sessions (mcplog.go)
+	client.AddSendingMiddleware(s.sendLogLevel, leanToolLists) // mcplog.go: 2026-07-28 sessions; tool.go
 	if !sampling {
 		client.AddReceivingMiddleware(s.refuseSampling)
 	}
@@ -526,7 +526,7 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 		}
 		switch {
 		case err == nil:
-			return leanTools(tools), nil
+			return tools, nil // lean already (leanToolLists), and shared with go-sdk's cache: read-only
 		case errors.Is(lctx.Err(), context.DeadlineExceeded):
 			return nil, fmt.Errorf("%w: tools/list took longer than %s", ErrTimeout, s.timeouts.ToolsList)
 		case attempt == 0 && lctx.Err() == nil && undelivered(err):

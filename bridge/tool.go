@@ -86,23 +86,31 @@ func maxResultChars(t *mcp.Tool) int {
 	return 0
 }
 
-// leanTools makes tools cheap to hold for as long as the session lives:
+// leanToolLists is a sending middleware that makes every tools/list
+// result cheap to hold for as long as the session lives, before go-sdk
+// returns it and (on 2026-07-28 sessions) keeps it in its tools/list cache:
 // go-sdk decodes each tool's input and output schema as nested
 // map[string]any, several times the size of the JSON it came from, and a
-// session keeps its servers' tools while it idles. It returns copies of the
-// tools whose schemas are their compact JSON (json.RawMessage), which
-// newBridgedTool hands on as is; a schema that cannot be encoded is left as
-// it was. The tools given are not modified: go-sdk keeps them in its
-// tools/list cache (2026-07-28 sessions) and reads them during calls.
-func leanTools(tools []*mcp.Tool) []*mcp.Tool {
-	out := make([]*mcp.Tool, len(tools))
-	for i, t := range tools {
-		c := *t
-		c.InputSchema = compactSchema(t.InputSchema)
-		c.OutputSchema = compactSchema(t.OutputSchema)
-		out[i] = &c
+// session keeps its servers' tools while it idles. Each tool's schemas
+// become their compact JSON (json.RawMessage), which newBridgedTool hands
+// on as is and go-sdk reads as well as a map (its x-mcp-header checks
+// re-encode whatever the schema is); a schema that cannot be encoded is
+// left as it was. The result is still go-sdk's alone here, so it is changed
+// in place: the session holds one copy of its tools, the one go-sdk's cache
+// and the bridge share, read-only.
+func leanToolLists(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			for _, t := range list.Tools {
+				if t != nil {
+					t.InputSchema = compactSchema(t.InputSchema)
+					t.OutputSchema = compactSchema(t.OutputSchema)
+				}
+			}
+		}
+		return res, err
 	}
-	return out
 }
 
 // compactSchema is schema as compact JSON; nil stays nil.
