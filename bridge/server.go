@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -419,7 +420,11 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 	if s.opts.StdioDir != "" {
 		dir = s.opts.StdioDir
 	}
-	cmd, stderr := stdioCommand(procCtx, s.spec, dir, s.opts.Env, s.log)
+	// The child is killed when procCtx ends through an AfterFunc set once
+	// it runs (st.started), not through exec.CommandContext, whose
+	// watching goroutine would live as long as the child: one less
+	// goroutine per idle stdio server.
+	cmd, stderr := stdioCommand(context.WithoutCancel(ctx), s.spec, dir, s.opts.Env, s.log)
 	ws := s.opts.Confine.workspace()
 	if s.opts.StdioDir != "" { // the session's directories are on its client's machine
 		ws.Cwd, ws.Dirs = dir, nil
@@ -440,6 +445,16 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 			s.conn.proc = p
 		}
 		s.conn.mu.Unlock()
+		// As exec.CommandContext's Cancel would (process.Command): the
+		// group gets SIGKILL when procCtx ends, at once if it has, unless
+		// the child is reaped (its group id may be another's by then).
+		context.AfterFunc(procCtx, func() {
+			select {
+			case <-p.Done():
+			default:
+				_ = process.SignalGroup(cmd, syscall.SIGKILL)
+			}
+		})
 	}
 	return st, cmd, procCancel, nil
 }
