@@ -38,7 +38,7 @@ type conn struct {
 
 	// mu guards state, err, retryAt, backoff, cs, info, closing,
 	// signInURL, deadline, detach, cmd, proc, procCancel, stderr,
-	// stdout and mode. It is never held across I/O.
+	// stdout, mode and users. It is never held across I/O.
 	mu        sync.Mutex
 	state     State
 	err       error               // why the server failed or was lost; nil when connected
@@ -57,6 +57,7 @@ type conn struct {
 	stderr     *tailWriter        // last lines of a stdio child's stderr, for failure reasons
 	stdout     *stdoutWatch       // the start of a stdio child's stdout, for failure reasons
 	mode       confine.Mode       // the session mode the stdio child started under, or ""
+	users      int                // a lazy server's requests under way (server.use); its connection rests at 0
 }
 
 // session returns the live client session, or an error saying why there is

@@ -12,7 +12,10 @@ import (
 // client session while it idles: its tools come from Options.ToolLists, and
 // the first call of one of them connects it (wake). A session that never
 // calls one costs no connection: no go-sdk read loops, decoder buffers,
-// server-side session or per-session copy of the tool list.
+// server-side session or per-session copy of the tool list. Once the
+// last request under way ends (server.use), the connection closes again
+// (rest): an idle session holds none, whether or not it called the tools;
+// the server NewServer built is kept for the next call.
 
 // ToolLists holds the tool lists of lazy in-process servers
 // (ServerSpec.ToolsKey) by key, for every Manager that shares it
@@ -185,6 +188,40 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	s.conn.cs = cs
 	s.conn.watchers.Go(func() { s.watch(cs) })
 	return cs, nil
+}
+
+// use marks a request of a lazy server under way (a tool call, a prompt, a
+// resource read) until the returned func is called; the last one to end
+// closes the connection (rest). Concurrent requests share one connection.
+// For any other server it does nothing.
+func (s *server) use() (done func()) {
+	if !s.lazy() {
+		return func() {}
+	}
+	s.conn.mu.Lock()
+	s.conn.users++
+	s.conn.mu.Unlock()
+	return s.rest
+}
+
+// rest ends a request of use; when it was the last one under way, the lazy
+// server's connection closes (the client session, then the in-process
+// server session) and the server idles again, StateConnected with no
+// connection, until the next request connects it (wake).
+func (s *server) rest() {
+	s.conn.mu.Lock()
+	s.conn.users--
+	if s.conn.users > 0 || s.conn.closing || s.conn.cs == nil {
+		s.conn.mu.Unlock()
+		return
+	}
+	cs, stop := s.conn.cs, s.conn.procCancel
+	s.conn.cs, s.conn.procCancel = nil, nil
+	s.conn.mu.Unlock()
+	_ = cs.Close() // its watcher sees another connection (none) and returns
+	if stop != nil {
+		stop()
+	}
 }
 
 // builtServer is the server ServerSpec.NewServer built for a server, kept

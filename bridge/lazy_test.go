@@ -125,48 +125,83 @@ func TestLazyInProcess_IdleSessionsHoldNoConnection(t *testing.T) {
 }
 
 // The first calls of a lazy server's tools connect it once, even when they
-// come together; the connection serves every later call and ends with the
-// Manager.
-func TestLazyInProcess_FirstCallsConnectOnce(t *testing.T) {
+// come together: calls under way share the connection. When the last one
+// ends the connection closes and the server idles again; the next call
+// connects again, and the Manager's Close leaves nothing.
+func TestLazyInProcess_CallsUnderWayShareOneConnectionThenRest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	srv := newCountingServer(builtin.New(&builtin.Options{Root: dir}))
+	const callers = 8
+	arrived := make(chan struct{}, callers)
+	release := make(chan struct{})
+	inner := mcp.NewServer(&mcp.Implementation{Name: "lazy", Version: "1"}, nil)
+	inner.AddTool(&mcp.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	srv := newCountingServer(inner)
 	// A nil ToolLists: the Manager lists through a connection of its own,
 	// closed at once.
-	m := bridge.NewManager(&bridge.Options{Cwd: dir})
-	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: builtin.Name, Transport: bridge.TransportInProcess, Server: srv.srv, ToolsKey: "builtin"}}); err != nil {
+	m := bridge.NewManager(&bridge.Options{Cwd: t.TempDir()})
+	if err := m.Connect(ctx, []bridge.ServerSpec{{Name: "lazy", Transport: bridge.TransportInProcess, Server: srv.srv, ToolsKey: "lazy"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.open(); n != 0 {
 		t.Fatalf("%d server sessions open after Connect, want 0", n)
 	}
-	list := toolNamed(t, m, "mcp__acp__list_directory")
-	const callers = 8
+	wait := toolNamed(t, m, "mcp__lazy__wait")
+	call := func() error {
+		res, err := wait.Execute(ctx, "c", nil, nil)
+		if err == nil && res.IsError {
+			err = errors.New(gateway.PromptText(res.Content))
+		}
+		return err
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	for range callers {
 		wg.Go(func() {
-			res, err := list.Execute(ctx, "c", map[string]any{"path": "."}, nil)
-			if err == nil && res.IsError {
-				err = errors.New(gateway.PromptText(res.Content))
-			}
-			if err != nil {
+			if err := call(); err != nil {
 				errs <- err
 			}
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("list_directory: %v", err)
+	for range callers { // every call is in the tool at once
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatal("the calls did not all reach the tool")
+		}
 	}
 	// One connection to list, one for the calls.
 	if d, o := srv.dialed(), srv.open(); d != 2 || o != 1 {
-		t.Errorf("after %d concurrent first calls: %d connections ever, %d open; want 2 (the listing's, the calls') and 1", callers, d, o)
+		t.Errorf("%d calls under way: %d connections ever, %d open; want 2 (the listing's, the calls') and 1", callers, d, o)
 	}
 	if st := m.Servers(); st[0].Idle || st[0].State != bridge.StateConnected {
-		t.Errorf("servers = %+v; want connected, not idle", st)
+		t.Errorf("calls under way: servers = %+v; want connected, not idle", st)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("wait: %v", err)
+	}
+	// The last call closed the connection before it returned.
+	if o := srv.open(); o != 0 {
+		t.Errorf("after the calls: %d server sessions open, want 0", o)
+	}
+	if st := m.Servers(); !st[0].Idle || st[0].State != bridge.StateConnected {
+		t.Errorf("after the calls: servers = %+v; want connected, idle", st)
+	}
+	if err := call(); err != nil {
+		t.Fatalf("a later call: %v", err)
+	}
+	if d, o := srv.dialed(), srv.open(); d != 3 || o != 0 {
+		t.Errorf("after a later call: %d connections ever, %d open; want 3 and 0", d, o)
 	}
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)

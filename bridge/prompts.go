@@ -149,6 +149,7 @@ func (s *server) getPrompt(ctx context.Context, name string, args map[string]str
 	if err := s.limiter.Allow(); err != nil {
 		return nil, advised(err)
 	}
+	defer s.use()() // a lazy server rests after its last request (lazy.go)
 	cs, err := s.liveSession(ctx)
 	if err != nil {
 		return nil, advised(err)

@@ -244,6 +244,7 @@ func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, 
 	if err := s.limiter.Allow(); err != nil {
 		return gateway.Result{}, advised(err)
 	}
+	defer s.use()() // a lazy server rests after its last request (lazy.go)
 	cs, err := s.liveSession(ctx)
 	if err != nil {
 		return gateway.Result{}, advised(err)

@@ -638,6 +638,7 @@ func (s *server) call(ctx context.Context, name string, args map[string]any, onU
 }
 
 func (s *server) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+	defer s.use()() // a lazy server rests after its last request (lazy.go)
 	cs, err := s.liveSession(ctx)
 	if err != nil {
 		return gateway.Result{}, err

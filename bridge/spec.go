@@ -87,9 +87,9 @@ type ServerSpec struct {
 	// ToolsKey, when non-empty, makes a TransportInProcess server lazy: the
 	// Manager takes its tools (and serverInfo) from Options.ToolLists under
 	// this key, listing them through a short-lived connection only when
-	// the key is new, and connects the server on the first call of one of
-	// its tools (concurrent first calls share one connect), so that a
-	// session that never calls one holds no connection. Every server given
+	// the key is new, and connects the server for the calls of its tools
+	// (calls under way share one connection, closed when the last one
+	// ends), so that an idle session holds no connection. Every server given
 	// the same key must list the same tools, and they must not change (no
 	// tools/list_changed); its resources and prompts are not bridged. A
 	// failed first connect is the call's error; the next call tries again.

@@ -186,7 +186,8 @@ type InProcessServer struct {
 	// Lazy says that the server's tools do not depend on the InProcessEnv
 	// and never change (no tools/list_changed), and that it serves no
 	// resources or prompts: the Core then lists its tools once per process
-	// and each session connects it on the first call of one of its tools
+	// and each session connects it for the calls of its tools, closing the
+	// connection when the last call under way ends
 	// (bridge.ServerSpec.ToolsKey), so that an idle session holds no
 	// connection to it. New is then called on first use (and to list the
 	// tools), not at open, and must not return nil. False builds and
