@@ -57,7 +57,8 @@ type conn struct {
 	stderr     *tailWriter        // last lines of a stdio child's stderr, for failure reasons
 	stdout     *stdoutWatch       // the start of a stdio child's stdout, for failure reasons
 	mode       confine.Mode       // the session mode the stdio child started under, or ""
-	users      int                // a lazy server's requests under way (server.use); its connection rests at 0
+	users      int                // a lazy server's requests under way (server.use); its connection rests restAfter after 0
+	restTimer  *time.Timer        // a lazy server's pending rest, if any
 }
 
 // session returns the live client session, or an error saying why there is
@@ -120,6 +121,9 @@ func (c *conn) shut() (cs *mcp.ClientSession, proc *process.Process, procCancel 
 		return nil, nil, nil, false
 	}
 	c.closing = true
+	if c.restTimer != nil {
+		c.restTimer.Stop()
+	}
 	cs, proc, procCancel = c.cs, c.proc, c.procCancel
 	c.state, c.cs = StateClosed, nil
 	return cs, proc, procCancel, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -13,9 +14,11 @@ import (
 // the first call of one of them connects it (wake). A session that never
 // calls one costs no connection: no go-sdk read loops, decoder buffers,
 // server-side session or per-session copy of the tool list. Once the
-// last request under way ends (server.use), the connection closes again
-// (rest): an idle session holds none, whether or not it called the tools;
-// the server NewServer built is kept for the next call.
+// last request under way ends (server.use) and restAfter passes with no
+// other, the connection closes again (rest): an idle session holds none,
+// whether or not it called the tools, while a session calling them turn
+// after turn keeps one (connecting costs a handshake per call); the
+// server NewServer built is kept for the next call.
 
 // ToolLists holds the tool lists of lazy in-process servers
 // (ServerSpec.ToolsKey) by key, for every Manager that shares it
@@ -190,27 +193,49 @@ func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
+// restAfter is how long a lazy server's connection stays once its last
+// request ended: the calls of a model's next steps, seconds apart, find it
+// connected; an idle session's is gone soon after.
+const restAfter = 2 * time.Second
+
 // use marks a request of a lazy server under way (a tool call, a prompt, a
-// resource read) until the returned func is called; the last one to end
-// closes the connection (rest). Concurrent requests share one connection.
-// For any other server it does nothing.
+// resource read) until the returned func is called; restAfter after the
+// last one ends, the connection closes (rest). Concurrent requests share
+// one connection. For any other server it does nothing.
 func (s *server) use() (done func()) {
 	if !s.lazy() {
 		return func() {}
 	}
 	s.conn.mu.Lock()
 	s.conn.users++
+	if s.conn.restTimer != nil {
+		s.conn.restTimer.Stop() // a rest that fires anyway finds a user and returns
+	}
 	s.conn.mu.Unlock()
-	return s.rest
+	return s.unuse
 }
 
-// rest ends a request of use; when it was the last one under way, the lazy
-// server's connection closes (the client session, then the in-process
-// server session) and the server idles again, StateConnected with no
-// connection, until the next request connects it (wake).
+// unuse ends a request of use; the last one under way schedules rest.
+func (s *server) unuse() {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	s.conn.users--
+	if s.conn.users > 0 || s.conn.closing || s.conn.cs == nil {
+		return
+	}
+	if s.conn.restTimer == nil {
+		s.conn.restTimer = time.AfterFunc(restAfter, s.rest)
+	} else {
+		s.conn.restTimer.Reset(restAfter)
+	}
+}
+
+// rest closes the lazy server's connection, unless a request is under way
+// again: the client session, then the in-process server session; the
+// server idles again, StateConnected with no connection, until the next
+// request connects it (wake).
 func (s *server) rest() {
 	s.conn.mu.Lock()
-	s.conn.users--
 	if s.conn.users > 0 || s.conn.closing || s.conn.cs == nil {
 		s.conn.mu.Unlock()
 		return

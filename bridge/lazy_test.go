@@ -15,6 +15,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/bridge/builtin"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // countingServer wraps srv so that the test sees its server sessions: the
@@ -125,9 +126,10 @@ func TestLazyInProcess_IdleSessionsHoldNoConnection(t *testing.T) {
 }
 
 // The first calls of a lazy server's tools connect it once, even when they
-// come together: calls under way share the connection. When the last one
-// ends the connection closes and the server idles again; the next call
-// connects again, and the Manager's Close leaves nothing.
+// come together: calls under way share the connection. A call soon after
+// the last one ended uses it still; a while (restAfter) after, the
+// connection closes and the server idles again; the next call connects
+// again, and the Manager's Close leaves nothing.
 func TestLazyInProcess_CallsUnderWayShareOneConnectionThenRest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -190,19 +192,27 @@ func TestLazyInProcess_CallsUnderWayShareOneConnectionThenRest(t *testing.T) {
 	for err := range errs {
 		t.Errorf("wait: %v", err)
 	}
-	// The last call closed the connection before it returned.
-	if o := srv.open(); o != 0 {
-		t.Errorf("after the calls: %d server sessions open, want 0", o)
+	rested := func(when string) {
+		t.Helper()
+		testutil.WaitFor(t, 30*time.Second, func() bool { return srv.open() == 0 }, "%s: the connection did not rest", when)
+		if st := m.Servers(); !st[0].Idle || st[0].State != bridge.StateConnected {
+			t.Errorf("%s: servers = %+v; want connected, idle", when, st)
+		}
 	}
-	if st := m.Servers(); !st[0].Idle || st[0].State != bridge.StateConnected {
-		t.Errorf("after the calls: servers = %+v; want connected, idle", st)
+	if err := call(); err != nil { // soon after: the same connection
+		t.Fatalf("a call right after: %v", err)
 	}
+	if d := srv.dialed(); d != 2 {
+		t.Errorf("a call right after the others: %d connections ever, want 2 (it used the calls')", d)
+	}
+	rested("after the calls")
 	if err := call(); err != nil {
 		t.Fatalf("a later call: %v", err)
 	}
-	if d, o := srv.dialed(), srv.open(); d != 3 || o != 0 {
-		t.Errorf("after a later call: %d connections ever, %d open; want 3 and 0", d, o)
+	if d := srv.dialed(); d != 3 {
+		t.Errorf("a call after the rest: %d connections ever, want 3", d)
 	}
+	rested("after a later call")
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -449,6 +449,13 @@ func manySessions(b *testing.B, a *sessionsAgent, n, kids int, open func() (stri
 	if got := len(descendants(a.pid)); got != n*kids {
 		b.Fatalf("%d sessions open, %d processes under the agent; want %d each", n, got, kids)
 	}
+	if kids == 0 {
+		// Idle: the built-in servers' connections rest a while (bridge's
+		// restAfter) after their last call; wait for that, not a time.
+		if !testutil.Eventually(2*time.Minute, func() bool { return a.goroutines(b) <= before.goroutines+4 }) {
+			b.Fatalf("2 minutes after the last call: %d goroutines, %d before the sessions: the built-in servers' connections did not rest", a.goroutines(b), before.goroutines)
+		}
+	}
 	all := a.footprint(b)
 	a.saveProfiles(b)
 	start = time.Now()
