@@ -229,21 +229,27 @@ func (a *sessionsAgent) openWith(cwd, servers, call string) (string, error) {
 	if call == "" {
 		return s.SessionID, nil
 	}
-	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"%s"}]}`, s.SessionID, call)
-	res, err = a.tryCall("session/prompt", prompt)
+	return s.SessionID, a.callIn(s.SessionID, call)
+}
+
+// callIn makes the /call call in session sid: one turn that must end after
+// exactly one completed tool call.
+func (a *sessionsAgent) callIn(sid, call string) error {
+	prompt := fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"%s"}]}`, sid, call)
+	res, err := a.tryCall("session/prompt", prompt)
 	if err != nil {
-		return "", err
+		return err
 	}
 	// The turn's updates precede its response on the one stream the
 	// reader reads in order: its completed call is counted by now.
 	a.mu.Lock()
-	completed := a.completed[s.SessionID]
-	delete(a.completed, s.SessionID)
+	completed := a.completed[sid]
+	delete(a.completed, sid)
 	a.mu.Unlock()
 	if !strings.Contains(string(res), `"end_turn"`) || completed != 1 {
-		return "", fmt.Errorf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
+		return fmt.Errorf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
 	}
-	return s.SessionID, nil
+	return nil
 }
 
 func (a *sessionsAgent) closeSession(sid string) error {
@@ -428,6 +434,13 @@ func benchCounts(b *testing.B, env string, def ...int) []int {
 // close all in seconds, per session the agent's RSS, Go heap and
 // goroutines while all are open, and the agent's whole RSS then in MiB.
 func manySessions(b *testing.B, a *sessionsAgent, n, kids int, open func() (string, error)) {
+	manySessionsUsed(b, a, n, kids, open, nil)
+}
+
+// manySessionsUsed is manySessions, with use, if not nil, run in each
+// session once all are open: its time is reported apart (use-all-s), and
+// the footprint is taken once the sessions are idle again.
+func manySessionsUsed(b *testing.B, a *sessionsAgent, n, kids int, open func() (string, error), use func(sid string) error) {
 	before := a.footprint(b)
 	ids := make([]string, n)
 	var g errgroup.Group
@@ -446,6 +459,16 @@ func manySessions(b *testing.B, a *sessionsAgent, n, kids int, open func() (stri
 		b.Fatal(err)
 	}
 	opened := time.Since(start)
+	if use != nil {
+		start = time.Now()
+		for _, sid := range ids {
+			g.Go(func() error { return use(sid) })
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "use-all-s")
+	}
 	if got := len(descendants(a.pid)); got != n*kids {
 		b.Fatalf("%d sessions open, %d processes under the agent; want %d each", n, got, kids)
 	}
@@ -495,12 +518,14 @@ func BenchmarkSessions(b *testing.B) {
 }
 
 // BenchmarkSessionsInProcess opens n concurrent sessions with no
-// mcpServers, so each has only the agent's built-in in-process server,
-// makes one call of a built-in tool in each (list_directory, which needs
-// no client capability, so that server connects), then closes them all
-// (see manySessions): n = 1,000 by default, ACP_BENCH_INPROCESS=N[,N...]
-// for others (10000 for the issue's goal: open in 10 s, under 1 GiB of
-// RSS, closed in 5 s). The agent runs with --store memory, or with the
+// mcpServers, so each has only the agent's built-in in-process server
+// (open-all-s: session/new of all), then makes one call of a built-in tool
+// in each (use-all-s: list_directory, which needs no client capability, so
+// that the server connects and builds its tools), waits until they idle
+// again (the connections rest), measures, and closes them all (see
+// manySessions): n = 1,000 by default, ACP_BENCH_INPROCESS=N[,N...] for
+// others (10000 for the issue's goal: open in 10 s, under 1 GiB of RSS,
+// closed in 5 s). The agent runs with --store memory, or with the
 // default SQLite store (a file in a temporary directory) when
 // ACP_BENCH_STORE=sqlite. No process may start. Run it once: -benchtime=1x.
 func BenchmarkSessionsInProcess(b *testing.B) {
@@ -518,7 +543,8 @@ func BenchmarkSessionsInProcess(b *testing.B) {
 				a := startSessionsAgent(b, args...)
 				warmUpWith(b, a, "[]", builtinCall)
 				cwd := b.TempDir()
-				manySessions(b, a, n, 0, func() (string, error) { return a.openWith(cwd, "[]", builtinCall) })
+				manySessionsUsed(b, a, n, 0, func() (string, error) { return a.openWith(cwd, "[]", "") },
+					func(sid string) error { return a.callIn(sid, builtinCall) })
 			}
 		})
 	}
