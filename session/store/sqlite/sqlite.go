@@ -113,12 +113,12 @@ type Store struct {
 	// wmu serializes this process's writes, on w, the writer connection:
 	// its statements are prepared once, on it, at open (the begin, commit
 	// and rollback of a transaction too, where database/sql would parse
-	// them each time); insertTurn and applyTurn are a turn's two steps
-	// (insertTurnSQL, applyTurnSQL). All nil on a store opened at an older
+	// them each time); insertTurn, turnSeq and applyTurns are a turn's two steps
+	// (insertTurnSQL with turnSeqSQL, applyTurnsSQL). All nil on a store opened at an older
 	// schema (tests).
-	wmu                                            sync.Mutex
-	w                                              *sql.Conn
-	begin, commit, rollback, insertTurn, applyTurn *sql.Stmt
+	wmu                                                      sync.Mutex
+	w                                                        *sql.Conn
+	begin, commit, rollback, insertTurn, turnSeq, applyTurns *sql.Stmt
 
 	amu sync.Mutex // guards queued, last, started and closed
 	// queued are the turns inserted and not yet folded into their
@@ -131,9 +131,9 @@ type Store struct {
 	// Close, woken by wake (one signal buffered), stopped by stop. One
 	// long-lived goroutine: a new one per turn grew its stack through
 	// SQLite's deep calls every time.
-	started, closed bool
-	wake, stop      chan struct{}
-	appliers        sync.WaitGroup
+	started, closed    bool
+	wake, urgent, stop chan struct{}
+	appliers           sync.WaitGroup
 }
 
 // applyBatch is the inserted turns applyLoop folds into their records at
@@ -153,19 +153,27 @@ type applied struct {
 }
 
 // The statements of a turn: insertTurnSQL stores its row (its arguments:
-// the id twice, the messages, stop reason, usage, compaction, the time) and
-// returns its seq; applyTurnSQL folds it into its session's record, if it
-// is the next turn the record misses (the time, the title, usageArgs, the
-// seq, the id, the seq before it).
+// the id twice, the messages, stop reason, usage, compaction, the time),
+// and turnSeqSQL reads its seq back by rowid (RETURNING would cost SQLite
+// an ephemeral table per insert); applyTurnsSQL folds one or more turns
+// of a session, seqs first to last, into its record, if the first is the
+// next turn the record misses (the count of turns, updatedArg, the title,
+// usageArgs, the last seq, the id, the seq before the first).
 const (
 	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction, at)
-		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?, ?) RETURNING seq`
-	applyTurnSQL = `UPDATE sessions SET updated_at = max(updated_at + 1, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
+		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?, ?)`
+	turnSeqSQL    = `SELECT seq FROM turns WHERE rowid = ?`
+	applyTurnsSQL = `UPDATE sessions SET updated_at = max(updated_at + ?, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
 		usage_input = usage_input + ?, usage_cache_read = usage_cache_read + ?, usage_cache_write = usage_cache_write + ?,
 		usage_output = usage_output + ?, usage_thought = usage_thought + ?, usage_requests = usage_requests + ?,
 		usage_cost = usage_cost + ?, usage_unpriced = usage_unpriced + ?, applied_seq = ?
 		WHERE id = ? AND applied_seq = ?`
 )
+
+// applyAfter is how long the second step waits for more turns to fold in
+// with the first, unless a read waits for it: a busy session's turns are
+// applied a few at a time, one UPDATE each, rather than one by one.
+const applyAfter = 20 * time.Millisecond
 
 // applyTimeout bounds the second step of a batch of turns.
 const applyTimeout = 30 * time.Second
@@ -217,7 +225,7 @@ func open(ctx context.Context, path string, target int) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Store{db: db, path: path, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &Store{db: db, path: path, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{})}
 	if err := s.check(ctx); err != nil {
 		db.Close()
 		return nil, s.wrap(err)
@@ -252,7 +260,7 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	for _, p := range []struct {
 		st    **sql.Stmt
 		query string
-	}{{&s.begin, "BEGIN IMMEDIATE"}, {&s.commit, "COMMIT"}, {&s.rollback, "ROLLBACK"}, {&s.insertTurn, insertTurnSQL}, {&s.applyTurn, applyTurnSQL}} {
+	}{{&s.begin, "BEGIN IMMEDIATE"}, {&s.commit, "COMMIT"}, {&s.rollback, "ROLLBACK"}, {&s.insertTurn, insertTurnSQL}, {&s.turnSeq, turnSeqSQL}, {&s.applyTurns, applyTurnsSQL}} {
 		if *p.st, err = s.w.PrepareContext(ctx, p.query); err != nil {
 			return fmt.Errorf("preparing %q: %w", strings.Fields(p.query)[0], err)
 		}
@@ -409,7 +417,7 @@ func (s *Store) Close() error {
 	}
 	s.amu.Unlock()
 	s.appliers.Wait()
-	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insertTurn, s.applyTurn} {
+	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insertTurn, s.turnSeq, s.applyTurns} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -596,11 +604,18 @@ func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err
 	insert := func() error {
 		for i, b := range batch {
 			row := encoded[i]
-			err := s.insertTurn.QueryRowContext(ctx, b.ID, b.ID, row.Messages, string(b.Turn.StopReason), row.Usage, row.Compaction, turns[i].at).Scan(&turns[i].seq)
+			res, err := s.insertTurn.ExecContext(ctx, b.ID, b.ID, row.Messages, string(b.Turn.StopReason), row.Usage, row.Compaction, turns[i].at)
 			if se := (*driver.Error)(nil); errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 				return fmt.Errorf("%w: %q", store.ErrNotFound, b.ID)
 			}
 			if err != nil {
+				return err
+			}
+			rowid, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			if err := s.turnSeq.QueryRowContext(ctx, rowid).Scan(&turns[i].seq); err != nil {
 				return err
 			}
 		}
@@ -640,18 +655,21 @@ func (s *Store) queue(turns []applied) {
 	}
 }
 
-// applyLoop folds the queued turns into their records, a batch at a time
-// in one transaction, waiting on wake while none is queued, and returns
-// at Close once none is. A batch that fails is left to catchUp: its turns
-// are stored, and the records that miss them are caught up at their
+// applyLoop folds the queued turns into their records, waiting on wake
+// while none is queued, and returns at Close once none is. Once turns are
+// queued it waits applyAfter for more (unless a read is waiting: urgent),
+// then folds all queued into their records in one transaction, one UPDATE
+// per session (applyBatch). A batch that fails is left to catchUp: its
+// turns are stored, and the records that miss them are caught up at their
 // session's next turn or the next Open.
 func (s *Store) applyLoop() {
+	delay := time.NewTimer(applyAfter)
+	delay.Stop()
 	for {
 		s.amu.Lock()
-		b := s.queued
-		s.queued = nil
+		pending := s.queued != nil
 		s.amu.Unlock()
-		if b == nil {
+		if !pending {
 			select {
 			case <-s.wake:
 				continue
@@ -665,40 +683,86 @@ func (s *Store) applyLoop() {
 				continue
 			}
 		}
+		delay.Reset(applyAfter)
+		select {
+		case <-delay.C:
+		case <-s.urgent:
+			delay.Stop()
+		case <-s.stop:
+			delay.Stop()
+		}
+		s.amu.Lock()
+		b := s.queued
+		s.queued = nil
+		s.amu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
-		apply := func() error {
-			for _, t := range b.turns {
-				res, err := s.applyTurn.ExecContext(ctx, t.args()...)
-				if err != nil {
-					return err
-				}
-				if n, _ := res.RowsAffected(); n == 0 {
-					// Folded in already (another process's repair), or
-					// after a gap, or the session is gone.
-					if err := s.catchUp(ctx, t.id); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}
-		if len(b.turns) == 1 { // one statement: its own transaction, unless it catches up
-			s.wmu.Lock()
-			res, err := s.applyTurn.ExecContext(ctx, b.turns[0].args()...)
-			s.wmu.Unlock()
-			var n int64
-			if err == nil {
-				n, _ = res.RowsAffected()
-			}
-			if n == 0 {
-				_ = s.write(ctx, func() error { return s.catchUp(ctx, b.turns[0].id) })
-			}
-		} else {
-			_ = s.write(ctx, apply)
-		}
+		s.applyBatch(ctx, b.turns)
 		cancel()
 		close(b.done)
 	}
+}
+
+// applyBatch folds turns, inserted in this order, into their sessions'
+// records: each session's run of turns in one UPDATE (applyTurnsSQL),
+// or caught up from the file when the record misses turns before them.
+func (s *Store) applyBatch(ctx context.Context, turns []applied) {
+	var order []string
+	runs := make(map[string][]applied)
+	for _, t := range turns {
+		if _, ok := runs[t.id]; !ok {
+			order = append(order, t.id)
+		}
+		runs[t.id] = append(runs[t.id], t)
+	}
+	apply := func() error {
+		for _, id := range order {
+			res, err := s.applyTurns.ExecContext(ctx, foldArgs(runs[id])...)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				// Folded in already (another process's repair), or
+				// after a gap, or the session is gone.
+				if err := s.catchUp(ctx, id); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if len(order) == 1 { // one statement: its own transaction, unless it catches up
+		s.wmu.Lock()
+		res, err := s.applyTurns.ExecContext(ctx, foldArgs(runs[order[0]])...)
+		s.wmu.Unlock()
+		var n int64
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		if n == 0 {
+			_ = s.write(ctx, func() error { return s.catchUp(ctx, order[0]) })
+		}
+		return
+	}
+	_ = s.write(ctx, apply)
+}
+
+// foldArgs are applyTurnsSQL's arguments for run, one session's turns in
+// seq order: the record's updated time becomes what store.NextUpdated
+// gives turn after turn, max(updated + k, at_i + k - i) over the k turns
+// (i from 1), and its title the first turn's that has one.
+func foldArgs(run []applied) []any {
+	k := int64(len(run))
+	var at int64
+	var title string
+	var usage gateway.Usage
+	for i, t := range run {
+		at = max(at, t.at+k-int64(i+1))
+		if title == "" {
+			title = t.title
+		}
+		usage = usage.Add(t.usage)
+	}
+	return append(append([]any{k, at, title}, rows.UsageArgs(usage)...), run[k-1].seq, run[0].id, run[0].seq-1)
 }
 
 // settle waits until the turns appended so far are folded into their
@@ -713,14 +777,18 @@ func (s *Store) settle(ctx context.Context) error {
 	select {
 	case <-last:
 		return nil
+	default:
+	}
+	select {
+	case s.urgent <- struct{}{}: // the reader waits: no applyAfter
+	default:
+	}
+	select {
+	case <-last:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// args are applyTurnSQL's arguments for t.
-func (t applied) args() []any {
-	return append(append([]any{t.at, t.title}, rows.UsageArgs(t.usage)...), t.seq, t.id, t.seq-1)
 }
 
 // catchUp folds into session id's record the turns it misses, in order,
@@ -764,7 +832,7 @@ func (s *Store) catchUp(ctx context.Context, id string) error {
 		if i < len(turns) {
 			t.title, t.usage = turns[i].Title(), turns[i].Usage
 		}
-		if _, err := s.applyTurn.ExecContext(ctx, t.args()...); err != nil {
+		if _, err := s.applyTurns.ExecContext(ctx, foldArgs([]applied{t})...); err != nil {
 			return err
 		}
 	}
