@@ -65,9 +65,7 @@ func main() {
 	// A confined child (sandbox/confine) starts as this binary: it restricts
 	// itself and execs its command here, before anything else runs.
 	confine.Main()
-	// A confined child (sandbox/confine) starts as this binary: it restricts
-	// itself and execs its command here, before anything else runs.
-	confine.Main()
+	gcFloor(gcHeadroom)
 	// A write to a closed stdout or stderr (the editor went away) must fail
 	// as an error, which ends the connection and with it every session and
 	// server, not kill the agent with SIGPIPE, Go's default for fds 1 and 2.
