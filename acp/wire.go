@@ -224,13 +224,13 @@ func marshalUpdate(u acpsdk.SessionUpdate, name string) ([]byte, error) {
 	switch {
 	case u.AgentMessageChunk != nil:
 		c := u.AgentMessageChunk
-		return json.Marshal(chunkJSON{c.Meta, contentBlockJSON(c.Content), c.MessageId, "agent_message_chunk"})
+		return json.Marshal(chunkJSON{c.Meta, contentBlockOf(c.Content), c.MessageId, "agent_message_chunk"})
 	case u.AgentThoughtChunk != nil:
 		c := u.AgentThoughtChunk
-		return json.Marshal(chunkJSON{c.Meta, contentBlockJSON(c.Content), c.MessageId, "agent_thought_chunk"})
+		return json.Marshal(chunkJSON{c.Meta, contentBlockOf(c.Content), c.MessageId, "agent_thought_chunk"})
 	case u.UserMessageChunk != nil:
 		c := u.UserMessageChunk
-		return json.Marshal(chunkJSON{c.Meta, contentBlockJSON(c.Content), c.MessageId, "user_message_chunk"})
+		return json.Marshal(chunkJSON{c.Meta, contentBlockOf(c.Content), c.MessageId, "user_message_chunk"})
 	case u.ToolCall != nil:
 		c := u.ToolCall
 		return json.Marshal(toolCallJSON{c.Meta, toolCallContents(c.Content), c.Kind, c.Locations, c.RawInput, c.RawOutput, "tool_call", c.Status, c.Title, c.ToolCallId, name})
@@ -258,11 +258,14 @@ func marshalUpdate(u acpsdk.SessionUpdate, name string) ([]byte, error) {
 }
 
 // The variants marshalUpdate writes whose acp-go-sdk struct holds a union
-// (SessionUpdate*MessageChunk, SessionUpdateToolCall, SessionToolCallUpdate,
-// ToolCallContentContent): their members in their order (sorted, as
-// acp-go-sdk writes them), the union written in one pass, and a
-// tool_call's `name` last. TestMarshalUpdate_MirrorsAcpGoSDK checks the members
-// against acp-go-sdk's.
+// (SessionUpdate*MessageChunk, SessionUpdateToolCall, SessionToolCallUpdate):
+// their members in their order (sorted, as acp-go-sdk writes them), the
+// unions inside as plain structs (contentBlockJSON, toolCallContentJSON),
+// and a tool_call's `name` last. Plain structs, no MarshalJSON below the
+// update's: each nested json.Marshal validated and copied its output again
+// and grew the stack of the request's goroutine, new for each request.
+// TestMarshalUpdate_MirrorsAcpGoSDK checks the members against
+// acp-go-sdk's.
 type (
 	chunkJSON struct {
 		Meta          map[string]any   `json:"_meta,omitempty"`
@@ -295,58 +298,58 @@ type (
 		Title         *string                   `json:"title,omitempty"`
 		ToolCallId    acpsdk.ToolCallId         `json:"toolCallId"`
 	}
-	toolCallContentContentJSON struct {
-		Meta    map[string]any   `json:"_meta,omitempty"`
-		Content contentBlockJSON `json:"content"`
-		Type    string           `json:"type"`
+	// contentBlockJSON is a ContentBlock: the members of its variants
+	// (text, image, audio, resource_link, resource), sorted, a variant's
+	// own set and its type. A member a variant requires is a pointer set
+	// for it; an embedded resource's resource goes through acp-go-sdk.
+	contentBlockJSON struct {
+		Meta        map[string]any      `json:"_meta,omitempty"`
+		Annotations *acpsdk.Annotations `json:"annotations,omitempty"`
+		Data        *string             `json:"data,omitempty"`
+		Description *string             `json:"description,omitempty"`
+		MimeType    *string             `json:"mimeType,omitempty"`
+		Name        *string             `json:"name,omitempty"`
+		Resource    any                 `json:"resource,omitempty"`
+		Size        *int                `json:"size,omitempty"`
+		Text        *string             `json:"text,omitempty"`
+		Title       *string             `json:"title,omitempty"`
+		Type        string              `json:"type"`
+		Uri         *string             `json:"uri,omitempty"`
+	}
+	// toolCallContentJSON is a ToolCallContent: the members of its
+	// variants (content, diff, terminal), sorted, as contentBlockJSON.
+	toolCallContentJSON struct {
+		Meta       map[string]any    `json:"_meta,omitempty"`
+		Content    *contentBlockJSON `json:"content,omitempty"`
+		NewText    *string           `json:"newText,omitempty"`
+		OldText    *string           `json:"oldText,omitempty"`
+		Path       *string           `json:"path,omitempty"`
+		TerminalId *string           `json:"terminalId,omitempty"`
+		Type       string            `json:"type"`
 	}
 )
 
-// contentBlockJSON is a ContentBlock written in one pass (see
-// marshalUpdate): its text, image, audio or resource_link variant with
-// its type; an embedded resource goes through acp-go-sdk.
-type contentBlockJSON acpsdk.ContentBlock
-
-func (c contentBlockJSON) MarshalJSON() ([]byte, error) {
+// contentBlockOf is c as a contentBlockJSON.
+func contentBlockOf(c acpsdk.ContentBlock) contentBlockJSON {
 	switch {
 	case c.Text != nil:
-		v := *c.Text
-		v.Type = "text"
-		return json.Marshal(v)
+		v := c.Text
+		return contentBlockJSON{Meta: v.Meta, Annotations: v.Annotations, Text: &v.Text, Type: "text"}
 	case c.Image != nil:
-		v := *c.Image
-		v.Type = "image"
-		return json.Marshal(v)
+		v := c.Image
+		return contentBlockJSON{Meta: v.Meta, Annotations: v.Annotations, Data: &v.Data, MimeType: &v.MimeType, Type: "image", Uri: v.Uri}
 	case c.Audio != nil:
-		v := *c.Audio
-		v.Type = "audio"
-		return json.Marshal(v)
+		v := c.Audio
+		return contentBlockJSON{Meta: v.Meta, Annotations: v.Annotations, Data: &v.Data, MimeType: &v.MimeType, Type: "audio"}
 	case c.ResourceLink != nil:
-		v := *c.ResourceLink
-		v.Type = "resource_link"
-		return json.Marshal(v)
+		v := c.ResourceLink
+		return contentBlockJSON{Meta: v.Meta, Annotations: v.Annotations, Description: v.Description, MimeType: v.MimeType, Name: &v.Name,
+			Size: v.Size, Title: v.Title, Type: "resource_link", Uri: &v.Uri}
+	case c.Resource != nil:
+		v := c.Resource
+		return contentBlockJSON{Meta: v.Meta, Annotations: v.Annotations, Resource: v.Resource, Type: "resource"}
 	}
-	return acpsdk.ContentBlock(c).MarshalJSON()
-}
-
-// toolCallContentJSON is a ToolCallContent written in one pass (see
-// marshalUpdate).
-type toolCallContentJSON acpsdk.ToolCallContent
-
-func (c toolCallContentJSON) MarshalJSON() ([]byte, error) {
-	switch {
-	case c.Content != nil:
-		return json.Marshal(toolCallContentContentJSON{c.Content.Meta, contentBlockJSON(c.Content.Content), "content"})
-	case c.Diff != nil:
-		v := *c.Diff
-		v.Type = "diff"
-		return json.Marshal(v)
-	case c.Terminal != nil:
-		v := *c.Terminal
-		v.Type = "terminal"
-		return json.Marshal(v)
-	}
-	return acpsdk.ToolCallContent(c).MarshalJSON()
+	return contentBlockJSON{}
 }
 
 // toolCallContents is cs as toolCallContentJSON; nil when empty, as
@@ -357,7 +360,15 @@ func toolCallContents(cs []acpsdk.ToolCallContent) []toolCallContentJSON {
 	}
 	out := make([]toolCallContentJSON, len(cs))
 	for i, c := range cs {
-		out[i] = toolCallContentJSON(c)
+		switch {
+		case c.Content != nil:
+			b := contentBlockOf(c.Content.Content)
+			out[i] = toolCallContentJSON{Meta: c.Content.Meta, Content: &b, Type: "content"}
+		case c.Diff != nil:
+			out[i] = toolCallContentJSON{Meta: c.Diff.Meta, NewText: &c.Diff.NewText, OldText: c.Diff.OldText, Path: &c.Diff.Path, Type: "diff"}
+		case c.Terminal != nil:
+			out[i] = toolCallContentJSON{Meta: c.Terminal.Meta, TerminalId: &c.Terminal.TerminalId, Type: "terminal"}
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -102,7 +103,6 @@ func TestMarshalUpdate_MirrorsAcpGoSDK(t *testing.T) {
 		{chunkJSON{}, acpsdk.SessionUpdateUserMessageChunk{}, ""},
 		{toolCallJSON{}, acpsdk.SessionUpdateToolCall{}, "name,omitempty"},
 		{toolCallUpdateJSON{}, acpsdk.SessionToolCallUpdate{}, ""},
-		{toolCallContentContentJSON{}, acpsdk.ToolCallContentContent{}, ""},
 	} {
 		want := members(c.sdks)
 		if c.added != "" {
@@ -110,6 +110,35 @@ func TestMarshalUpdate_MirrorsAcpGoSDK(t *testing.T) {
 		}
 		if got := members(c.ours); !slices.Equal(got, want) {
 			t.Errorf("%T: members %q, acp-go-sdk's %T %q", c.ours, got, c.sdks, want)
+		}
+	}
+	// The unions' plain structs have every member of every variant, sorted.
+	names := func(vs ...any) []string {
+		var out []string
+		for _, v := range vs {
+			for _, m := range members(v) {
+				if name, _, _ := strings.Cut(m, ","); !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		ours     any
+		variants []any
+	}{
+		{contentBlockJSON{}, []any{acpsdk.ContentBlockText{}, acpsdk.ContentBlockImage{}, acpsdk.ContentBlockAudio{}, acpsdk.ContentBlockResourceLink{}, acpsdk.ContentBlockResource{}}},
+		{toolCallContentJSON{}, []any{acpsdk.ToolCallContentContent{}, acpsdk.ToolCallContentDiff{}, acpsdk.ToolCallContentTerminal{}}},
+	} {
+		var got []string // in declaration order
+		for _, m := range members(c.ours) {
+			name, _, _ := strings.Cut(m, ",")
+			got = append(got, name)
+		}
+		if want := names(c.variants...); !slices.Equal(got, want) {
+			t.Errorf("%T: members %q, acp-go-sdk's variants %q", c.ours, got, want)
 		}
 	}
 }
