@@ -23,8 +23,9 @@ import (
 //
 // Append returns once the turn is committed (group commit: the turns of
 // every session that end while a commit is under way are committed
-// together, in one transaction on a BatchStore, by one goroutine, from the
-// first Append to Close), so a turn whose prompt was
+// together, in one transaction on a BatchStore, by one goroutine that
+// runs while turns come, returning after committerIdle without one), so a
+// turn whose prompt was
 // answered is stored, and survives a crash of the agent: SIGKILL loses at
 // most the turns still running. A turn the store refuses (a full disk)
 // fails: it never joins the view, so the conversation and the stored
@@ -47,11 +48,12 @@ type History struct {
 	pending map[string]chan struct{} // session id → closed when its last queued commit is done
 	queue   []*commit                // waiting for the committer
 	closed  bool
-	// started is set once the committer runs: it starts with the first
-	// Append, waits for work on wake (one signal buffered) and returns at
-	// Close. One long-lived goroutine rather than one per burst of turns:
-	// a new one grew its stack through the store's deep calls again on
-	// every turn (copystack was a tenth of the agent's CPU on /call turns).
+	// started is set while the committer runs: an Append starts it when
+	// none runs; it waits for work on wake (one signal buffered) and
+	// returns once idle for committerIdle, or at Close. It outlives a
+	// burst of turns: a new goroutine per turn grew its stack through the
+	// store's deep calls again each time (copystack was a tenth of the
+	// agent's CPU on /call turns); an idle History holds none.
 	started    bool
 	wake, stop chan struct{}
 	committers sync.WaitGroup // the committer, and fenced commits, for Close
@@ -313,27 +315,36 @@ func (h *History) commitFenced(base context.Context, fs store.FencedStore, c *co
 	}
 }
 
+// committerIdle is how long the committer waits for a turn before it
+// returns: longer than a model takes between the turns of a busy session.
+const committerIdle = 10 * time.Second
+
 // committer commits the queued turns, a batch at a time, waiting on wake
-// while the queue is empty, and returns at Close once it is. Each
-// commit's context derives from base.
+// while the queue is empty, and returns once it has been empty for
+// committerIdle, or at Close. Each commit's context derives from base.
 func (h *History) committer(base context.Context) {
+	idle := time.NewTimer(committerIdle)
+	defer idle.Stop()
 	for {
 		h.mu.Lock()
 		n := min(len(h.queue), maxBatch)
 		if n == 0 {
 			h.mu.Unlock()
+			idle.Reset(committerIdle)
 			select {
 			case <-h.wake:
 				continue
 			case <-h.stop:
-				h.mu.Lock()
-				empty := len(h.queue) == 0
-				h.mu.Unlock()
-				if empty {
-					return
-				}
-				continue
+			case <-idle.C:
 			}
+			h.mu.Lock()
+			if len(h.queue) == 0 { // the next Append starts another
+				h.started = false
+				h.mu.Unlock()
+				return
+			}
+			h.mu.Unlock()
+			continue
 		}
 		batch := slices.Clone(h.queue[:n])
 		h.queue = slices.Delete(h.queue, 0, n)

@@ -98,7 +98,7 @@ const SchemaVersion = len(migrations)
 // returns once they are committed: that is all a crash must not lose, and
 // inserting one row is the cheapest durable write. The sessions' records
 // (updated time, title, usage total) follow in a transaction of their own
-// on one goroutine, from the first turn to Close (applyLoop);
+// on one goroutine that runs while turns come (applyLoop);
 // every read of a record (Get, List, Turns) waits for the turns appended
 // before it, so a reader sees its writes. A session's applied_seq says how
 // many of its turns its record holds: a record left behind by a crash
@@ -127,10 +127,11 @@ type Store struct {
 	// last is closed once the last batch queued is applied (nil: none
 	// queued since Open).
 	last chan struct{}
-	// started is set once applyLoop runs: from the first AppendTurns to
-	// Close, woken by wake (one signal buffered), stopped by stop. One
-	// long-lived goroutine: a new one per turn grew its stack through
-	// SQLite's deep calls every time.
+	// started is set while applyLoop runs: AppendTurns starts it when
+	// none runs; woken by wake (one signal buffered), it returns once idle
+	// for applierIdle, or at Close (stop). It outlives a burst of turns: a
+	// new goroutine per turn grew its stack through SQLite's deep calls
+	// every time.
 	started, closed    bool
 	wake, urgent, stop chan struct{}
 	appliers           sync.WaitGroup
@@ -169,6 +170,9 @@ const (
 		usage_cost = usage_cost + ?, usage_unpriced = usage_unpriced + ?, applied_seq = ?
 		WHERE id = ? AND applied_seq = ?`
 )
+
+// applierIdle is how long applyLoop waits for a turn before it returns.
+const applierIdle = 10 * time.Second
 
 // applyAfter is how long the second step waits for more turns to fold in
 // with the first, unless a read waits for it: a busy session's turns are
@@ -665,23 +669,28 @@ func (s *Store) queue(turns []applied) {
 func (s *Store) applyLoop() {
 	delay := time.NewTimer(applyAfter)
 	delay.Stop()
+	idle := time.NewTimer(applierIdle)
+	defer idle.Stop()
 	for {
 		s.amu.Lock()
 		pending := s.queued != nil
 		s.amu.Unlock()
 		if !pending {
+			idle.Reset(applierIdle)
 			select {
 			case <-s.wake:
 				continue
 			case <-s.stop:
-				s.amu.Lock()
-				idle := s.queued == nil
-				s.amu.Unlock()
-				if idle {
-					return
-				}
-				continue
+			case <-idle.C:
 			}
+			s.amu.Lock()
+			if s.queued == nil { // the next AppendTurns starts another
+				s.started = false
+				s.amu.Unlock()
+				return
+			}
+			s.amu.Unlock()
+			continue
 		}
 		delay.Reset(applyAfter)
 		select {
