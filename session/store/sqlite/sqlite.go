@@ -5,6 +5,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -723,13 +725,36 @@ func (s *Store) applyBatch(ctx context.Context, turns []applied) {
 		}
 		runs[t.id] = append(runs[t.id], t)
 	}
+	// Turns of one session appended side by side may be queued out of
+	// their seq order: a run is folded in seq order, and only when its
+	// seqs follow each other; else its turns are caught up from the file.
+	for _, id := range order {
+		run := runs[id]
+		slices.SortFunc(run, func(a, b applied) int { return cmp.Compare(a.seq, b.seq) })
+		for i := 1; i < len(run); i++ {
+			if run[i].seq != run[i-1].seq+1 {
+				runs[id] = nil
+				break
+			}
+		}
+	}
+	fold := func(id string) (int64, error) {
+		if runs[id] == nil {
+			return 0, nil
+		}
+		res, err := s.applyTurns.ExecContext(ctx, foldArgs(runs[id])...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
 	apply := func() error {
 		for _, id := range order {
-			res, err := s.applyTurns.ExecContext(ctx, foldArgs(runs[id])...)
+			n, err := fold(id)
 			if err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
+			if n == 0 {
 				// Folded in already (another process's repair), or
 				// after a gap, or the session is gone.
 				if err := s.catchUp(ctx, id); err != nil {
@@ -741,13 +766,9 @@ func (s *Store) applyBatch(ctx context.Context, turns []applied) {
 	}
 	if len(order) == 1 { // one statement: its own transaction, unless it catches up
 		s.wmu.Lock()
-		res, err := s.applyTurns.ExecContext(ctx, foldArgs(runs[order[0]])...)
+		n, err := fold(order[0])
 		s.wmu.Unlock()
-		var n int64
-		if err == nil {
-			n, _ = res.RowsAffected()
-		}
-		if n == 0 {
+		if err != nil || n == 0 {
 			_ = s.write(ctx, func() error { return s.catchUp(ctx, order[0]) })
 		}
 		return

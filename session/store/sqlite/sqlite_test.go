@@ -369,3 +369,45 @@ func BenchmarkSQLiteAppendTurn(b *testing.B) {
 	}
 	b.ReportMetric(float64(stored.Microseconds())/float64(n), "stored-us/turn")
 }
+
+// Turns of one session appended side by side can reach the second step
+// out of their seq order, or with a gap (the turn between them in another
+// batch): each is folded once, in seq order, whatever the batches.
+func TestSQLite_TurnsFoldedOnceWhateverTheirOrder(t *testing.T) {
+	st, err := Open(t.Context(), filepath.Join(t.TempDir(), "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Create(t.Context(), store.Record{ID: "s", Key: "acp:s", Cwd: "/w", Created: time.UnixMilli(1), Updated: time.UnixMilli(1)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		tr := turn(fmt.Sprint("p", i), "a")
+		tr.Usage = gateway.Usage{InputTokens: 1 << i}
+		if err := st.AppendTurn(t.Context(), "s", tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applies := func(seqs ...int64) []applied {
+		var out []applied
+		for _, q := range seqs {
+			out = append(out, applied{id: "s", seq: q, at: 5000, title: fmt.Sprint("p", q-1), usage: gateway.Usage{InputTokens: 1 << (q - 1)}})
+		}
+		return out
+	}
+	for _, batches := range [][][]applied{
+		{applies(3, 1, 2, 4)},
+		{applies(2, 4), applies(1, 3)},
+		{applies(1, 3), applies(2), applies(4)},
+		{applies(4), applies(3, 2, 1)},
+	} {
+		lag(t, st, "s", 1)
+		for _, b := range batches {
+			st.applyBatch(t.Context(), b)
+		}
+		if r, err := st.Get(t.Context(), "s"); err != nil || r.Usage.InputTokens != 15 || r.Title != "p0" {
+			t.Errorf("batches %v: %d input tokens, title %q, %v; want 15 (each turn once), \"p0\"", batches, r.Usage.InputTokens, r.Title, err)
+		}
+	}
+}
