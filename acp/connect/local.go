@@ -41,8 +41,11 @@ type localServers struct {
 	log    *slog.Logger
 
 	// handlers counts the Mux's handler calls under way; one starts only
-	// while closed is false (under mu), so close can wait for them all.
-	handlers sync.WaitGroup
+	// while closed is false (under mu), so wait can wait for them all.
+	// stops counts the relays closing in the background; only handlers
+	// and close start one, so once closed and the handlers are done none
+	// starts (wait).
+	handlers, stops sync.WaitGroup
 
 	// mu guards relays, next and closed.
 	mu     sync.Mutex
@@ -58,7 +61,17 @@ func (p *Proxy) newLocalServers(l *link) *localServers {
 	s.mux = mcpacp.NewMux(s.handle, []string{acpsdk.ClientMethodMcpConnect, acpsdk.ClientMethodMcpDisconnect, mcpacp.MethodMessage},
 		func(b []byte) error { return l.write(b) }, &mcpacp.MuxOptions{Logger: s.log, IDPrefix: p.muxPrefix()})
 	s.router.SetConn(s.mux.Conn())
+	p.lmu.Lock()
+	p.locals = append(p.locals, s)
+	p.lmu.Unlock()
 	return s
+}
+
+// wait waits, once close has begun, for the handlers under way and then
+// for every relay's stop.
+func (s *localServers) wait() {
+	s.handlers.Wait()
+	s.stops.Wait()
 }
 
 // deliver hands one message of the gateway that is the local servers' to
@@ -147,7 +160,7 @@ func (s *localServers) disconnect(connectionID string) {
 	delete(s.relays, connectionID)
 	s.mu.Unlock()
 	if r != nil {
-		s.p.bg.Go(r.close)
+		s.stops.Go(r.close)
 	}
 }
 
@@ -166,13 +179,13 @@ func (s *localServers) stopEntries(ids []string) {
 	}
 	s.mu.Unlock()
 	for _, r := range rs {
-		s.p.bg.Go(r.close)
+		s.stops.Go(r.close)
 	}
 }
 
 // close ends the Mux (what waits on the gateway fails) and every relay;
-// the children stop in the background, where the handlers under way are
-// waited for too (the Proxy waits for both at its end). It is idempotent.
+// the children stop in the background (the Proxy's Run waits for them and
+// for the handlers under way at its end: wait). It is idempotent.
 func (s *localServers) close() {
 	s.mu.Lock()
 	if s.closed {
@@ -186,9 +199,8 @@ func (s *localServers) close() {
 	s.mux.Close()
 	s.router.CloseAll()
 	for _, r := range rs {
-		s.p.bg.Go(r.close)
+		s.stops.Go(r.close)
 	}
-	s.p.bg.Go(s.handlers.Wait)
 }
 
 // relay carries one local server's MCP connection: what the child writes

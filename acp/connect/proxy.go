@@ -121,10 +121,13 @@ type Proxy struct {
 	editor acp.Stream // set by Run
 	emu    sync.Mutex // serializes the writes to the editor
 
-	// bg counts the local servers' stops and the Mux handlers' waits;
-	// Run waits for them. (Each Link's reader closes its done, waited for
-	// at its drop, its failed attach, or Run's end: at most readerWait.)
-	bg sync.WaitGroup
+	// locals are the local servers of every Link so far (under lmu): Run
+	// closes each at its end and waits for its handlers and the stops of
+	// its children (localServers.wait). (Each Link's reader closes its
+	// done, waited for at its drop, its failed attach, or Run's end: at
+	// most readerWait.)
+	lmu    sync.Mutex
+	locals []*localServers
 
 	// mu guards the fields below. It is never held across I/O: a write
 	// to the editor or to a Link, a Mux delivery, a dial.
@@ -225,7 +228,14 @@ func (p *Proxy) Run(ctx context.Context, editor acp.Stream) error {
 		l.close()
 		p.waitReader(l)
 	}
-	p.bg.Wait()
+	p.lmu.Lock()
+	locals := p.locals
+	p.locals = nil
+	p.lmu.Unlock()
+	for _, ls := range locals {
+		ls.close()
+		ls.wait()
+	}
 	if errors.Is(context.Cause(ctx), errEditorEnded) {
 		<-readerDone
 	}
