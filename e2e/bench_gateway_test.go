@@ -47,9 +47,7 @@ func (p *wsPeer) call(b *testing.B, method, params string) json.RawMessage {
 // callTurn is rawPeer.callTurn over the WebSocket.
 func (p *wsPeer) callTurn(b *testing.B, params string) {
 	res, completed := p.callCounting(b, "session/prompt", params)
-	if !strings.Contains(string(res), `"end_turn"`) || completed != 1 {
-		b.Fatalf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
-	}
+	wantOneCall(b, res, completed)
 }
 
 // callCounting is call, also counting the completed tool calls among the

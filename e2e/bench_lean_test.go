@@ -66,6 +66,13 @@ func (p *rawPeer) call(b *testing.B, method, params string) json.RawMessage {
 // a benchmark of refusals measures nothing.
 func (p *rawPeer) callTurn(b *testing.B, params string) {
 	res, completed := p.callCounting(b, "session/prompt", params)
+	wantOneCall(b, res, completed)
+}
+
+// wantOneCall fails b unless res, a session/prompt result, is end_turn
+// after exactly one completed tool call.
+func wantOneCall(b *testing.B, res json.RawMessage, completed int) {
+	b.Helper()
 	if !strings.Contains(string(res), `"end_turn"`) || completed != 1 {
 		b.Fatalf("session/prompt: %s after %d completed tool calls, want end_turn after 1", res, completed)
 	}
