@@ -204,7 +204,7 @@ bench: e2e-deps pg-deps
 		        if (s != "agent" && usd["agent"] > 0) line = line sprintf(" (%+.0f%%)", 100*(usd[s]-usd["agent"])/usd["agent"]); if (i < n) line = line "," } \
 		      print line }' $(BIN)/bench.txt
 	@awk '{ name = $$1; sub(/-[0-9]+$$/, "", name); delete m; for (i = 5; i < NF; i += 2) m[$$(i+1)] = $$i } \
-		function per(n) { return sprintf("%.0f KiB RSS, %.0f KiB heap, %.1f goroutines per session", m["rss-KiB/session"], m["heap-KiB/session"], m["goroutines/session"]) } \
+		function per(n) { return sprintf("%.0f KiB RSS, %.0f KiB heap, %.1f goroutines and %.2f OS threads per session", m["rss-KiB/session"], m["heap-KiB/session"], m["goroutines/session"], m["threads/session"]) } \
 		function count(n) { return n == 1000 ? "1,000" : (n == 10000 ? "10,000" : n) } \
 		name == "BenchmarkIdleSession" { printf "idle session, one stdio server, %d sessions: %s (goal <= 100 KiB RSS and heap)\n", $$2, per() } \
 		name ~ /^BenchmarkSessions\/[0-9]+$$/ { split(name, k, "/"); printf "idle session, one stdio server, %s sessions: %s (goal <= 100 KiB RSS and heap); open all %.1f s, close all %.1f s\n", count(k[2]), per(), m["open-all-s"], m["close-all-s"] } \

@@ -301,13 +301,13 @@ func (a *sessionsAgent) heapKiB(b *testing.B) float64 {
 // footprint is what the agent holds at one moment: RSS and Go heap in KiB,
 // goroutines, child processes.
 type footprint struct {
-	rss, heap  float64
-	goroutines int
+	rss, heap           float64
+	goroutines, threads int
 }
 
 func (a *sessionsAgent) footprint(b *testing.B) footprint {
 	heap := a.heapKiB(b) // collects first, so RSS is read after the GC too
-	return footprint{rss: float64(rssKiB(b, a.pid)), heap: heap, goroutines: a.goroutines(b)}
+	return footprint{rss: float64(rssKiB(b, a.pid)), heap: heap, goroutines: a.goroutines(b), threads: procStatus(b, a.pid, "Threads")}
 }
 
 // reportPerSession reports (after - before) / n per session.
@@ -315,6 +315,7 @@ func reportPerSession(b *testing.B, before, after footprint, n int) {
 	b.ReportMetric((after.rss-before.rss)/float64(n), "rss-KiB/session")
 	b.ReportMetric((after.heap-before.heap)/float64(n), "heap-KiB/session")
 	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(n), "goroutines/session")
+	b.ReportMetric(float64(after.threads-before.threads)/float64(n), "threads/session")
 }
 
 // warmUp opens, uses and closes one session with one Go fixture server,

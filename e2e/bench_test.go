@@ -141,18 +141,22 @@ func storeTurns(tb testing.TB, path, sid, dir string, n int) {
 }
 
 // rssKiB reads a process's resident set size.
-func rssKiB(b *testing.B, pid int) int {
+func rssKiB(b *testing.B, pid int) int { return procStatus(b, pid, "VmRSS") }
+
+// procStatus is the number in field (such as "VmRSS", in KiB, or
+// "Threads") of /proc/<pid>/status; it fails b when there is none.
+func procStatus(b *testing.B, pid int, field string) int {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kib int
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
-			return kib
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var n int
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &n)
+			return n
 		}
 	}
-	b.Fatal("no VmRSS")
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }

@@ -71,7 +71,9 @@ type Process struct {
 type procID struct{ start uint64 }
 
 // Start starts cmd (normally from Command) and collects its exit status in
-// the background. On Linux the fork happens on one OS thread that lives as
+// the background: on Linux a goroutine parked in the netpoller on the
+// child's pidfd, so an idle child costs the agent no OS thread (cmd.Wait
+// alone would hold one, blocked in waitid, for the child's life). On Linux the fork happens on one OS thread that lives as
 // long as the agent, so that the child's parent-death signal fires when the
 // agent dies and at no other time; and, after Setup created a base cgroup,
 // the child starts directly in a new cgroup v2 of its own below it, where
@@ -90,6 +92,7 @@ func Start(cmd *exec.Cmd) (*Process, error) {
 		return nil, err
 	}
 	go func() { // owned by p: Done reports its end
+		awaitExit(cmd.Process.Pid) // parked in the netpoller, not on a thread of its own
 		err := cmd.Wait()
 		p.reaped()
 		p.err = err

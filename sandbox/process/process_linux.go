@@ -489,3 +489,25 @@ func (p *Process) killCgroup() {
 		killCgroup(p.cgroup)
 	}
 }
+
+// awaitExit returns once the child pid has exited (without reaping it:
+// cmd.Wait does that), waiting in the netpoller on a pidfd, which polls
+// readable at the exit (Linux 5.3). Where no pidfd can be had it returns
+// at once, and cmd.Wait blocks its thread as it would have.
+func awaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		return err != nil || info.Signo != 0 // exited, or nothing more to learn here
+	})
+}

@@ -414,3 +414,35 @@ func TestSetup_HidesTheAgentFromItsChildren(t *testing.T) {
 		t.Errorf("a child of the same user read the agent's environment (%d bytes)", len(out))
 	}
 }
+
+// TestAwaitExit_LeavesStatusToWait checks that awaitExit returns once the
+// child has exited and leaves its status to cmd.Wait.
+func TestAwaitExit_LeavesStatusToWait(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read line; exit 7")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		awaitExit(cmd.Process.Pid)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("awaitExit returned while the child was still running")
+	default:
+	}
+	stdin.Close() // the child reads EOF and exits 7
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("awaitExit never returned after the child's exit")
+	}
+	if err := cmd.Wait(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 7 {
+		t.Fatalf("cmd.Wait after awaitExit: %v, want exit status 7", err)
+	}
+}

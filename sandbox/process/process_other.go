@@ -19,6 +19,9 @@ func (p *Process) startChild() error { return p.Cmd.Start() }
 
 func (p *Process) reaped() {}
 
+// awaitExit returns at once outside Linux: cmd.Wait waits.
+func awaitExit(int) {}
+
 // killCgroup is a no-op outside Linux: there are no cgroups.
 func (p *Process) killCgroup() {}
 
