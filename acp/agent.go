@@ -50,6 +50,7 @@ type Agent struct {
 	frames *framing
 	table  map[string]method // the dispatch table (conn.go)
 	calls  *calls            // calls read and not answered yet
+	order  *readOrder        // prompts and cancels in the order read (order.go)
 	// prompts are the running prompts' cancels, for session/cancel.
 	prompts promptCancels
 	// titles holds, by sessionId, the title last sent to the client in a
@@ -100,7 +101,7 @@ func New(core *session.Core, opts *Options) *Agent {
 	if core == nil {
 		panic("acp.New: core is nil")
 	}
-	a := &Agent{core: core, ready: make(chan struct{}), pace: newNotifyPacer(), calls: newCalls()}
+	a := &Agent{core: core, ready: make(chan struct{}), pace: newNotifyPacer(), calls: newCalls(), order: newReadOrder()}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -140,7 +141,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // those Shutdown releases.
 func (a *Agent) ServeStream(ctx context.Context, s Stream) error {
 	a.out = &frameOut{s: s}
-	a.frames = newFraming(s, a.ready, a.out, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
+	a.frames = newFraming(s, a.ready, a.out, a.order, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
 	a.frames.calls = a.calls
 	a.frames.holdEnd = true
 	a.frames.requireInit = true
@@ -517,10 +518,10 @@ func (a *Agent) HasSession(id string) bool { return a.own(id) != nil }
 // (https://agentclientprotocol.com/protocol/prompt-turn#cancellation): it
 // cancels the context of the session's prompt read before it (running, or
 // not started yet), whose turn then ends with stopReason cancelled, and
-// tells the framing layer that this queued cancel is handled.
+// tells readOrder that this queued cancel is handled.
 func (a *Agent) cancel(_ context.Context, p acpsdk.CancelNotification) (any, error) {
 	a.log.Info("session/cancel", "session", p.SessionId)
-	a.prompts.cancel(string(p.SessionId), a.frames.cancelHandled(string(p.SessionId)))
+	a.prompts.cancel(string(p.SessionId), a.order.cancelHandled(string(p.SessionId)))
 	return nil, nil
 }
 

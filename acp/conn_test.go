@@ -73,7 +73,7 @@ func TestFraming_CountsCalls(t *testing.T) {
 	}, "\n") + "\n"
 	c := newCalls()
 	sink := &frameSink{}
-	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, 0)
+	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, nil, 0)
 	f.calls = c
 	var out []byte
 	buf := make([]byte, 3)
@@ -207,21 +207,21 @@ func TestFraming_OrdersPromptsAndCancels(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"other","prompt":[]}}`,
 	}, "\n") + "\n"
-	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), &frameSink{}, nil, 0)
+	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), &frameSink{}, nil, nil, 0)
 	if _, err := io.ReadAll(f); err != nil {
 		t.Fatal(err)
 	}
 	f.close()
-	if got := f.claimPrompt("s"); got != 1 {
+	if got := f.order.claimPrompt("s"); got != 1 {
 		t.Errorf("first prompt of s: ordinal %d, want 1", got)
 	}
-	if got := f.cancelHandled("s"); got != 1 {
+	if got := f.order.cancelHandled("s"); got != 1 {
 		t.Errorf("the cancel: %d requests read before it, want 1", got)
 	}
-	if got := f.claimPrompt("s"); got != 2 {
+	if got := f.order.claimPrompt("s"); got != 2 {
 		t.Errorf("second prompt of s: ordinal %d, want 2", got)
 	}
-	if got, none := f.claimPrompt("other"), f.claimPrompt("s"); got != 3 || none != 0 {
+	if got, none := f.order.claimPrompt("other"), f.order.claimPrompt("s"); got != 3 || none != 0 {
 		t.Errorf("prompt of other: %d, want 3; s has none left: %d", got, none)
 	}
 }

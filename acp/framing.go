@@ -37,10 +37,6 @@ const (
 )
 
 const (
-	// maxQueuedCancels bounds the session/cancel notifications forwarded to
-	// the SDK and not yet handled; it is well below the SDK's queue of 1024
-	// notifications, whose overflow closes the connection.
-	maxQueuedCancels = 256
 	// maxQueuedReplies bounds the error responses waiting to be written;
 	// when they are full, reading stdin waits for the client to read stdout.
 	maxQueuedReplies = 1024
@@ -109,8 +105,11 @@ type frameWriter interface {
 //
 // Reads block until start is closed: acp-go-sdk starts reading in
 // NewConnection, before its logger can be set without a data race.
-// Read is called by one goroutine (the SDK's reader); cancelHandled and close
-// may be called from any goroutine.
+// The prompts and cancels forwarded are recorded in order (readOrder) for
+// the handlers, which never call framing: see order.go.
+//
+// Read is called by one goroutine (the SDK's reader); close may be called
+// from any goroutine.
 type framing struct {
 	src        Stream
 	start      <-chan struct{}
@@ -120,6 +119,9 @@ type framing struct {
 	// calls, if set (before reads start), counts every call (isCall)
 	// forwarded to the engine.
 	calls *calls
+	// order records every request and session/cancel forwarded, in the
+	// order read (order.go).
+	order *readOrder
 
 	buf []byte // forwarded output not yet read
 	// repliesFull is set while replies has been full since it last had
@@ -145,46 +147,28 @@ type framing struct {
 	endOnce               sync.Once
 	release               chan struct{}
 	releaseOnce           sync.Once
-
-	mu   sync.Mutex
-	cond *sync.Cond // signalled when pending shrinks or closed is set
-	// pending are the session/cancel notifications forwarded and not yet
-	// handled, oldest first; len(pending) <= maxQueuedCancels.
-	pending []pendingCancel
-	// requests counts the requests forwarded so far.
-	requests uint64
-	// prompts are the ordinals (requests, as each was forwarded) of the
-	// session/prompt requests forwarded and not yet claimed, by sessionId,
-	// oldest first.
-	prompts map[string][]uint64
-	closed  bool
-}
-
-// pendingCancel is a forwarded session/cancel: its sessionId, and the
-// number of requests forwarded before it.
-type pendingCancel struct {
-	session  string
-	requests uint64
 }
 
 // newFraming returns the framing reader over src's messages; error
-// responses go to out.
-// mediaLimit is limits.maxMediaBytes (zero: the default). Call close once
-// the connection has ended.
-func newFraming(src Stream, start <-chan struct{}, out frameWriter, log *slog.Logger, mediaLimit int) *framing {
+// responses go to out, and the requests and cancels forwarded are recorded
+// in order (nil: in a readOrder of its own). mediaLimit is
+// limits.maxMediaBytes (zero: the default). Call close once the
+// connection has ended.
+func newFraming(src Stream, start <-chan struct{}, out frameWriter, order *readOrder, log *slog.Logger, mediaLimit int) *framing {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if mediaLimit <= 0 {
 		mediaLimit = quota.DefaultMaxMedia
 	}
+	if order == nil {
+		order = newReadOrder()
+	}
 	f := &framing{
-		src: src, start: start, out: out, log: log, mediaLimit: mediaLimit,
+		src: src, start: start, out: out, order: order, log: log, mediaLimit: mediaLimit,
 		replies: make(chan []byte, maxQueuedReplies), stop: make(chan struct{}), written: make(chan struct{}),
 		ended: make(chan struct{}), release: make(chan struct{}),
 	}
-	f.cond = sync.NewCond(&f.mu)
-	f.prompts = make(map[string][]uint64)
 	go f.writeReplies()
 	return f
 }
@@ -195,10 +179,7 @@ func newFraming(src Stream, start <-chan struct{}, out frameWriter, log *slog.Lo
 func (f *framing) close() {
 	f.endInput()
 	f.closeOnce.Do(func() {
-		f.mu.Lock()
-		f.closed = true
-		f.cond.Broadcast()
-		f.mu.Unlock()
+		f.order.close()
 		close(f.stop)
 	})
 	select {
@@ -384,12 +365,7 @@ func (f *framing) frame(line []byte) []byte {
 		f.replyTooLarge(id, method, len(out)-1)
 		return nil
 	}
-	f.mu.Lock()
-	f.requests++
-	if method == acpsdk.AgentMethodSessionPrompt {
-		f.prompts[sessionID] = append(f.prompts[sessionID], f.requests)
-	}
-	f.mu.Unlock()
+	f.order.request(method == acpsdk.AgentMethodSessionPrompt, sessionID)
 	if f.calls != nil && isCall(method, msg["params"]) {
 		f.calls.read()
 	}
@@ -590,8 +566,8 @@ func (f *framing) notification(method string, params json.RawMessage) []byte {
 		f.log.Debug("notification dropped: the agent handles no such notification", "method", method)
 		return nil
 	}
-	// Forward only what reaches Agent.Cancel (which calls cancelHandled):
-	// the SDK refuses the rest after queueing it.
+	// Forward only what reaches the session/cancel handler (which tells
+	// order it is handled): the SDK refuses the rest after queueing it.
 	var p acpsdk.CancelNotification
 	if err := json.Unmarshal(params, &p); err != nil {
 		f.log.Warn("session/cancel dropped: invalid params", "err", err)
@@ -601,59 +577,11 @@ func (f *framing) notification(method string, params json.RawMessage) []byte {
 		f.log.Warn("session/cancel dropped: invalid params", "err", err)
 		return nil
 	}
-	sid := string(p.SessionId)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.pending {
-		if c.session == sid && c.requests == f.requests {
-			f.log.Debug("session/cancel dropped: the same cancel is still queued", "session", sid)
-			return nil
-		}
+	if !f.order.cancel(string(p.SessionId)) {
+		f.log.Debug("session/cancel dropped: the same cancel is still queued", "session", string(p.SessionId))
+		return nil
 	}
-	for len(f.pending) >= maxQueuedCancels && !f.closed {
-		f.cond.Wait()
-	}
-	f.pending = append(f.pending, pendingCancel{session: sid, requests: f.requests})
 	return line
-}
-
-// cancelHandled records that the session/cancel of sessionID is being
-// handled, and returns how many requests were read before it: the prompts
-// it cancels are those read before it (claimPrompt gives a prompt's
-// ordinal). The engine handles notifications one at a time in order, so
-// every cancel forwarded before it is done too (those it refused never
-// reach the handler).
-func (f *framing) cancelHandled(sessionID string) uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, c := range f.pending {
-		if c.session == sessionID {
-			f.pending = append(f.pending[:0], f.pending[i+1:]...)
-			f.cond.Broadcast()
-			return c.requests
-		}
-	}
-	return f.requests
-}
-
-// claimPrompt returns the ordinal of the oldest session/prompt of
-// sessionID forwarded and not yet claimed: its place among the requests
-// read (1 for the first). The prompt handler claims its own as it starts
-// (prompts of one session start in the order read, as their turns are
-// taken one at a time); 0 means none is known.
-func (f *framing) claimPrompt(sessionID string) uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q := f.prompts[sessionID]
-	if len(q) == 0 {
-		return 0
-	}
-	if len(q) == 1 {
-		delete(f.prompts, sessionID)
-	} else {
-		f.prompts[sessionID] = q[1:]
-	}
-	return q[0]
 }
 
 // oversize handles a message over MaxFrameBytes of size bytes, of which

@@ -58,7 +58,7 @@ func FuzzFraming(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		sink := &frameSink{}
-		fr := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, 0)
+		fr := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, nil, 0)
 		defer fr.close()
 		data := make([]byte, 0, len(in)+64)
 		buf := make([]byte, 512)
@@ -121,12 +121,12 @@ func checkForwarded(t *testing.T, fr *framing, line []byte) {
 	if sdk.ID == nil && sdk.Method == acpsdk.AgentMethodSessionCancel {
 		var p acpsdk.CancelNotification
 		if json.Unmarshal(sdk.Params, &p) == nil && p.Validate() == nil {
-			fr.cancelHandled(string(p.SessionId))
+			fr.order.cancelHandled(string(p.SessionId))
 		}
 	}
-	fr.mu.Lock()
-	pending := len(fr.pending)
-	fr.mu.Unlock()
+	fr.order.mu.Lock()
+	pending := len(fr.order.pending)
+	fr.order.mu.Unlock()
 	if pending != 0 {
 		t.Fatalf("after %q: %d cancels pending that the SDK never hands to Agent.Cancel", line, pending)
 	}

@@ -37,7 +37,7 @@ func (s *frameSink) all() []string {
 func readFramed(t testing.TB, in string) (string, []errorReply) {
 	t.Helper()
 	sink := &frameSink{}
-	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, 0)
+	f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, nil, 0)
 	out, err := io.ReadAll(f)
 	f.close()
 	if err != nil {
@@ -256,7 +256,7 @@ func TestFraming_CancelBackPressure(t *testing.T) {
 		for i := range n {
 			fmt.Fprintf(&in, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s%d"}}`+"\n", i)
 		}
-		f := newFraming(NewLineStream(strings.NewReader(in.String()), nil), started(), &frameSink{}, nil, 0)
+		f := newFraming(NewLineStream(strings.NewReader(in.String()), nil), started(), &frameSink{}, nil, nil, 0)
 		var mu sync.Mutex
 		var got []string
 		done := make(chan struct{})
@@ -278,12 +278,12 @@ func TestFraming_CancelBackPressure(t *testing.T) {
 		if c := count(); c != maxQueuedCancels {
 			t.Fatalf("forwarded %d cancels before any was handled, want %d", c, maxQueuedCancels)
 		}
-		f.cancelHandled("s0")
+		f.order.cancelHandled("s0")
 		synctest.Wait()
 		if c := count(); c != maxQueuedCancels+1 {
 			t.Fatalf("after one handled: forwarded %d, want %d", c, maxQueuedCancels+1)
 		}
-		f.cancelHandled("s100") // s1..s99 were refused by the SDK: done too
+		f.order.cancelHandled("s100") // s1..s99 were refused by the SDK: done too
 		synctest.Wait()
 		if c := count(); c != n {
 			t.Fatalf("after s100 handled: forwarded %d, want %d", c, n)
@@ -342,7 +342,7 @@ func TestFraming_RepliesFullWarnsOnce(t *testing.T) {
 		in := strings.Repeat("not json\n", n)
 		sink := &gateSink{gate: make(chan struct{})}
 		logs := &warnings{}
-		f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, slog.New(logs), 0)
+		f := newFraming(NewLineStream(strings.NewReader(in), nil), started(), sink, nil, slog.New(logs), 0)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -405,7 +405,7 @@ func BenchmarkFraming(b *testing.B) {
 		{"image5MiB", bigPrompt("1", (5<<20+2)/3*4, false)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			f := newFraming(NewLineStream(strings.NewReader(""), nil), started(), &frameSink{}, nil, 0)
+			f := newFraming(NewLineStream(strings.NewReader(""), nil), started(), &frameSink{}, nil, nil, 0)
 			defer f.close()
 			b.SetBytes(int64(len(bc.line)))
 			for b.Loop() {

@@ -20,7 +20,7 @@ const announceWait = 15 * time.Second
 
 // promptEntry is session/prompt's entry in the dispatch table: typed, and a
 // prompt whose params do not decode still spends its place in the input
-// (framing.claimPrompt), so the next prompt of its session gets its own.
+// (readOrder.claimPrompt), so the next prompt of its session gets its own.
 func (a *Agent) promptEntry(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p acpsdk.PromptRequest
 	if err := decodeParams(raw, &p); err != nil {
@@ -28,7 +28,7 @@ func (a *Agent) promptEntry(ctx context.Context, raw json.RawMessage) (any, erro
 			SessionID string `json:"sessionId"`
 		}
 		_ = json.Unmarshal(raw, &id)
-		a.frames.claimPrompt(id.SessionID)
+		a.order.claimPrompt(id.SessionID)
 		return nil, err
 	}
 	return a.prompt(ctx, p)
@@ -53,7 +53,7 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 // cancelled by session/cancel, by a newer prompt of the session (as
 // acp-go-sdk's agent side does), and by session/close.
 func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
-	ordinal := a.frames.claimPrompt(string(p.SessionId))
+	ordinal := a.order.claimPrompt(string(p.SessionId))
 	s, err := a.lookup(p.SessionId)
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
