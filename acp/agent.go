@@ -13,13 +13,11 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/time/rate"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -36,23 +34,17 @@ type Options struct {
 	SignIn *SignIn
 }
 
-// Agent is the ACP agent: the one connection (conn.go) and its dispatch
-// table, over the session core. Create it with New and run it with Serve;
-// its handlers run concurrently, one goroutine per request.
+// Agent is the ACP agent: the session lifecycle of one client over the
+// session core, composing the client's one connection (conn, conn.go: the
+// wire) and, per session, what the client is told outside the responses to
+// its requests (announcer, announce.go). Create it with New and run it with
+// Serve; its handlers run concurrently, one goroutine per request.
 type Agent struct {
 	opts Options
 	core *session.Core // the sessions, their servers, store and gateway
 	log  *slog.Logger
+	conn *conn // the connection: reader, writer, engine, dispatch (conn.go)
 
-	ready  chan struct{} // closed once rpc, out and frames are set
-	rpc    *acpsdk.Connection
-	out    *frameOut
-	frames *framing
-	table  map[string]method // the dispatch table (conn.go)
-	calls  *calls            // calls read and not answered yet
-	order  *readOrder        // prompts and cancels in the order read (order.go)
-	// prompts are the running prompts' cancels, for session/cancel.
-	prompts promptCancels
 	// titles holds, by sessionId, the title last sent to the client in a
 	// session_info_update or session/set_title response (lifecycle.go).
 	titles sync.Map
@@ -66,11 +58,6 @@ type Agent struct {
 	// after it are written (open). A prompt waits for it. An entry stays
 	// until session/close: a closed channel costs a few bytes.
 	announced sync.Map
-
-	mcpACP *mcpOverACP // MCP servers the client hosts (mcpacp.go)
-
-	tasks sync.WaitGroup // notification senders started by newSession
-	pace  *rate.Limiter  // the pacing of replayed session/updates (pace.go)
 
 	// caps are the client's fs, terminal and elicitation capabilities from
 	// initialize.
@@ -101,7 +88,7 @@ func New(core *session.Core, opts *Options) *Agent {
 	if core == nil {
 		panic("acp.New: core is nil")
 	}
-	a := &Agent{core: core, ready: make(chan struct{}), pace: newNotifyPacer(), calls: newCalls(), order: newReadOrder()}
+	a := &Agent{core: core}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -115,8 +102,7 @@ func New(core *session.Core, opts *Options) *Agent {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	a.mcpACP = &mcpOverACP{router: mcpacp.NewRouter(a.log.With("component", "mcp-over-acp")), ready: a.ready, log: a.log}
-	a.table = a.methods()
+	a.conn = newConn(a.methods(), a.log, a.core.Limits().MaxMedia)
 	return a
 }
 
@@ -140,66 +126,22 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // open; only then does the engine see the end of input. Then it waits for
 // those Shutdown releases.
 func (a *Agent) ServeStream(ctx context.Context, s Stream) error {
-	a.out = &frameOut{s: s}
-	a.frames = newFraming(s, a.ready, a.out, a.order, a.log.With("component", "acp-framing"), a.core.Limits().MaxMedia)
-	a.frames.calls = a.calls
-	a.frames.holdEnd = true
-	a.frames.requireInit = true
-	a.rpc = acpsdk.NewConnection(a.dispatch, a.out, a.frames)
-	a.rpc.SetLogger(a.log.With("component", "acp-conn"))
-	a.mcpACP.router.SetConn(a.rpc)
-	close(a.ready) // the engine reads only from here on
-	select {
-	case <-a.frames.inputEnded():
-		a.log.Info("client disconnected")
-		a.calls.cancel() // the requests under way end, cancelled
-		a.writeAnswers(ctx, eofAnswerWait)
-		a.frames.endInput() // the engine closes: what is left fails at once
-	case <-a.rpc.Done(): // the engine gave up on its own (framing keeps that from happening)
-		a.log.Warn("the ACP connection closed")
-	case <-ctx.Done():
-		a.log.Info("stopping", "cause", context.Cause(ctx))
-	}
+	a.conn.start(s)
+	a.conn.run(ctx)
 	a.Shutdown()
-	a.writeAnswers(ctx, shutdownAnswerWait)
-	a.mcpACP.disconnects.Wait() // the sessions' mcp/disconnect, bounded
-	a.frames.close()
+	a.conn.finish(ctx)
 	return nil
-}
-
-// eofAnswerWait bounds the wait, at the end of input, for the requests
-// under way to answer (their context is cancelled); shutdownAnswerWait
-// bounds the wait for those Shutdown ends.
-const (
-	eofAnswerWait      = 10 * time.Second
-	shutdownAnswerWait = 2 * time.Second
-)
-
-// writeAnswers waits up to d for every request handed to the SDK to be
-// answered.
-func (a *Agent) writeAnswers(ctx context.Context, d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
-	defer cancel()
-	if left, err := a.calls.wait(ctx); err != nil {
-		a.log.Warn("requests left unanswered", "count", left, "waited", d)
-	}
 }
 
 // clientEditor returns the editor of session sid: the client's fs/* and
 // terminal/* methods it advertised at initialize (none before initialize),
 // its elicitations held until announced is closed (nil: not held).
 func (a *Agent) clientEditor(sid string, announced <-chan struct{}) *clientEditor {
-	e := &clientEditor{rpc: a.connection(), sid: acpsdk.SessionId(sid), announced: announced}
+	e := &clientEditor{rpc: a.conn.connection(), sid: acpsdk.SessionId(sid), announced: announced}
 	if caps := a.caps.Load(); caps != nil {
 		e.caps = *caps
 	}
 	return e
-}
-
-// connection returns the ACP connection once Serve has set it up.
-func (a *Agent) connection() *acpsdk.Connection {
-	<-a.ready
-	return a.rpc
 }
 
 // Shutdown ends the live sessions this Agent opened, in parallel: running
@@ -214,7 +156,7 @@ func (a *Agent) Shutdown() {
 		return true
 	})
 	wg.Wait()
-	a.tasks.Wait()
+	a.conn.tasks.Wait()
 }
 
 // initialize serves initialize
@@ -329,13 +271,7 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 		a.afterNewSession(ctx, s, announced)
 		return s, nil
 	}
-	a.tasks.Go(func() {
-		select {
-		case <-ctx.Done(): // the response is written
-		case <-a.rpc.Done():
-		}
-		a.afterNewSession(context.WithoutCancel(ctx), s, announced)
-	})
+	a.conn.afterResponse(ctx, func(bg context.Context) { a.afterNewSession(bg, s, announced) }, func() { close(announced) })
 	return s, nil
 }
 
@@ -367,7 +303,7 @@ func (a *Agent) waitAnnounced(ctx context.Context, sid string) {
 func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announced chan struct{}) {
 	defer close(announced)
 	select {
-	case <-a.rpc.Done():
+	case <-a.conn.done():
 		return
 	default:
 	}
@@ -380,36 +316,36 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 	}
 	if a.noticesOn() {
 		for _, n := range openingNotices(a.signInNotice(), s.Servers(), s.Manager().ToolLimit()) {
-			a.sendNotice(ctx, s.ID(), n)
+			a.conn.sendNotice(ctx, s.ID(), n)
 		}
 		if enforced != "" {
-			a.sendNotice(ctx, s.ID(), notice{Severity: "warning", Title: "The session's mode is not enforced in full", Description: enforced})
+			a.conn.sendNotice(ctx, s.ID(), notice{Severity: "warning", Title: "The session's mode is not enforced in full", Description: enforced})
 		}
 		for _, n := range s.OpeningNotes() {
-			a.sendNotice(ctx, s.ID(), notice{Severity: "info", Title: "MCP servers", Description: n})
+			a.conn.sendNotice(ctx, s.ID(), notice{Severity: "info", Title: "MCP servers", Description: n})
 		}
-		a.notify(ctx, s.ID(), availableCommands(s.Commands()))
+		a.conn.notify(ctx, s.ID(), availableCommands(s.Commands()))
 		return
 	}
 	if n := a.signInNotice(); n != "" {
-		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
+		a.conn.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
 	}
 	if enforced != "" {
-		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(enforced+"\n"))
+		a.conn.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(enforced+"\n"))
 	}
 	for _, n := range s.OpeningNotes() {
-		a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
+		a.conn.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(n+"\n"))
 	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
 			msg := fmt.Sprintf("MCP server %q failed: %s\n", st.Name, bridge.ErrorText(st.Err))
-			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
+			a.conn.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
 		}
 		if len(st.LeftOut) > 0 {
-			a.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(session.LeftOutText(st, s.Manager().ToolLimit())+"\n"))
+			a.conn.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(session.LeftOutText(st, s.Manager().ToolLimit())+"\n"))
 		}
 	}
-	a.notify(ctx, s.ID(), availableCommands(s.Commands()))
+	a.conn.notify(ctx, s.ID(), availableCommands(s.Commands()))
 }
 
 // frontEnd is the session.FrontEnd of one session/new, load or resume:
@@ -438,7 +374,7 @@ func (f *frontEnd) Ask(sid string) gateway.AskFunc { return f.a.askFunc(sid) }
 // once the client knows the session, unless ctx ends first.
 func (f *frontEnd) Tell(ctx context.Context, sid, text string) {
 	if f.waitAnnounced(ctx) {
-		f.a.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
+		f.a.conn.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
 	}
 }
 
@@ -463,25 +399,7 @@ func (f *frontEnd) CommandsChanged(ctx context.Context, sid string, cmds []runne
 // Dial implements session.FrontEnd: a server the client hosts, over
 // MCP-over-ACP (mcpacp.go).
 func (f *frontEnd) Dial(_ context.Context, _ string, spec bridge.ServerSpec) (mcp.Transport, error) {
-	return f.a.mcpACP.transport(spec), nil
-}
-
-// notify sends one session/update, logging (not returning) a failure: a
-// client that has gone away cannot be told anything more.
-func (a *Agent) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
-	a.send(ctx, sessionID, sdkUpdate(u))
-}
-
-// send is notify of an update that may carry what acp-go-sdk lacks
-// (wire.go).
-func (a *Agent) send(ctx context.Context, sessionID string, u update) {
-	if u.Session != "" { // a child's update (subagents.go)
-		sessionID = u.Session
-	}
-	err := a.connection().SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, sessionNotification{SessionID: acpsdk.SessionId(sessionID), Update: u})
-	if err != nil {
-		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
-	}
+	return f.a.conn.mcp.transport(spec), nil
 }
 
 // lookup returns the live session with id that this Agent opened: a
@@ -518,10 +436,10 @@ func (a *Agent) HasSession(id string) bool { return a.own(id) != nil }
 // (https://agentclientprotocol.com/protocol/prompt-turn#cancellation): it
 // cancels the context of the session's prompt read before it (running, or
 // not started yet), whose turn then ends with stopReason cancelled, and
-// tells readOrder that this queued cancel is handled.
+// records this queued cancel as handled (conn.cancelPrompts).
 func (a *Agent) cancel(_ context.Context, p acpsdk.CancelNotification) (any, error) {
 	a.log.Info("session/cancel", "session", p.SessionId)
-	a.prompts.cancel(string(p.SessionId), a.order.cancelHandled(string(p.SessionId)))
+	a.conn.cancelPrompts(string(p.SessionId))
 	return nil, nil
 }
 

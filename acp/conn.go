@@ -2,38 +2,220 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"reflect"
-	"regexp"
-	"strings"
+	"log/slog"
 	"sync"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"golang.org/x/time/rate"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
-	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
-// The agent's one ACP connection. Its parts, each in one place:
+// The agent's one ACP connection (conn). Its parts, each in one place:
 //
-//   - one reader: framing (framing.go) reads stdin and hands acp-go-sdk's
-//     engine only valid JSON-RPC 2.0 messages, answering the rest itself;
+//   - one reader: framing (framing.go) reads the Stream and hands
+//     acp-go-sdk's engine only valid JSON-RPC 2.0 messages, answering the
+//     rest itself;
 //   - one writer: frameOut, which the engine and framing's error replies
-//     both write whole frames through;
-//   - one engine: acp-go-sdk's Connection (ids, correlation, $/cancel_request,
-//     ordered notifications), given the Agent's dispatch table as its
-//     handler, so every method is decoded in one place with acp-go-sdk's
-//     types, or with ours (wire.go) where it has none;
-//   - one dispatch table: methods, below.
+//     both write whole messages through;
+//   - one engine: acp-go-sdk's Connection (ids, correlation,
+//     $/cancel_request, ordered notifications), given conn.dispatch as its
+//     handler, which runs the Agent's dispatch table (dispatch.go), so
+//     every method is decoded in one place with acp-go-sdk's types, or with
+//     ours (wire.go) where it has none;
+//   - the order of prompts and cancels (order.go), which the reader records
+//     and the handlers take from: calls go one way, from the engine's
+//     handlers into conn, never from conn or the reader into a handler.
 //
 // The engine cancels a request's context once its response is written
 // (acp-go-sdk Connection: the handler runs, the response is sent, then the
 // context ends). The agent builds two guarantees on that, pinned by tests:
 // the notifications that follow a session/new response are sent after it
-// (Agent.open), and every request read is answered before Serve returns
-// (calls).
+// (afterResponse, Agent.open), and every request read is answered before
+// Serve returns (calls).
+
+// conn is the Agent's one ACP connection: the wire, and nothing of any
+// session but the order of its prompts and cancels. The Agent creates it
+// in New (its dispatch table fixed then) and runs it in ServeStream: start,
+// run, then, once the Agent has ended its sessions, finish. Its methods
+// are safe for concurrent use; those that send wait until start has set
+// the engine up (ready).
+type conn struct {
+	log        *slog.Logger
+	mediaLimit int               // limits.maxMediaBytes, for framing's oversize message
+	table      map[string]method // the dispatch table (dispatch.go); read-only
+
+	// ready is closed by start once rpc, out and frames are set: they are
+	// written before it and only read after it (connection), and the
+	// engine reads the Stream only from then on.
+	ready  chan struct{}
+	rpc    *acpsdk.Connection
+	out    *frameOut
+	frames *framing
+
+	calls *calls // calls read and not answered yet: framing counts, dispatch answers
+	// order and prompts are the order of prompts and cancels (order.go):
+	// framing records into order before the engine sees a message; the
+	// prompt and cancel handlers take from it (claimPrompt, cancelPrompts)
+	// and start or cancel prompts by the place they took.
+	order   *readOrder
+	prompts promptCancels
+
+	mcp  *mcpOverACP   // MCP servers the client hosts, on this connection (mcpacp.go)
+	pace *rate.Limiter // the pacing of replayed session/updates (pace.go)
+	// tasks are the senders of what follows a response (afterResponse);
+	// Agent.Shutdown waits for them.
+	tasks sync.WaitGroup
+}
+
+// newConn returns a connection, not started, that dispatches to table;
+// mediaLimit is limits.maxMediaBytes (zero: the default).
+func newConn(table map[string]method, log *slog.Logger, mediaLimit int) *conn {
+	c := &conn{log: log, mediaLimit: mediaLimit, table: table, ready: make(chan struct{}), calls: newCalls(), order: newReadOrder(), pace: newNotifyPacer()}
+	c.mcp = &mcpOverACP{router: mcpacp.NewRouter(log.With("component", "mcp-over-acp")), ready: c.ready, log: log}
+	return c
+}
+
+// start sets the engine up over s and lets it read. It is called once.
+func (c *conn) start(s Stream) {
+	c.out = &frameOut{s: s}
+	c.frames = newFraming(s, c.ready, c.out, c.order, c.log.With("component", "acp-framing"), c.mediaLimit)
+	c.frames.calls = c.calls
+	c.frames.holdEnd = true
+	c.frames.requireInit = true
+	c.rpc = acpsdk.NewConnection(c.dispatch, c.out, c.frames)
+	c.rpc.SetLogger(c.log.With("component", "acp-conn"))
+	c.mcp.router.SetConn(c.rpc)
+	close(c.ready) // the engine reads only from here on
+}
+
+// run returns when the client's input ends, once the requests under way
+// have answered (cancelled; at most eofAnswerWait) and the engine has been
+// let see the end; or when the engine ends on its own; or when ctx is done.
+func (c *conn) run(ctx context.Context) {
+	select {
+	case <-c.frames.inputEnded():
+		c.log.Info("client disconnected")
+		c.calls.cancel() // the requests under way end, cancelled
+		c.writeAnswers(ctx, eofAnswerWait)
+		c.frames.endInput() // the engine closes: what is left fails at once
+	case <-c.rpc.Done(): // the engine gave up on its own (framing keeps that from happening)
+		c.log.Warn("the ACP connection closed")
+	case <-ctx.Done():
+		c.log.Info("stopping", "cause", context.Cause(ctx))
+	}
+}
+
+// finish waits for the answers of the requests the Agent's Shutdown ended
+// (at most shutdownAnswerWait) and for the sessions' mcp/disconnect
+// (bounded), then closes the framing layer.
+func (c *conn) finish(ctx context.Context) {
+	c.writeAnswers(ctx, shutdownAnswerWait)
+	c.mcp.disconnects.Wait()
+	c.frames.close()
+}
+
+// eofAnswerWait bounds the wait, at the end of input, for the requests
+// under way to answer (their context is cancelled); shutdownAnswerWait
+// bounds the wait for those Shutdown ends.
+const (
+	eofAnswerWait      = 10 * time.Second
+	shutdownAnswerWait = 2 * time.Second
+)
+
+// writeAnswers waits up to d for every request handed to the SDK to be
+// answered.
+func (c *conn) writeAnswers(ctx context.Context, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	if left, err := c.calls.wait(ctx); err != nil {
+		c.log.Warn("requests left unanswered", "count", left, "waited", d)
+	}
+}
+
+// connection returns the engine once start has set it up.
+func (c *conn) connection() *acpsdk.Connection {
+	<-c.ready
+	return c.rpc
+}
+
+// done is closed when the engine has ended (the input's end reached it).
+func (c *conn) done() <-chan struct{} { return c.connection().Done() }
+
+// notify sends one session/update, logging (not returning) a failure: a
+// client that has gone away cannot be told anything more.
+func (c *conn) notify(ctx context.Context, sessionID string, u acpsdk.SessionUpdate) {
+	c.send(ctx, sessionID, sdkUpdate(u))
+}
+
+// send is notify of an update that may carry what acp-go-sdk lacks
+// (wire.go).
+func (c *conn) send(ctx context.Context, sessionID string, u update) {
+	if u.Session != "" { // a child's update (subagents.go)
+		sessionID = u.Session
+	}
+	err := c.connection().SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, sessionNotification{SessionID: acpsdk.SessionId(sessionID), Update: u})
+	if err != nil {
+		c.log.Debug("session/update not sent", "session", sessionID, "err", err)
+	}
+}
+
+// sendNotice sends n to session sid as a notice update (notices.go).
+func (c *conn) sendNotice(ctx context.Context, sid string, n notice) {
+	c.send(ctx, sid, update{Notice: &n})
+}
+
+// notifyPaced is send after waiting for the replay pacer (pace.go).
+func (c *conn) notifyPaced(ctx context.Context, sessionID string, u update) {
+	if err := c.pace.Wait(ctx); err != nil {
+		c.log.Debug("session/update not sent", "session", sessionID, "err", err)
+		return
+	}
+	c.send(ctx, sessionID, u)
+}
+
+// afterResponse runs f, in a goroutine of the connection's tasks, once the
+// response of the request of ctx is written (its context ends), with a
+// context that keeps ctx's values. When the engine ends first, f does not
+// run, ended does (if not nil).
+func (c *conn) afterResponse(ctx context.Context, f func(bg context.Context), ended func()) {
+	c.tasks.Go(func() {
+		select {
+		case <-ctx.Done(): // the response is written
+		case <-c.done():
+			if ended != nil {
+				ended()
+			}
+			return
+		}
+		f(context.WithoutCancel(ctx))
+	})
+}
+
+// claimPrompt takes the place in the input of session sid's oldest prompt
+// not yet claimed (readOrder.claimPrompt; 0: not known). A prompt handler
+// claims it first thing, even when its params do not decode, so the next
+// prompt of the session gets its own.
+func (c *conn) claimPrompt(sid string) uint64 { return c.order.claimPrompt(sid) }
+
+// startPrompt returns the context of the prompt of session sid that took
+// ordinal, which session/cancel and the session's next prompt cancel, and
+// the func that ends it (promptCancels.start).
+func (c *conn) startPrompt(ctx context.Context, sid string, ordinal uint64) (context.Context, func()) {
+	return c.prompts.start(ctx, sid, ordinal)
+}
+
+// cancelPrompts cancels session sid's prompts read before the
+// session/cancel being handled, and records that cancel as handled.
+func (c *conn) cancelPrompts(sid string) {
+	c.prompts.cancel(sid, c.order.cancelHandled(sid))
+}
+
+// forget drops what the connection keeps of session sid (it was closed or
+// deleted).
+func (c *conn) forget(sid string) { c.prompts.forget(sid) }
 
 // frameOut is the one writer of the connection: each Write is one whole
 // message and its '\n' (acp-go-sdk writes a message per call; framing's
@@ -58,195 +240,6 @@ func (o *frameOut) Write(p []byte) (int, error) {
 func (o *frameOut) writeFrame(p []byte) error {
 	_, err := o.Write(p)
 	return err
-}
-
-// method is one entry of the dispatch table: it decodes params and handles
-// the call. A notification's result is dropped by the engine.
-type method func(ctx context.Context, params json.RawMessage) (any, error)
-
-// methods returns the dispatch table: every ACP method the agent serves,
-// by name. A method not in it is method_not_found (framing drops a
-// notification of one before the engine sees it).
-func (a *Agent) methods() map[string]method {
-	return map[string]method{
-		acpsdk.AgentMethodInitialize:             typed(a.initialize),
-		acpsdk.AgentMethodAuthenticate:           typed(a.authenticate),
-		acpsdk.AgentMethodLogout:                 typed(a.logout),
-		acpsdk.AgentMethodSessionNew:             withServers(a.newSession),
-		acpsdk.AgentMethodSessionLoad:            withServers(a.loadSession),
-		acpsdk.AgentMethodSessionResume:          withServers(a.resumeSession),
-		acpsdk.AgentMethodSessionList:            typed(a.listSessions),
-		acpsdk.AgentMethodSessionClose:           typed(a.closeSession),
-		acpsdk.AgentMethodSessionDelete:          typed(a.deleteSession), // lifecycle.go
-		acpsdk.AgentMethodSessionFork:            withServers(a.forkSession),
-		methodSessionSetTitle:                    typed(a.setSessionTitle),
-		acpsdk.AgentMethodSessionSetMode:         typed(a.setSessionMode),
-		acpsdk.AgentMethodSessionSetConfigOption: typed(a.setSessionConfigOption),
-		acpsdk.AgentMethodSessionPrompt:          a.promptEntry, // session.go
-		acpsdk.AgentMethodSessionCancel:          typed(a.cancel),
-		methodMCPMessage:                         a.mcpMessage,                 // mcpacp.go
-		methodSetMCPServers:                      withServers(a.setMCPServers), // servers.go
-	}
-}
-
-// dispatch is the engine's handler (acpsdk.MethodHandler): it runs the
-// method's entry of the table and maps its error to the JSON-RPC error the
-// client gets (toRequestError). A call (a request, as the framing layer
-// counted it) is recorded as answered when its context ends, which the
-// engine does once the response is written.
-func (a *Agent) dispatch(ctx context.Context, name string, params json.RawMessage) (any, *acpsdk.RequestError) {
-	if isCall(name, params) {
-		// Both end with the engine's context, after the response is
-		// written: the handler's context must not end before (Agent.open
-		// waits for it to send what follows a session/new response).
-		context.AfterFunc(ctx, a.calls.answered)
-		tracked, done := a.calls.track(ctx)
-		context.AfterFunc(ctx, done)
-		ctx = tracked
-	}
-	m, ok := a.table[name]
-	if !ok {
-		return nil, acpsdk.NewMethodNotFound(name)
-	}
-	res, err := m(ctx, params)
-	if err != nil {
-		var re *acpsdk.RequestError
-		if !errors.As(toRequestError(err), &re) {
-			re = acpsdk.NewInternalError(map[string]any{"error": err.Error()})
-		}
-		return nil, re
-	}
-	return res, nil
-}
-
-// isCall reports whether a message of method with params is a call, which
-// must be answered: every request but session/cancel (a notification in
-// ACP), a published mcp/message (serverId, no connectionId: the agent
-// receives only its notifications, and framing answers a request of it
-// itself, mcpacp.go) and a draft mcp/message carrying an MCP notification.
-// The framing layer counts requests by the same rule (and drops a
-// notification that is a call by it), so the count of calls read and
-// answered is exact.
-func isCall(method string, params json.RawMessage) bool {
-	switch method {
-	case acpsdk.AgentMethodSessionCancel, "$/cancel_request":
-		return false
-	case methodMCPMessage:
-		if _, published := mcpacp.Published(params); published {
-			return false
-		}
-		var p struct {
-			Method string `json:"method"`
-		}
-		_ = json.Unmarshal(params, &p)
-		return !strings.HasPrefix(p.Method, mcpNotificationPrefix)
-	}
-	return true
-}
-
-// typed is the entry of a method whose params decode into acp-go-sdk's
-// type P: a decoding or validation error is invalid_params, as acp-go-sdk
-// answers it.
-func typed[P, R any](f func(context.Context, P) (R, error)) method {
-	return func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var p P
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return f(ctx, p)
-	}
-}
-
-// decodeParams decodes raw into p (a pointer to acp-go-sdk's params type)
-// and validates it when the type has a Validate method, as acp-go-sdk's
-// agent side does. A fault is invalid_params naming the member in the
-// schema's words ("params.prompt must be an array, not a string"), not Go's.
-func decodeParams(raw json.RawMessage, p any) error {
-	if err := json.Unmarshal(raw, p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return session.Invalidf("params.%s must be %s, not %s", te.Field, jsonKind(te.Type), withArticle(te.Value))
-		}
-		return session.Invalidf("params: %v", err)
-	}
-	if v, ok := p.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			if msg := err.Error(); memberFirst.MatchString(msg) {
-				return session.Invalidf("params.%s", msg) // "cwd is required"
-			}
-			return session.Invalidf("params: %v", err)
-		}
-	}
-	return nil
-}
-
-// memberFirst matches acp-go-sdk's validation messages that start with
-// the member they are about.
-var memberFirst = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]* `)
-
-// jsonKind names the JSON value that decodes into t.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		return "a number"
-	}
-	return "another JSON value"
-}
-
-// withArticle is encoding/json's name of a JSON value ("string",
-// "number 3", "array") with its article.
-func withArticle(v string) string {
-	switch {
-	case strings.HasPrefix(v, "array"), strings.HasPrefix(v, "object"):
-		return "an " + v
-	case v == "bool":
-		return "a boolean"
-	}
-	return "a " + v
-}
-
-// withServers is the entry of session/new, session/load, session/resume
-// and session/fork: acp-go-sdk's type P for every member but mcpServers,
-// which goes to f as the client's own JSON (acp-go-sdk's decoder misreads
-// some stdio entries; ParseMCPServers reads them as the schema has them).
-// The framing layer has already refused a key that encoding/json could
-// read as mcpServers.
-func withServers[P, R any](f func(context.Context, P, json.RawMessage) (R, error)) method {
-	return func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var members map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &members); err != nil {
-			return nil, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
-		}
-		servers := members["mcpServers"]
-		if string(servers) == "null" {
-			servers = nil
-		}
-		if members != nil && servers != nil {
-			members["mcpServers"] = json.RawMessage("[]")
-			var err error
-			if raw, err = json.Marshal(members); err != nil {
-				return nil, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
-			}
-		}
-		var p P
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return f(ctx, p, servers)
-	}
 }
 
 // calls counts the calls the framing layer handed the engine and those

@@ -60,7 +60,7 @@ func (a *Agent) forget(sid string) {
 	a.sessions.Delete(sid)
 	a.announced.Delete(sid)
 	a.titles.Delete(sid)
-	a.prompts.forget(sid)
+	a.conn.forget(sid)
 }
 
 // forkSession serves the unstable session/fork (sessionCapabilities.fork):
@@ -179,7 +179,7 @@ func (a *Agent) sendTitle(ctx context.Context, sid, title string) {
 	if prev, _ := a.titles.Swap(sid, title); prev == title {
 		return
 	}
-	a.notify(ctx, sid, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acpsdk.Ptr(title)}})
+	a.conn.notify(ctx, sid, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acpsdk.Ptr(title)}})
 }
 
 // answering counts, by session, the prompts being answered (from the start

@@ -86,7 +86,7 @@ func (a *Agent) reopen(ctx context.Context, method string, id acpsdk.SessionId, 
 // and rawOutput. The notifications are paced (see pace.go).
 func (a *Agent) replay(ctx context.Context, sessionID string, turns []store.Turn) {
 	for _, u := range replayUpdates(turns, sessionID, a.subagentsOn()) {
-		a.notifyPaced(ctx, sessionID, u)
+		a.conn.notifyPaced(ctx, sessionID, u)
 	}
 }
 
@@ -98,15 +98,6 @@ func (f *frontEnd) Replay(ctx context.Context, sid string, turns []store.Turn) {
 	if f.waitAnnounced(ctx) {
 		f.a.replay(ctx, sid, turns)
 	}
-}
-
-// notifyPaced is notify after waiting for the replay pacer.
-func (a *Agent) notifyPaced(ctx context.Context, sessionID string, u update) {
-	if err := a.pace.Wait(ctx); err != nil {
-		a.log.Debug("session/update not sent", "session", sessionID, "err", err)
-		return
-	}
-	a.send(ctx, sessionID, u)
 }
 
 // replayUpdates maps stored turns of session sid to the session/updates

@@ -242,10 +242,10 @@ func (a *Agent) mcpMessage(ctx context.Context, params json.RawMessage) (any, er
 			a.log.Debug("mcp/message notification dropped: invalid params", "err", err)
 			return nil, nil
 		}
-		a.mcpACP.publishedNotification(p)
+		a.conn.mcp.publishedNotification(p)
 		return nil, nil
 	}
-	res, re := a.mcpACP.router.Handle(ctx, methodMCPMessage, params)
+	res, re := a.conn.mcp.router.Handle(ctx, methodMCPMessage, params)
 	if re != nil {
 		return nil, re
 	}

@@ -139,7 +139,7 @@ func TestMCPOverACP_PublishedWire(t *testing.T) {
 	t.Cleanup(func() { clientOut.Close(); agentOut.Close() })
 	ready := make(chan struct{})
 	m := &mcpOverACP{router: mcpacp.NewRouter(nil), ready: ready}
-	a := &Agent{mcpACP: m}
+	a := &Agent{conn: &conn{mcp: m}}
 	rpc := acpsdk.NewConnection(func(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
 		res, err := a.mcpMessage(ctx, params)
 		if err != nil {
@@ -274,7 +274,7 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// toRequestErrorForTest maps a dispatch error as Agent.dispatch does.
+// toRequestErrorForTest maps a dispatch error as conn.dispatch does.
 func toRequestErrorForTest(err error) *acpsdk.RequestError {
 	if re, ok := toRequestError(err).(*acpsdk.RequestError); ok {
 		return re

@@ -212,7 +212,7 @@ func TestMCPOverACP_DraftForIDEntries(t *testing.T) {
 		defer client.Close()
 		m.router.SetConn(acpsdk.NewConnection(nil, writerFunc(out.write), in))
 		close(ready)
-		tr, err := (&frontEnd{a: &Agent{mcpACP: m}}).Dial(t.Context(), "sess_1", specs[0])
+		tr, err := (&frontEnd{a: &Agent{conn: &conn{mcp: m}}}).Dial(t.Context(), "sess_1", specs[0])
 		if err != nil || tr == nil {
 			t.Fatalf("dial: %v %v", tr, err)
 		}

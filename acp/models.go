@@ -205,14 +205,14 @@ func (a *Agent) setMode(ctx context.Context, s *session.Session, value string, b
 	}
 	sid := s.ID()
 	text := session.ModeChangedText(m, s.Support(), stale)
-	a.afterResponse(ctx, func(bg context.Context) { // servers.go
+	a.conn.afterResponse(ctx, func(bg context.Context) { // conn.go
 		if byConfig {
-			a.notify(bg, sid, acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeId: acpsdk.SessionModeId(m)}})
+			a.conn.notify(bg, sid, acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeId: acpsdk.SessionModeId(m)}})
 		} else {
-			a.notify(bg, sid, acpsdk.SessionUpdate{ConfigOptionUpdate: &acpsdk.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: a.configOptions(s)}})
+			a.conn.notify(bg, sid, acpsdk.SessionUpdate{ConfigOptionUpdate: &acpsdk.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: a.configOptions(s)}})
 		}
-		a.notify(bg, sid, acpsdk.UpdateAgentMessageText(text+"\n"))
-	})
+		a.conn.notify(bg, sid, acpsdk.UpdateAgentMessageText(text+"\n"))
+	}, nil)
 	return nil
 }
 

@@ -24,11 +24,6 @@ import (
 // noticesOn reports whether the client takes notices.
 func (a *Agent) noticesOn() bool { return a.notices.Load() }
 
-// sendNotice sends n to session sid as a notice update.
-func (a *Agent) sendNotice(ctx context.Context, sid string, n notice) {
-	a.send(ctx, sid, update{Notice: &n})
-}
-
 // openingNotices are the notices a new session starts with: its missing
 // API key (keyNotice, "" for none), then per server, in order, a failure
 // and tools left out.
@@ -106,7 +101,7 @@ func (f *frontEnd) ServerChanged(ctx context.Context, sid string, e session.Serv
 	}
 	limit := f.a.core.Limits().ToolsPerSession
 	for _, n := range changeNotices(e, limit) {
-		f.a.sendNotice(ctx, sid, n)
+		f.a.conn.sendNotice(ctx, sid, n)
 	}
 }
 
@@ -121,6 +116,6 @@ func (f *frontEnd) SignIn(ctx context.Context, sid, server, authURL string) {
 	if !f.waitAnnounced(ctx) {
 		return
 	}
-	f.a.sendNotice(ctx, sid, notice{Severity: "info", Title: fmt.Sprintf("MCP server %q needs you to sign in", server),
+	f.a.conn.sendNotice(ctx, sid, notice{Severity: "info", Title: fmt.Sprintf("MCP server %q needs you to sign in", server),
 		Description: fmt.Sprintf("Open %s to sign in. Its tools join this session once you have; /servers shows the link again.", authURL)})
 }

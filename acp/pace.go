@@ -28,5 +28,5 @@ const (
 )
 
 // newNotifyPacer returns the token bucket replayed notifications wait on
-// (Agent.notifyPaced); it is safe for concurrent use.
+// (conn.notifyPaced); it is safe for concurrent use.
 func newNotifyPacer() *rate.Limiter { return rate.NewLimiter(notifyRate, notifyBurst) }

@@ -51,7 +51,7 @@ func TestAgent_ReplayedNotificationsArePaced(t *testing.T) {
 		const n = 3 * notifyBurst
 		at := sendTimes(func(a *Agent) {
 			for range n {
-				a.notifyPaced(context.Background(), "s", sdkUpdate(acpsdk.UpdateAgentMessageText("x")))
+				a.conn.notifyPaced(context.Background(), "s", sdkUpdate(acpsdk.UpdateAgentMessageText("x")))
 			}
 		})
 		if len(at) != n {
@@ -75,7 +75,7 @@ func TestAgent_LiveNotificationsAreNotPaced(t *testing.T) {
 		const n = 3 * notifyBurst
 		at := sendTimes(func(a *Agent) {
 			for range n {
-				a.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
+				a.conn.notify(context.Background(), "s", acpsdk.UpdateAgentMessageText("x"))
 			}
 		})
 		if len(at) != n {

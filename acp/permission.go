@@ -42,7 +42,7 @@ func (a *Agent) askFunc(sessionID string) gateway.AskFunc {
 		if req.Subagent != "" && a.subagentsOn() { // the child's call, on its session
 			sid = childID(sessionID, req.Subagent)
 		}
-		resp, err := acpsdk.SendRequest[acpsdk.RequestPermissionResponse](a.connection(), ctx, acpsdk.ClientMethodSessionRequestPermission, permissionRequest{
+		resp, err := acpsdk.SendRequest[acpsdk.RequestPermissionResponse](a.conn.connection(), ctx, acpsdk.ClientMethodSessionRequestPermission, permissionRequest{
 			SessionID: acpsdk.SessionId(sid),
 			ToolCall:  permissionToolCall{ToolCallUpdate: call, Name: c.Name},
 			Options: []acpsdk.PermissionOption{

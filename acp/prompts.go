@@ -21,5 +21,5 @@ func (a *Agent) commandsChanged(ctx context.Context, sid string, cmds []runner.C
 	case <-timer.C:
 	}
 	timer.Stop()
-	a.notify(ctx, sid, availableCommands(cmds))
+	a.conn.notify(ctx, sid, availableCommands(cmds))
 }

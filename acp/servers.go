@@ -104,26 +104,11 @@ func (a *Agent) setMCPServers(ctx context.Context, p setMCPServersRequest, serve
 // takes notices, else an agent message) once the response of the request
 // of ctx is written.
 func (a *Agent) tellAfter(ctx context.Context, sid, title, text string) {
-	a.afterResponse(ctx, func(bg context.Context) {
+	a.conn.afterResponse(ctx, func(bg context.Context) {
 		if a.noticesOn() {
-			a.sendNotice(bg, sid, notice{Severity: "info", Title: title, Description: text})
+			a.conn.sendNotice(bg, sid, notice{Severity: "info", Title: title, Description: text})
 			return
 		}
-		a.notify(bg, sid, acpsdk.UpdateAgentMessageText(fmt.Sprintf("%s\n", text)))
-	})
-}
-
-// afterResponse runs f, in a goroutine of the Agent's tasks, once the
-// response of the request of ctx is written (its context ends: conn.go),
-// with a context that keeps ctx's values; not at all when the connection
-// ends first.
-func (a *Agent) afterResponse(ctx context.Context, f func(bg context.Context)) {
-	a.tasks.Go(func() {
-		select {
-		case <-ctx.Done(): // the response is written
-		case <-a.rpc.Done():
-			return
-		}
-		f(context.WithoutCancel(ctx))
-	})
+		a.conn.notify(bg, sid, acpsdk.UpdateAgentMessageText(fmt.Sprintf("%s\n", text)))
+	}, nil)
 }

@@ -20,7 +20,7 @@ const announceWait = 15 * time.Second
 
 // promptEntry is session/prompt's entry in the dispatch table: typed, and a
 // prompt whose params do not decode still spends its place in the input
-// (readOrder.claimPrompt), so the next prompt of its session gets its own.
+// (conn.claimPrompt), so the next prompt of its session gets its own.
 func (a *Agent) promptEntry(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p acpsdk.PromptRequest
 	if err := decodeParams(raw, &p); err != nil {
@@ -28,7 +28,7 @@ func (a *Agent) promptEntry(ctx context.Context, raw json.RawMessage) (any, erro
 			SessionID string `json:"sessionId"`
 		}
 		_ = json.Unmarshal(raw, &id)
-		a.order.claimPrompt(id.SessionID)
+		a.conn.claimPrompt(id.SessionID)
 		return nil, err
 	}
 	return a.prompt(ctx, p)
@@ -53,7 +53,7 @@ func (a *Agent) prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 // cancelled by session/cancel, by a newer prompt of the session (as
 // acp-go-sdk's agent side does), and by session/close.
 func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
-	ordinal := a.order.claimPrompt(string(p.SessionId))
+	ordinal := a.conn.claimPrompt(string(p.SessionId))
 	s, err := a.lookup(p.SessionId)
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
@@ -66,7 +66,7 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 			a.sendTitle(context.WithoutCancel(ctx), s.ID(), title)
 		}
 	})
-	ctx, end := a.prompts.start(ctx, s.ID(), ordinal)
+	ctx, end := a.conn.startPrompt(ctx, s.ID(), ordinal)
 	defer end()
 	a.waitAnnounced(ctx, s.ID())
 	if err := checkPromptMedia(p.Prompt, a.core.Limits().MaxMedia); err != nil {
@@ -79,7 +79,7 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	// Updates are sent even after cancellation: the final tool_call_update of
 	// a cancelled call must still reach the client.
 	notifyCtx := context.WithoutCancel(ctx)
-	send := func(u update) { a.send(notifyCtx, s.ID(), u) }
+	send := func(u update) { a.conn.send(notifyCtx, s.ID(), u) }
 
 	var stop gateway.StopReason
 	var usage *gateway.UsageReport // the turn's, if it asked a model
