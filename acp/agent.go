@@ -9,15 +9,11 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
-	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -45,39 +41,37 @@ type Agent struct {
 	log  *slog.Logger
 	conn *conn // the connection: reader, writer, engine, dispatch (conn.go)
 
-	// titles holds, by sessionId, the title last sent to the client in a
-	// session_info_update or session/set_title response (lifecycle.go).
-	titles sync.Map
 	// sessions holds the sessions this Agent opened (or reopened), by
 	// sessionId: it drives only those, and ends them when it ends. An
 	// entry stays until session/close or delete (forget); one that another
 	// connection reopened since is not this Agent's any more (own).
 	sessions sync.Map
-	// announced holds, by sessionId, the channel closed once the client
-	// knows the session: its session/new response and the notifications
-	// after it are written (open). A prompt waits for it. An entry stays
-	// until session/close: a closed channel costs a few bytes.
-	announced sync.Map
-
-	// caps are the client's fs, terminal and elicitation capabilities from
-	// initialize.
-	caps atomic.Pointer[editor.Capabilities]
-	// answering holds back a model's title while a prompt of its session
-	// is answered (lifecycle.go).
-	answering answering
-	// authOffer is how initialize offered the sign-in method (auth.go).
-	authOffer atomic.Int32
-	// notices, booleanOptions and compaction are the client's
-	// session.notices, session.configOptions.boolean and session.compaction
-	// capabilities (notices.go, models.go, compaction.go).
-	notices, booleanOptions, compaction atomic.Bool
-	// subagents: the client advertised clientCapabilities.subagents
-	// (subagents.go).
-	subagents atomic.Bool
+	// announcers holds, by sessionId, each session's *announcer: what its
+	// client is told outside the responses, in which order (announce.go).
+	// An entry is made on first use (open, session/set_title) and stays
+	// until session/close or delete (forget).
+	announcers sync.Map
+	// client is what the client said of itself at initialize.
+	client clientCaps
 
 	// beforeAnnounce, if set (by tests), runs in afterNewSession before the
 	// notifications are sent.
 	beforeAnnounce func()
+}
+
+// clientCaps is what the client advertised at initialize, read by the
+// handlers that follow it; each field is set once by initialize.
+type clientCaps struct {
+	// editor are its fs, terminal and elicitation capabilities.
+	editor atomic.Pointer[editor.Capabilities]
+	// authOffer is how initialize offered the sign-in method (auth.go).
+	authOffer atomic.Int32
+	// notices, booleanOptions and compaction are its session.notices,
+	// session.configOptions.boolean and session.compaction capabilities
+	// (notices.go, models.go, compaction.go).
+	notices, booleanOptions, compaction atomic.Bool
+	// subagents: it advertised clientCapabilities.subagents (subagents.go).
+	subagents atomic.Bool
 }
 
 // New returns an Agent serving core: its sessions, their servers, the
@@ -138,7 +132,7 @@ func (a *Agent) ServeStream(ctx context.Context, s Stream) error {
 // its elicitations held until announced is closed (nil: not held).
 func (a *Agent) clientEditor(sid string, announced <-chan struct{}) *clientEditor {
 	e := &clientEditor{rpc: a.conn.connection(), sid: acpsdk.SessionId(sid), announced: announced}
-	if caps := a.caps.Load(); caps != nil {
+	if caps := a.client.editor.Load(); caps != nil {
 		e.caps = *caps
 	}
 	return e
@@ -164,11 +158,11 @@ func (a *Agent) Shutdown() {
 func (a *Agent) initialize(_ context.Context, r initializeRequest) (initializeResponse, error) {
 	p := r.InitializeRequest
 	a.log.Info("initialize", "clientProtocol", p.ProtocolVersion, "client", clientName(p.ClientInfo), "notices", r.Notices, "booleanOptions", r.BooleanOptions, "compaction", r.Compaction)
-	a.notices.Store(r.Notices)
-	a.booleanOptions.Store(r.BooleanOptions)
-	a.compaction.Store(r.Compaction)
-	a.subagents.Store(r.Subagents)
-	a.caps.Store(&editor.Capabilities{
+	a.client.notices.Store(r.Notices)
+	a.client.booleanOptions.Store(r.BooleanOptions)
+	a.client.compaction.Store(r.Compaction)
+	a.client.subagents.Store(r.Subagents)
+	a.client.editor.Store(&editor.Capabilities{
 		ReadTextFile:  p.ClientCapabilities.Fs.ReadTextFile,
 		WriteTextFile: p.ClientCapabilities.Fs.WriteTextFile,
 		Terminal:      p.ClientCapabilities.Terminal,
@@ -266,31 +260,13 @@ func (a *Agent) open(ctx context.Context, req session.OpenRequest, known bool) (
 		}
 		return nil, err
 	}
-	a.announced.Store(s.ID(), (<-chan struct{})(announced))
+	a.announcer(s.ID()).opened(announced)
 	if known {
 		a.afterNewSession(ctx, s, announced)
 		return s, nil
 	}
 	a.conn.afterResponse(ctx, func(bg context.Context) { a.afterNewSession(bg, s, announced) }, func() { close(announced) })
 	return s, nil
-}
-
-// waitAnnounced waits until the client knows session sid (open), at most
-// announceWait, or until ctx ends (the turn that follows then ends at once,
-// cancelled).
-func (a *Agent) waitAnnounced(ctx context.Context, sid string) {
-	v, ok := a.announced.Load(sid)
-	if !ok {
-		return
-	}
-	timer := time.NewTimer(announceWait)
-	defer timer.Stop()
-	select {
-	case <-v.(<-chan struct{}):
-	case <-ctx.Done():
-	case <-timer.C:
-		a.log.Warn("turn: the session's opening notifications are still not sent; going on", "session", sid)
-	}
 }
 
 // afterNewSession sends what follows a session/new response: the sign-in
@@ -346,60 +322,6 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 		}
 	}
 	a.conn.notify(ctx, s.ID(), availableCommands(s.Commands()))
-}
-
-// frontEnd is the session.FrontEnd of one session/new, load or resume:
-// what the client offers the session, its messages held back until the
-// client knows the session (announced, closed by afterNewSession).
-type frontEnd struct {
-	a         *Agent
-	announced chan struct{}
-}
-
-var (
-	_ session.ServerEvents = (*frontEnd)(nil) // notices.go
-	_ session.TitleWatcher = (*frontEnd)(nil) // lifecycle.go
-	_ session.Replayer     = (*frontEnd)(nil) // load.go
-)
-
-// Editor implements session.FrontEnd: the client's fs/*, terminal/* and
-// elicitation/* (editor.go), its elicitations held back.
-func (f *frontEnd) Editor(sid string) editor.Editor { return f.a.clientEditor(sid, f.announced) }
-
-// Ask implements session.FrontEnd: session/request_permission
-// (permission.go).
-func (f *frontEnd) Ask(sid string) gateway.AskFunc { return f.a.askFunc(sid) }
-
-// Tell implements session.FrontEnd: an agent message outside any turn,
-// once the client knows the session, unless ctx ends first.
-func (f *frontEnd) Tell(ctx context.Context, sid, text string) {
-	if f.waitAnnounced(ctx) {
-		f.a.conn.notify(ctx, sid, acpsdk.UpdateAgentMessageText(text))
-	}
-}
-
-// waitAnnounced waits until the client knows the session; false if ctx
-// ended first.
-func (f *frontEnd) waitAnnounced(ctx context.Context) bool {
-	select {
-	case <-f.announced:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// CommandsChanged implements session.FrontEnd: an
-// available_commands_update (prompts.go), once the client knows the
-// session (at most announceWait).
-func (f *frontEnd) CommandsChanged(ctx context.Context, sid string, cmds []runner.Command) {
-	f.a.commandsChanged(ctx, sid, cmds, f.announced)
-}
-
-// Dial implements session.FrontEnd: a server the client hosts, over
-// MCP-over-ACP (mcpacp.go).
-func (f *frontEnd) Dial(_ context.Context, _ string, spec bridge.ServerSpec) (mcp.Transport, error) {
-	return f.a.conn.mcp.transport(spec), nil
 }
 
 // lookup returns the live session with id that this Agent opened: a

@@ -75,17 +75,17 @@ func (a *Agent) authMethods(caps acpsdk.ClientCapabilities) []acpsdk.AuthMethod 
 	}
 	switch {
 	case si == nil || !caps.Auth.Terminal && !legacy:
-		a.authOffer.Store(int32(authNotOffered))
+		a.client.authOffer.Store(int32(authNotOffered))
 		return []acpsdk.AuthMethod{}
 	case caps.Auth.Terminal:
-		a.authOffer.Store(int32(authTerminal))
+		a.client.authOffer.Store(int32(authTerminal))
 		m := &acpsdk.AuthMethodTerminalInline{Id: si.MethodID, Name: si.Name, Args: si.Args, Description: desc}
 		if si.Command != "" { // a client of both conventions runs either
 			m.Meta = map[string]any{terminalAuthMeta: si.terminalAuth()}
 		}
 		return []acpsdk.AuthMethod{{Terminal: m}}
 	}
-	a.authOffer.Store(int32(authLegacy))
+	a.client.authOffer.Store(int32(authLegacy))
 	m := &acpsdk.AuthMethodAgent{Id: si.MethodID, Name: si.Name, Description: desc}
 	if si.Command != "" {
 		m.Meta = map[string]any{terminalAuthMeta: si.terminalAuth()}
@@ -118,10 +118,10 @@ func (a *Agent) authCapabilities() acpsdk.AgentAuthCapabilities {
 // do.
 func (a *Agent) authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
 	si := a.opts.SignIn
-	if si == nil || p.MethodId != si.MethodID || authOffer(a.authOffer.Load()) == authNotOffered {
+	if si == nil || p.MethodId != si.MethodID || authOffer(a.client.authOffer.Load()) == authNotOffered {
 		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is not an auth method initialize advertised to this client", p.MethodId))
 	}
-	if authOffer(a.authOffer.Load()) == authTerminal {
+	if authOffer(a.client.authOffer.Load()) == authTerminal {
 		return acpsdk.AuthenticateResponse{}, toRequestError(session.Invalidf("authenticate: methodId %q is a terminal auth method: the client runs it in a terminal (%q with args %q) and must not pass it to authenticate; the sessions opened after it use the key it stored", p.MethodId, si.Name, si.Args))
 	}
 	if si.Check != nil {

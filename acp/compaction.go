@@ -19,7 +19,7 @@ import (
 // completed or failed (compactionText), and nothing else.
 
 // compactionOn reports whether the client takes compaction updates.
-func (a *Agent) compactionOn() bool { return a.compaction.Load() }
+func (a *Agent) compactionOn() bool { return a.client.compaction.Load() }
 
 // eventUpdates are the session/update notifications of a turn's event for
 // this Agent's client: sessionUpdates, but a compaction's steps as

@@ -75,7 +75,7 @@ func TestAgent_BooleanConfigOptions(t *testing.T) {
 		t.Fatalf("without the capability: %s, %v; want the mode and model selectors only", ids(res.ConfigOptions), err)
 	}
 
-	h.agent.booleanOptions.Store(true) // as initialize with session.configOptions.boolean does
+	h.agent.client.booleanOptions.Store(true) // as initialize with session.configOptions.boolean does
 	res, err = h.conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{}})
 	if err != nil || ids(res.ConfigOptions) != "mode=full-access model=a thinking=false tool_search=true" {
 		t.Fatalf("with the capability: %s, %v", ids(res.ConfigOptions), err)

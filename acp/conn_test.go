@@ -162,9 +162,9 @@ func TestAgent_HoldsBackUntilAnnounced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newTestAgent(nil)
 		announced := make(chan struct{})
-		a.announced.Store("s", (<-chan struct{})(announced))
+		a.announcer("s").opened(announced)
 		done := make(chan struct{})
-		go func() { a.waitAnnounced(t.Context(), "s"); close(done) }()
+		go func() { a.announcer("s").waitAnnounced(t.Context()); close(done) }()
 		synctest.Wait()
 		select {
 		case <-done:
@@ -180,20 +180,20 @@ func TestAgent_HoldsBackUntilAnnounced(t *testing.T) {
 		}
 
 		never := make(chan struct{})
-		a.announced.Store("n", (<-chan struct{})(never))
+		a.announcer("n").opened(never)
 		start := time.Now()
-		a.waitAnnounced(t.Context(), "n")
+		a.announcer("n").waitAnnounced(t.Context())
 		if waited := time.Since(start); waited != announceWait {
 			t.Errorf("waited %v, want announceWait (%v)", waited, announceWait)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		start = time.Now()
-		a.waitAnnounced(ctx, "n")
+		a.announcer("n").waitAnnounced(ctx)
 		if waited := time.Since(start); waited != 0 {
 			t.Errorf("a cancelled prompt waited %v", waited)
 		}
-		a.waitAnnounced(t.Context(), "unknown") // a session opened elsewhere: no wait
+		a.announcer("unknown").waitAnnounced(t.Context()) // a session opened elsewhere: no wait
 	})
 }
 

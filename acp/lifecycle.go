@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -17,14 +15,9 @@ import (
 
 // A session's life beyond new, load, resume and close: session/delete,
 // the unstable session/fork and session/set_title, and the
-// session_info_update that follows each turn.
-//
-// Order of a turn's last updates: the turn's own updates (text, tool
-// calls), then session_info_update {updatedAt, title when it is new to
-// the client} once the turn is committed, then, for a turn that asked a
-// model, its usage_update (held back until then), then the session/prompt
-// response. So usage_update stays the last update of a turn, and the
-// updatedAt sent is the one session/list shows.
+// session_info_update that follows each turn (sessionInfo; its place among
+// the turn's last updates is the announcer's rule 2, announce.go: the
+// updatedAt sent is the one session/list shows).
 
 // deleteSession serves session/delete (sessionCapabilities.delete): a live
 // session is ended first, as session/close ends it (its prompt is
@@ -58,8 +51,7 @@ func (a *Agent) deleteSession(ctx context.Context, p acpsdk.UnstableDeleteSessio
 // closed or deleted).
 func (a *Agent) forget(sid string) {
 	a.sessions.Delete(sid)
-	a.announced.Delete(sid)
-	a.titles.Delete(sid)
+	a.announcers.Delete(sid)
 	a.conn.forget(sid)
 }
 
@@ -121,47 +113,38 @@ func (a *Agent) setSessionTitle(ctx context.Context, p setSessionTitleRequest) (
 		return setSessionTitleResponse{}, toRequestError(err)
 	}
 	a.log.Info("session/set_title", "session", p.SessionID)
-	a.titles.Store(string(p.SessionID), title)
+	a.announcer(string(p.SessionID)).titleSet(title)
 	return setSessionTitleResponse{Title: title}, nil
 }
 
 // sessionInfo returns the session_info_update that follows a committed
-// turn of session sid: its updatedAt, as session/list shows it, and its
-// title when the client has not been sent that title yet. ok is false when
-// the record cannot be read (logged).
-func (a *Agent) sessionInfo(ctx context.Context, sid string) (u acpsdk.SessionUpdate, ok bool) {
-	updated, title, live := a.core.Stamp(sid) // no read of the store on a turn's path
+// turn of n's session (announcer.sessionInfo): its updatedAt, as
+// session/list shows it, and its title when the client has not been sent
+// that title yet. ok is false when the record cannot be read (logged).
+func (a *Agent) sessionInfo(ctx context.Context, n *announcer) (u acpsdk.SessionUpdate, ok bool) {
+	updated, title, live := a.core.Stamp(n.sid) // no read of the store on a turn's path
 	if !live {
-		rec, err := a.core.Store().Get(ctx, sid)
+		rec, err := a.core.Store().Get(ctx, n.sid)
 		if err != nil {
-			a.log.Warn("session_info_update: reading the session's record failed", "session", sid, "err", err)
+			a.log.Warn("session_info_update: reading the session's record failed", "session", n.sid, "err", err)
 			return acpsdk.SessionUpdate{}, false
 		}
 		updated, title = rec.Updated, rec.Title
 	}
-	info := &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", UpdatedAt: acpsdk.Ptr(updated.UTC().Format(time.RFC3339Nano))}
-	if title := shownTitle(title); title != "" {
-		if prev, _ := a.titles.Swap(sid, title); prev != title {
-			info.Title = acpsdk.Ptr(title)
-		}
-	}
-	return acpsdk.SessionUpdate{SessionInfoUpdate: info}, true
+	return n.sessionInfo(updated, title), true
 }
 
 // TitleChanged implements session.TitleWatcher: the title the model wrote
 // after the session's first turn, as a session_info_update, once the
 // client knows the session, unless it was sent that title already. While
 // a prompt of the session is answered it waits for the response to be
-// written (answering), so that the prompt's usage_update stays the last
-// update before its response.
+// written (announcer.titleChanged), so that the prompt's usage_update
+// stays the last update before its response.
 func (f *frontEnd) TitleChanged(ctx context.Context, sid, title string) {
 	if !f.waitAnnounced(ctx) {
 		return
 	}
-	if f.a.answering.hold(sid, title) {
-		return
-	}
-	f.a.sendTitle(ctx, sid, title)
+	f.a.announcer(sid).titleChanged(ctx, title)
 }
 
 // shownTitle is a session's title as the client is shown it: one line of
@@ -169,58 +152,3 @@ func (f *frontEnd) TitleChanged(ctx context.Context, sid, title string) {
 // are made so when stored; this keeps a record written before that, or by
 // another program, from reaching the editor with escape sequences.
 func shownTitle(title string) string { return textsafe.Line(title, session.MaxTitle) }
-
-// sendTitle sends a session_info_update with title to session sid, unless
-// the client was sent that title already.
-func (a *Agent) sendTitle(ctx context.Context, sid, title string) {
-	if title = shownTitle(title); title == "" {
-		return
-	}
-	if prev, _ := a.titles.Swap(sid, title); prev == title {
-		return
-	}
-	a.conn.notify(ctx, sid, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acpsdk.Ptr(title)}})
-}
-
-// answering counts, by session, the prompts being answered (from the start
-// of their handler until their response is written), and holds the title
-// that arrives meanwhile until the last of them is.
-type answering struct {
-	mu      sync.Mutex
-	n       map[string]int
-	pending map[string]string
-}
-
-// begin counts a prompt of sid; end, called once its response is written,
-// returns the title held meanwhile, if this was the last one.
-func (w *answering) begin(sid string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n == nil {
-		w.n, w.pending = make(map[string]int), make(map[string]string)
-	}
-	w.n[sid]++
-}
-
-func (w *answering) end(sid string) (title string, ok bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n[sid]--; w.n[sid] > 0 {
-		return "", false
-	}
-	delete(w.n, sid)
-	title, ok = w.pending[sid]
-	delete(w.pending, sid)
-	return title, ok
-}
-
-// hold keeps title for sid if a prompt of it is being answered.
-func (w *answering) hold(sid, title string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n[sid] == 0 {
-		return false
-	}
-	w.pending[sid] = title
-	return true
-}

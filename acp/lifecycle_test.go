@@ -178,16 +178,16 @@ func TestTitleChanged_WaitsForTheResponse(t *testing.T) {
 		}
 		return out
 	}
-	h.agent.answering.begin(sid) // a prompt is being answered
+	h.agent.announcer(sid).beginAnswer() // a prompt is being answered
 	f.TitleChanged(t.Context(), sid, "Parser refactoring")
 	if got := titles(); len(got) != 0 {
 		t.Fatalf("titles %q sent while the prompt is answered", got)
 	}
-	title, ok := h.agent.answering.end(sid) // its response is written
+	title, ok := h.agent.announcer(sid).endAnswer() // its response is written
 	if !ok || title != "Parser refactoring" {
 		t.Fatalf("held title %q, %v", title, ok)
 	}
-	h.agent.sendTitle(t.Context(), sid, title)
+	h.agent.announcer(sid).sendTitle(t.Context(), title)
 	f.TitleChanged(t.Context(), sid, "Parser refactoring") // the client has it
 	var got []string
 	testutil.Eventually(30*time.Second, func() bool { got = titles(); return len(got) > 0 })

@@ -76,7 +76,7 @@ func (a *Agent) configOptions(s *session.Session) []acpsdk.SessionConfigOption {
 		o.Select.Id, o.Select.Name, o.Select.Category, o.Select.Description = modelConfigID, "Model", &cat, &desc
 		out = append(out, o)
 	}
-	if !a.booleanOptions.Load() {
+	if !a.client.booleanOptions.Load() {
 		return out
 	}
 	i := slices.IndexFunc(models, func(m gateway.ModelInfo) bool { return m.ID == current })

@@ -22,7 +22,7 @@ import (
 // nothing for a connection lost or back (the log has them).
 
 // noticesOn reports whether the client takes notices.
-func (a *Agent) noticesOn() bool { return a.notices.Load() }
+func (a *Agent) noticesOn() bool { return a.client.notices.Load() }
 
 // openingNotices are the notices a new session starts with: its missing
 // API key (keyNotice, "" for none), then per server, in order, a failure

@@ -58,17 +58,13 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
-	// ctx ends once the response is written (conn.go): a title that came
-	// meanwhile follows it (lifecycle.go).
-	a.answering.begin(s.ID())
-	context.AfterFunc(ctx, func() {
-		if title, ok := a.answering.end(s.ID()); ok {
-			a.sendTitle(context.WithoutCancel(ctx), s.ID(), title)
-		}
-	})
+	// The session's announcements (announce.go): the prompt counts as
+	// answered until ctx ends, once the response is written (conn.go).
+	n := a.announcer(s.ID())
+	turn := n.answer(ctx)
 	ctx, end := a.conn.startPrompt(ctx, s.ID(), ordinal)
 	defer end()
-	a.waitAnnounced(ctx, s.ID())
+	n.waitAnnounced(ctx)
 	if err := checkPromptMedia(p.Prompt, a.core.Limits().MaxMedia); err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
@@ -76,17 +72,12 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	for _, b := range p.Prompt {
 		content = append(content, fromACPContent(b))
 	}
-	// Updates are sent even after cancellation: the final tool_call_update of
-	// a cancelled call must still reach the client.
-	notifyCtx := context.WithoutCancel(ctx)
-	send := func(u update) { a.conn.send(notifyCtx, s.ID(), u) }
+	// Updates are sent even after cancellation (turnUpdates.ctx).
+	send := turn.send
 
 	var stop gateway.StopReason
 	var usage *gateway.UsageReport // the turn's, if it asked a model
-	// held is the turn's usage_update, sent after its session_info_update
-	// (lifecycle.go): the last update of the turn.
-	var held []update
-	stored := false // the turn went to the store: its session_info_update follows
+	stored := false                // the turn went to the store: its session_info_update follows
 	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
 		stop, err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
 			send(sdkUpdate(acpsdk.UpdateAgentMessageText(answer(ctx)))) // after any running turn
@@ -108,7 +99,7 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 				}
 				if ev.Kind == gateway.EventUsage {
 					usage = ev.Usage
-					held = append(held, sessionUpdates(ev)...)
+					turn.hold(sessionUpdates(ev)...) // the last update of the turn: flush
 					return
 				}
 				for _, u := range a.eventUpdates(ev) {
@@ -117,18 +108,13 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 			},
 		})
 	}
-	sendHeld := func() {
-		for _, u := range held {
-			send(u)
-		}
-	}
 	switch {
 	case errors.Is(err, session.ErrEnded):
 		return acpsdk.PromptResponse{}, toRequestError(unknownSession(p.SessionId, "the session was closed"))
 	case errors.Is(err, gateway.ErrTurnNotStored):
 		// The turn ran but is not part of the conversation: the prompt
 		// fails, saying why.
-		sendHeld()
+		turn.flush()
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	case err != nil:
 		// The provider failed: say so in the conversation and end the turn;
@@ -137,11 +123,11 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 		stop = gateway.StopEndTurn
 	}
 	if stored {
-		if u, ok := a.sessionInfo(notifyCtx, s.ID()); ok {
+		if u, ok := a.sessionInfo(turn.ctx, n); ok {
 			send(sdkUpdate(u))
 		}
 	}
-	sendHeld()
+	turn.flush()
 	resp := acpsdk.PromptResponse{StopReason: acpsdk.StopReason(stop)}
 	if usage != nil { // a failed turn's requests count too
 		resp.Usage = turnUsage(usage.Turn)

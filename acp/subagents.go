@@ -20,7 +20,7 @@ import (
 // own end then shows the child's answer.
 
 // subagentsOn reports whether the client shows child sessions.
-func (a *Agent) subagentsOn() bool { return a.subagents.Load() }
+func (a *Agent) subagentsOn() bool { return a.client.subagents.Load() }
 
 // childID is the sessionId of the child run name of session parent.
 func childID(parent, name string) string { return parent + "/" + name }

@@ -58,8 +58,8 @@ func TestAgent_StoredTitlesAreShownAsVisibleText(t *testing.T) {
 	// A title a front end is told of is shown so too; one with nothing
 	// visible is not sent.
 	from := len(h.client.Updates())
-	h.agent.sendTitle(ctx, sid, "\u001b[2J\u202e\u200b")
-	h.agent.sendTitle(ctx, sid, "New\u001b]0;x\u0007 \u2066title\u2069")
+	h.agent.announcer(sid).sendTitle(ctx, "\u001b[2J\u202e\u200b")
+	h.agent.announcer(sid).sendTitle(ctx, "New\u001b]0;x\u0007 \u2066title\u2069")
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, _, err := h.client.WaitFor(wctx, from, func(n acpsdk.SessionNotification) bool {
