@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
+	"github.com/seed02d3eb6b/acp-agent/internal/msgwriter"
 )
 
 // The agent's one ACP connection (conn). Its parts, each in one place:
@@ -18,8 +19,9 @@ import (
 //   - one reader: framing (framing.go) reads the Stream and hands
 //     acp-go-sdk's engine only valid JSON-RPC 2.0 messages, answering the
 //     rest itself;
-//   - one writer: frameOut, which the engine and framing's error replies
-//     both write whole messages through;
+//   - one writer: out (msgwriter.Writer over the Stream), which the engine
+//     and framing's error replies both write whole messages through, one
+//     at a time;
 //   - one engine: acp-go-sdk's Connection (ids, correlation,
 //     $/cancel_request, ordered notifications), given conn.dispatch as its
 //     handler, which runs the Agent's dispatch table (dispatch.go), so
@@ -52,7 +54,7 @@ type conn struct {
 	// engine reads the Stream only from then on.
 	ready  chan struct{}
 	rpc    *acpsdk.Connection
-	out    *frameOut
+	out    *msgwriter.Writer
 	frames *framing
 
 	calls *calls // calls read and not answered yet: framing counts, dispatch answers
@@ -80,7 +82,7 @@ func newConn(table map[string]method, log *slog.Logger, mediaLimit int) *conn {
 
 // start sets the engine up over s and lets it read. It is called once.
 func (c *conn) start(s Stream) {
-	c.out = &frameOut{s: s}
+	c.out = msgwriter.New(streamOut{s})
 	c.frames = newFraming(s, c.ready, c.out, c.order, c.log.With("component", "acp-framing"), c.mediaLimit)
 	c.frames.calls = c.calls
 	c.frames.holdEnd = true
@@ -217,29 +219,17 @@ func (c *conn) cancelPrompts(sid string) {
 // deleted).
 func (c *conn) forget(sid string) { c.prompts.forget(sid) }
 
-// frameOut is the one writer of the connection: each Write is one whole
-// message and its '\n' (acp-go-sdk writes a message per call; framing's
-// writeFrame likewise), and writes are serialized, so messages never
-// interleave.
-type frameOut struct {
-	mu sync.Mutex
-	s  Stream
-}
+// streamOut is a Stream's output as the io.Writer behind the connection's
+// one writer (out): each Write is one message, and WriteMessage is never
+// called concurrently (msgwriter.Writer serializes the Writes).
+type streamOut struct{ s Stream }
 
 // Write writes one message.
-func (o *frameOut) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+func (o streamOut) Write(p []byte) (int, error) {
 	if err := o.s.WriteMessage(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// writeFrame implements frameWriter.
-func (o *frameOut) writeFrame(p []byte) error {
-	_, err := o.Write(p)
-	return err
 }
 
 // calls counts the calls the framing layer handed the engine and those

@@ -50,12 +50,6 @@ const (
 	replyDrainTimeout = 5 * time.Second
 )
 
-// frameWriter writes whole frames to the client, never interleaved with the
-// engine's (frameOut, the one writer).
-type frameWriter interface {
-	writeFrame(p []byte) error
-}
-
 // framing sits between stdin and acp-go-sdk and enforces JSON-RPC 2.0 where
 // the SDK does not, so that no client input can end the agent:
 //
@@ -113,7 +107,7 @@ type frameWriter interface {
 type framing struct {
 	src        Stream
 	start      <-chan struct{}
-	out        frameWriter
+	out        io.Writer // the connection's one writer (msgwriter.Writer): one Write a whole frame
 	log        *slog.Logger
 	mediaLimit int // limits.maxMediaBytes, for the oversize message
 	// calls, if set (before reads start), counts every call (isCall)
@@ -154,7 +148,7 @@ type framing struct {
 // in order (nil: in a readOrder of its own). mediaLimit is
 // limits.maxMediaBytes (zero: the default). Call close once the
 // connection has ended.
-func newFraming(src Stream, start <-chan struct{}, out frameWriter, order *readOrder, log *slog.Logger, mediaLimit int) *framing {
+func newFraming(src Stream, start <-chan struct{}, out io.Writer, order *readOrder, log *slog.Logger, mediaLimit int) *framing {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -205,14 +199,14 @@ func (f *framing) writeReplies() {
 	for {
 		select {
 		case b := <-f.replies:
-			if err := f.out.writeFrame(b); err != nil {
+			if _, err := f.out.Write(b); err != nil {
 				f.log.Debug("error response not written", "err", err)
 			}
 		case <-f.stop:
 			for {
 				select {
 				case b := <-f.replies:
-					_ = f.out.writeFrame(b)
+					_, _ = f.out.Write(b)
 				default:
 					return
 				}

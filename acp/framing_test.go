@@ -19,11 +19,11 @@ type frameSink struct {
 	frames []string
 }
 
-func (s *frameSink) writeFrame(p []byte) error {
+func (s *frameSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.frames = append(s.frames, string(p))
-	return nil
+	return len(p), nil
 }
 
 func (s *frameSink) all() []string {
@@ -300,9 +300,9 @@ type gateSink struct {
 	frameSink
 }
 
-func (s *gateSink) writeFrame(p []byte) error {
+func (s *gateSink) Write(p []byte) (int, error) {
 	<-s.gate
-	return s.frameSink.writeFrame(p)
+	return s.frameSink.Write(p)
 }
 
 // warnings records the messages of the warnings logged.

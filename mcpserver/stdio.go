@@ -9,11 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
+	"github.com/seed02d3eb6b/acp-agent/internal/msgwriter"
 )
 
 // JSON-RPC 2.0 error codes of malformed input
@@ -71,35 +71,19 @@ func NewStdioTransport(in io.Reader, out io.Writer, maxLine int, log *slog.Logge
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &lineWriter{w: out}
+	w := msgwriter.New(out) // the SDK writes each message as one line in one Write, the framing layer its replies
 	f := &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w, max: maxLine, log: log}
 	// The re-encoding of a line is no longer than the line, but for the
 	// error response that replaces an invalid response: slack for it.
 	return &stdioTransport{io: &mcp.IOTransport{Reader: io.NopCloser(f), Writer: w, MaxLineLength: maxLine + 1 + 4<<10}, log: log, drain: eofDrainTimeout}
 }
 
-// lineWriter serializes whole-line writes to w: the SDK writes each
-// message as one line in one Write, and the framing layer its replies.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// Close implements io.Closer; the writer outlives the connection.
-func (l *lineWriter) Close() error { return nil }
-
 // lineFilter reads lines from r and passes on the well-formed ones,
 // answering the others on out. Read is called by one goroutine at a time
 // (the SDK's reader).
 type lineFilter struct {
 	r       *bufio.Reader
-	out     *lineWriter
+	out     *msgwriter.Writer
 	max     int
 	log     *slog.Logger
 	pending []byte // a checked line and its newline, not yet read
