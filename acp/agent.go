@@ -76,8 +76,8 @@ type clientCaps struct {
 
 // New returns an Agent serving core: its sessions, their servers, the
 // store and the gateway (session.NewCore), as mcpserver.New does. opts may
-// be nil (every default); it is copied. The Agent ends every session of
-// core when Serve returns (Shutdown). It panics if core is nil.
+// be nil (every default); it is copied. The Agent ends the sessions of
+// core it opened when Serve returns (Shutdown). It panics if core is nil.
 func New(core *session.Core, opts *Options) *Agent {
 	if core == nil {
 		panic("acp.New: core is nil")

@@ -12,15 +12,16 @@
 // # Sessions
 //
 // The session lifecycle itself is the front-end-neutral core of package
-// session ([session.Core]); the Agent maps ACP's methods onto it.
-// session/new parses the client's mcpServers entries
+// session ([session.Core], which [New] is given); the Agent maps ACP's
+// methods onto it. session/new parses the client's mcpServers entries
 // ([ParseMCPServers]) and opens a session, which merges the config's default
 // servers, connects them through a [bridge.Manager] and registers the bridged
-// tools with the [gateway.Gateway] ([Options.Gateway]). session/prompt runs one turn at a time and maps the gateway's events to
+// tools with the core's [gateway.Gateway] ([session.CoreOptions]).
+// session/prompt runs one turn at a time and maps the gateway's events to
 // session/update notifications; session/cancel ends the turn; session/close
-// ends the session and its servers. Sessions are kept in a [store.Store]
-// ([Options.Store]), so that session/load, session/resume and session/list
-// work across restarts. The model of a session is a session config option.
+// ends the session and its servers. Sessions are kept in the core's
+// [store.Store], so that session/load, session/resume and session/list work
+// across restarts. The model of a session is a session config option.
 //
 // session/delete ends a live session (as session/close) and deletes the
 // stored one, its transcript, usage and compaction; the unstable
@@ -37,7 +38,8 @@
 // not been sent it yet, its title (the first prompt's first line, or the
 // one set); then, for a turn that asked a model, its usage_update, held
 // back until then; then the session/prompt response. usage_update is so the
-// last update of a turn that has one.
+// last update of a turn that has one. A title the model writes while a
+// prompt is answered follows that prompt's response.
 //
 // A compaction of the history during a turn is told, to a client that
 // advertised session.compaction, as compaction_update (in_progress, then
@@ -48,9 +50,32 @@
 // # Client requests and commands
 //
 // Tool permissions are asked of the client with session/request_permission.
-// Slash commands (runner.Commands) are advertised with
-// available_commands_update; the front-end ones (/servers) are answered here
-// from the session's bridge, the others by the gateway.
+// A session's slash commands (runner's and its MCP servers' prompts) are
+// advertised with available_commands_update, once the client knows the
+// session and again when they change. What a prompt is, the session core
+// decides (package session): a front-end command such as /servers is
+// answered from the session without a model turn and is not stored;
+// anything else runs as a turn in the gateway.
+//
+// # Structure and concurrency
+//
+// An [Agent] composes two parts under its session lifecycle:
+//
+//   - the connection (conn.go): the framing layer reads the Stream
+//     (framing.go), acp-go-sdk's engine correlates and dispatches to the
+//     dispatch table (dispatch.go), one writer writes. The framing layer
+//     records each prompt and cancel in the order read (order.go); the
+//     prompt and cancel handlers take from that record and never call the
+//     reader, so calls go one way: reader to record, handlers to record
+//     and to the connection.
+//   - one announcer per session (announce.go): what the client is told
+//     outside the responses, and in which order; its rules are written
+//     beside the fields that keep them.
+//
+// Handlers run concurrently, one goroutine per request, as the engine
+// starts them; notifications (session/cancel) are handled one at a time in
+// the order read. Every request read is answered before
+// [Agent.ServeStream] returns (each of its waits is bounded: see there).
 //
 // # Errors and limits
 //

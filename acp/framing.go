@@ -371,7 +371,7 @@ var jsonrpcKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "er
 
 // sessionParamKeys are the members of session/new, session/load and
 // session/resume params that the dispatch table reads by exact key
-// (withServers, conn.go).
+// (withServers, dispatch.go).
 var sessionParamKeys = [...]string{"mcpServers", "_meta"}
 
 // errNotObject is decodeMembers' error for valid JSON that is not an object.

@@ -52,7 +52,7 @@ import (
 const mcpDisconnectTimeout = 5 * time.Second
 
 // mcpOverACP is the agent's side of MCP-over-ACP: the Router that serves
-// mcp/message in the dispatch table (conn.go) and sends on the one
+// mcp/message in the dispatch table (dispatch.go) and sends on the one
 // connection.
 type mcpOverACP struct {
 	router *mcpacp.Router
