@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 	"github.com/seed02d3eb6b/acp-agent/signin"
@@ -269,4 +271,28 @@ func ValidateHeader(name, value string) error {
 
 func isTokenChar(r rune) bool {
 	return r < 0x7f && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
+
+// ValidateServerName checks the name of an MCP server entry (ACP mcpServers
+// or the config file's mcpServers) and returns nil, or an error stating the
+// rule broken, with the name quoted so that nothing invisible reaches a
+// terminal. A name must be valid UTF-8, not empty or only white space, and
+// hold no control characters (C0, DEL, C1), no invisible formatting
+// characters (Unicode Cf: zero-width and bidirectional controls such as
+// U+202E) and no line or paragraph separators (U+2028, U+2029): the name is
+// shown in /servers, in logs and in tool labels, where such characters hide
+// or reorder text.
+func ValidateServerName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("must be a non-empty string")
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("name %q is not valid UTF-8", name)
+	}
+	for i, r := range name {
+		if textsafe.Hidden(r) {
+			return fmt.Errorf("name %q has the control or invisible formatting character %U at byte %d; a server name must be visible text", name, r, i)
+		}
+	}
+	return nil
 }

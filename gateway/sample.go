@@ -5,8 +5,8 @@ import "context"
 // Sampler is a Gateway that can run one model call outside any turn, for
 // the session's MCP servers (MCP sampling/createMessage,
 // https://modelcontextprotocol.io/specification/2025-11-25/client/sampling).
-// runner.Local implements it; the remote gateway does not, so its sessions
-// offer no sampling. Methods are safe for concurrent use.
+// runner.Local implements it; the sessions of a Gateway that does not
+// offer their servers no sampling. Methods are safe for concurrent use.
 type Sampler interface {
 	// CanSample reports whether the model with ID model ("" means the
 	// default) can answer a sampling request: false for the direct

@@ -111,11 +111,75 @@
 //
 // Every method is safe for concurrent use. The state locks of a [Core] and
 // of a [Session] are never held together nor across I/O; a Session's turn
-// lock is held for a whole turn and taken before its state lock. The
-// goroutines the core starts are Shutdown's, one per session, which it
-// waits for; a leased turn's watcher of its lease's loss, which the turn
-// waits for before it returns; and a session's background tasks (its
-// title, a message told after the open), which End ends and waits for.
-// Each session's [bridge.Manager] owns its server connections, and End
-// waits for it to close them.
+// lock is held for a whole turn and taken before its state lock.
+//
+// The goroutines of the package, each with the owner that waits for it:
+//   - [Core.Shutdown] runs [Session.End] of every live session in a
+//     goroutine of its own, and waits for them all;
+//   - a [History]'s committer commits the queued turns of every session
+//     (group commit). The first [History.Append] with none running starts
+//     it; it returns once nothing has been queued for 10 seconds (the next
+//     Append starts another) or at [History.Close], which waits for it.
+//     Close belongs to whoever built the History (cmd/acp-agent closes it
+//     before the store); the History [NewCore] builds when
+//     [CoreOptions.History] is nil is never closed: its committer ends
+//     when idle, and [Core.Shutdown] flushes it. A fenced commit
+//     ([History.Fence]) runs on its Append's own goroutine;
+//   - with [CoreOptions.Leases], each prompt turn's watcher of its lease's
+//     loss ([store.Lease].Lost), started when the turn has its lease and
+//     waited for by the turn before the lease is released;
+//   - a session's background tasks: the model's title after the first
+//     turn (title.go) and a message told after the open (a turn running
+//     elsewhere, lease.go). They run under the session's life, not a
+//     caller's request; [Session.End] cancels them and waits for them
+//     before it closes the servers.
+//
+// Each session's [bridge.Manager] owns the goroutines of its server
+// connections (connects in parallel, refreshes, sign-ins), and End waits
+// for Manager.Close. The callbacks the core gives the bridge (tools and
+// prompts changed, a server's state changed, a sign-in to ask for, an
+// elicitation, a sampling request) run on the bridge's goroutines, with
+// contexts derived from the session's life; they call the [FrontEnd] from
+// there.
+//
+// # Files
+//
+// One concern a file:
+//   - core.go: [Core], [CoreOptions], [NewCore], [OpenRequest] and
+//     [Core.Open] (the servers of every origin merged, the in-process
+//     servers built, the cwd and quota vetted, the history attached, the
+//     bridge's callbacks wired), [Core.Close], [Core.Shutdown], the models,
+//     the sentinel errors and [*InvalidError];
+//   - live.go: [Session]: its accessors, model and toggles, [Session.Prompt],
+//     [Session.Turn], [Session.Cancel], [Session.End];
+//   - lifecycle.go: what is done to a stored session, live or not:
+//     [Core.Delete], [Core.SetTitle], [Core.Stamp], forks;
+//   - session.go: identities, [NewID] and [Key];
+//   - frontend.go: what a client offers the core: [FrontEnd],
+//     [ServerEvents], [Replayer];
+//   - history.go: [History], the gateway's conversation history over the
+//     store, with group commit;
+//   - lease.go: the fleet's guarantees under [CoreOptions.Leases];
+//   - servers.go: a running session's servers changed ([Origin],
+//     [ServerChange], [Session.AddServer] and the rest), stored, ${VAR}
+//     expanded;
+//   - project.go: the project's .mcp.json and its [Approvals];
+//   - mode.go: the session's mode ([Session.SetMode]) and /status;
+//   - commands.go: the slash commands the core answers itself
+//     ([FrontEndCommand]) and /servers ([ServersText]);
+//   - mcpcommand.go: /mcp;
+//   - prompts.go: MCP prompts as slash commands ([Session.Commands],
+//     [PromptHint], [ParsePromptArgs]);
+//   - resources.go: /resources and /read ([ResourcesText], [ReadText]);
+//   - sample.go: MCP sampling answered by the session's model once the
+//     user allows it;
+//   - elicit.go: MCP elicitation asked through the session's editor;
+//   - signin.go: a server's OAuth sign-in put to the user ([SignInText],
+//     [ServerStateText]);
+//   - title.go: titles written by the model ([TitleWatcher]);
+//   - observer.go: the [Observer] of sessions, sign-ins and leases, and
+//     [Core.ServerStates];
+//   - errors.go: [*NameTakenError], [*BusyError], [*LeaseLostError];
+//   - errortext.go: [ErrorText], the words a front end shows for an error
+//     ([ShownError], [Shown]).
 package session

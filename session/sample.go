@@ -26,7 +26,7 @@ const sampleShown = 1000
 // the user has allowed it through ask (ACP session/request_permission:
 // allow once, allow always for that server for the rest of the live
 // session, reject). It returns nil (no sampling advertised) when the
-// gateway cannot sample (a remote gateway), ask is nil (a front end with
+// gateway cannot sample (it is no gateway.Sampler), ask is nil (a front end with
 // no user to ask: the MCP server mode) or the session's model cannot
 // sample (direct mode). A session that switches to direct mode later
 // refuses the requests with an error saying so.

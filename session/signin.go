@@ -13,7 +13,9 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 )
 
-// tellTimeout bounds one message sent with OpenRequest.Tell.
+// tellTimeout bounds one message to the client outside a turn: a
+// [FrontEnd.Tell], a [ServerEvents] call, a commands update
+// ([FrontEnd.CommandsChanged]), the end of a sign-in's elicitation.
 const tellTimeout = 10 * time.Second
 
 // signInPrompt returns the bridge.OAuth Prompt of a session: it asks the editor to open the sign-in link

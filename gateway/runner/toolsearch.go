@@ -33,7 +33,7 @@ type ToolSearch string
 // The tool search modes.
 const (
 	// ToolSearchAuto defers when the tool definitions exceed
-	// Options.DeferTokens of the context window or Options.DeferTools
+	// Options.DeferShare of the context window or Options.DeferTools
 	// tools (the default).
 	ToolSearchAuto ToolSearch = "auto"
 	// ToolSearchOn always defers the tools that are not Core.

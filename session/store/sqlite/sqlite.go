@@ -146,12 +146,14 @@ type applyBatch struct {
 	done  chan struct{}
 }
 
-// applied is what a turn adds to its session's record.
+// applied is what a turn adds to its session's record. turn is the turn
+// itself, read-only, for its title: worked out by the applier, and only
+// until a turn of the run has one, rather than on the answer's path.
 type applied struct {
 	id    string
 	seq   int64
 	at    int64 // Unix ms
-	title string
+	turn  store.Turn
 	usage gateway.Usage
 }
 
@@ -605,7 +607,7 @@ func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err
 		if at.IsZero() {
 			at = now
 		}
-		turns[i] = applied{id: b.ID, at: at.UnixMilli(), title: b.Turn.Title(), usage: b.Turn.Usage}
+		turns[i] = applied{id: b.ID, at: at.UnixMilli(), turn: b.Turn, usage: b.Turn.Usage}
 	}
 	insert := func() error {
 		for i, b := range batch {
@@ -788,7 +790,7 @@ func foldArgs(run []applied) []any {
 	for i, t := range run {
 		at = max(at, t.at+k-int64(i+1))
 		if title == "" {
-			title = t.title
+			title = t.turn.Title()
 		}
 		usage = usage.Add(t.usage)
 	}
@@ -860,7 +862,7 @@ func (s *Store) catchUp(ctx context.Context, id string) error {
 	}
 	for i, t := range missed {
 		if i < len(turns) {
-			t.title, t.usage = turns[i].Title(), turns[i].Usage
+			t.turn, t.usage = turns[i], turns[i].Usage
 		}
 		if _, err := s.applyTurns.ExecContext(ctx, foldArgs([]applied{t})...); err != nil {
 			return err

@@ -392,7 +392,7 @@ func TestSQLite_TurnsFoldedOnceWhateverTheirOrder(t *testing.T) {
 	applies := func(seqs ...int64) []applied {
 		var out []applied
 		for _, q := range seqs {
-			out = append(out, applied{id: "s", seq: q, at: 5000, title: fmt.Sprint("p", q-1), usage: gateway.Usage{InputTokens: 1 << (q - 1)}})
+			out = append(out, applied{id: "s", seq: q, at: 5000, turn: turn(fmt.Sprint("p", q-1), "a"), usage: gateway.Usage{InputTokens: 1 << (q - 1)}})
 		}
 		return out
 	}
