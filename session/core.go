@@ -151,6 +151,13 @@ type CoreOptions struct {
 	// client's paths. False: the client is on this machine, and the cwd
 	// must be an existing directory here.
 	RemoteClients bool
+	// Tenant is the tenant of a shared gateway whose sessions this Core
+	// runs (cmd/acp-agent's gateway builds one Core per tenant, over the
+	// tenant's view of the store, store.ForTenant); "" for a local agent
+	// and the gateway's default tenant. Every turn's request carries it
+	// (gateway.SendRequest.Tenant) for the runner's traces and audit log.
+	// It names the tenant; it keeps nothing apart (Store does).
+	Tenant string
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
 }
