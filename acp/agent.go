@@ -19,6 +19,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -104,16 +105,8 @@ func New(core *session.Core, opts *Options) *Agent {
 	if opts != nil {
 		a.opts = *opts
 	}
-	if a.opts.Name == "" {
-		a.opts.Name = "acp-agent"
-	}
-	if a.opts.Version == "" {
-		a.opts.Version = "dev"
-	}
+	defaults.Implementation(&a.opts.Name, &a.opts.Version, &a.opts.Logger)
 	a.log = a.opts.Logger
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
 	a.mcpACP = &mcpOverACP{router: mcpacp.NewRouter(a.log.With("component", "mcp-over-acp")), ready: a.ready, log: a.log}
 	a.table = a.methods()
 	return a

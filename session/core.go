@@ -19,6 +19,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
@@ -261,15 +262,7 @@ func NewCore(o *CoreOptions) *Core {
 	if o != nil {
 		opts = *o
 	}
-	if opts.Name == "" {
-		opts.Name = "acp-agent"
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Implementation(&opts.Name, &opts.Version, &opts.Logger)
 	if opts.Store == nil {
 		opts.Store = memory.New()
 	}
