@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
+	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -86,16 +87,8 @@ func New(core *session.Core, opts *Options) *Agent {
 	if opts != nil {
 		a.opts = *opts
 	}
-	if a.opts.Name == "" {
-		a.opts.Name = "acp-agent"
-	}
-	if a.opts.Version == "" {
-		a.opts.Version = "dev"
-	}
+	defaults.Implementation(&a.opts.Name, &a.opts.Version, &a.opts.Logger)
 	a.log = a.opts.Logger
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
 	a.conn = newConn(a.methods(), a.log, a.core.Limits().MaxMedia)
 	return a
 }

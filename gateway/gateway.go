@@ -72,4 +72,15 @@ type SendRequest struct {
 	// that may change things (no readOnlyHint, not Confined) is refused
 	// before the user is asked, with a result naming the mode.
 	ReadOnly bool
+	// Tenant is the tenant of a shared gateway whose session this is (a
+	// token's tenant, as acp/remote authenticated the connection), for the
+	// runner's traces and audit log; "" for a local agent and for the
+	// gateway's default tenant. It names; it grants nothing (the session
+	// core and its store keep tenants apart).
+	Tenant string
+	// SessionID is the session's id (its ACP sessionId; an MCP front end
+	// conversation's stored id), for the runner's traces and audit log;
+	// unlike SessionKey it is never a key the client chose. "" when the
+	// caller has no session (tests, a one-off request).
+	SessionID string
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -74,15 +75,7 @@ func New(core *session.Core, o *Options) (*mcp.Server, func()) {
 	if o != nil {
 		opts = *o
 	}
-	if opts.Name == "" {
-		opts.Name = "acp-agent"
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Implementation(&opts.Name, &opts.Version, &opts.Logger)
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
+	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/confine"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
@@ -151,6 +152,13 @@ type CoreOptions struct {
 	// client's paths. False: the client is on this machine, and the cwd
 	// must be an existing directory here.
 	RemoteClients bool
+	// Tenant is the tenant of a shared gateway whose sessions this Core
+	// runs (cmd/acp-agent's gateway builds one Core per tenant, over the
+	// tenant's view of the store, store.ForTenant); "" for a local agent
+	// and the gateway's default tenant. Every turn's request carries it
+	// (gateway.SendRequest.Tenant) for the runner's traces and audit log.
+	// It names the tenant; it keeps nothing apart (Store does).
+	Tenant string
 	// Logger receives the core's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -254,15 +262,7 @@ func NewCore(o *CoreOptions) *Core {
 	if o != nil {
 		opts = *o
 	}
-	if opts.Name == "" {
-		opts.Name = "acp-agent"
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Implementation(&opts.Name, &opts.Version, &opts.Logger)
 	if opts.Store == nil {
 		opts.Store = memory.New()
 	}

@@ -217,6 +217,7 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 			SessionKey: s.key, RunID: runID, Message: msg,
 			Model: s.Model(), Toggles: s.Toggles(), System: p.System, Ask: p.Ask,
 			ReadOnly: s.Mode() == confine.ReadOnly,
+			Tenant:   s.core.opts.Tenant, SessionID: s.id,
 		}
 		stop, err := s.core.gw.Send(ctx, req, emit)
 		if err != nil {

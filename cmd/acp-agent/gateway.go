@@ -352,7 +352,8 @@ func serveGateway(ctx context.Context, f *gatewayFlags, mux http.Handler, h *rem
 // tenant's first connection: each over the tenant's view of the store
 // (store.ForTenant), with a History, a runner (its tools registry: session
 // keys are the tenant's), and sign-in grants of its own, so tenants share
-// nothing but the models and the store. Safe for concurrent use.
+// nothing but the models and the store; CoreOptions.Tenant names the
+// tenant in its turns' traces and audit records. Safe for concurrent use.
 type tenantCores struct {
 	base   session.CoreOptions
 	store  store.Store
@@ -382,6 +383,7 @@ func (t *tenantCores) get(tenant string) *session.Core {
 		log = log.With("tenant", tenant)
 	}
 	opts := t.base
+	opts.Tenant = tenant // the runner's traces and audit log name it
 	opts.Store = store.ForTenant(t.store, tenant, &store.TenantOptions{HideError: hideStoreError(log)})
 	opts.History = session.NewHistory(opts.Store, log)
 	opts.History.ObserveCommits(t.met.StoreCommit)

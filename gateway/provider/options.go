@@ -62,3 +62,26 @@ func (o *Options) Key() string {
 	}
 	return o.APIKey
 }
+
+// WithDefaults returns a copy of o (nil: the zero Options) with the
+// defaults every provider's New applies: MaxTokens DefaultMaxTokens when
+// zero or negative, APIKeyEnv keyEnv (the provider's own variable, such as
+// "ANTHROPIC_API_KEY") when empty, and a Logger that discards when nil. A
+// provider's own defaults (Anthropic's room for ThinkingBudget, OpenAI's
+// API) come after it. o is not changed.
+func WithDefaults(o *Options, keyEnv string) Options {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = keyEnv
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return opts
+}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -20,6 +21,17 @@ func modelName(m gateway.Model) string {
 		return name
 	}
 	return m.ID
+}
+
+// startModelSpan starts the span of a model request of turn t, a child
+// of the turn's in ctx (telemetry.StartModelRequest), with the session's
+// tenant when it has one (SendRequest.Tenant).
+func startModelSpan(ctx context.Context, t *turnState) (context.Context, trace.Span) {
+	ctx, span := telemetry.StartModelRequest(ctx, t.model.Provider.Name(), modelName(t.model))
+	if t.req.Tenant != "" {
+		span.SetAttributes(telemetry.AttrTenant.String(t.req.Tenant))
+	}
+	return ctx, span
 }
 
 // endModelSpan ends the span of a model request with what resp tells.
@@ -43,35 +55,15 @@ func endModelSpan(span trace.Span, resp *gateway.Response, err error) {
 	telemetry.EndModelRequest(span, u, finish, err)
 }
 
-// SplitSessionKey returns the gateway tenant of a session key and the
-// session's id: a remote gateway's keys are "tenant:<tenant>|<key>", an
-// ACP session's key is "acp:<sessionId>" unless its client supplied one
-// (then the id is that key), and an MCP front end's conversation's is
-// "mcp:<sessionId>".
-func SplitSessionKey(key string) (tenant, sessionID string) {
-	if rest, ok := strings.CutPrefix(key, "tenant:"); ok {
-		if t, k, ok := strings.Cut(rest, "|"); ok {
-			tenant, key = t, k
-		}
-	}
-	for _, prefix := range []string{"acp:", "mcp:"} {
-		if id, ok := strings.CutPrefix(key, prefix); ok {
-			return tenant, id
-		}
-	}
-	return tenant, key
-}
-
 // auditCall hands the record of settled call p of req's session to the
-// auditor, if any. The runner's own tools (search_tools,
+// auditor, if any: req's Tenant and SessionID say whose it is. The runner's own tools (search_tools,
 // read_tool_result: views of the conversation) are not audited.
 func (r *Runner) auditCall(req gateway.SendRequest, p *pendingCall) {
 	if r.opts.Audit == nil || p.res == nil || (p.tool != nil && ownTool(p.tool)) {
 		return
 	}
-	tenant, sid := SplitSessionKey(req.SessionKey)
 	rec := audit.Record{
-		Time: p.began, Tenant: tenant, SessionID: sid, CallID: p.call.ID,
+		Time: p.began, Tenant: req.Tenant, SessionID: req.SessionID, CallID: p.call.ID,
 		Tool: p.call.Name, Permission: p.perm, Outcome: p.outcome(),
 		Duration: p.ended.Sub(p.began), Arguments: p.call.Args, Result: p.res,
 	}

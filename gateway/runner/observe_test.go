@@ -24,7 +24,7 @@ func (a auditFuncs) ToolCall(r audit.Record) { a.toolCall(r) }
 var _ audit.Auditor = auditFuncs{}
 
 // Every settled call is audited once, with the decision that let it run or
-// stopped it and how it ended; the session key gives the tenant and the
+// stopped it and how it ended; the request gives the tenant and the
 // sessionId.
 func TestRunner_AuditsEveryToolCall(t *testing.T) {
 	var runs atomic.Int32
@@ -34,7 +34,7 @@ func TestRunner_AuditsEveryToolCall(t *testing.T) {
 		}}
 	write, read, banned := countingTool("write", false, &runs), countingTool("read", true, &runs), countingTool("banned", false, &runs)
 	write.Group = "fx"
-	const key = "tenant:acme|acp:s1"
+	const key = "acp:s1"
 	reg := &gateway.Registry{}
 	reg.Set(key, []*gateway.Tool{write, read, banned, failing})
 	var mu sync.Mutex
@@ -55,7 +55,7 @@ func TestRunner_AuditsEveryToolCall(t *testing.T) {
 		Audit:       rec,
 	})
 	run := func() {
-		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: key, Ask: ask}, func(gateway.Event) {}); err != nil {
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: key, Tenant: "acme", SessionID: "s1", Ask: ask}, func(gateway.Event) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,21 +93,6 @@ func TestRunner_AuditsEveryToolCall(t *testing.T) {
 	}
 	if a := got["1"].Arguments; a["path"] != "a" {
 		t.Errorf("arguments handed to the auditor = %v (the Log decides what to write)", a)
-	}
-}
-
-func TestSplitSessionKey(t *testing.T) {
-	for key, want := range map[string][2]string{
-		"acp:s1":                {"", "s1"},
-		"mcp:sess_1":            {"", "sess_1"},
-		"tenant:acme|acp:s1":    {"acme", "s1"},
-		"tenant:|tenant:odd":    {"", "tenant:odd"},
-		"my-own-key":            {"", "my-own-key"},
-		"tenant:acme|their-key": {"acme", "their-key"},
-	} {
-		if tenant, sid := SplitSessionKey(key); tenant != want[0] || sid != want[1] {
-			t.Errorf("SplitSessionKey(%q) = %q, %q; want %q, %q", key, tenant, sid, want[0], want[1])
-		}
 	}
 }
 
@@ -164,5 +149,75 @@ func TestRunner_TracesModelRequests(t *testing.T) {
 	}
 	if fr, _ := attrs["gen_ai.response.finish_reasons"].([]string); len(fr) != 1 || fr[0] != "end_turn" {
 		t.Errorf("finish reasons = %v", attrs["gen_ai.response.finish_reasons"])
+	}
+}
+
+// A session's tenant and id travel as fields of its request
+// (SendRequest.Tenant, SessionID), not inside its key: the audit records
+// of its calls and the spans of its model requests carry the tenant, a
+// subagent's calls are audited under the subagent's id, and a session
+// without a tenant's spans have no tenant attribute. Not parallel: it
+// installs a global tracer provider, as TestRunner_TracesModelRequests.
+func TestRunner_TenantInAuditAndSpans(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+
+	var mu sync.Mutex
+	var got []audit.Record
+	for _, tenant := range []string{"acme", ""} { // a runner each: call ids are unique within a session
+		s := &taskScript{
+			parent: func(n int, req *gateway.Request) gateway.Message {
+				if n == 0 {
+					return gateway.Message{ToolCalls: []gateway.ToolCall{
+						{ID: "p1", Name: "echo", Args: map[string]any{"message": "x"}},
+						taskCall("t1", map[string]any{"description": "Look", "prompt": "look"}),
+					}}
+				}
+				return answer("done")
+			},
+			child: func(_ context.Context, req *gateway.Request) (gateway.Message, error) {
+				if len(req.Messages) == 1 {
+					return gateway.Message{ToolCalls: []gateway.ToolCall{{ID: "c1", Name: "echo", Args: map[string]any{"message": "y"}}}}, nil
+				}
+				return answer("seen"), nil
+			},
+		}
+		r := newTaskRunner(s, nil, echoTool("echo"))
+		r.opts.Audit = auditFuncs{func(rec audit.Record) { mu.Lock(); got = append(got, rec); mu.Unlock() }}
+		req := prompt("go")
+		req.Tenant, req.SessionID = tenant, "sess_1"
+		if _, err := r.Run(t.Context(), req, func(gateway.Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ids := map[string]string{}
+	for _, rec := range got {
+		ids[rec.Tenant+" "+rec.CallID] = rec.SessionID
+	}
+	want := map[string]string{"acme p1": "sess_1", "acme c1": "sess_1/task-t1", " p1": "sess_1", " c1": "sess_1/task-t1"}
+	if len(got) != len(want) {
+		t.Errorf("%d audit records, want %d: %+v", len(got), len(want), got)
+	}
+	for k, sid := range want {
+		if ids[k] != sid {
+			t.Errorf("audit record (tenant, call) %q: sessionId %q, want %q (all: %v)", k, ids[k], sid, ids)
+		}
+	}
+	tenants := map[string]int{}
+	for _, sp := range sr.Ended() {
+		tenant := "(none)"
+		for _, kv := range sp.Attributes() {
+			if kv.Key == "acp_agent.tenant" {
+				tenant = kv.Value.AsString()
+			}
+		}
+		tenants[tenant]++
+	}
+	// Each run: the parent's 2 requests and the child's 2.
+	if tenants["acme"] != 4 || tenants["(none)"] != 4 || len(tenants) != 2 {
+		t.Errorf("model request spans by acp_agent.tenant = %v, want 4 of acme's and 4 without", tenants)
 	}
 }

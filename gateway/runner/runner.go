@@ -19,7 +19,6 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/internal/audit"
-	"github.com/seed02d3eb6b/acp-agent/internal/telemetry"
 	"github.com/seed02d3eb6b/acp-agent/internal/textsafe"
 )
 
@@ -402,7 +401,7 @@ func (r *Runner) run(ctx context.Context, req gateway.SendRequest, emit func(gat
 func (r *Runner) complete(ctx context.Context, t *turnState, preq *gateway.Request) (resp *gateway.Response, err error) {
 	if t.model.ID != DirectModelID {
 		var span trace.Span
-		ctx, span = telemetry.StartModelRequest(ctx, t.model.Provider.Name(), modelName(t.model))
+		ctx, span = startModelSpan(ctx, t) // observe.go
 		defer func() { endModelSpan(span, resp, err) }()
 	}
 	start := time.Now()

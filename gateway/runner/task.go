@@ -183,6 +183,10 @@ func (r *Runner) runTask(ctx context.Context, parent *turnState, callID string, 
 		SessionKey: key, RunID: parent.req.RunID + "/" + name,
 		Message: []gateway.Content{gateway.TextContent(in.Prompt)},
 		Model:   model, Toggles: parent.req.Toggles, System: agent.Prompt, ReadOnly: parent.req.ReadOnly,
+		Tenant: parent.req.Tenant,
+	}
+	if parent.req.SessionID != "" {
+		req.SessionID = parent.req.SessionID + "/" + name // the subagent's id, as ACP's subagent_update names it
 	}
 	if ask := parent.req.Ask; ask != nil {
 		req.Ask = func(ctx context.Context, pr gateway.PermissionRequest) (gateway.PermissionOutcome, error) {

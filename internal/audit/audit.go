@@ -82,10 +82,13 @@ const (
 type Record struct {
 	// Time is when the call was announced (before any permission question).
 	Time time.Time `json:"time"`
-	// Tenant is the gateway tenant whose session made the call, or "".
+	// Tenant is the gateway tenant whose session made the call (the
+	// token's tenant of the connection: gateway.SendRequest.Tenant), or ""
+	// (a local agent, the gateway's default tenant).
 	Tenant string `json:"tenant"`
-	// SessionID is the session's ACP sessionId (or the key a client
-	// supplied for it).
+	// SessionID is the session's ACP sessionId (gateway.SendRequest's
+	// SessionID, never a key the client chose for it); a subagent's calls
+	// have the subagent's, "<sessionId>/task-<callId>".
 	SessionID string `json:"sessionId"`
 	// CallID is the call's toolCallId.
 	CallID string `json:"toolCallId"`

@@ -26,6 +26,10 @@ const (
 	AttrStopReason = attribute.Key("acp_agent.stop_reason")
 	// AttrACPMethod is the ACP method of a turn span: session/prompt.
 	AttrACPMethod = attribute.Key("acp.method.name")
+	// AttrTenant is the tenant of a shared gateway whose session made a
+	// model request (gateway.SendRequest.Tenant); absent for a local
+	// agent's and the default tenant's.
+	AttrTenant = attribute.Key("acp_agent.tenant")
 )
 
 // ErrorTypeToolError is error.type of a tools/call whose result has

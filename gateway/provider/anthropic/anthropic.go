@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -55,21 +54,9 @@ var (
 // New returns an Anthropic provider. o may be nil (every default); it is
 // copied.
 func New(o *provider.Options) *Provider {
-	var opts provider.Options
-	if o != nil {
-		opts = *o
-	}
-	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = provider.DefaultMaxTokens
-	}
+	opts := provider.WithDefaults(o, "ANTHROPIC_API_KEY")
 	if opts.ThinkingBudget > 0 && opts.MaxTokens <= opts.ThinkingBudget {
 		opts.MaxTokens = opts.ThinkingBudget + provider.DefaultMaxTokens
-	}
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Provider{client: anthropic.NewClient(requestOptions(&opts)...), opts: opts}
 }

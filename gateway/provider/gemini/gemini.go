@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -49,20 +48,7 @@ var _ gateway.Thinker = (*Provider)(nil)
 // New returns a Gemini provider. o may be nil (every default); it is
 // copied. Nothing is sent until Complete.
 func New(o *provider.Options) *Provider {
-	var opts provider.Options
-	if o != nil {
-		opts = *o
-	}
-	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = provider.DefaultMaxTokens
-	}
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = DefaultKeyEnv
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Provider{opts: opts}
+	return &Provider{opts: provider.WithDefaults(o, DefaultKeyEnv)}
 }
 
 // Name implements [gateway.Provider].

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 
@@ -67,19 +66,7 @@ var _ gateway.Provider = (*Provider)(nil)
 // New returns an OpenAI-compatible provider. o may be nil (every default); it is
 // copied.
 func New(o *provider.Options) *Provider {
-	var opts provider.Options
-	if o != nil {
-		opts = *o
-	}
-	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = provider.DefaultMaxTokens
-	}
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = "OPENAI_API_KEY"
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts := provider.WithDefaults(o, "OPENAI_API_KEY")
 	ro := []oaioption.RequestOption{oaioption.WithAPIKey(opts.APIKey)}
 	if opts.BaseURL != "" {
 		ro = append(ro, oaioption.WithBaseURL(opts.BaseURL))
