@@ -8,7 +8,13 @@ import "strings"
 // is structural: a package implements it with a Remedy method and need not
 // import gateway (the sandbox packages and signin do not).
 //
-// Any error made by [WithRemedy] implements it.
+// The errors that implement it: *urlpolicy.Error (the setting that would
+// allow the URL), *quota.RateLimitError (when to retry), *signin.CorruptError
+// (the token file), store.ErrDamaged and store.ErrFull (the session store's
+// file), *provider.Error (its Hint), the bridge's refusal of a stdio command
+// on a gateway host (*bridge.StdioRefusedError) and its signed-out servers,
+// session's *NameTakenError, *BusyError and *LeaseLostError, and any error
+// made by [WithRemedy].
 type Remedier interface {
 	error
 	// Remedy returns what the user can do about the error, or "" for

@@ -827,7 +827,7 @@ func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.
 		p.cancelled = true
 	case err != nil:
 		r.opts.Logger.Warn("tool call failed", "tool", p.call.Name, "err", err)
-		res = gateway.ErrorResult(err.Error())
+		res = gateway.ErrorResult(gateway.ErrorText(err))
 	}
 	p.res = &res
 	if r.opts.Observer != nil {
