@@ -591,7 +591,7 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 		if ctx.Err() != nil {
 			report(gateway.CompactionReport{Status: gateway.CompactionCancelled, Before: before})
 		} else {
-			report(gateway.CompactionReport{Status: gateway.CompactionFailed, Before: before, Err: errorText(err)})
+			report(gateway.CompactionReport{Status: gateway.CompactionFailed, Before: before, Err: gateway.ErrorText(err)})
 		}
 		return err
 	}
