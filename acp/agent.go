@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -307,7 +308,7 @@ func (a *Agent) afterNewSession(ctx context.Context, s *session.Session, announc
 	}
 	for _, st := range s.Servers() {
 		if st.State == bridge.StateFailed {
-			msg := fmt.Sprintf("MCP server %q failed: %s\n", st.Name, bridge.ErrorText(st.Err))
+			msg := fmt.Sprintf("MCP server %q failed: %s\n", st.Name, gateway.ErrorText(st.Err))
 			a.conn.notify(ctx, s.ID(), acpsdk.UpdateAgentMessageText(msg))
 		}
 		if len(st.LeftOut) > 0 {

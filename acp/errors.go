@@ -7,6 +7,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -44,10 +45,9 @@ func unknownSession(id acpsdk.SessionId, why string) error {
 // (-32002), cancellation is "request cancelled" (-32800), anything else is
 // an internal error (-32603). The message is the class's title followed by
 // the cause ("Invalid params: cwd \"/x\" does not exist") and what to do,
-// where the error leaves that to the front end (session.ErrorText: a
-// session store's file, for a prompt whose turn could not be stored or
-// session/load; a server name taken), the title said once; data.error
-// repeats the cause.
+// where the error has a remedy (gateway.ErrorText: a session store's file,
+// for a prompt whose turn could not be stored or session/load; a server
+// name taken), the title said once; data.error repeats the cause.
 func toRequestError(err error) error {
 	if err == nil {
 		return nil
@@ -66,6 +66,6 @@ func toRequestError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return acpsdk.NewRequestCancelled(map[string]any{"error": err.Error()})
 	}
-	cause := session.ErrorText(err)
+	cause := gateway.ErrorText(err)
 	return &acpsdk.RequestError{Code: code, Message: title + ": " + cause, Data: map[string]any{"error": cause}}
 }

@@ -24,7 +24,7 @@ func TestToRequestError_AddsWhatToDo(t *testing.T) {
 }
 
 // A session store's errors state the fact; toRequestError adds what to do
-// about the store's file (store.ErrorText), as a prompt whose turn could
+// about the store's file (gateway.ErrorText), as a prompt whose turn could
 // not be stored and session/load show it.
 func TestToRequestError_StoreFileSaysWhatToDo(t *testing.T) {
 	for _, tt := range []struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -50,7 +51,7 @@ func failedNotice(st bridge.ServerStatus) notice {
 		what = fmt.Sprintf("Its tools are not in this session; /login %s tries again.", st.Name)
 	}
 	return notice{Severity: "warning", Title: fmt.Sprintf("MCP server %q failed", st.Name),
-		Description: fmt.Sprintf("%s. %s", bridge.ErrorText(st.Err), what)}
+		Description: fmt.Sprintf("%s. %s", gateway.ErrorText(st.Err), what)}
 }
 
 // leftOutNotices is the notice of a server's tools left out by the
@@ -75,10 +76,10 @@ func changeNotices(e session.ServerEvent, toolLimit int) []notice {
 			Description: fmt.Sprintf("%d of its tools joined the session.", st.Tools)}}, leftOutNotices(st, toolLimit)...)
 	case st.State == bridge.StateLost:
 		return []notice{{Severity: "warning", Title: fmt.Sprintf("MCP server %q lost its connection", st.Name),
-			Description: fmt.Sprintf("%s. The next call of one of its tools dials it again.", bridge.ErrorText(st.Err))}}
+			Description: fmt.Sprintf("%s. The next call of one of its tools dials it again.", gateway.ErrorText(st.Err))}}
 	case st.State == bridge.StateFailed && e.Link:
 		return []notice{{Severity: "warning", Title: fmt.Sprintf("MCP server %q stopped", st.Name),
-			Description: fmt.Sprintf("%s. Its tools fail until the session is opened again.", bridge.ErrorText(st.Err))}}
+			Description: fmt.Sprintf("%s. Its tools fail until the session is opened again.", gateway.ErrorText(st.Err))}}
 	case st.State == bridge.StateFailed:
 		return []notice{failedNotice(st)}
 	}

@@ -82,11 +82,11 @@ func (a *Agent) setMCPServers(ctx context.Context, p setMCPServersRequest, serve
 	for _, ch := range changes {
 		r := serverResult{Name: ch.Name, Action: ch.Action}
 		if ch.Err != nil {
-			r.Error = session.ErrorText(ch.Err)
+			r.Error = gateway.ErrorText(ch.Err)
 		} else if ch.Action != "removed" {
 			r.State, r.Tools = ch.Status.State.String(), ch.Status.Tools
 			if ch.Status.State == bridge.StateFailed {
-				r.Error = bridge.ErrorText(ch.Status.Err)
+				r.Error = gateway.ErrorText(ch.Status.Err)
 			}
 		}
 		out.Servers = append(out.Servers, r)

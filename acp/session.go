@@ -119,7 +119,7 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	case err != nil:
 		// The provider failed: say so in the conversation and end the turn;
 		// the session stays usable.
-		send(sdkUpdate(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", session.ErrorText(err)))))
+		send(sdkUpdate(acpsdk.UpdateAgentMessageText(fmt.Sprintf("\nThe turn failed: %s\n", gateway.ErrorText(err)))))
 		stop = gateway.StopEndTurn
 	}
 	if stored {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // errAdmit is the refusal of TestManager_Admit's policy.
@@ -17,7 +19,7 @@ var errAdmit = errors.New(`server is refused by the managed policy /etc/acp-agen
 
 // TestManager_Admit: Options.Admit is asked once about every server but an
 // in-process one, before anything starts; a refused server fails at once
-// with the error as it is (ErrorText adds nothing), its command never runs
+// with the error as it is (gateway.ErrorText adds nothing), its command never runs
 // and its URL is never dialed, and Options.Dial and StdioPolicy are not
 // asked about it; an admitted server goes on as usual.
 func TestManager_Admit(t *testing.T) {
@@ -67,7 +69,7 @@ func TestManager_Admit(t *testing.T) {
 		t.Fatalf("servers = %+v", st)
 	}
 	for _, s := range st[:2] {
-		if s.State != StateFailed || !errors.Is(s.Err, errAdmit) || ErrorText(s.Err) != errAdmit.Error() {
+		if s.State != StateFailed || !errors.Is(s.Err, errAdmit) || gateway.ErrorText(s.Err) != errAdmit.Error() {
 			t.Errorf("%s = %+v, want failed with the policy's error as it is", s.Name, s)
 		}
 	}

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/urlpolicy"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
 // The policies', the token file's and a signed-out server's errors state
-// the fact; ErrorText, which the front ends show them with, says what to
+// the fact; their remedies, which gateway.ErrorText shows, say what to
 // do.
 func TestErrorText(t *testing.T) {
 	var p urlpolicy.Policy
@@ -41,12 +42,9 @@ func TestErrorText(t *testing.T) {
 		{"nil", nil, ""},
 	}
 	for _, tt := range tests {
-		if got := ErrorText(tt.err); got != tt.want {
+		if got := gateway.ErrorText(tt.err); got != tt.want {
 			t.Errorf("%s: ErrorText = %q\nwant %q", tt.name, got, tt.want)
 		}
-	}
-	if err := advised(private); err.Error() != ErrorText(private) || !errors.Is(err, urlpolicy.ErrRefused) {
-		t.Errorf("advised = %v, want ErrorText's text over the same error", err)
 	}
 }
 
@@ -66,7 +64,7 @@ func TestErrorText_DialRefusal(t *testing.T) {
 		t.Fatalf("status = %v %v, want failed with a private-network refusal", st.State, st.Err)
 	}
 	const hint = "corp.test resolves to private network address 10.0.0.5 (set sandbox.allowPrivateNetworks to allow it)"
-	if got := ErrorText(st.Err); len(got) < len(hint) || got[len(got)-len(hint):] != hint {
+	if got := gateway.ErrorText(st.Err); len(got) < len(hint) || got[len(got)-len(hint):] != hint {
 		t.Errorf("ErrorText = %q, want it to end with %q", got, hint)
 	}
 }

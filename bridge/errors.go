@@ -22,7 +22,8 @@ var (
 // StdioRefusedError is the refusal of a stdio server that would run on a
 // gateway host whose operator does not allow its command
 // (Options.StdioPolicy, as acp-agent gateway sets it). Its text states the
-// fact; Remedy says what the user can do, and ErrorText shows both:
+// fact; Remedy says what the user can do (a [gateway.Remedier]), and
+// [gateway.ErrorText] shows both:
 //
 //	stdio server "fs" would run "npx" on the gateway host, which runs only
 //	the commands its operator allows (config gateway.allowCommands); run the

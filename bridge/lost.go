@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // Backoff between redials of a lost server: the first redial after a loss
@@ -101,7 +103,7 @@ type backoffError struct {
 
 func (e *backoffError) Error() string {
 	return fmt.Sprintf("MCP server %q is unreachable (%s); the agent dials it again on the first call after %s",
-		e.server, ErrorText(e.cause), e.retryIn.Round(100*time.Millisecond))
+		e.server, gateway.ErrorText(e.cause), e.retryIn.Round(100*time.Millisecond))
 }
 
 func (e *backoffError) Unwrap() error { return ErrNotConnected }

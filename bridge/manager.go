@@ -75,8 +75,8 @@ type Options struct {
 	// goroutine connecting that server (servers connect in parallel, so it
 	// may be called concurrently). A non-nil error fails the server at once
 	// (StateFailed, the error its ServerStatus.Err as it is, shown with
-	// ErrorText like any failure) and no process is started; nil lets it
-	// start. acp-agent gateway refuses the editor's stdio servers, which
+	// gateway.ErrorText like any failure) and no process is started; nil
+	// lets it start. acp-agent gateway refuses the editor's stdio servers, which
 	// would run on the gateway host, with a *StdioRefusedError unless its
 	// operator allows the command. Nil allows every stdio server.
 	StdioPolicy func(spec ServerSpec) error
@@ -87,9 +87,9 @@ type Options struct {
 	// Options.Dial), once per connect, from the goroutine connecting that
 	// server (servers connect in parallel, so it may be called
 	// concurrently). A non-nil error fails the server at once (StateFailed,
-	// the error its ServerStatus.Err as it is, shown with ErrorText like
-	// any failure) and nothing of it starts; nil admits it. Nil admits
-	// every server.
+	// the error its ServerStatus.Err as it is, shown with
+	// gateway.ErrorText like any failure) and nothing of it starts; nil
+	// admits it. Nil admits every server.
 	Admit func(spec ServerSpec) error
 	// Confine confines the stdio servers by the session's mode. Nil
 	// confines nothing.

@@ -147,12 +147,12 @@ func (s *server) refreshPrompts(ctx context.Context) {
 // nothing, so asking twice is safe), as tool calls are (server.call).
 func (s *server) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	if err := s.limiter.Allow(); err != nil {
-		return nil, advised(err)
+		return nil, err
 	}
 	defer s.use()() // a lazy server rests after its last request (lazy.go)
 	cs, err := s.liveSession(ctx)
 	if err != nil {
-		return nil, advised(err)
+		return nil, err
 	}
 	if args == nil {
 		args = map[string]string{}

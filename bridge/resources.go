@@ -242,12 +242,12 @@ func (s *server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNo
 // subscribed to when the server offers subscriptions (best effort).
 func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, error) {
 	if err := s.limiter.Allow(); err != nil {
-		return gateway.Result{}, advised(err)
+		return gateway.Result{}, err
 	}
 	defer s.use()() // a lazy server rests after its last request (lazy.go)
 	cs, err := s.liveSession(ctx)
 	if err != nil {
-		return gateway.Result{}, advised(err)
+		return gateway.Result{}, err
 	}
 	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()

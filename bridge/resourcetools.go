@@ -99,7 +99,7 @@ func newResourceTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
 			if ctx.Err() != nil {
 				return gateway.Result{}, err
 			}
-			return gateway.ErrorResult(fmt.Sprintf("MCP server %q, resource %q: %v", s.spec.Name, uri, urlpolicy.RedactError(err))), nil
+			return gateway.ErrorResult(fmt.Sprintf("MCP server %q, resource %q: %s", s.spec.Name, uri, gateway.ErrorText(urlpolicy.RedactError(err)))), nil
 		}
 		return res, nil
 	}

@@ -74,7 +74,7 @@ func (s *server) refuseSampling(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *server) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	if err := s.limiter.Allow(); err != nil {
 		s.log.Warn("refused a sampling request over the rate limit", "err", err)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "sampling/createMessage: " + ErrorText(err)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "sampling/createMessage: " + gateway.ErrorText(err)}
 	}
 	if req.Params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("MCP server %q: sampling/createMessage has no params", s.spec.Name)}

@@ -627,14 +627,14 @@ func (s *server) call(ctx context.Context, name string, args map[string]any, onU
 	ctx, span := s.startCallSpan(ctx, name) // trace.go
 	defer func() { endCallSpan(span, res, err) }()
 	if err := s.limiter.Allow(); err != nil {
-		return gateway.ErrorResult(ErrorText(err)), nil
+		return gateway.ErrorResult(gateway.ErrorText(err)), nil
 	}
 	res, err = s.callRetrying(ctx, name, args, onUpdate)
 	var wait *backoffError
 	if errors.As(err, &wait) {
 		return gateway.ErrorResult(urlpolicy.RedactURLs(wait.Error())), nil
 	}
-	return res, advised(urlpolicy.RedactError(err))
+	return res, urlpolicy.RedactError(err)
 }
 
 func (s *server) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {

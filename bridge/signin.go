@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/signin"
 )
 
@@ -36,9 +37,9 @@ type OAuth struct {
 	Prompt func(ctx context.Context, server, authURL string) error
 }
 
-// errSignedOut is the reason of a server after Manager.Logout; ErrorText
-// says how to sign in again.
-var errSignedOut = errors.New("signed out")
+// errSignedOut is the reason of a server after Manager.Logout; its remedy
+// (gateway.ErrorText shows it) says how to sign in again.
+var errSignedOut = gateway.WithRemedy(errors.New("signed out"), " (/logout); /login signs in again")
 
 // oauthHandler returns the sign-in handler of an http or sse server, made
 // on first use and kept for the server's life; nil when sign-in is off or

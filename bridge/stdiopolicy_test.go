@@ -8,10 +8,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // TestManager_StdioPolicy: a stdio server the policy refuses fails at once
-// with the policy's error as its reason, shown by ErrorText with its
+// with the policy's error as its reason, shown by gateway.ErrorText with its
 // remedy, and its process never starts; one the policy allows starts; the
 // policy is not asked about other transports.
 func TestManager_StdioPolicy(t *testing.T) {
@@ -51,7 +53,7 @@ func TestManager_StdioPolicy(t *testing.T) {
 	}
 	want := "stdio server \"fs\" would run \"/bin/sh\" on the gateway host, which runs only the commands its operator allows (config gateway.allowCommands); " +
 		"run the editor's stdio servers on the editor's machine with `acp-agent connect URL`"
-	if got := ErrorText(fs.Err); got != want {
+	if got := gateway.ErrorText(fs.Err); got != want {
 		t.Errorf("ErrorText = %q\nwant %q", got, want)
 	}
 	if _, err := os.Stat(refusedMarker); !errors.Is(err, os.ErrNotExist) {
@@ -80,7 +82,7 @@ func TestStdioRefusedError_Text(t *testing.T) {
 	if got, want := err.Error(), `stdio server "fs" would run "npx" on the gateway host, which runs only the commands its operator allows (config gateway.allowCommands)`; got != want {
 		t.Errorf("Error = %q\nwant %q", got, want)
 	}
-	if got, want := ErrorText(err), err.Error()+"; run the editor's stdio servers on the editor's machine with `acp-agent connect wss://gw.example/acp`"; got != want {
+	if got, want := gateway.ErrorText(err), err.Error()+"; run the editor's stdio servers on the editor's machine with `acp-agent connect wss://gw.example/acp`"; got != want {
 		t.Errorf("ErrorText = %q\nwant %q", got, want)
 	}
 }

@@ -57,4 +57,12 @@
 // [Observer] sees what the agent loop does, for metrics. runner.Local
 // (package gateway/runner) implements Gateway and Sampler in process: a
 // Registry and the Runner, the agent loop.
+//
+// # Error text
+//
+// Errors state the fact; one that knows what the user can do about it is a
+// [Remedier] (a Remedy method). [ErrorText] is how every front end, and the
+// runner for the model, shows an error: its text and the remedies in its
+// tree. [WithRemedy] gives a sentinel, or an error a front end passes on,
+// a remedy.
 package gateway

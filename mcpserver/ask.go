@@ -83,7 +83,8 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	for attempt := 1; ; attempt++ {
 		c, err := sv.acquire(ctx, id, key, fresh)
 		if err != nil {
-			return nil, nil, session.Shown(err)
+			// The client sees the error's text only: the remedy with it.
+			return nil, nil, errors.New(gateway.ErrorText(err))
 		}
 		fresh = false // stored now: a second attempt reopens it
 		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
@@ -235,7 +236,7 @@ func (r *run) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 func (r *run) logEnd() {
 	switch {
 	case r.err != nil && !errors.Is(r.err, session.ErrEnded):
-		r.log(levelError, "the turn failed: "+session.ErrorText(r.err))
+		r.log(levelError, "the turn failed: "+gateway.ErrorText(r.err))
 	case r.err == nil && r.stop == gateway.StopCancelled:
 		r.log(levelNotice, "the turn was cancelled")
 	}
@@ -255,7 +256,7 @@ func (r *run) result() (*mcp.CallToolResult, *Output, error) {
 		return nil, nil, fmt.Errorf("ask_agent: sessionKey %q: the conversation was ended before its turn (the server is stopping?); call again to reopen it: %w", r.key, r.err)
 	case r.err != nil:
 		out.StopReason = string(gateway.StopEndTurn)
-		msg := "ask_agent: the turn failed: " + session.ErrorText(r.err)
+		msg := "ask_agent: the turn failed: " + gateway.ErrorText(r.err)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: joinText(text, msg)}}}, out, nil
 	case r.stop == gateway.StopCancelled:
 		msg := "ask_agent: the turn was cancelled (its tool calls in flight too)"

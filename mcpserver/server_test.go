@@ -645,7 +645,7 @@ func (s *brokenStore) Get(ctx context.Context, id string) (store.Record, error) 
 
 // TestStore_FileErrorsSayWhatToDo: a store's file that cannot grow or is
 // damaged fails the call with the store's error and what to do about it
-// (store.ErrorText's words).
+// (the words of its remedy, shown by gateway.ErrorText).
 func TestStore_FileErrorsSayWhatToDo(t *testing.T) {
 	st := &brokenStore{Store: memory.New(), appendErr: &store.FileError{Path: "/state/sessions.db", Err: fmt.Errorf("%w: %w", errors.New("disk I/O error (778)"), store.ErrFull)}}
 	e := start(t, setup{store: st})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
@@ -37,7 +38,7 @@ var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest str
 		ctx, cancel := context.WithTimeout(ctx, logoutTimeout)
 		defer cancel()
 		if err := s.Manager().Logout(ctx, rest); err != nil {
-			return bridge.ErrorText(err) + "."
+			return gateway.ErrorText(err) + "."
 		}
 		return fmt.Sprintf("Signed out of MCP server %q: its tokens are deleted and revoked, and it is disconnected. /login %s signs in again.", rest, rest)
 	},
@@ -91,11 +92,11 @@ func ServersText(servers []bridge.ServerStatus, toolLimit int) string {
 			}
 			b.WriteString(")\n")
 		case bridge.StateFailed:
-			fmt.Fprintf(&b, "- %s: failed (%s): %s\n", s.Name, s.Transport, bridge.ErrorText(s.Err))
+			fmt.Fprintf(&b, "- %s: failed (%s): %s\n", s.Name, s.Transport, gateway.ErrorText(s.Err))
 		case bridge.StateSignIn:
 			fmt.Fprintf(&b, "- %s: needs sign-in (%s): open %s\n", s.Name, s.Transport, s.SignInURL)
 		case bridge.StateLost:
-			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %s; %s\n", s.Name, s.Transport, s.Tools, bridge.ErrorText(s.Err), redialText(s.RetryAt, time.Now()))
+			fmt.Fprintf(&b, "- %s: lost (%s, %d tools): %s; %s\n", s.Name, s.Transport, s.Tools, gateway.ErrorText(s.Err), redialText(s.RetryAt, time.Now()))
 		default:
 			fmt.Fprintf(&b, "- %s: %s (%s)\n", s.Name, s.State, s.Transport)
 		}

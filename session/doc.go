@@ -102,10 +102,10 @@
 // among them), [store.ErrNotFound], [ErrClosed] and [ErrEnded]; front ends
 // map them to their protocol's errors; with Leases, a prompt's error may
 // be a [*BusyError] or a [*LeaseLostError]. The errors state facts; what
-// the user can do about them is said once, by [ErrorText], which every
-// front end shows: from an error's Remedy method where it has one (a
-// *BusyError, a *LeaseLostError), else in ErrorText itself (a
-// *NameTakenError: choose another name).
+// the user can do about them is each error's Remedy method (a
+// [gateway.Remedier]: [NameTakenError.Remedy], [BusyError.Remedy],
+// [LeaseLostError.Remedy]), which every front end shows through
+// [gateway.ErrorText].
 //
 // # Concurrency
 //
@@ -179,7 +179,6 @@
 //   - title.go: titles written by the model ([TitleWatcher]);
 //   - observer.go: the [Observer] of sessions, sign-ins and leases, and
 //     [Core.ServerStates];
-//   - errors.go: [*NameTakenError], [*BusyError], [*LeaseLostError];
-//   - errortext.go: [ErrorText], the words a front end shows for an error
-//     ([ShownError], [Shown]).
+//   - errors.go: [*NameTakenError], [*BusyError], [*LeaseLostError], each
+//     with the Remedy a front end shows through [gateway.ErrorText].
 package session

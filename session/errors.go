@@ -5,8 +5,8 @@ import "fmt"
 // NameTakenError is the error of Open when a server of the request (or a
 // default server of the configuration) has the name of one of the agent's
 // in-process servers (CoreOptions.InProcess), such as "acp". Its text
-// states the fact; the front end adds what to do (choose another name). It
-// is ErrInvalid to errors.Is.
+// states the fact; [NameTakenError.Remedy] says what to do. It is
+// ErrInvalid to errors.Is.
 type NameTakenError struct {
 	// Name is the server name both use.
 	Name string
@@ -20,6 +20,10 @@ func (e *NameTakenError) Error() string {
 
 // Is reports whether target is ErrInvalid.
 func (e *NameTakenError) Is(target error) bool { return target == ErrInvalid }
+
+// Remedy says what the user can do, "choose another name" (a
+// [gateway.Remedier]: [gateway.ErrorText] shows it after the error's text).
+func (e *NameTakenError) Remedy() string { return "choose another name" }
 
 // BusyError is the error of a prompt turn, or of Core.Delete, when another
 // holder has the session's lease (CoreOptions.Leases): a turn of the
@@ -45,8 +49,9 @@ func (e *BusyError) Error() string {
 // Unwrap returns Err.
 func (e *BusyError) Unwrap() error { return e.Err }
 
-// Remedy says what the user can do (see ErrorText): send the prompt again,
-// or delete the session, once that turn ends.
+// Remedy says what the user can do (a [gateway.Remedier], shown by
+// [gateway.ErrorText]): send the prompt again, or delete the session, once
+// that turn ends.
 func (e *BusyError) Remedy() string {
 	if e.Delete {
 		return "delete it once that turn ends (or cancel that turn where it runs)"
@@ -79,7 +84,8 @@ func (e *LeaseLostError) Error() string {
 // Unwrap returns Err.
 func (e *LeaseLostError) Unwrap() error { return e.Err }
 
-// Remedy says what the user can do (see ErrorText).
+// Remedy says what the user can do (a [gateway.Remedier], shown by
+// [gateway.ErrorText]): send the prompt again once the store is reachable.
 func (e *LeaseLostError) Remedy() string {
 	return "send the prompt again: it runs once the session store can be reached"
 }

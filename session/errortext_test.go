@@ -5,13 +5,21 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
-// TestErrorText: the words a front end adds to errors that state only the
-// fact, written once for acp, mcpserver and cmd; Shown keeps the error for
-// errors.As.
+// The session's errors that know what the user can do say it as gateway.Remedier.
+var (
+	_ gateway.Remedier = (*session.NameTakenError)(nil)
+	_ gateway.Remedier = (*session.BusyError)(nil)
+	_ gateway.Remedier = (*session.LeaseLostError)(nil)
+)
+
+// TestErrorText: the words gateway.ErrorText adds to the session's errors
+// (and a provider's), which state only the fact, from their remedies; the
+// same for acp, mcpserver and cmd.
 func TestErrorText(t *testing.T) {
 	taken := fmt.Errorf("opening: %w", &session.NameTakenError{Name: "acp"})
 	hinted := &provider.Error{Provider: "anthropic", Status: 401, Hint: "set ANTHROPIC_API_KEY"}
@@ -28,16 +36,8 @@ func TestErrorText(t *testing.T) {
 		{lostLease, "the lease of session s1 was lost (the connection to the session store that holds it broke): the turn was stopped; send the prompt again: it runs once the session store can be reached"},
 		{errors.New("plain"), "plain"},
 	} {
-		if got := session.ErrorText(tc.err); got != tc.want {
+		if got := gateway.ErrorText(tc.err); got != tc.want {
 			t.Errorf("ErrorText(%v) = %q, want %q", tc.err, got, tc.want)
 		}
-	}
-	shown := session.Shown(taken)
-	var nt *session.NameTakenError
-	if shown.Error() != taken.Error()+"; choose another name" || !errors.As(shown, &nt) || nt.Name != "acp" {
-		t.Errorf("Shown = %v (As %v)", shown, nt)
-	}
-	if plain := errors.New("plain"); session.Shown(plain) != plain {
-		t.Error("Shown wrapped an error with nothing to add")
 	}
 }

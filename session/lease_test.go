@@ -180,7 +180,7 @@ func TestLeases_ATurnRunningOnAnotherReplicaIsBusy(t *testing.T) {
 		t.Fatalf("prompt on replica-b = %v, want a *BusyError naming replica-a, wrapping the LeasedError", err)
 	}
 	want := "session " + sa.ID() + " is running a turn on replica-a; send the prompt again once that turn ends"
-	if got := ErrorText(err); got != want {
+	if got := gateway.ErrorText(err); got != want {
 		t.Errorf("ErrorText = %q, want %q", got, want)
 	}
 	if waits, _ := b.obs.leases(); strings.Join(waits, ",") != "busy" {
@@ -213,7 +213,7 @@ func TestLeases_ALostLeaseStopsTheTurn(t *testing.T) {
 	if !errors.As(err, &lost) || lost.ID != s.ID() {
 		t.Fatalf("turn = %v, want a *LeaseLostError", err)
 	}
-	if got := ErrorText(err); !strings.Contains(got, "the lease of session "+s.ID()+" was lost") || !strings.Contains(got, "the turn was stopped; send the prompt again") {
+	if got := gateway.ErrorText(err); !strings.Contains(got, "the lease of session "+s.ID()+" was lost") || !strings.Contains(got, "the turn was stopped; send the prompt again") {
 		t.Errorf("ErrorText = %q", got)
 	}
 	if _, n := a.obs.leases(); n != 1 {
@@ -361,8 +361,8 @@ func TestLeases_DeleteIsRefusedWhileAnotherReplicaRunsATurn(t *testing.T) {
 	err := b.Delete(t.Context(), sa.ID())
 	var busy *BusyError
 	if !errors.As(err, &busy) || !busy.Delete || busy.Owner != "replica-a" ||
-		ErrorText(err) != "session "+sa.ID()+" is running a turn on replica-a; delete it once that turn ends (or cancel that turn where it runs)" {
-		t.Fatalf("Delete = %v (%q), want a *BusyError", err, ErrorText(err))
+		gateway.ErrorText(err) != "session "+sa.ID()+" is running a turn on replica-a; delete it once that turn ends (or cancel that turn where it runs)" {
+		t.Fatalf("Delete = %v (%q), want a *BusyError", err, gateway.ErrorText(err))
 	}
 	if _, err := st.Get(t.Context(), sa.ID()); err != nil {
 		t.Fatalf("the refused session is gone: %v", err)

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/environ"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 )
@@ -94,7 +95,7 @@ func serverErrText(name string, err error) string {
 	if errors.Is(err, bridge.ErrUnknownServer) {
 		return fmt.Sprintf("No MCP server %q in this session; /mcp lists them.", name)
 	}
-	return ErrorText(err) + "."
+	return gateway.ErrorText(err) + "."
 }
 
 // approveCommand approves the project's servers the user has not approved
@@ -129,7 +130,7 @@ func (s *Session) approveCommand(ctx context.Context) string {
 // sentence for the user (what /mcp answers).
 func ChangeText(ch ServerChange) string {
 	if ch.Err != nil {
-		return fmt.Sprintf("MCP server %q was not %s: %s.", ch.Name, ch.Action, ErrorText(ch.Err))
+		return fmt.Sprintf("MCP server %q was not %s: %s.", ch.Name, ch.Action, gateway.ErrorText(ch.Err))
 	}
 	what := strings.ToUpper(ch.Action[:1]) + ch.Action[1:]
 	if ch.Action == "removed" {
@@ -143,9 +144,9 @@ func ChangeText(ch ServerChange) string {
 		return fmt.Sprintf("%s MCP server %q (%s): it waits for you to sign in at %s.", what, ch.Name, st.Transport, st.SignInURL)
 	case bridge.StateFailed:
 		if errors.Is(st.Err, mcppolicy.ErrRefused) { // trying again changes nothing
-			return fmt.Sprintf("%s MCP server %q (%s), but it may not run: %s.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err))
+			return fmt.Sprintf("%s MCP server %q (%s), but it may not run: %s.", what, ch.Name, st.Transport, gateway.ErrorText(st.Err))
 		}
-		return fmt.Sprintf("%s MCP server %q (%s), but it failed: %s. /mcp reconnect %s tries again; /mcp remove %s takes it out.", what, ch.Name, st.Transport, bridge.ErrorText(st.Err), ch.Name, ch.Name)
+		return fmt.Sprintf("%s MCP server %q (%s), but it failed: %s. /mcp reconnect %s tries again; /mcp remove %s takes it out.", what, ch.Name, st.Transport, gateway.ErrorText(st.Err), ch.Name, ch.Name)
 	}
 	return fmt.Sprintf("%s MCP server %q (%s): %s.", what, ch.Name, st.Transport, st.State)
 }
@@ -181,7 +182,7 @@ func (s *Session) ServersList() string {
 		}
 		b.WriteString(")")
 		if st.State == bridge.StateFailed || st.State == bridge.StateLost {
-			b.WriteString(": " + bridge.ErrorText(st.Err))
+			b.WriteString(": " + gateway.ErrorText(st.Err))
 		}
 	}
 	if pending > 0 {

@@ -193,7 +193,7 @@ func (s *Session) runPrompt(ctx context.Context, content []gateway.Content, emit
 		say(fmt.Sprintf("%v; the session's commands are in the editor's menu and /help.\n", err))
 		return nil, true
 	case err != nil:
-		say(fmt.Sprintf("Prompt /%s failed: %v\n", p.Name, err))
+		say(fmt.Sprintf("Prompt /%s failed: %s\n", p.Name, gateway.ErrorText(err)))
 		return nil, true
 	case len(res.Messages) == 0:
 		say(fmt.Sprintf("Prompt /%s returned no messages: nothing to send.\n", p.Name))

@@ -38,7 +38,7 @@ func readCommand(ctx context.Context, s *Session, rest string) string {
 		if errors.Is(err, bridge.ErrUnknownResource) {
 			return fmt.Sprintf("No MCP server of this session lists %q or has a template matching it; /resources lists them.", rest)
 		}
-		return err.Error() + "."
+		return gateway.ErrorText(err) + "."
 	}
 	return ReadText(rest, res)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/editor"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 )
 
@@ -73,9 +74,9 @@ func ServerStateText(st bridge.ServerStatus) string {
 		return fmt.Sprintf("MCP server %q is connected: %d tools joined the session.\n", st.Name, st.Tools)
 	case bridge.StateFailed:
 		if errors.Is(st.Err, mcppolicy.ErrRefused) { // signing in again changes nothing
-			return fmt.Sprintf("MCP server %q failed: %s.\n", st.Name, bridge.ErrorText(st.Err))
+			return fmt.Sprintf("MCP server %q failed: %s.\n", st.Name, gateway.ErrorText(st.Err))
 		}
-		return fmt.Sprintf("MCP server %q failed: %s; /login %s tries again.\n", st.Name, bridge.ErrorText(st.Err), st.Name)
+		return fmt.Sprintf("MCP server %q failed: %s; /login %s tries again.\n", st.Name, gateway.ErrorText(st.Err), st.Name)
 	}
 	return fmt.Sprintf("MCP server %q is %s.\n", st.Name, st.State)
 }

@@ -19,9 +19,8 @@ var ErrCorrupt = errors.New("signin: corrupt token file")
 // CorruptError is the error of a [FileStore] whose file Path is not a
 // token file it can read (not JSON, another version, an invalid record).
 // It reads "signin: corrupt token file <Path> (<Err>)"; the file is kept
-// as it is, for the user to delete or repair, and what to say about that
-// is the front end's (bridge.ErrorText). errors.Is(err, ErrCorrupt) holds;
-// errors.As sees Err.
+// as it is, for the user to delete or repair, as [CorruptError.Remedy]
+// says. errors.Is(err, ErrCorrupt) holds; errors.As sees Err.
 type CorruptError struct {
 	// Path is the token file.
 	Path string
@@ -37,6 +36,11 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // Unwrap returns Err.
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Remedy says what to do about the file, ": delete it and sign in to its
+// MCP servers again", as the front ends show it after the error's text
+// (gateway.ErrorText, whose Remedier contract it meets).
+func (e *CorruptError) Remedy() string { return ": delete it and sign in to its MCP servers again" }
 
 // EndpointError is a URL of the sign-in of an MCP server that the URL
 // policy refused (urlpolicy.SignInPolicy): a request or redirect the flow

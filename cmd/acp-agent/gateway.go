@@ -536,14 +536,14 @@ func resolveCommand(cmd string) string {
 
 // hideStoreError is a gateway's store.TenantOptions.HideError: the
 // store's own errors (they name its database, host or file) are logged
-// whole, with what to do about a file's (store.ErrorText), under a fresh
+// whole, with what to do about a file's (gateway.ErrorText), under a fresh
 // reference, and the tenant is told the reference only.
 func hideStoreError(log *slog.Logger) func(error) error {
 	return func(err error) error {
 		var b [4]byte
 		_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
 		ref := hex.EncodeToString(b[:])
-		log.Error("the session store failed", "ref", ref, "err", store.ErrorText(err))
+		log.Error("the session store failed", "ref", ref, "err", gateway.ErrorText(err))
 		return &store.HiddenError{Ref: ref}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 func TestCheckListen(t *testing.T) {
@@ -74,7 +75,7 @@ func TestGatewayStdioPolicy(t *testing.T) {
 			t.Errorf("%+v: %v, want allowed %v", c.spec, err, c.ok)
 		}
 	}
-	text := bridge.ErrorText(l.check(bridge.ServerSpec{Name: "fs", Command: "npx"}))
+	text := gateway.ErrorText(l.check(bridge.ServerSpec{Name: "fs", Command: "npx"}))
 	if !strings.Contains(text, `"fs"`) || !strings.Contains(text, "gateway.allowCommands") || !strings.Contains(text, "acp-agent connect") {
 		t.Errorf("the refusal says %q", text)
 	}

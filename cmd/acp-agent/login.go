@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 )
 
@@ -175,11 +176,8 @@ func checkLoginKey(p modelProvider, opts provider.Options, l *loginIO) (bool, er
 	if errors.As(err, &pe) && pe.Status == http.StatusUnauthorized {
 		return false, fmt.Errorf("login: the %s API refused the key (HTTP 401%s); nothing stored", p.label, apiMessage(pe))
 	}
-	msg := err.Error()
-	if pe != nil && pe.Hint != "" { // what to do, after the error as in a turn's failure
-		msg += " (" + pe.Hint + ")"
-	}
-	fmt.Fprintf(l.out, "Could not check the key: %s\n", msg)
+	// What to do (a provider.Error's Hint) after the error, as in a turn's failure.
+	fmt.Fprintf(l.out, "Could not check the key: %s\n", gateway.ErrorText(err))
 	answer, aerr := l.ask("Store it anyway? [y/N]: ", "answer")
 	if aerr != nil {
 		return false, aerr

@@ -78,7 +78,7 @@ func main() {
 		if errors.As(err, &code) {
 			os.Exit(int(code))
 		}
-		fmt.Fprintln(os.Stderr, "acp-agent:", err)
+		fmt.Fprintln(os.Stderr, "acp-agent:", gateway.ErrorText(err))
 		os.Exit(1)
 	}
 }

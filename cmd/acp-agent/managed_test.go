@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/metrics"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
@@ -158,12 +159,12 @@ func TestTenantCores_ManagedPolicyPerTenant(t *testing.T) {
 				tool = st
 			}
 		}
-		if want := `server "evil" is refused by the managed policy /etc/acp-agent/managed.json: deniedMcpServers[0] {serverName: "evil"}`; evil.State != bridge.StateFailed || bridge.ErrorText(evil.Err) != want {
+		if want := `server "evil" is refused by the managed policy /etc/acp-agent/managed.json: deniedMcpServers[0] {serverName: "evil"}`; evil.State != bridge.StateFailed || gateway.ErrorText(evil.Err) != want {
 			t.Errorf("%s: evil = %+v, want %s", tt.tenant, evil, want)
 		}
 		var stdioRefused *bridge.StdioRefusedError
 		switch {
-		case tt.toolDeny != "" && (tool.State != bridge.StateFailed || bridge.ErrorText(tool.Err) != tt.toolDeny):
+		case tt.toolDeny != "" && (tool.State != bridge.StateFailed || gateway.ErrorText(tool.Err) != tt.toolDeny):
 			t.Errorf("%s: tool = %+v, want %s", tt.tenant, tool, tt.toolDeny)
 		case tt.toolDeny == "" && !errors.As(tool.Err, &stdioRefused):
 			t.Errorf("%s: tool = %+v, want it admitted by the policy and refused by gateway.allowCommands", tt.tenant, tool)

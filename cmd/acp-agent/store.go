@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/seed02d3eb6b/acp-agent/session"
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/postgres"
 )
@@ -57,7 +56,7 @@ func (c *configChecker) checkStoreConfig(s StoreConfig) error {
 			return c.errAt("store.url", "must be a postgres:// or postgresql:// URL, such as \"postgres://acp@db.example/acp?sslmode=verify-full\" (a SQLite file goes in store.path)")
 		}
 		if err := postgres.CheckURL(s.URL); err != nil {
-			return c.errAt("store.url", "%v", openFailure(err, true))
+			return c.errAt("store.url", "%s", gateway.ErrorText(openFailure(err, true)))
 		}
 	}
 	if postgres.IsURL(s.Path) {
@@ -70,15 +69,18 @@ func (c *configChecker) checkStoreConfig(s StoreConfig) error {
 // sessions are in PostgreSQL.
 const pgTokensNote = "sign-in tokens of MCP servers (OAuth grants) are kept in memory with a PostgreSQL store: they are not kept across restarts, so servers ask to sign in again"
 
-// storeErr adds the way out to a store that cannot be opened.
+// storeErr adds the way out to a store that cannot be opened, after what
+// its error says to do: the remedy "or start with --store memory to keep
+// sessions in memory only" (gateway.WithRemedy).
 func storeErr(err error) error {
-	return fmt.Errorf("%w; or start with --store memory to keep sessions in memory only", err)
+	return gateway.WithRemedy(err, "or start with --store memory to keep sessions in memory only")
 }
 
 // openFailure is err, the error of opening a session store (PostgreSQL if
-// pg, else SQLite), as acp-agent shows it: the store's text with what to do
-// about a damaged or full file (store.ErrorText), and what to do where the
-// store's error leaves that to the program that names the store:
+// pg, else SQLite), with the remedy (gateway.WithRemedy) the store's error
+// leaves to the program that names the store; gateway.ErrorText, which
+// main prints errors with, shows it after the store's own (a damaged or
+// full file's):
 //
 //   - postgres.ErrPassword: ": set PGPASSWORD in the environment or put it
 //     in ~/.pgpass (PGPASSFILE), which the driver reads";
@@ -86,23 +88,16 @@ func storeErr(err error) error {
 //     elsewhere" (SQLite), ": upgrade acp-agent (every replica), or point
 //     --store (store.url) elsewhere" (PostgreSQL).
 //
-// errors.Is and errors.As see err. A nil err is nil.
+// errors.Is and errors.As see err, whose text it keeps. A nil err is nil.
 func openFailure(err error, pg bool) error {
-	if err == nil {
-		return nil
-	}
-	msg := store.ErrorText(err)
 	var schema *store.SchemaError
 	switch {
 	case errors.Is(err, postgres.ErrPassword):
-		msg += ": set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads"
+		return gateway.WithRemedy(err, ": set PGPASSWORD in the environment or put it in ~/.pgpass (PGPASSFILE), which the driver reads")
 	case errors.As(err, &schema) && pg:
-		msg += ": upgrade acp-agent (every replica), or point --store (store.url) elsewhere"
+		return gateway.WithRemedy(err, ": upgrade acp-agent (every replica), or point --store (store.url) elsewhere")
 	case errors.As(err, &schema):
-		msg += ": upgrade acp-agent, or point store.path elsewhere"
+		return gateway.WithRemedy(err, ": upgrade acp-agent, or point store.path elsewhere")
 	}
-	if msg == err.Error() {
-		return err
-	}
-	return &session.ShownError{Err: err, Text: msg}
+	return err
 }

@@ -14,7 +14,8 @@ import (
 
 // Error is a model request that failed for good (after the SDK's own
 // retries): it names the provider and the HTTP status; Hint says what to do
-// about it, for the front end to show after the error's text.
+// about it, and [Error.Remedy] gives it to gateway.ErrorText, which shows
+// it after the error's text.
 type Error struct {
 	Provider string
 	// Status is the HTTP status, or 0 when the request got no response.
@@ -23,8 +24,8 @@ type Error struct {
 	Message string
 	// Hint says how to fix it, such as which environment variable to set
 	// ("set ANTHROPIC_API_KEY to a valid API key, or run \"acp-agent
-	// login\""), or "". It is not part of Error's text: a front end shows
-	// it after that text, in parentheses.
+	// login\""), or "". It is not part of Error's text: gateway.ErrorText
+	// shows it after that text, in parentheses ([Error.Remedy]).
 	Hint string
 	// Host is the API host a request could not reach (Status 0), such as
 	// "api.anthropic.com"; "" otherwise.
@@ -121,6 +122,16 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Remedy is Hint in parentheses, " (check the model name and the base
+// URL)", or "" without a Hint: what gateway.ErrorText adds to the error's
+// text (a [gateway.Remedier]).
+func (e *Error) Remedy() string {
+	if e.Hint == "" {
+		return ""
+	}
+	return " (" + e.Hint + ")"
+}
 
 // NewError builds the error of a failed HTTP request of provider: status is
 // the HTTP status (0 when there was no response), msg the API's own error

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/provider"
 )
 
 // Compaction. Before a request would pass Options.CompactAt of the model's
@@ -178,15 +177,4 @@ func (r *Runner) serverCompacted(t *turnState, preq *gateway.Request, sc *gatewa
 		}
 		t.emit(gateway.Event{Kind: gateway.EventCompaction, Compaction: rep})
 	}
-}
-
-// errorText is the text a user is shown for err, a failed compaction (the
-// CompactionReport's Err, /compact's answer): err's text, followed by a
-// *provider.Error's Hint in parentheses.
-func errorText(err error) string {
-	var pe *provider.Error
-	if errors.As(err, &pe) && pe.Hint != "" {
-		return err.Error() + " (" + pe.Hint + ")"
-	}
-	return err.Error()
 }

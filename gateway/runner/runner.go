@@ -590,7 +590,7 @@ func (r *Runner) compact(ctx context.Context, t *turnState, preq *gateway.Reques
 		if ctx.Err() != nil {
 			report(gateway.CompactionReport{Status: gateway.CompactionCancelled, Before: before})
 		} else {
-			report(gateway.CompactionReport{Status: gateway.CompactionFailed, Before: before, Err: errorText(err)})
+			report(gateway.CompactionReport{Status: gateway.CompactionFailed, Before: before, Err: gateway.ErrorText(err)})
 		}
 		return err
 	}
@@ -826,7 +826,7 @@ func (r *Runner) execute(ctx context.Context, p *pendingCall, emit func(gateway.
 		p.cancelled = true
 	case err != nil:
 		r.opts.Logger.Warn("tool call failed", "tool", p.call.Name, "err", err)
-		res = gateway.ErrorResult(err.Error())
+		res = gateway.ErrorResult(gateway.ErrorText(err))
 	}
 	p.res = &res
 	if r.opts.Observer != nil {

@@ -110,6 +110,27 @@ func TestRunner_ToolFailuresNeverEndTheTurn(t *testing.T) {
 	}
 }
 
+// A tool's failure that knows what to do about it (a gateway.Remedier, such
+// as a bridged server's rate limit) reaches the model with its remedy:
+// the result's text is gateway.ErrorText's.
+func TestRunner_ToolFailureShownWithItsRemedy(t *testing.T) {
+	limited := gateway.WithRemedy(errors.New("rate limit: server gh allows 3 calls/min"), "retry in 20 s")
+	reg := &gateway.Registry{}
+	reg.Set("k", []*gateway.Tool{{Name: "limited", Execute: func(context.Context, string, map[string]any, func(gateway.ToolUpdate)) (gateway.Result, error) {
+		return gateway.Result{}, fmt.Errorf("calling: %w", limited)
+	}}})
+	r := New(reg, nil)
+	evs, emit := collect()
+	if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call limited")}}, emit); err != nil || stop != gateway.StopEndTurn {
+		t.Fatalf("Run = %s, %v", stop, err)
+	}
+	end := (*evs)[len(*evs)-1]
+	const want = "calling: rate limit: server gh allows 3 calls/min; retry in 20 s"
+	if end.Kind != gateway.EventToolEnd || end.Call.Status != gateway.ToolFailed || end.Call.Result.Content[0].Text != want {
+		t.Errorf("end = %+v, want failed with %q", end.Call, want)
+	}
+}
+
 func TestRunner_CancelledMidTool(t *testing.T) {
 	reg := &gateway.Registry{}
 	started := make(chan struct{})

@@ -274,7 +274,7 @@ func taskResult(turn gateway.Turn, stop gateway.StopReason, err error) gateway.R
 	var note string
 	switch {
 	case err != nil:
-		note = "The subagent failed: " + errorText(err)
+		note = "The subagent failed: " + gateway.ErrorText(err)
 	case stop == gateway.StopCancelled:
 		note = "The subagent was cancelled."
 	case stop == gateway.StopMaxTokens:

@@ -40,7 +40,7 @@ func (r *Runner) compactCommand(ctx context.Context, t *turnState) string {
 	case err != nil && ctx.Err() != nil:
 		return "The compaction was cancelled. The conversation goes on as it was."
 	case err != nil:
-		return fmt.Sprintf("The compaction failed: %s. The conversation goes on as it was.", errorText(err))
+		return fmt.Sprintf("The compaction failed: %s. The conversation goes on as it was.", gateway.ErrorText(err))
 	}
 	after, _ := r.request(t, false)
 	return fmt.Sprintf("Compacted the conversation: the model now sees a summary of it (its context is about %s tokens).",

@@ -16,8 +16,8 @@ const DefaultCallsPerMinute = 100
 var ErrRateLimited = errors.New("rate limit")
 
 // RateLimitError is a call refused by a server's rate limit
-// ([CallLimiter.Allow]). Its text states the limit; a front end that shows
-// it says when to retry, from RetryAfter (see [RateLimitError.RetrySeconds]).
+// ([CallLimiter.Allow]). Its text states the limit; [RateLimitError.Remedy]
+// says when to retry, from RetryAfter.
 type RateLimitError struct {
 	// Server is the MCP server's name.
 	Server string
@@ -38,6 +38,11 @@ func (e *RateLimitError) RetrySeconds() int { return int(math.Ceil(e.RetryAfter.
 
 // Unwrap makes errors.Is(err, ErrRateLimited) true.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+
+// Remedy says when to retry, "retry in 20 s" ([RateLimitError.RetrySeconds]),
+// as the front ends show it after the error's text (gateway.ErrorText,
+// whose Remedier contract it meets).
+func (e *RateLimitError) Remedy() string { return fmt.Sprintf("retry in %d s", e.RetrySeconds()) }
 
 // CallLimiter is the rate limit of one MCP server's tool calls: a token bucket
 // (golang.org/x/time/rate) holding perMinute calls, refilled evenly over a

@@ -10,8 +10,9 @@
 // [Policy.RefuseLoopback], for an agent whose clients are on other
 // machines, refuses it too, but for the hosts of AllowHosts.
 // Refusals are [*Error] values wrapping [ErrRefused]; they state the
-// rule broken, and name in Setting the configuration key that would lift it
-// for the front end to tell the user (bridge.ErrorText).
+// rule broken, name in Setting the configuration key that would lift it,
+// and say so in [Error.Remedy], which the front ends show after the error's
+// text (gateway.ErrorText).
 //
 // # Redaction
 //

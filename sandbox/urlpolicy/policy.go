@@ -32,8 +32,8 @@ const (
 	SettingAllowHosts = "sandbox.allowHosts"
 )
 
-// Error is a URL or address the URL policy refuses. It states the
-// fact; a front end that shows it to a user says what to do from Setting.
+// Error is a URL or address the URL policy refuses. Its text states the
+// fact; [Error.Remedy] says what would allow it, from Setting.
 type Error struct {
 	// URL is the refused URL, redacted (RedactURL: no query values, no
 	// password). It is empty for a refusal at dial time, which sets Addr.
@@ -68,6 +68,25 @@ func (e *Error) Error() string {
 
 // Unwrap makes errors.Is(err, ErrRefused) true.
 func (e *Error) Unwrap() error { return ErrRefused }
+
+// Remedy says what would allow the URL or address, as the front ends show
+// it after the error's text (gateway.ErrorText, whose Remedier contract it
+// meets): for a loopback refusal under Policy.RefuseLoopback, "its
+// operator may list the host in sandbox.allowHosts" (https would be
+// refused too); for plain http, "use https, or add the host to
+// sandbox.allowHosts"; for a private network address, " (set
+// sandbox.allowPrivateNetworks to allow it)"; "" when no setting allows it.
+func (e *Error) Remedy() string {
+	switch {
+	case e.Loopback:
+		return "its operator may list the host in " + e.Setting
+	case e.Setting == SettingAllowHosts:
+		return "use https, or add the host to " + e.Setting
+	case e.Setting != "":
+		return " (set " + e.Setting + " to allow it)"
+	}
+	return ""
+}
 
 // maxRedirects is the number of same-origin redirects a client follows.
 const maxRedirects = 10

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
 
-// The store's errors state the fact; ErrorText adds what to do about a
-// damaged or full file, wherever the error is in the chain.
+// The store's errors state the fact; the remedies of ErrDamaged and
+// ErrFull, which gateway.ErrorText shows, say what to do about a damaged or
+// full file, wherever the error is in the chain.
 func TestErrorText(t *testing.T) {
 	driver := errors.New("database disk image is malformed (11)")
 	full := errors.New("disk I/O error (778)")
@@ -25,7 +27,7 @@ func TestErrorText(t *testing.T) {
 		{fmt.Errorf("the turn could not be stored: %w", &store.FileError{Path: "/s.db", Err: fmt.Errorf("%w: %w", full, store.ErrFull)}),
 			"the turn could not be stored: session store /s.db: disk I/O error (778): the disk may be full or the file not allowed to grow; once there is room, writes succeed again"},
 	} {
-		if got := store.ErrorText(tt.err); got != tt.want {
+		if got := gateway.ErrorText(tt.err); got != tt.want {
 			t.Errorf("ErrorText(%v) = %q\nwant %q", tt.err, got, tt.want)
 		}
 	}

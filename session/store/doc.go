@@ -26,8 +26,9 @@
 // an engine returns a [*SchemaError] for a database a newer build wrote;
 // Acquire returns a [*LeasedError] while another holder has the lease.
 // Other errors are the engine's, naming its database (a [*FileError] names
-// a file). The errors state the fact; what the user can do about it is
-// the front end's to say, through [ErrorText] for a store's file.
+// a file). The errors state the fact; ErrDamaged and ErrFull carry what
+// the user can do about the file as their remedy ([gateway.Remedier]),
+// which the front ends show through [gateway.ErrorText].
 //
 // # Concurrency
 //

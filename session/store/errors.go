@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // ErrNotFound: no session has that ID (or gateway key).
@@ -17,15 +19,20 @@ var ErrFenced = errors.New("the session's lease has moved on: this write comes f
 
 // ErrDamaged marks a store whose database SQLite finds corrupt (quick_check
 // at open, or a corrupt page later) or that is not a SQLite database. The
-// error names the file (a *FileError); what to do is the front end's to
-// say ([ErrorText]).
-var ErrDamaged = errors.New("the database is damaged")
+// error names the file (a *FileError). Its remedy (a [gateway.Remedier],
+// shown by [gateway.ErrorText]) is ": move the file away (or restore it
+// from a backup) and start acp-agent again, which creates a new empty
+// store".
+var ErrDamaged = gateway.WithRemedy(errors.New("the database is damaged"),
+	": move the file away (or restore it from a backup) and start acp-agent again, which creates a new empty store")
 
 // ErrFull marks a write the store's file could not take: SQLite reported
 // the disk full or an I/O error (a file not allowed to grow fails as
 // either). Writes succeed again once there is room. The error names the
-// file (a *FileError); [ErrorText] says what to expect.
-var ErrFull = errors.New("the disk may be full or the file not allowed to grow")
+// file (a *FileError). Its remedy (a [gateway.Remedier], shown by
+// [gateway.ErrorText]) is "once there is room, writes succeed again".
+var ErrFull = gateway.WithRemedy(errors.New("the disk may be full or the file not allowed to grow"),
+	"once there is room, writes succeed again")
 
 // FileError is an error of the store kept in the file Path (SQLite): its
 // text names the file, "session store <Path>: <Err>". errors.Is and

@@ -211,8 +211,8 @@ func DefaultPath() (string, error) {
 // corrupt pages: store.ErrDamaged), or has a newer schema (a
 // *store.SchemaError) is a *store.FileError naming the path and the cause;
 // there is no silent fallback. Every later error of the store names the
-// path too. What to do about them is the front end's to say
-// (store.ErrorText).
+// path too. What to do about a damaged or full file is the remedy of
+// store.ErrDamaged and store.ErrFull (gateway.ErrorText shows it).
 func Open(ctx context.Context, path string) (*Store, error) {
 	return open(ctx, path, SchemaVersion)
 }
@@ -363,7 +363,7 @@ func (s *Store) check(ctx context.Context) error {
 
 // wrap names the database file in a store error (a *store.FileError) and
 // marks a damaged database (store.ErrDamaged) and a file that cannot grow
-// (store.ErrFull); store.ErrorText says what to do about them.
+// (store.ErrFull), whose remedies say what to do about them.
 // store.ErrNotFound and store.ErrBadCursor pass unchanged: they are about
 // the request, not the file.
 func (s *Store) wrap(err error) error {

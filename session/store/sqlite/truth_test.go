@@ -67,7 +67,7 @@ func TestSQLite_CorruptPagesAreFoundAtOpen(t *testing.T) {
 		t.Errorf("open of a corrupt store = %v; want store.ErrDamaged in a *store.FileError naming %s, with quick_check's findings", err, path)
 	}
 	if strings.Contains(err.Error(), "move the file away") {
-		t.Errorf("open of a corrupt store = %v; what to do is the front end's (store.ErrorText)", err)
+		t.Errorf("open of a corrupt store = %v; what to do is the error's remedy, which gateway.ErrorText adds", err)
 	}
 }
 
