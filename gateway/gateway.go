@@ -73,3 +73,20 @@ type SendRequest struct {
 	// before the user is asked, with a result naming the mode.
 	ReadOnly bool
 }
+
+// Command is a slash command the front end found at the start of the
+// user's message (package session classifies every prompt once), handed to
+// the runner typed so that nothing below re-reads the text. The runner
+// runs it whatever the session's model: its direct provider answers
+// /tools, /call and /help, the runner itself /usage and /compact.
+type Command struct {
+	// Name is the command word without its slash: one of the runner's
+	// commands ("call"), or, with Unknown, the word as typed ("halp").
+	Name string
+	// Args is the text after the command word, trimmed of white space; ""
+	// when none was given ("/call echo {}" → "echo {}").
+	Args string
+	// Unknown marks a word shaped like a command that is none of the
+	// agent's: the runner answers that it is unknown and asks no model.
+	Unknown bool
+}

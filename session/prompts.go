@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -138,10 +137,6 @@ func splitWords(s string) ([]string, error) {
 	}
 	return words, nil
 }
-
-// promptName is the shape of a prompt command's name
-// (bridge.PromptCommandNames).
-var promptName = regexp.MustCompile(`^[a-zA-Z0-9_-]+:[a-zA-Z0-9_-]+$`)
 
 // findPrompt returns the prompt command text starts with, and the rest.
 func (s *Session) findPrompt(text string) (bridge.PromptCommand, string, bool) {
