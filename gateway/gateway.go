@@ -54,8 +54,15 @@ type SendRequest struct {
 	SessionKey string
 	// RunID identifies the turn in logs.
 	RunID string
-	// Message is the user's prompt content.
+	// Message is the user's prompt content. It goes to the model as a
+	// message, and into the history as the turn's user message, whatever
+	// its text: the runner never reads it for a command.
 	Message []Content
+	// Command is the slash command Message starts with, as the front end
+	// classified it, or nil for a message. A Command that is none of the
+	// runner's commands and not Unknown is ignored (the message goes to
+	// the model). A task's prompt (a subagent's turn) has none.
+	Command *Command
 	// Model is the ID of the model the session uses; "" means the default.
 	Model string
 	// Toggles are the session's on/off choices; the zero value leaves all

@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		{"/help:help", session.InputPrompt, "help:help", ""},
 		{"/servers:servers", session.InputPrompt, "servers:servers", ""},
 		{"/nobody:nothing a b", session.InputPrompt, "nobody:nothing", "a b"},
+		{"/server:prompt arg", session.InputPrompt, "server:prompt", "arg"},
 		// Unknown commands: shaped like one, none of the table.
 		{"/halp", session.InputUnknown, "halp", ""},
 		{"  /foo-bar_2 some text", session.InputUnknown, "foo-bar_2", "some text"},
@@ -50,6 +51,7 @@ func TestClassify(t *testing.T) {
 		{"hello", session.InputMessage, "", ""},
 		{"call x", session.InputMessage, "", ""},
 		{"hello /tools", session.InputMessage, "", ""},
+		{"hello /halp", session.InputMessage, "", ""},
 		{"/usr/bin/foo is broken", session.InputMessage, "", ""},
 		{"/tmp. is full", session.InputMessage, "", ""},
 		{"/2fa setup", session.InputMessage, "", ""},
