@@ -1,7 +1,8 @@
 package acp
 
-// The commands of runner.Commands marked FrontEnd (/servers) are answered
-// by session.FrontEndCommand, shared with the MCP server front end.
+// A prompt is classified once, by session.Classify (promptTurn); the
+// commands of runner.Commands marked FrontEnd (/servers) are answered by
+// session.Session.Answer, shared with the MCP server front end.
 
 import (
 	acpsdk "github.com/coder/acp-go-sdk"

@@ -53,9 +53,9 @@
 // A session's slash commands (runner's and its MCP servers' prompts) are
 // advertised with available_commands_update, once the client knows the
 // session and again when they change. What a prompt is, the session core
-// decides (package session): a front-end command such as /servers is
-// answered from the session without a model turn and is not stored;
-// anything else runs as a turn in the gateway.
+// decides once (session.Classify): a front-end command such as /servers is
+// answered from the session without a model turn and is not stored
+// (session.Session.Answer); anything else runs as a turn in the gateway.
 //
 // # Structure and concurrency
 //

@@ -78,9 +78,12 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	var stop gateway.StopReason
 	var usage *gateway.UsageReport // the turn's, if it asked a model
 	stored := false                // the turn went to the store: its session_info_update follows
-	if answer, ok := session.FrontEndCommand(s, gateway.PromptText(content)); ok {
+	// The prompt is classified once (session.Classify); the session core and
+	// the runner route on the result, never reading the text again.
+	in := session.Classify(gateway.PromptText(content))
+	if in.Kind == session.InputFrontEnd {
 		stop, err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
-			send(sdkUpdate(acpsdk.UpdateAgentMessageText(answer(ctx)))) // after any running turn
+			send(sdkUpdate(acpsdk.UpdateAgentMessageText(s.Answer(ctx, in)))) // after any running turn
 			if ctx.Err() != nil {
 				return gateway.StopCancelled, nil
 			}
@@ -89,7 +92,7 @@ func (a *Agent) promptTurn(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	} else {
 		stored = true
 		stop, err = s.Prompt(ctx, session.PromptRequest{
-			Content: content, System: systemPrompt(s.Cwd()), Ask: a.askFunc(s.ID()),
+			Content: content, Input: &in, System: systemPrompt(s.Cwd()), Ask: a.askFunc(s.ID()),
 			Emit: func(ev gateway.Event) {
 				if ev.Kind == gateway.EventSubagent {
 					for _, u := range subagentUpdates(s.ID(), ev.Subagent, a.subagentsOn()) {

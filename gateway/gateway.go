@@ -54,8 +54,15 @@ type SendRequest struct {
 	SessionKey string
 	// RunID identifies the turn in logs.
 	RunID string
-	// Message is the user's prompt content.
+	// Message is the user's prompt content. It goes to the model as a
+	// message, and into the history as the turn's user message, whatever
+	// its text: the runner never reads it for a command.
 	Message []Content
+	// Command is the slash command Message starts with, as the front end
+	// classified it, or nil for a message. A Command that is none of the
+	// runner's commands and not Unknown is ignored (the message goes to
+	// the model). A task's prompt (a subagent's turn) has none.
+	Command *Command
 	// Model is the ID of the model the session uses; "" means the default.
 	Model string
 	// Toggles are the session's on/off choices; the zero value leaves all
@@ -83,4 +90,21 @@ type SendRequest struct {
 	// unlike SessionKey it is never a key the client chose. "" when the
 	// caller has no session (tests, a one-off request).
 	SessionID string
+}
+
+// Command is a slash command the front end found at the start of the
+// user's message (package session classifies every prompt once), handed to
+// the runner typed so that nothing below re-reads the text. The runner
+// runs it whatever the session's model: its direct provider answers
+// /tools, /call and /help, the runner itself /usage and /compact.
+type Command struct {
+	// Name is the command word without its slash: one of the runner's
+	// commands ("call"), or, with Unknown, the word as typed ("halp").
+	Name string
+	// Args is the text after the command word, trimmed of white space; ""
+	// when none was given ("/call echo {}" → "echo {}").
+	Args string
+	// Unknown marks a word shaped like a command that is none of the
+	// agent's: the runner answers that it is unknown and asks no model.
+	Unknown bool
 }

@@ -91,6 +91,10 @@ type Request struct {
 	// Providers send it as the PurposeHeader HTTP header, for the proxies
 	// and logs between the agent and the API.
 	Purpose string
+	// Command is the turn's slash command (SendRequest.Command) when the
+	// runner hands the turn to the provider that answers commands (the
+	// direct provider); nil on every request to a model, which ignores it.
+	Command *Command
 	// Context, if set, asks the provider (a ContextManager that manages
 	// its Strategy) to manage the context on its side; nil leaves it to
 	// the runner.

@@ -70,7 +70,10 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		return nil, nil, err
 	}
 	id := storedID(client, key)
-	if sv.core.DefaultModel() == runner.DirectModelID && !isCommand(in.Message) {
+	// The message is classified once (session.Classify): a command runs
+	// without a model; the turn routes on the same Input.
+	cls := session.Classify(in.Message)
+	if sv.core.DefaultModel() == runner.DirectModelID && !cls.IsCommand() {
 		// Refused before a new conversation is stored: one the client
 		// names is new when the store has none under its key.
 		if fresh {
@@ -87,11 +90,11 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 			return nil, nil, errors.New(gateway.ErrorText(err))
 		}
 		fresh = false // stored now: a second attempt reopens it
-		if c.s.Model() == runner.DirectModelID && !isCommand(in.Message) {
+		if c.s.Model() == runner.DirectModelID && !cls.IsCommand() {
 			sv.release(c)
 			return nil, nil, errNoModel
 		}
-		r, err := sv.start(ctx, c, client, key, in.SessionKey, in.Message, req)
+		r, err := sv.start(ctx, c, client, key, in.SessionKey, in.Message, cls, req)
 		if err != nil {
 			sv.release(c)
 			return nil, nil, err
@@ -116,6 +119,7 @@ type run struct {
 	key     string // the conversation's sessionKey
 	inKey   string // the sessionKey argument of the call that started it
 	message string
+	input   session.Input // message as session.Classify read it, once
 	mode    askMode
 	cancel  context.CancelFunc
 	done    chan struct{}  // closed when the turn has returned
@@ -144,11 +148,11 @@ type requestSink struct {
 	token any // the progress token; nil: no progress
 }
 
-// start starts the turn of message in c, the conversation key of client,
-// asked for with the sessionKey argument inKey, reporting to req (whose
-// context is reqCtx) from its first event; the run releases c when it
-// ends.
-func (sv *server) start(reqCtx context.Context, c *conv, client, key, inKey, message string, req *mcp.CallToolRequest) (*run, error) {
+// start starts the turn of message (classified as input) in c, the
+// conversation key of client, asked for with the sessionKey argument
+// inKey, reporting to req (whose context is reqCtx) from its first event;
+// the run releases c when it ends.
+func (sv *server) start(reqCtx context.Context, c *conv, client, key, inKey, message string, input session.Input, req *mcp.CallToolRequest) (*run, error) {
 	// The turn is a span of the caller's trace when its request's _meta
 	// carries one (telemetry.Extract), ended by run.
 	base := sv.base
@@ -158,7 +162,7 @@ func (sv *server) start(reqCtx context.Context, c *conv, client, key, inKey, mes
 	tctx, span := telemetry.StartTurn(base, c.s.ID())
 	ctx, cancel := context.WithCancel(tctx)
 	r := &run{
-		sv: sv, c: c, client: client, key: key, message: message, inKey: inKey, mode: askModeOf(req), cancel: cancel,
+		sv: sv, c: c, client: client, key: key, message: message, input: input, inKey: inKey, mode: askModeOf(req), cancel: cancel,
 		done: make(chan struct{}), asks: make(chan *question), callIdx: make(map[string]int), span: span,
 	}
 	// Before the turn starts: a quick turn (a /call) emits its events
@@ -185,15 +189,16 @@ func (r *run) run(ctx context.Context) {
 	defer r.cancel()
 	defer r.sv.release(r.c)
 	s := r.c.s
-	if answer, ok := session.FrontEndCommand(s, r.message); ok {
+	if r.input.Kind == session.InputFrontEnd {
 		r.stop, r.err = s.Turn(ctx, func(ctx context.Context) (gateway.StopReason, error) {
-			text := answer(ctx)
+			text := s.Answer(ctx, r.input)
 			r.emit(gateway.Event{Kind: gateway.EventTextDelta, Text: text})
 			return gateway.StopEndTurn, nil
 		})
 	} else {
 		r.stop, r.err = s.Prompt(ctx, session.PromptRequest{
 			Content: []gateway.Content{gateway.TextContent(r.message)},
+			Input:   &r.input,
 			System:  systemPrompt(s.Cwd()),
 			Ask:     r.askFunc(),
 			Emit:    r.emit,
@@ -316,7 +321,7 @@ func (r *run) emit(ev gateway.Event) {
 		if ev.Call.Status == gateway.ToolFailed {
 			lv = levelWarning
 		}
-		if ev.Call.Result != nil && runner.IsDirectCommand(r.message) {
+		if ev.Call.Result != nil && r.input.IsDirect() {
 			// A /call: its result is the answer.
 			if r.answer.Len() > 0 {
 				r.answer.WriteString("\n")

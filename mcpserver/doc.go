@@ -45,9 +45,10 @@
 // also carries the sessionKey, the stop reason and the tool calls (name,
 // status). A failure is an isError result naming the cause: a malformed
 // key, no model configured for a message that is not a slash command, the
-// provider's error, a cancelled turn. Slash commands (/help, /tools, /call,
-// and /servers through session.FrontEndCommand) work as in the ACP front
-// end's direct mode.
+// provider's error, a cancelled turn. The message is classified once
+// (session.Classify); slash commands (/help, /tools, /call, and /servers
+// through session.Session.Answer) work as in the ACP front end's direct
+// mode.
 //
 // While a turn runs, a call that sent a progress token gets
 // notifications/progress for each text chunk and each tool call's start and

@@ -13,7 +13,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -368,16 +367,6 @@ func (sv *server) shutdown() {
 		sv.wg.Wait()
 		sv.log.Info("MCP server stopped", "conversations", len(convs))
 	})
-}
-
-// isCommand reports whether text starts with a slash command of the agent
-// (runner.Commands), or a word shaped like one that is none of them
-// (runner.UnknownCommand, answered "Unknown command"): those run without a
-// model.
-func isCommand(text string) bool {
-	_, _, ok := runner.ParseCommand(text)
-	_, unknown := runner.UnknownCommand(text)
-	return ok || unknown
 }
 
 // errNoModel is the error of a message that needs a model when none is

@@ -8,12 +8,11 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 )
 
-// frontEndCommands answer the runner.Commands marked FrontEnd, from the
-// session's own state; the others go to the gateway. A test checks that the
-// two agree.
+// frontEndCommands answer the runner.Commands marked FrontEnd
+// ([Session.Answer]), from the session's own state; the others go to the
+// gateway. A test checks that the two agree.
 var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest string) string{
 	"resources": resourcesCommand, // resources.go
 	"mcp":       mcpCommand,       // mcpcommand.go
@@ -47,24 +46,22 @@ var frontEndCommands = map[string]func(ctx context.Context, s *Session, rest str
 // logoutTimeout bounds /logout's revocation requests.
 const logoutTimeout = 30 * time.Second
 
-// FrontEndCommand returns the command a front end answers itself that text
-// starts with (the runner.Commands marked FrontEnd: /servers), as a function
-// computing the answer from the session's state, or ok=false for any other
-// text (which goes to the gateway). Every front end (acp, mcpserver) answers
-// them through it; run the answer inside [Session.Turn], with the turn's
-// context, so it follows any running turn and session/cancel (or the
-// turn's end) cancels what it waits for (/read's resources/read, /logout's
-// revocations).
-func FrontEndCommand(s *Session, text string) (answer func(ctx context.Context) string, ok bool) {
-	c, rest, ok := runner.ParseCommand(text)
-	if !ok || !c.FrontEnd {
-		return nil, false
+// Answer answers a front-end command (in.Kind InputFrontEnd, from
+// [Classify]: the runner.Commands marked FrontEnd, /servers, /mcp, …) from
+// the session's state, and returns "" for any other input (which goes to
+// [Session.Prompt]). Every front end (acp, mcpserver) answers them through
+// it; call it inside [Session.Turn], with the turn's context, so it
+// follows any running turn and session/cancel (or the turn's end) cancels
+// what it waits for (/read's resources/read, /logout's revocations).
+func (s *Session) Answer(ctx context.Context, in Input) string {
+	if in.Kind != InputFrontEnd {
+		return ""
 	}
-	run := frontEndCommands[c.Name]
+	run := frontEndCommands[in.Name]
 	if run == nil {
-		return nil, false // a table without its handler: TestCommands_FrontEndHandlers
+		return "" // a table without its handler: TestCommands_FrontEndHandlers
 	}
-	return func(ctx context.Context) string { return run(ctx, s, rest) }, true
+	return run(ctx, s, in.Args)
 }
 
 // ServersText renders /servers: one line per server (state, transport, tool

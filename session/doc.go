@@ -17,9 +17,13 @@
 // tools with the gateway. A failed server does not fail the open; its status
 // is in [Session.Servers].
 //
-// A [Session] runs one turn at a time: [Session.Prompt] sends a message
-// through the gateway, [Session.Turn] runs a command the front end answers
-// itself under the same rules. [Session.Cancel] cancels the running turn;
+// A front end reads a prompt's text once, with [Classify] (a message, a
+// front-end command, an MCP prompt, a runner command or an unknown one),
+// and routes on the [Input]. A [Session] runs one turn at a time:
+// [Session.Prompt] sends a message (or an MCP prompt's messages, or a
+// typed command for the runner) through the gateway, [Session.Turn] runs a
+// command the front end answers itself ([Session.Answer]) under the same
+// rules. [Session.Cancel] cancels the running turn;
 // [Session.End] (and [Core.Close], [Core.Shutdown]) cancels it, waits for it
 // (at most 5 seconds), then closes the servers, unregisters the tools and
 // drops the history cache, in that order. The model is chosen per session
@@ -165,8 +169,11 @@
 //     expanded;
 //   - project.go: the project's .mcp.json and its [Approvals];
 //   - mode.go: the session's mode ([Session.SetMode]) and /status;
+//   - classify.go: a prompt's text read once ([Classify] → [Input]: a
+//     message, a front-end command, an MCP prompt, a runner command or an
+//     unknown one);
 //   - commands.go: the slash commands the core answers itself
-//     ([FrontEndCommand]) and /servers ([ServersText]);
+//     ([Session.Answer]) and /servers ([ServersText]);
 //   - mcpcommand.go: /mcp;
 //   - prompts.go: MCP prompts as slash commands ([Session.Commands],
 //     [PromptHint], [ParsePromptArgs]);

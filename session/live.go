@@ -183,15 +183,23 @@ type PromptRequest struct {
 	Ask gateway.AskFunc
 	// Emit receives the turn's events, in order, from the turn's goroutine.
 	Emit func(gateway.Event)
+	// Input is Content's text as the front end classified it ([Classify]),
+	// so that Prompt does not read it again; nil: Prompt classifies it.
+	Input *Input
 }
 
 // Prompt runs one turn through the gateway (see [Session.Turn]); with
 // CoreOptions.Leases, under the session's lease (see "Leases" in the
 // package doc: another holder's lease fails it at once with a *BusyError,
-// a lease lost meanwhile stops it with a *LeaseLostError). A prompt
-// command ("/<server>:<prompt> ...", see [Session.Commands]) is run first:
-// its messages are the user's message, or, in direct mode or when it
-// fails, the answer shown (an agent message) and the turn ends. A turn
+// a lease lost meanwhile stops it with a *LeaseLostError). It goes as the
+// prompt's [Input] says (p.Input, else [Classify] of Content's text): a
+// prompt command ("/<server>:<prompt> ...", see [Session.Commands]) is run
+// first: its messages are the user's message, or, in direct mode or when it
+// fails, the answer shown (an agent message) and the turn ends; a runner
+// command or an unknown one reaches the gateway typed
+// (gateway.SendRequest.Command, [Input.Gateway]); anything else, a
+// front-end command included (the front end answers those, [Session.Answer]),
+// is a message for the model. A turn
 // whose context was cancelled (by the caller, Cancel or End) ends with
 // gateway.StopCancelled. An error is ErrEnded or the gateway's (a provider
 // failure, logged): the session stays usable.
@@ -205,16 +213,24 @@ func (s *Session) Prompt(ctx context.Context, p PromptRequest) (gateway.StopReas
 		if !s.askProject(ctx, p.Ask, emit) { // the project's servers, before their first use (project.go)
 			return gateway.StopCancelled, nil
 		}
-		msg, done := s.runPrompt(ctx, p.Content, emit) // "/<server>:<prompt> ..." (prompts.go)
-		if done {
-			return gateway.StopEndTurn, nil
+		in := p.Input
+		if in == nil {
+			c := Classify(gateway.PromptText(p.Content))
+			in = &c
+		}
+		msg := p.Content
+		if in.Kind == InputPrompt { // "/<server>:<prompt> ..." (prompts.go)
+			var done bool
+			if msg, done = s.runPrompt(ctx, *in, emit); done {
+				return gateway.StopEndTurn, nil
+			}
 		}
 		// Resource links the session's servers serve (the user's, or a
 		// prompt's) reach the model as the resources themselves
 		// (bridge.Manager.ResolveLinks).
 		msg = s.manager.ResolveLinks(ctx, msg)
 		req := gateway.SendRequest{
-			SessionKey: s.key, RunID: runID, Message: msg,
+			SessionKey: s.key, RunID: runID, Message: msg, Command: in.Gateway(),
 			Model: s.Model(), Toggles: s.Toggles(), System: p.System, Ask: p.Ask,
 			ReadOnly: s.Mode() == confine.ReadOnly,
 			Tenant:   s.core.opts.Tenant, SessionID: s.id,

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -139,29 +138,23 @@ func splitWords(s string) ([]string, error) {
 	return words, nil
 }
 
-// promptName is the shape of a prompt command's name
-// (bridge.PromptCommandNames).
-var promptName = regexp.MustCompile(`^[a-zA-Z0-9_-]+:[a-zA-Z0-9_-]+$`)
-
-// findPrompt returns the prompt command text starts with, and the rest.
-func (s *Session) findPrompt(text string) (bridge.PromptCommand, string, bool) {
-	word, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
-	name, slash := strings.CutPrefix(word, "/")
-	if !slash || !promptName.MatchString(name) {
-		return bridge.PromptCommand{}, "", false // "/usr/x:1 …" is a message, not a command
-	}
+// findPrompt returns the session's prompt command named name (an
+// InputPrompt's Name), or, when no server has it, one with only that name
+// (GetPrompt says it is unknown). It is looked up when the prompt runs, so
+// a list refreshed since the prompt was classified counts.
+func (s *Session) findPrompt(name string) bridge.PromptCommand {
 	for _, p := range s.manager.Prompts() {
 		if p.Name == name {
-			return p, rest, true
+			return p
 		}
 	}
-	return bridge.PromptCommand{Name: name}, rest, true // an unknown prompt: GetPrompt says so
+	return bridge.PromptCommand{Name: name}
 }
 
-// runPrompt runs a prompt command, if content is one: it returns the
-// user message the turn sends to the model instead of content (done
-// false), or, in direct mode or on an error, emits the answer as agent
-// text and reports done (the turn ends normally).
+// runPrompt runs the prompt command in (an InputPrompt): it returns the
+// user message the turn sends to the model instead of the prompt's text
+// (done false), or, in direct mode or on an error, emits the answer as
+// agent text and reports done (the turn ends normally).
 //
 // The model gets the prompt's messages as one user message: the content
 // blocks of every message in order, as tool results map them. When the
@@ -169,15 +162,13 @@ func (s *Session) findPrompt(text string) (bridge.PromptCommand, string, bool) {
 // "[user]" precedes each run of messages of one role, so the model can
 // tell what the prompt puts in its own mouth; a prompt of user messages
 // only is passed as is. A message whose text would read as one of
-// runner.Commands ("/call …") gets a first text block "Prompt /<name>:",
-// so that it reaches the model instead of running as a command. In direct mode the messages are shown as agent
-// text, each under its role.
-func (s *Session) runPrompt(ctx context.Context, content []gateway.Content, emit func(gateway.Event)) (msg []gateway.Content, done bool) {
-	text := gateway.PromptText(content)
-	p, rest, ok := s.findPrompt(text)
-	if !ok {
-		return content, false
-	}
+// the direct provider's commands ("/call …", [Input.IsDirect]) gets a
+// first text block "Prompt /<name>:", so that the model reads it as the
+// prompt's text, not as a command the user typed (the runner itself runs
+// only the command the user's prompt was classified as). In direct mode
+// the messages are shown as agent text, each under its role.
+func (s *Session) runPrompt(ctx context.Context, in Input, emit func(gateway.Event)) (msg []gateway.Content, done bool) {
+	p, rest := s.findPrompt(in.Name), in.Args
 	say := func(t string) { emit(gateway.Event{Kind: gateway.EventTextDelta, Text: t}) }
 	args := map[string]string{}
 	var err error
@@ -205,9 +196,9 @@ func (s *Session) runPrompt(ctx context.Context, content []gateway.Content, emit
 		return nil, true
 	}
 	msg = promptMessage(res)
-	if runner.IsDirectCommand(gateway.PromptText(msg)) {
-		// A prompt whose text reads as a command ("/call …") is still a
-		// message for the model, never a command run without it.
+	if Classify(gateway.PromptText(msg)).IsDirect() {
+		// A prompt whose text reads as a command ("/call …") is a message
+		// for the model, marked as the prompt's.
 		msg = append([]gateway.Content{gateway.TextContent("Prompt /" + p.Name + ":")}, msg...)
 	}
 	return msg, false

@@ -48,11 +48,11 @@ func openDocs(t *testing.T) (*session.Session, *haikuModel) {
 
 func frontEnd(t *testing.T, s *session.Session, text string) string {
 	t.Helper()
-	answer, ok := session.FrontEndCommand(s, text)
-	if !ok {
+	in := session.Classify(text)
+	if in.Kind != session.InputFrontEnd {
 		t.Fatalf("%q is not a front-end command", text)
 	}
-	return answer(t.Context())
+	return s.Answer(t.Context(), in)
 }
 
 // A front-end command runs with the turn's context: a cancelled turn ends
@@ -75,13 +75,13 @@ func TestCommands_ReadFollowsTheTurnsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.End)
-	answer, ok := session.FrontEndCommand(s, "/read mem://slow/doc")
-	if !ok {
+	in := session.Classify("/read mem://slow/doc")
+	if in.Kind != session.InputFrontEnd {
 		t.Fatal("/read is not a front-end command")
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	got := make(chan string, 1)
-	go func() { got <- answer(ctx) }()
+	go func() { got <- s.Answer(ctx, in) }()
 	cancel()
 	select {
 	case text := <-got:

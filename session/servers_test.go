@@ -72,11 +72,11 @@ func toolNamesOf(s *session.Session) []string {
 
 func mcpCmd(t *testing.T, s *session.Session, line string) string {
 	t.Helper()
-	run, ok := session.FrontEndCommand(s, "/mcp "+line)
-	if !ok {
+	in := session.Classify("/mcp " + line)
+	if in.Kind != session.InputFrontEnd {
 		t.Fatalf("/mcp %s is not a front-end command", line)
 	}
-	return run(t.Context())
+	return s.Answer(t.Context(), in)
 }
 
 // /mcp add, disable, remove change a running session's servers; a reopen

@@ -73,11 +73,11 @@ func TestLogout_SaysWhatToDo(t *testing.T) {
 	told(`MCP server "remote" is connected`)
 	run := func(text string) string {
 		t.Helper()
-		answer, ok := FrontEndCommand(s, text)
-		if !ok {
+		in := Classify(text)
+		if in.Kind != InputFrontEnd {
 			t.Fatalf("%s is not a front-end command", text)
 		}
-		return answer(t.Context())
+		return s.Answer(t.Context(), in)
 	}
 
 	if err := os.WriteFile(path, []byte(`{"version":7,"records":[]}`), 0o600); err != nil {

@@ -60,7 +60,7 @@ func TestRunner_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 
 // Direct mode's /call IDs do not repeat across providers (processes).
 func TestDirect_CallIDsDoNotRepeat(t *testing.T) {
-	req := &gateway.Request{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("/call echo")}}}}
+	req := &gateway.Request{Messages: []gateway.Message{{Role: gateway.RoleUser, Content: []gateway.Content{gateway.TextContent("/call echo")}}}, Command: &gateway.Command{Name: "call", Args: "echo"}}
 	ids := map[string]bool{}
 	for range 3 {
 		resp, err := NewDirect().Complete(t.Context(), req, func(gateway.Event) {})

@@ -3,15 +3,17 @@ package runner
 import (
 	"fmt"
 	"strings"
-	"unicode"
+
+	"github.com/seed02d3eb6b/acp-agent/gateway"
 )
 
 // Command is one slash command of a session (ACP "Slash Commands",
 // https://agentclientprotocol.com/protocol/slash-commands). The table of
 // them ([Commands]) is the one place a command is declared: the editor's
 // menu (available_commands_update), the /help text ([DirectHelp]) and
-// dispatch (the direct provider, [IsDirectCommand], and the front end for
-// [Command.FrontEnd] commands) are all derived from it.
+// dispatch are all derived from it. Package session reads a prompt's text
+// against it once (session.Classify) and hands the runner the command typed
+// ([gateway.SendRequest.Command]); the runner never parses a prompt.
 type Command struct {
 	// Name is the command word without the slash ("call").
 	Name string
@@ -50,78 +52,31 @@ var commands = [...]Command{
 // The slice is a copy.
 func Commands() []Command { return append([]Command(nil), commands[:]...) }
 
-// ParseCommand splits a prompt text into its command and the rest, if it
-// starts with one of [Commands] ("/call x {}" → call, "x {}").
-func ParseCommand(text string) (cmd Command, rest string, ok bool) {
-	word, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
-	name, slash := strings.CutPrefix(word, "/")
-	if !slash {
-		return Command{}, "", false
+// command returns the row of [Commands] that c names, if it is one of the
+// runner's: direct is true for a row the direct provider answers (marked
+// neither FrontEnd nor Runner) and for an unknown command; ok is false for
+// nil and for a name that is no row (a front-end row is a row: the caller
+// checks FrontEnd).
+func command(c *gateway.Command) (row Command, direct, ok bool) {
+	if c == nil {
+		return Command{}, false, false
 	}
-	for _, c := range commands {
-		if c.Name == name {
-			return c, strings.TrimSpace(rest), true
+	if c.Unknown {
+		return Command{}, true, true
+	}
+	for _, r := range commands {
+		if r.Name == c.Name {
+			return r, !r.FrontEnd && !r.Runner, true
 		}
 	}
-	return Command{}, "", false
-}
-
-// UnknownCommand reports whether text starts with a word shaped like a
-// command that is none of [Commands]: a slash, then a letter, then letters,
-// digits, "_" or "-", up to the first space or the end ("/halp", "/Tools
-// x"; the first word ends at any white space). Such a prompt is answered "Unknown command /word; /help lists them."
-// ([UnknownCommandText]) in every mode, never sent to a model. A slash
-// word of any other shape is a message: "/usr/bin/foo is broken", "/tmp.",
-// "/ 2" go to the model as written, and "/<server>:<prompt>" is an MCP
-// prompt (package session). Matching is exact: "/Tools" is unknown, as
-// commands are lower case.
-func UnknownCommand(text string) (word string, ok bool) {
-	text = strings.TrimSpace(text)
-	first := text
-	if i := strings.IndexFunc(text, unicode.IsSpace); i >= 0 {
-		first = text[:i]
-	}
-	name, slash := strings.CutPrefix(first, "/")
-	if !slash || !commandShaped(name) {
-		return "", false
-	}
-	for _, c := range commands {
-		if c.Name == name {
-			return "", false
-		}
-	}
-	return first, true
+	return Command{}, false, false
 }
 
 // UnknownCommandText is the answer to a prompt starting with the unknown
-// command word (see [UnknownCommand]).
+// command word (a [gateway.Command] marked Unknown; word with its slash,
+// "/halp").
 func UnknownCommandText(word string) string {
 	return "Unknown command " + word + "; /help lists them."
-}
-
-// commandShaped reports whether name is a letter then letters, digits,
-// "_" or "-" (ASCII).
-func commandShaped(name string) bool {
-	if name == "" || !isLetter(name[0]) {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if !isLetter(c) && (c < '0' || c > '9') && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
-// IsDirectCommand reports whether text starts with a command the direct
-// provider answers (every command of [Commands] but the front end's and the
-// runner's); such a prompt runs without the model.
-func IsDirectCommand(text string) bool {
-	c, _, ok := ParseCommand(text)
-	return ok && !c.FrontEnd && !c.Runner
 }
 
 // commandsHelp is the command list of DirectHelp.

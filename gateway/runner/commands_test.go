@@ -10,60 +10,30 @@ import (
 )
 
 // TestCommands_TableDrivesHelpAndDispatch: every command of the table is in
-// the /help text, and the direct provider's dispatch follows the table.
+// the /help text, and the runner's dispatch follows the table: a command
+// it is handed goes to the direct provider unless the front end or the
+// runner answers it. (Reading a prompt's text for a command is
+// session.Classify's, tested there.)
 func TestCommands_TableDrivesHelpAndDispatch(t *testing.T) {
 	help := DirectHelp(nil)
 	for _, c := range Commands() {
 		if !strings.Contains(help, "/"+c.Name) || !strings.Contains(help, c.Description) {
 			t.Errorf("/help lacks /%s or its description:\n%s", c.Name, help)
 		}
-		if got := IsDirectCommand("/" + c.Name + " x"); got == (c.FrontEnd || c.Runner) {
-			t.Errorf("IsDirectCommand(/%s) = %v with FrontEnd %v, Runner %v", c.Name, got, c.FrontEnd, c.Runner)
+		if row, direct, ok := command(&gateway.Command{Name: c.Name, Args: "x"}); !ok || row != c || direct == (c.FrontEnd || c.Runner) {
+			t.Errorf("command(/%s) = %+v, direct %v, %v with FrontEnd %v, Runner %v", c.Name, row, direct, ok, c.FrontEnd, c.Runner)
 		}
 	}
 	for _, tt := range []struct {
-		text, name, rest string
-		ok               bool
+		cmd        *gateway.Command
+		direct, ok bool
 	}{
-		{"/call mcp__a__b {\"x\": 1}", "call", `mcp__a__b {"x": 1}`, true},
-		{"  /tools  ", "tools", "", true},
-		{"/servers", "servers", "", true},
-		{"/callx", "", "", false},
-		{"call x", "", "", false},
-		{"/", "", "", false},
-		{"hello /tools", "", "", false},
+		{nil, false, false},
+		{&gateway.Command{Name: "callx"}, false, false},
+		{&gateway.Command{Name: "halp", Unknown: true}, true, true},
 	} {
-		c, rest, ok := ParseCommand(tt.text)
-		if ok != tt.ok || c.Name != tt.name || rest != tt.rest {
-			t.Errorf("ParseCommand(%q) = %q %q %v, want %q %q %v", tt.text, c.Name, rest, ok, tt.name, tt.rest, tt.ok)
-		}
-	}
-}
-
-// TestUnknownCommand: a slash word shaped like a command that is none of
-// the table is unknown; any other slash word is a message.
-func TestUnknownCommand(t *testing.T) {
-	for _, tt := range []struct {
-		text, word string
-		ok         bool
-	}{
-		{"/halp", "/halp", true},
-		{"  /foo-bar_2 some text", "/foo-bar_2", true},
-		{"/Tools", "/Tools", true}, // commands are lower case
-		{"/halp\nmore", "/halp", true},
-		{"/tools", "", false},
-		{"/call x {}", "", false},
-		{"/usr/bin/foo is broken", "", false},
-		{"/tmp. is full", "", false},
-		{"/ 2", "", false},
-		{"/2fa setup", "", false},
-		{"/server:prompt arg", "", false}, // an MCP prompt
-		{"hello /halp", "", false},
-		{"", "", false},
-	} {
-		word, ok := UnknownCommand(tt.text)
-		if word != tt.word || ok != tt.ok {
-			t.Errorf("UnknownCommand(%q) = %q %v, want %q %v", tt.text, word, ok, tt.word, tt.ok)
+		if _, direct, ok := command(tt.cmd); direct != tt.direct || ok != tt.ok {
+			t.Errorf("command(%+v) = direct %v, %v, want %v, %v", tt.cmd, direct, ok, tt.direct, tt.ok)
 		}
 	}
 }
@@ -78,12 +48,16 @@ func TestRunner_UnknownCommandIsSaidUnknown(t *testing.T) {
 		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent("ok")}}}, nil
 	}}
 	r := New(&gateway.Registry{}, &Options{Models: []gateway.Model{{ID: "fake", Provider: p}}})
-	for _, tt := range []struct{ prompt, said string }{
-		{"/halp me", "Unknown command /halp; /help lists them."},
-		{"/usr/bin/foo is broken", ""},
+	for _, tt := range []struct {
+		prompt string
+		cmd    *gateway.Command // as session.Classify types it
+		said   string
+	}{
+		{"/halp me", &gateway.Command{Name: "halp", Args: "me", Unknown: true}, "Unknown command /halp; /help lists them."},
+		{"/usr/bin/foo is broken", nil, ""},
 	} {
 		evs, emit := collect()
-		if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(tt.prompt)}}, emit); err != nil || stop != gateway.StopEndTurn {
+		if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(tt.prompt)}, Command: tt.cmd}, emit); err != nil || stop != gateway.StopEndTurn {
 			t.Fatalf("%s: Run = %s, %v", tt.prompt, stop, err)
 		}
 		var said strings.Builder
@@ -130,7 +104,7 @@ func TestDirectHelp_ExampleNamesASessionTool(t *testing.T) {
 	evs, emit := collect()
 	reg := &gateway.Registry{}
 	reg.Set("k", []*gateway.Tool{search})
-	if _, err := New(reg, nil).Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call")}}, emit); err != nil {
+	if _, err := New(reg, nil).Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call")}, Command: &gateway.Command{Name: "call"}}, emit); err != nil {
 		t.Fatal(err)
 	}
 	if len(*evs) == 0 || !strings.Contains((*evs)[0].Text, `e.g. /call mcp__gh__search {"query":"...","limit":1}`) {

@@ -109,7 +109,7 @@ func TestRunner_CancelledCompaction(t *testing.T) {
 	var mu sync.Mutex
 	var reps []gateway.CompactionReport
 	var answer strings.Builder
-	stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: text("/compact")}, func(e gateway.Event) {
+	stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: text("/compact"), Command: &gateway.Command{Name: "compact"}}, func(e gateway.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if e.Kind == gateway.EventTextDelta {

@@ -449,7 +449,7 @@ func TestRunner_UsageAndCompactCommands(t *testing.T) {
 	r := New(&gateway.Registry{}, &Options{History: hist, Models: []gateway.Model{{ID: "m", Provider: rec.provider(), ContextWindow: 100_000}}})
 	answer := func(cmd string) string {
 		evs, emit := collect()
-		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text(cmd)}, emit); err != nil {
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("/" + cmd), Command: &gateway.Command{Name: cmd}}, emit); err != nil {
 			t.Fatal(err)
 		}
 		var b strings.Builder
@@ -460,13 +460,13 @@ func TestRunner_UsageAndCompactCommands(t *testing.T) {
 		}
 		return b.String()
 	}
-	if got := answer("/usage"); !strings.Contains(got, "2 model requests") || !strings.Contains(got, "1,234 uncached") || !strings.Contains(got, "$0.0100") || !strings.Contains(got, "of 100,000") {
+	if got := answer("usage"); !strings.Contains(got, "2 model requests") || !strings.Contains(got, "1,234 uncached") || !strings.Contains(got, "$0.0100") || !strings.Contains(got, "of 100,000") {
 		t.Errorf("/usage = %q", got)
 	}
 	if len(rec.requests()) != 0 {
 		t.Error("/usage asked the model")
 	}
-	if got := answer("/compact"); !strings.Contains(got, "Compacted") {
+	if got := answer("compact"); !strings.Contains(got, "Compacted") {
 		t.Errorf("/compact = %q", got)
 	}
 	v := hist.View(t.Context(), "k")
@@ -475,7 +475,7 @@ func TestRunner_UsageAndCompactCommands(t *testing.T) {
 	}
 	direct := New(&gateway.Registry{}, &Options{History: hist})
 	evs, emit := collect()
-	if _, err := direct.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("/compact")}, emit); err != nil {
+	if _, err := direct.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: text("/compact"), Command: &gateway.Command{Name: "compact"}}, emit); err != nil {
 		t.Fatal(err)
 	}
 	if got := (*evs)[0].Text; !strings.Contains(got, "needs a model") {

@@ -129,10 +129,13 @@ func (a orderedArgs) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Direct is the offline provider used when no model is configured. It reads
-// the user's text as a command: /tools lists the tools, /call asks the runner
-// to call one (the same path a model's tool call takes), an unknown command
-// ([UnknownCommand]) is said to be unknown, anything else gets DirectHelp. Each /call gets a random tool call ID ("call_" and 16 hex
+// Direct is the offline provider used when no model is configured. It
+// answers the turn's command (gateway.Request.Command, typed by the front
+// end; it never reads the message's text): /tools lists the tools, /call
+// asks the runner to call one (the same path a model's tool call takes),
+// an unknown command ([gateway.Command].Unknown) is said to be unknown
+// ([UnknownCommandText]); /help, and a message with no command, get
+// DirectHelp. Each /call gets a random tool call ID ("call_" and 16 hex
 // digits), so IDs do not repeat across agent restarts or session/load. It is
 // safe for concurrent use. It reads only the current turn: the runner gives
 // it no history (Request.Messages holds the turn's messages alone).
@@ -154,16 +157,22 @@ func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gatew
 		// The /call has run and its result is on screen: the turn is over.
 		return &gateway.Response{}, nil
 	}
-	cmd, rest, _ := ParseCommand(gateway.PromptText(req.Messages[len(req.Messages)-1].Content))
 	say := func(s string) (*gateway.Response, error) {
 		emit(gateway.Event{Kind: gateway.EventTextDelta, Text: s})
 		return &gateway.Response{Message: gateway.Message{Content: []gateway.Content{gateway.TextContent(s)}}}, nil
+	}
+	cmd := req.Command
+	if cmd == nil { // a message: no model to answer it
+		return say(DirectHelp(req.Tools))
+	}
+	if cmd.Unknown {
+		return say(UnknownCommandText("/" + cmd.Name))
 	}
 	switch cmd.Name {
 	case "tools":
 		return say(listTools(req.Tools))
 	case "call":
-		name, argText, _ := strings.Cut(rest, " ")
+		name, argText, _ := strings.Cut(cmd.Args, " ")
 		if name == "" {
 			usage := "usage: /call <tool> [args]; args is a JSON object"
 			if call := exampleCall(req.Tools); call != "" {
@@ -176,12 +185,7 @@ func (*Direct) Complete(_ context.Context, req *gateway.Request, emit func(gatew
 			return say(fmt.Sprintf("/call %s: %v", name, err))
 		}
 		return &gateway.Response{Message: gateway.Message{ToolCalls: []gateway.ToolCall{{ID: NewToolCallID(), Name: name, Args: args}}}}, nil
-	case "help":
-		return say(DirectHelp(req.Tools))
-	default:
-		if word, ok := UnknownCommand(gateway.PromptText(req.Messages[len(req.Messages)-1].Content)); ok {
-			return say(UnknownCommandText(word))
-		}
+	default: // help, and a command of no one's
 		return say(DirectHelp(req.Tools))
 	}
 }

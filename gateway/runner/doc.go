@@ -21,6 +21,9 @@
 // [Direct] is the provider used when no model is configured, with model ID
 // [DirectModelID]: the user's /tools and /call commands drive the session's
 // tools through the same path, and the same permissions, as a model's calls.
+// The runner never reads a prompt's text for a command: the front end
+// classifies it (session.Classify) and hands a [gateway.Command] in
+// [gateway.SendRequest]; [Commands] is the table it is read against.
 // Every Runner offers it, last unless configured.
 //
 // # The in-process gateway

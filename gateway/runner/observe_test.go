@@ -117,7 +117,7 @@ func TestRunner_TracesModelRequests(t *testing.T) {
 	if _, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("hello")}}, func(gateway.Event) {}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Model: DirectModelID, Message: []gateway.Content{gateway.TextContent("/tools")}}, func(gateway.Event) {}); err != nil {
+	if _, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Model: DirectModelID, Message: []gateway.Content{gateway.TextContent("/tools")}, Command: &gateway.Command{Name: "tools"}}, func(gateway.Event) {}); err != nil {
 		t.Fatal(err)
 	}
 	turn.End()

@@ -107,7 +107,7 @@ func TestRunner_ObserverFailedTurnAndDenied(t *testing.T) {
 
 	obs = &observed{}
 	r = New(reg, &Options{Permissions: Permissions{Mode: PermissionDeny}, Observer: obs})
-	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call mcp__srv__echo {}")}}, func(gateway.Event) {}); err != nil {
+	if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call mcp__srv__echo {}")}, Command: &gateway.Command{Name: "call", Args: "mcp__srv__echo {}"}}, func(gateway.Event) {}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(obs.lines, "permission deny") || !slices.Contains(obs.lines, "tool srv/mcp__srv__echo refused") {

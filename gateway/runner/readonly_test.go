@@ -79,6 +79,7 @@ func TestRunner_ReadOnlyMode(t *testing.T) {
 					Audit: auditFuncs{func(r audit.Record) { mu.Lock(); records = append(records, r); mu.Unlock() }}}
 				if direct {
 					req.Message = []gateway.Content{gateway.TextContent("/call mcp__fx__t {}")}
+					req.Command = &gateway.Command{Name: "call", Args: "mcp__fx__t {}"}
 				} else {
 					opts.Models = []gateway.Model{{ID: "fake", Provider: scripted(gateway.ToolCall{ID: "1", Name: "mcp__fx__t"})}}
 				}

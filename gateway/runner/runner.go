@@ -179,9 +179,8 @@ func (r *Runner) Forget(ctx context.Context, sessionKey string) {
 	r.calib.forget(sessionKey)
 }
 
-// turnOnlyProvider is a provider that reads only the running turn's
-// messages (Direct, which parses the last one): the runner passes it no
-// history.
+// turnOnlyProvider is a provider that reads only the running turn (Direct,
+// which reads the turn's command): the runner passes it no history.
 type turnOnlyProvider interface{ turnOnly() }
 
 // turnState is one running turn: what the model sees, what the turn has
@@ -189,6 +188,10 @@ type turnOnlyProvider interface{ turnOnly() }
 type turnState struct {
 	req   gateway.SendRequest
 	model gateway.Model
+	// command is the turn's command for the direct provider
+	// (gateway.Request.Command): req.Command when the direct provider runs
+	// it, else nil.
+	command *gateway.Command
 	// view is what the model sees of the turns before this one; a
 	// compaction during the turn replaces it.
 	view gateway.View
@@ -269,22 +272,25 @@ func (r *Runner) run(ctx context.Context, req gateway.SendRequest, emit func(gat
 	if err != nil {
 		return "", err
 	}
-	cmd, _, isCmd := ParseCommand(gateway.PromptText(req.Message))
-	_, unknown := UnknownCommand(gateway.PromptText(req.Message))
+	// The turn's command, typed by the front end (gateway.Command): the
+	// runner never reads the message's text for one.
+	cmd, direct, isCmd := command(req.Command)
 	if o.child { // a task's prompt is the model's text, never a command
-		isCmd, unknown = false, false
+		isCmd = false
 	}
-	if isCmd && !cmd.FrontEnd && !cmd.Runner || unknown {
+	var directCmd *gateway.Command
+	if isCmd && direct {
 		// Slash commands work whatever the model: the direct provider runs
 		// them (and says an unknown one is unknown), and the model sees
 		// them in the history afterwards.
 		model, _ = r.model(DirectModelID)
+		directCmd = req.Command
 	}
 	model.ContextWindow = r.windows.of(ctx, model, r.opts.Logger)
 	// t.model below, not model: a refusal may teach the turn the window.
 	var emitMu sync.Mutex
 	t := &turnState{
-		req: req, model: model,
+		req: req, model: model, command: directCmd,
 		turn: []gateway.Message{{Role: gateway.RoleUser, Content: req.Message}},
 		emit: func(e gateway.Event) { emitMu.Lock(); defer emitMu.Unlock(); emit(e) },
 		run:  o,
@@ -456,7 +462,7 @@ func (r *Runner) request(t *turnState, turnOnly bool) (*gateway.Request, []*gate
 		all = append(all, r.taskTool(t))
 	}
 	allowed := slices.DeleteFunc(slices.Clone(all), func(tl *gateway.Tool) bool { return r.opts.Permissions.Decide(tl) == DecisionDeny })
-	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey), Thinking: t.req.Toggles.Thinking}
+	preq := &gateway.Request{System: t.req.System, CacheKey: cacheKey(t.req.SessionKey), Thinking: t.req.Toggles.Thinking, Command: t.command}
 	if turnOnly {
 		preq.Messages, preq.Tools = t.turn, allowed
 		return preq, all

@@ -43,7 +43,7 @@ func TestRunner_DirectCallReportsEveryStep(t *testing.T) {
 	reg.Set("k", []*gateway.Tool{echoTool("mcp__srv__echo")})
 	r := New(reg, nil)
 	evs, emit := collect()
-	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(`/call mcp__srv__echo {"message":"hi"}`)}}, emit)
+	stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent(`/call mcp__srv__echo {"message":"hi"}`)}, Command: &gateway.Command{Name: "call", Args: `mcp__srv__echo {"message":"hi"}`}}, emit)
 	if err != nil || stop != gateway.StopEndTurn {
 		t.Fatalf("Run = %s, %v", stop, err)
 	}
@@ -139,7 +139,7 @@ func TestRunner_CancelledMidTool(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
 	evs, emit := collect()
-	stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit)
+	stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}, Command: &gateway.Command{Name: "call", Args: "block"}}, emit)
 	if err != nil || stop != gateway.StopCancelled {
 		t.Fatalf("Run = %s, %v; want cancelled", stop, err)
 	}
@@ -182,9 +182,9 @@ func TestRunner_ReadsRegistryEveryTurn(t *testing.T) {
 	r := New(reg, nil)
 	_, emit := collect()
 	evs, emit2 := collect()
-	_, _ = r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/tools")}}, emit)
+	_, _ = r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/tools")}, Command: &gateway.Command{Name: "tools"}}, emit)
 	reg.Set("k", []*gateway.Tool{echoTool("late")})
-	_, _ = r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/tools")}}, emit2)
+	_, _ = r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/tools")}, Command: &gateway.Command{Name: "tools"}}, emit2)
 	if len(*evs) != 1 || !strings.Contains((*evs)[0].Text, "- late (srv)") {
 		t.Errorf("second /tools = %+v", *evs)
 	}
@@ -255,7 +255,7 @@ func TestRunner_CancelledTurnIsAppendedWithALiveContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
 	_, emit := collect()
-	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit); err != nil || stop != gateway.StopCancelled {
+	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}, Command: &gateway.Command{Name: "call", Args: "block"}}, emit); err != nil || stop != gateway.StopCancelled {
 		t.Fatalf("Run = %s, %v; want cancelled", stop, err)
 	}
 	hist.mu.Lock()
@@ -283,13 +283,13 @@ func TestRunner_TurnNotStoredFailsTheTurn(t *testing.T) {
 	reg.Set("k", []*gateway.Tool{echoTool("echo"), blockingTool(started)})
 	r := New(reg, &Options{History: &refusingHistory{}})
 	_, emit := collect()
-	_, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call echo {}")}}, emit)
+	_, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call echo {}")}, Command: &gateway.Command{Name: "call", Args: "echo {}"}}, emit)
 	if !errors.Is(err, gateway.ErrTurnNotStored) || !errors.Is(err, errNoRoom) {
 		t.Errorf("Run = %v, want ErrTurnNotStored and the store's reason", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
-	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}}, emit); err != nil || stop != gateway.StopCancelled {
+	if stop, err := r.Run(ctx, gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call block")}, Command: &gateway.Command{Name: "call", Args: "block"}}, emit); err != nil || stop != gateway.StopCancelled {
 		t.Errorf("cancelled Run = %s, %v; want cancelled", stop, err)
 	}
 }
@@ -323,7 +323,7 @@ func TestRunner_ToolKind(t *testing.T) {
 		reg.Set("k", []*gateway.Tool{tt.tool})
 		r := New(reg, &Options{Permissions: Permissions{Mode: PermissionAllow}})
 		evs, emit := collect()
-		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call " + tt.tool.Name)}}, emit); err != nil {
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call " + tt.tool.Name)}, Command: &gateway.Command{Name: "call", Args: tt.tool.Name}}, emit); err != nil {
 			t.Fatal(err)
 		}
 		if got := (*evs)[0].Call.Kind; got != tt.want {
@@ -392,7 +392,7 @@ func TestRunner_ToolTitleIsOneVisibleLine(t *testing.T) {
 		}
 		r := New(reg, &Options{Permissions: Permissions{Mode: PermissionAllow}})
 		evs, emit := collect()
-		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call " + tt.call)}}, emit); err != nil {
+		if _, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call " + tt.call)}, Command: &gateway.Command{Name: "call", Args: tt.call}}, emit); err != nil {
 			t.Fatal(err)
 		}
 		calls := 0
