@@ -121,7 +121,7 @@ func TestRunner_ToolFailureShownWithItsRemedy(t *testing.T) {
 	}}})
 	r := New(reg, nil)
 	evs, emit := collect()
-	if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call limited")}}, emit); err != nil || stop != gateway.StopEndTurn {
+	if stop, err := r.Run(t.Context(), gateway.SendRequest{SessionKey: "k", Message: []gateway.Content{gateway.TextContent("/call limited")}, Command: &gateway.Command{Name: "call", Args: "limited"}}, emit); err != nil || stop != gateway.StopEndTurn {
 		t.Fatalf("Run = %s, %v", stop, err)
 	}
 	end := (*evs)[len(*evs)-1]
