@@ -67,3 +67,27 @@ func (s *Signal) WaitFor(t testing.TB, d time.Duration, cond func() bool, format
 		t.Fatalf("%s (waited %v)", fmt.Sprintf(format, args...), d)
 	}
 }
+
+// Ended reports whether every one of waits returned before d passed: each
+// is a call that blocks until something in the process has ended, such as
+// an mcp.ServerSession's Wait or a WaitGroup's. Each runs on a goroutine
+// of its own, which outlives Ended when its wait never returns.
+func Ended(d time.Duration, waits ...func() error) bool {
+	done := make(chan struct{}, len(waits))
+	for _, wait := range waits {
+		go func() {
+			_ = wait()
+			done <- struct{}{}
+		}()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for range waits {
+		select {
+		case <-done:
+		case <-timer.C:
+			return false
+		}
+	}
+	return true
+}

@@ -127,3 +127,15 @@ func TestBuffer_AwaitWakesOnWrite(t *testing.T) {
 		t.Error("Write did not close the channel Written returned before it")
 	}
 }
+
+func TestEnded(t *testing.T) {
+	release := make(chan struct{})
+	blocked := func() error { <-release; return nil }
+	if Ended(0, blocked) {
+		t.Error("Ended reported a wait that had not returned")
+	}
+	close(release)
+	if !Ended(time.Minute, blocked, func() error { return errors.New("ended with an error") }) {
+		t.Error("Ended gave up on waits that returned")
+	}
+}
