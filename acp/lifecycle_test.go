@@ -13,7 +13,6 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
 	"github.com/seed02d3eb6b/acp-agent/internal/acpclient"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
@@ -189,9 +188,14 @@ func TestTitleChanged_WaitsForTheResponse(t *testing.T) {
 	}
 	h.agent.announcer(sid).sendTitle(t.Context(), title)
 	f.TitleChanged(t.Context(), sid, "Parser refactoring") // the client has it
-	var got []string
-	testutil.Eventually(30*time.Second, func() bool { got = titles(); return len(got) > 0 })
-	if len(got) != 1 || got[0] != "Parser refactoring" {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, _, err := h.client.WaitFor(ctx, 0, func(n acpsdk.SessionNotification) bool {
+		return n.Update.SessionInfoUpdate != nil && n.Update.SessionInfoUpdate.Title != nil
+	}); err != nil {
+		t.Fatalf("no title sent: %v", err)
+	}
+	if got := titles(); len(got) != 1 || got[0] != "Parser refactoring" {
 		t.Errorf("titles %q, want the model's once", got)
 	}
 }

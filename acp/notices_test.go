@@ -1,13 +1,15 @@
 package acp
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
+
 	"github.com/seed02d3eb6b/acp-agent/bridge"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/mcppolicy"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
@@ -80,19 +82,20 @@ func TestNotices_WithoutTheCapability(t *testing.T) {
 	f.ServerChanged(t.Context(), sid, session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateLost, Err: errors.New("reset")}, Link: true})
 	f.ServerChanged(t.Context(), sid, session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 2}, Link: true})
 	f.ServerChanged(t.Context(), sid, session.ServerEvent{Status: bridge.ServerStatus{Name: "web", State: bridge.StateConnected, Tools: 2}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, _, err := h.client.WaitFor(ctx, before, func(acpsdk.SessionNotification) bool { return true }); err != nil {
+		t.Fatalf("no update sent: %v", err)
+	}
 	var got []string
-	testutil.Eventually(30*time.Second, func() bool {
-		got = got[:0]
-		for _, n := range h.client.Updates()[before:] {
-			switch {
-			case n.Update.AgentMessageChunk != nil && n.Update.AgentMessageChunk.Content.Text != nil:
-				got = append(got, n.Update.AgentMessageChunk.Content.Text.Text)
-			default:
-				got = append(got, "another update")
-			}
+	for _, n := range h.client.Updates()[before:] {
+		switch {
+		case n.Update.AgentMessageChunk != nil && n.Update.AgentMessageChunk.Content.Text != nil:
+			got = append(got, n.Update.AgentMessageChunk.Content.Text.Text)
+		default:
+			got = append(got, "another update")
 		}
-		return len(got) > 0
-	})
+	}
 	if len(got) != 1 || got[0] != `MCP server "web" is connected: 2 tools joined the session.`+"\n" {
 		t.Errorf("updates %q, want only the agent message of the connect", got)
 	}

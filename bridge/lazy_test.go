@@ -194,7 +194,13 @@ func TestLazyInProcess_CallsUnderWayShareOneConnectionThenRest(t *testing.T) {
 	}
 	rested := func(when string) {
 		t.Helper()
-		testutil.WaitFor(t, 30*time.Second, func() bool { return srv.open() == 0 }, "%s: the connection did not rest", when)
+		var waits []func() error
+		for ss := range srv.srv.Sessions() {
+			waits = append(waits, ss.Wait)
+		}
+		if !testutil.Ended(30*time.Second, waits...) || srv.open() != 0 {
+			t.Fatalf("%s: the connection did not rest", when)
+		}
 		if st := m.Servers(); !st[0].Idle || st[0].State != bridge.StateConnected {
 			t.Errorf("%s: servers = %+v; want connected, idle", when, st)
 		}

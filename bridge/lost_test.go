@@ -274,10 +274,6 @@ func TestHTTP_LostStreamMarksLostThenRedials(t *testing.T) {
 	links := make(chan ServerStatus, 4)
 	m := connectHTTP(t, ServerSpec{Name: "web", Transport: TransportHTTP, URL: r.url()}, &Options{OnLinkChanged: func(st ServerStatus) { links <- st }})
 	r.stop()
-	if !testutil.Eventually(30*time.Second, func() bool { return m.Servers()[0].State == StateLost }) {
-		st := m.Servers()[0]
-		t.Fatalf("state = %v %v, want lost once the stream broke", st.State, st.Err)
-	}
 	next := func() ServerStatus {
 		select {
 		case st := <-links:
@@ -287,7 +283,11 @@ func TestHTTP_LostStreamMarksLostThenRedials(t *testing.T) {
 			return ServerStatus{}
 		}
 	}
-	if st := next(); st.Name != "web" || st.State != StateLost || st.Err == nil {
+	first := next() // told once the server is marked lost
+	if st := m.Servers()[0]; st.State != StateLost {
+		t.Fatalf("state = %v %v, want lost once the stream broke", st.State, st.Err)
+	}
+	if st := first; st.Name != "web" || st.State != StateLost || st.Err == nil {
 		t.Errorf("first link change = %+v, want web lost, with why", st)
 	}
 	r.start()

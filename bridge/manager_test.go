@@ -270,18 +270,22 @@ func TestManager_NotConnectedAfterServerCloses(t *testing.T) {
 	// waits for its handlers, and go-sdk v1.8.0 can miss a
 	// subscriptions/listen that arrives as it closes and wait forever.
 	server := &connRecorder{}
+	links := make(chan ServerStatus, 4)
 	m := NewManager(&Options{Dial: func(ctx context.Context, spec ServerSpec) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		server.Transport = st
 		_, err := srv.Connect(ctx, server, nil)
 		return ct, err
-	}})
+	}, OnLinkChanged: func(st ServerStatus) { links <- st }})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	if err := m.Connect(t.Context(), []ServerSpec{{Name: "mem", Transport: TransportStdio}}); err != nil {
 		t.Fatal(err)
 	}
 	_ = server.conn.Close()
-	testutil.Eventually(10*time.Second, func() bool { return m.Servers()[0].State == StateFailed })
+	select { // the server is marked failed before OnLinkChanged is told
+	case <-links:
+	case <-time.After(10 * time.Second):
+	}
 	_, err := toolByName(t, m, "mcp__mem__text").Execute(t.Context(), "c", nil, nil)
 	if !errors.Is(err, ErrNotConnected) {
 		t.Errorf("err = %v, want ErrNotConnected", err)

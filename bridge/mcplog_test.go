@@ -25,9 +25,7 @@ func newTestLogger(level slog.Level) (*slog.Logger, *testutil.Buffer) {
 // waitLog waits until the log holds want, for a generous deadline.
 func waitLog(t *testing.T, buf *testutil.Buffer, want string) {
 	t.Helper()
-	if !testutil.Eventually(20*time.Second, func() bool { return strings.Contains(buf.String(), want) }) {
-		t.Fatalf("the log never had %q:\n%s", want, buf)
-	}
+	buf.WaitFor(t, 20*time.Second, func(s string) bool { return strings.Contains(s, want) }, "the log never had %q:\n%s", want, buf)
 }
 
 // TestManager_ServerLogMessagesReachTheLog checks that a server's log

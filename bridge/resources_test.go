@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/sandbox/quota"
 )
 
@@ -142,14 +142,22 @@ func TestResources_ReadObeysLimitsAndRate(t *testing.T) {
 	}
 }
 
+// TestResources_ListChangedAndUpdatedRefresh runs in a synctest bubble:
+// go-sdk sends list_changed after a delay of the fake clock, and
+// synctest.Wait returns once the Manager has handled what came in.
 func TestResources_ListChangedAndUpdatedRefresh(t *testing.T) {
+	synctest.Test(t, testResourcesListChangedAndUpdatedRefresh)
+}
+
+func testResourcesListChangedAndUpdatedRefresh(t *testing.T) {
 	srv := resourceServer("a", 1)
 	m := memManager(t, nil, map[string]*mcp.Server{"a": srv}, stdioSpec("a"))
 	srv.AddResource(&mcp.Resource{URI: "mem://a/late", Name: "late"}, textResource("late"))
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		r := m.Resources()
-		return len(r) == 1 && len(r[0].Resources) == 2
-	}, "the resource added after connect is not listed: %+v", m.Resources())
+	time.Sleep(time.Second) // the fake clock, past go-sdk's delay of list_changed
+	synctest.Wait()
+	if r := m.Resources(); len(r) != 1 || len(r[0].Resources) != 2 {
+		t.Fatalf("the resource added after connect is not listed: %+v", r)
+	}
 
 	if _, err := m.ReadResource(t.Context(), "mem://a/r0"); err != nil { // subscribes
 		t.Fatal(err)
@@ -162,12 +170,13 @@ func TestResources_ListChangedAndUpdatedRefresh(t *testing.T) {
 		}
 		return false
 	}
-	// The subscription may reach the server after the read returns: notify
-	// until the mark shows.
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		_ = srv.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "mem://a/r0"})
-		return testutil.Eventually(200*time.Millisecond, updated)
-	}, "resources/updated did not mark the resource")
+	// The subscription may reach the server after the read returns.
+	synctest.Wait()
+	_ = srv.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "mem://a/r0"})
+	synctest.Wait()
+	if !updated() {
+		t.Fatal("resources/updated did not mark the resource")
+	}
 	if _, err := m.ReadResource(t.Context(), "mem://a/r0"); err != nil {
 		t.Fatal(err)
 	}

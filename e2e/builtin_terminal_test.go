@@ -96,12 +96,24 @@ func TestBuiltinTerminal_RunsInTheEditor(t *testing.T) {
 	}
 }
 
+// releasingTerminals is the test client's LocalTerminals, with released
+// notified after each terminal/release it served.
+type releasingTerminals struct {
+	*acpclient.LocalTerminals
+	released testutil.Signal
+}
+
+func (r *releasingTerminals) ReleaseTerminal(ctx context.Context, p acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	defer r.released.Notify()
+	return r.LocalTerminals.ReleaseTerminal(ctx, p)
+}
+
 // TestBuiltinTerminal_CancelKillsTheTerminal: session/cancel during a long
 // command in the editor's terminal kills it; the turn ends cancelled and the
 // terminal is released.
 func TestBuiltinTerminal_CancelKillsTheTerminal(t *testing.T) {
 	t.Parallel()
-	terms := &acpclient.LocalTerminals{}
+	terms := &releasingTerminals{LocalTerminals: &acpclient.LocalTerminals{}}
 	t.Cleanup(terms.Close)
 	a, fake, perms := startCommandAgent(t, &acpclient.Recorder{Terminals: terms})
 	sid := a.newSession(t.TempDir())
@@ -111,7 +123,7 @@ func TestBuiltinTerminal_CancelKillsTheTerminal(t *testing.T) {
 	// The terminal is shown while the command runs (progress), before the
 	// result.
 	cancelDuring(t, a, sid, "run the long command", terminalShown)
-	testutil.WaitFor(t, 30*time.Second, func() bool { return slices.Contains(terms.Methods(), "terminal/release") },
+	terms.released.WaitFor(t, 30*time.Second, func() bool { return slices.Contains(terms.Methods(), "terminal/release") },
 		"the terminal was never released; calls: %v", terms.Methods())
 	// wait_for_exit is sent before kill, but the client handles each request
 	// in a goroutine of its own: the two may be recorded in either order.

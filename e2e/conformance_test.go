@@ -170,14 +170,24 @@ func startConformanceTarget(t *testing.T) string {
 			t.Logf("acp-agent mcp-server logs:\n%s", logs.String())
 		}
 	})
-	listening := testutil.Eventually(30*time.Second, func() bool {
-		select {
-		case <-exited:
-			return true // stop waiting: it will never listen
-		default:
+	// Wait for the line, waking on each write of the logs, or for the
+	// exit that means it never comes.
+	listening := false
+	timeout := time.After(30 * time.Second)
+waiting:
+	for {
+		written := logs.Written()
+		if listening = listenURL.MatchString(logs.String()); listening {
+			break
 		}
-		return listenURL.MatchString(logs.String())
-	})
+		select {
+		case <-written:
+		case <-exited: // stop waiting: it will never listen
+			break waiting
+		case <-timeout:
+			break waiting
+		}
+	}
 	select {
 	case <-exited:
 		t.Fatalf("acp-agent mcp-server exited (%v) instead of listening (its logs follow)", cmd.ProcessState)

@@ -24,6 +24,7 @@ type asker struct {
 	asked     []acpsdk.UnstableCreateElicitationRequest
 	completed []string
 	withdrawn chan struct{}
+	changed   testutil.Signal // notified after each question and completion
 }
 
 func (a *asker) elicitation(form, url bool) *acpclient.Elicitation {
@@ -33,6 +34,7 @@ func (a *asker) elicitation(form, url bool) *acpclient.Elicitation {
 			a.mu.Lock()
 			a.asked = append(a.asked, r)
 			a.mu.Unlock()
+			a.changed.Notify()
 			if res := a.answer(r); res != nil {
 				return *res, nil
 			}
@@ -44,6 +46,7 @@ func (a *asker) elicitation(form, url bool) *acpclient.Elicitation {
 			a.mu.Lock()
 			a.completed = append(a.completed, string(n.ElicitationId))
 			a.mu.Unlock()
+			a.changed.Notify()
 		},
 	}
 }
@@ -116,7 +119,7 @@ func TestElicitation_URL(t *testing.T) {
 	if got := callTool(t, a, sid, "mcp__fixture__sign_in {}"); got != "accept" {
 		t.Fatalf("the server saw %q, want accept", got)
 	}
-	testutil.Eventually(30*time.Second, func() bool {
+	u.changed.Await(30*time.Second, func() bool {
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		return len(u.completed) > 0
@@ -156,7 +159,7 @@ func TestElicitation_CancelledTurnWithdrawsQuestion(t *testing.T) {
 		done <- result{stop, err}
 	}()
 	end, _ := ctx.Deadline()
-	testutil.WaitFor(t, time.Until(end), func() bool {
+	u.changed.WaitFor(t, time.Until(end), func() bool {
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		return len(u.asked) > 0

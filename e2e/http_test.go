@@ -51,7 +51,7 @@ func runNodeServer(t testing.TB, port int, env []string, args ...string) (*exec.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	testutil.WaitFor(t, 60*time.Second, func() bool { return nodeListening.MatchString(out.String()) },
+	out.WaitFor(t, 60*time.Second, nodeListening.MatchString,
 		"%v never listened on 127.0.0.1:%d:\n%s", args, port, out)
 	got, _ := strconv.Atoi(nodeListening.FindStringSubmatch(out.String())[1])
 	return cmd, got

@@ -50,6 +50,8 @@ type mcpClient struct {
 	progress map[any][]*mcp.ProgressNotificationParams // by progress token
 	elicited []string                                  // the messages of elicitation requests
 	logged   []string                                  // the log messages: "level data"
+	// received is notified after each progress or log message is recorded.
+	received testutil.Signal
 }
 
 // mcpClientOptions configure a client: with elicit set, the client declares
@@ -128,7 +130,7 @@ func startMCPServerClient(t testing.TB, mode string, o mcpClientOptions, env []s
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		testutil.WaitFor(t, 60*time.Second, func() bool { return listenURL.MatchString(p.stderr.String()) },
+		p.stderr.WaitFor(t, 60*time.Second, listenURL.MatchString,
 			"mcp-server never logged its URL:\n%s", p.stderr)
 		p.url = listenURL.FindStringSubmatch(p.stderr.String())[1]
 	}
@@ -144,15 +146,17 @@ func (p *mcpServerProc) connect(o mcpClientOptions) *mcpClient {
 	c := &mcpClient{t: t, progress: map[any][]*mcp.ProgressNotificationParams{}}
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		c.progress[r.Params.ProgressToken] = append(c.progress[r.Params.ProgressToken], r.Params)
+		c.mu.Unlock()
+		c.received.Notify()
 	}}
 	if o.logs {
 		//lint:ignore SA1019 MCP logging is deprecated from 2026-07-28 but ask_agent still logs in its deprecation window.
 		opts.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			c.mu.Lock()
-			defer c.mu.Unlock()
 			c.logged = append(c.logged, fmt.Sprintf("%s %v", r.Params.Level, r.Params.Data))
+			c.mu.Unlock()
+			c.received.Notify()
 		}
 	}
 	if o.elicit != nil {
@@ -364,7 +368,7 @@ func TestMCPServer_DirectMode(t *testing.T) {
 			if got := r.toolCalls(); !slices.Equal(got, []string{"mcp__fixture__echo:completed"}) {
 				t.Errorf("tool calls %v, want the echo completed", got)
 			}
-			testutil.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("echo-progress")) > 0 },
+			c.received.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("echo-progress")) > 0 },
 				"no progress notification for the token sent")
 			waitFile(t, log, "called echo", 30*time.Second)
 
@@ -469,7 +473,7 @@ func TestMCPServer_Model(t *testing.T) {
 				t.Errorf("tool calls %v, want the fixture's image completed (allowed by the policy)", got)
 			}
 			// Text chunks and the tool call's start and end.
-			testutil.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("picture")) >= 3 },
+			c.received.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("picture")) >= 3 },
 				"progress notifications for the token: %d, want text chunks and the tool call", len(c.progressFor("picture")))
 			keyA := r.out.SessionKey
 
@@ -510,7 +514,7 @@ func TestMCPServer_Model(t *testing.T) {
 				_, err := c.askCtx(callCtx, "write a long answer", keyA, "slow")
 				done <- err
 			}()
-			testutil.WaitFor(t, 60*time.Second, func() bool { return len(c.progressFor("slow")) > 0 }, "the slow turn never streamed")
+			c.received.WaitFor(t, 60*time.Second, func() bool { return len(c.progressFor("slow")) > 0 }, "the slow turn never streamed")
 			cancelCall()
 			waitCancelled(t, done)
 			fake.Push(fakemodel.Turn{Text: "Back again."})
@@ -672,7 +676,7 @@ func TestMCPServer_StdioSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 60*time.Second, func() bool { return strings.Contains(p.stderr.String(), "\tstopped") },
+	p.stderr.WaitFor(t, 60*time.Second, func(stderr string) bool { return strings.Contains(stderr, "\tstopped") },
 		"mcp-server did not stop after SIGTERM")
 	if !p.stop() {
 		t.Errorf("mcp-server exited with %v, want status 0", p.cmd.ProcessState)
@@ -812,8 +816,8 @@ func TestMCPServer_Stateless(t *testing.T) {
 	if q := c.elicitations(); len(q) != 1 || !strings.Contains(q[0], "mcp__fixture__image") {
 		t.Errorf("questions %q, want one about the image", q)
 	}
-	testutil.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("picture")) > 0 }, "no progress for the token")
-	testutil.WaitFor(t, 30*time.Second, func() bool {
+	c.received.WaitFor(t, 30*time.Second, func() bool { return len(c.progressFor("picture")) > 0 }, "no progress for the token")
+	c.received.WaitFor(t, 30*time.Second, func() bool {
 		return strings.Contains(strings.Join(c.logMessages(), "|"), "info map[message:tool mcp__fixture__image: started")
 	}, "log messages %q: want the tool call's", c.logMessages())
 
@@ -837,10 +841,10 @@ func TestMCPServer_Stateless(t *testing.T) {
 		_, err := c.askCtx(callCtx, "write a long answer", "my-own-key", "slow")
 		done <- err
 	}()
-	testutil.WaitFor(t, 60*time.Second, func() bool { return len(c.progressFor("slow")) > 0 }, "the slow turn never streamed")
+	c.received.WaitFor(t, 60*time.Second, func() bool { return len(c.progressFor("slow")) > 0 }, "the slow turn never streamed")
 	cancelCall()
 	waitCancelled(t, done)
-	testutil.WaitFor(t, 30*time.Second, func() bool { return strings.Contains(p.stderr.String(), "ask_agent cancelled by the client") },
+	p.stderr.WaitFor(t, 30*time.Second, func(stderr string) bool { return strings.Contains(stderr, "ask_agent cancelled by the client") },
 		"the server did not cancel the abandoned turn")
 	fake.Push(fakemodel.Turn{Text: "Back again."})
 	if r := c.ask("are you there?", "my-own-key", nil); r.isError || r.out.Answer != "Back again." {

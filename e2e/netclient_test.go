@@ -59,7 +59,7 @@ func startGateway(t testing.TB, addr string, env []string, args ...string) *gate
 			t.Logf("gateway logs:\n%s", g.logs.String())
 		}
 	})
-	testutil.WaitFor(t, 60*time.Second, func() bool { return gatewayListening.MatchString(g.logs.String()) },
+	g.logs.WaitFor(t, 60*time.Second, gatewayListening.MatchString,
 		"the gateway never listened on %s:\n%s", addr, g.logs)
 	g.addr = gatewayListening.FindStringSubmatch(g.logs.String())[1]
 	return g

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/pgtest"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // TestOps_TenantsReadNoOperatorDetail: on a fleet replica with tenants
@@ -62,7 +61,7 @@ func TestOps_TenantsReadNoOperatorDetail(t *testing.T) {
 	if code != 503 || ref == nil || strings.Contains(body, "postgres") || strings.Contains(body, "127.0.0.1") {
 		t.Errorf("/readyz with alice's token, database gone = %d %q, want 503 with a ref and no database URL", code, body)
 	} else {
-		testutil.WaitFor(t, 30*time.Second, func() bool { return strings.Contains(g.logs.String(), `"ref": "`+ref[1]+`"`) },
+		g.logs.WaitFor(t, 30*time.Second, func(logs string) bool { return strings.Contains(logs, `"ref": "`+ref[1]+`"`) },
 			"the gateway's log has no line with the ref %s:\n%s", ref[1], g.logs)
 	}
 	if code, body := opsGet(t, base, "/readyz", opsToken); code != 503 || !strings.Contains(body, "session store does not answer") {
@@ -128,8 +127,8 @@ func TestOps_DebugAddrRefusesRebinding(t *testing.T) {
 	t.Parallel()
 	a := startAgentWith(t, nil, "--store", "memory", "--debug-addr", "127.0.0.1:0")
 	var found []string
-	testutil.Eventually(30*time.Second, func() bool {
-		found = regexp.MustCompile(`serving pprof.*"url": "(http://[^"]+)/debug/pprof/"`).FindStringSubmatch(a.stderr.String())
+	a.stderr.Await(30*time.Second, func(stderr string) bool {
+		found = regexp.MustCompile(`serving pprof.*"url": "(http://[^"]+)/debug/pprof/"`).FindStringSubmatch(stderr)
 		return found != nil
 	})
 	if found == nil {

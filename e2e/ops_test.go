@@ -302,8 +302,8 @@ func metricsBase(t *testing.T, a *agent) string {
 	// The log sink writes stderr from its own goroutine: the line may come
 	// after initialize is answered.
 	var found []string
-	testutil.Eventually(30*time.Second, func() bool {
-		found = regexp.MustCompile(`serving metrics.*"url": "(http://[^"]+)/metrics"`).FindStringSubmatch(a.stderr.String())
+	a.stderr.Await(30*time.Second, func(stderr string) bool {
+		found = regexp.MustCompile(`serving metrics.*"url": "(http://[^"]+)/metrics"`).FindStringSubmatch(stderr)
 		return found != nil
 	})
 	if found == nil {

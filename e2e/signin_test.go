@@ -25,6 +25,7 @@ type signInUser struct {
 	asked     []acpsdk.UnstableCreateElicitationRequest
 	completed []string
 	follows   sync.WaitGroup
+	changed   testutil.Signal // notified after each question and completion
 }
 
 func (u *signInUser) elicitation() *acpclient.Elicitation {
@@ -33,6 +34,7 @@ func (u *signInUser) elicitation() *acpclient.Elicitation {
 			u.mu.Lock()
 			u.asked = append(u.asked, r)
 			u.mu.Unlock()
+			u.changed.Notify()
 			if r.Url != nil {
 				u.follows.Go(func() {
 					if err := acpclient.FollowSignIn(context.Background(), r.Url.Url); err != nil {
@@ -46,6 +48,7 @@ func (u *signInUser) elicitation() *acpclient.Elicitation {
 			u.mu.Lock()
 			u.completed = append(u.completed, string(n.ElicitationId))
 			u.mu.Unlock()
+			u.changed.Notify()
 		},
 	}
 }
@@ -104,7 +107,7 @@ func TestSignIn_ThroughTheEditor(t *testing.T) {
 	}
 	id := string(user.asked[0].Url.ElicitationId)
 	user.mu.Unlock()
-	testutil.WaitFor(t, 30*time.Second, func() bool {
+	user.changed.WaitFor(t, 30*time.Second, func() bool {
 		user.mu.Lock()
 		defer user.mu.Unlock()
 		return len(user.completed) == 1 && user.completed[0] == id

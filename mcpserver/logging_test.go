@@ -35,10 +35,12 @@ func TestLogging(t *testing.T) {
 			e := start(t, setup{})
 			var mu sync.Mutex
 			var got []string
+			var logged testutil.Signal // notified after each message
 			cs := e.connectVersion(&mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 				mu.Lock()
 				got = append(got, fmt.Sprintf("%s %v", req.Params.Level, req.Params.Data))
 				mu.Unlock()
+				logged.Notify()
 			}}, tc.version)
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
@@ -61,7 +63,7 @@ func TestLogging(t *testing.T) {
 				return strings.Contains(all, "info map[message:tool mcp__kit__echo: started sessionKey:"+key+"]") && strings.Contains(all, "tool mcp__kit__echo: completed")
 			}
 			if tc.want {
-				testutil.Eventually(wait, has)
+				logged.Await(wait, has)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -391,10 +391,12 @@ func TestModel_ProgressNotifications(t *testing.T) {
 	e := start(t, setup{fake: fake})
 	var mu sync.Mutex
 	var got []*mcp.ProgressNotificationParams
+	var progressed testutil.Signal // notified after each notification
 	cs := e.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		got = append(got, req.Params)
 		mu.Unlock()
+		progressed.Notify()
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -409,7 +411,7 @@ func TestModel_ProgressNotifications(t *testing.T) {
 	want := []string{"tool mcp__kit__echo: started", "tool mcp__kit__echo: completed"}
 	var msgs []string
 	increasing := true
-	if !testutil.Eventually(wait, func() bool {
+	if !progressed.Await(wait, func() bool {
 		mu.Lock()
 		msgs = nil
 		text := ""
@@ -485,7 +487,9 @@ func TestModel_CancelMidTurn(t *testing.T) {
 			}()
 			if tc.first.Hang {
 				// The model request is under way (it never ends).
-				testutil.WaitFor(t, wait, func() bool { return len(fake.Requests()) > 0 }, "the model was never asked")
+				if !fake.AwaitRequests(wait, 1) {
+					t.Fatalf("the model was never asked (waited %v)", wait)
+				}
 			} else {
 				select {
 				case <-started: // the tool call's start

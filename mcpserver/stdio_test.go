@@ -219,5 +219,5 @@ func TestStdioTransport_ServerRequests(t *testing.T) {
 	dropped := func(id string) bool {
 		return strings.Contains(logged.String(), `msg="dropped a response to no request of the server's under way (never sent, answered or cancelled)" id=`+id)
 	}
-	testutil.WaitFor(t, wait, func() bool { return dropped("919") && dropped(string(id)) }, "the dropped responses were not logged:\n%s", &logged)
+	logged.WaitFor(t, wait, func(string) bool { return dropped("919") && dropped(string(id)) }, "the dropped responses were not logged:\n%s", &logged)
 }

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
-
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -62,20 +61,28 @@ func (g *gatedStore) AppendTurn(ctx context.Context, id string, t store.Turn) er
 	return g.Store.AppendTurn(ctx, id, t)
 }
 
-// waitPending waits until n sessions have a commit under way in h.
+// waitPending waits, in a synctest bubble, until every other goroutine of
+// the test is blocked (on a held commit, or on its turn's), and fails
+// unless n sessions have a commit under way in h then.
 func waitPending(t *testing.T, h *History, n int) {
 	t.Helper()
-	testutil.WaitFor(t, 30*time.Second, func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return len(h.pending) == n
-	}, "not %d sessions with a commit under way", n)
+	synctest.Wait()
+	h.mu.Lock()
+	pending := len(h.pending)
+	h.mu.Unlock()
+	if pending != n {
+		t.Fatalf("not %d sessions with a commit under way", n)
+	}
 }
 
 // Append returns once the turn is committed: while the store is held the
 // turn is in neither the view nor the store, and Flush and Attach wait for
 // it; the commits land in order.
 func TestHistory_AppendWaitsForTheCommitInOrder(t *testing.T) {
+	synctest.Test(t, testHistoryAppendWaitsForTheCommitInOrder)
+}
+
+func testHistoryAppendWaitsForTheCommitInOrder(t *testing.T) {
 	ctx := t.Context()
 	mem := memory.New()
 	mem.Create(ctx, store.Record{ID: "s", Key: "acp:s", Cwd: "/w"})
@@ -134,6 +141,10 @@ func TestHistory_AppendWaitsForTheCommitInOrder(t *testing.T) {
 
 // Forget and Close return only once the commits under way are made.
 func TestHistory_ForgetAndCloseWaitForCommits(t *testing.T) {
+	synctest.Test(t, testHistoryForgetAndCloseWaitForCommits)
+}
+
+func testHistoryForgetAndCloseWaitForCommits(t *testing.T) {
 	ctx := t.Context()
 	mem := memory.New()
 	for _, id := range []string{"a", "b"} {

@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
+	"testing/synctest"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
@@ -142,8 +140,14 @@ func (c *countingStore) AppendTurns(ctx context.Context, b []store.SessionTurn) 
 }
 
 // Turns that end while a commit is under way are committed together, in
-// one transaction, each session's in order.
+// one transaction, each session's in order. The test runs in a synctest
+// bubble: synctest.Wait returns once every goroutine of the History is
+// blocked, on the held commit or on its turn's.
 func TestHistory_GroupCommit(t *testing.T) {
+	synctest.Test(t, testHistoryGroupCommit)
+}
+
+func testHistoryGroupCommit(t *testing.T) {
 	ctx := t.Context()
 	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
@@ -172,11 +176,13 @@ func TestHistory_GroupCommit(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	testutil.WaitFor(t, 30*time.Second, func() bool {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		return len(st.commits) == 1
-	}, "the first commit did not start")
+	synctest.Wait()
+	st.mu.Lock()
+	started := len(st.commits) == 1
+	st.mu.Unlock()
+	if !started {
+		t.Fatal("the first commit did not start")
+	}
 	for i := 1; i < sessions; i++ {
 		wg.Go(func() {
 			if err := h.Append(ctx, fmt.Sprintf("acp:s%d", i), gatewayTurn(turn("queued", "q"))); err != nil {
@@ -184,11 +190,13 @@ func TestHistory_GroupCommit(t *testing.T) {
 			}
 		})
 	}
-	testutil.WaitFor(t, 30*time.Second, func() bool { // the other nine queued behind the held commit
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return len(h.queue) == sessions-1
-	}, "%d turns not queued behind the held commit", sessions-1)
+	synctest.Wait() // the other nine queued behind the held commit
+	h.mu.Lock()
+	queued := len(h.queue)
+	h.mu.Unlock()
+	if queued != sessions-1 {
+		t.Fatalf("%d turns not queued behind the held commit", sessions-1)
+	}
 	release()
 	wg.Wait()
 	st.mu.Lock()

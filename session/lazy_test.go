@@ -87,7 +87,17 @@ func TestCore_LazyInProcessConnectsOnFirstCall(t *testing.T) {
 	}
 	// The call connected the server; a while after it ended, the
 	// connection rested: an idle session holds none, called or not.
-	testutil.WaitFor(t, 30*time.Second, func() bool { return open() == 0 }, "the in-process server session stayed open after the call")
+	mu.Lock()
+	var waits []func() error
+	for _, srv := range servers {
+		for ss := range srv.Sessions() {
+			waits = append(waits, ss.Wait)
+		}
+	}
+	mu.Unlock()
+	if !testutil.Ended(30*time.Second, waits...) || open() != 0 {
+		t.Fatal("the in-process server session stayed open after the call")
+	}
 	if text := session.ServersText(live[0].Servers(), 100); !strings.Contains(text, "- acp: ready (inprocess, 7 tools, acp 1; connects on first use)") {
 		t.Errorf("/servers after the call =\n%s\nwant acp ready again", text)
 	}

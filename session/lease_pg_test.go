@@ -71,7 +71,7 @@ func TestLeases_PostgreSQL(t *testing.T) {
 	if err := admin.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted`).Scan(&killed); err != nil || killed != 1 {
 		t.Fatalf("cutting replica-a's lease connection: %d connections, %v", killed, err)
 	}
-	testutil.WaitFor(t, time.Minute, func() bool { _, n := a.obs.leases(); return n == 1 }, "replica-a never saw its lease lost")
+	a.obs.told.WaitFor(t, time.Minute, func() bool { _, n := a.obs.leases(); return n == 1 }, "replica-a never saw its lease lost")
 	// replica-b takes the lease once PostgreSQL has ended the cut
 	// connection (and with it its lock).
 	testutil.WaitFor(t, time.Minute, func() bool {

@@ -7,36 +7,43 @@ import (
 
 	"github.com/seed02d3eb6b/acp-agent/bridge"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
-// countingObserver counts what an Observer is told.
+// countingObserver counts what an Observer is told; told is notified after
+// each count.
 type countingObserver struct {
 	mu             sync.Mutex
 	opened, closed int
 	signIns        []string
 	leaseWaits     []string // outcomes
 	leasesLost     int
+	told           testutil.Signal
 }
 
 var _ Observer = (*countingObserver)(nil)
 
-func (o *countingObserver) SessionOpened() { o.mu.Lock(); o.opened++; o.mu.Unlock() }
-func (o *countingObserver) SessionClosed() { o.mu.Lock(); o.closed++; o.mu.Unlock() }
-func (o *countingObserver) SignIn(outcome string) {
+// count runs f under the lock, then notifies told.
+func (o *countingObserver) count(f func()) {
 	o.mu.Lock()
-	o.signIns = append(o.signIns, outcome)
+	f()
 	o.mu.Unlock()
+	o.told.Notify()
+}
+
+func (o *countingObserver) SessionOpened() { o.count(func() { o.opened++ }) }
+func (o *countingObserver) SessionClosed() { o.count(func() { o.closed++ }) }
+func (o *countingObserver) SignIn(outcome string) {
+	o.count(func() { o.signIns = append(o.signIns, outcome) })
 }
 
 func (o *countingObserver) LeaseWaited(outcome string, _ time.Duration) {
-	o.mu.Lock()
-	o.leaseWaits = append(o.leaseWaits, outcome)
-	o.mu.Unlock()
+	o.count(func() { o.leaseWaits = append(o.leaseWaits, outcome) })
 }
 
-func (o *countingObserver) LeaseLost() { o.mu.Lock(); o.leasesLost++; o.mu.Unlock() }
+func (o *countingObserver) LeaseLost() { o.count(func() { o.leasesLost++ }) }
 
 // leases returns the lease outcomes and losses told so far.
 func (o *countingObserver) leases() (waits []string, lost int) {

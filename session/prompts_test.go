@@ -16,7 +16,6 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
@@ -267,13 +266,16 @@ func TestSession_CommandsChanged(t *testing.T) {
 	srv.AddPrompt(&mcp.Prompt{Name: "late"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{}, nil
 	})
-	testutil.WaitFor(t, 10*time.Second, func() bool { return has(s.Commands(), "docs:late") },
-		"the prompts were not refreshed after a prompt was added")
-	deadline := time.After(10 * time.Second)
+	// The front end is handed s.Commands() once the prompts were listed
+	// again: when it has the new one, so has the session.
+	deadline := time.After(20 * time.Second)
 	for {
 		select {
 		case cmds := <-got:
 			if has(cmds, "docs:late") {
+				if !has(s.Commands(), "docs:late") {
+					t.Fatal("the prompts were not refreshed after a prompt was added")
+				}
 				return
 			}
 		case <-deadline:

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/gateway/runner"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session/store/memory"
 )
 
@@ -55,6 +55,7 @@ func newTitleCore(t *testing.T, m *titleModel) *Core {
 	t.Helper()
 	st := memory.New()
 	history := NewHistory(st, nil)
+	t.Cleanup(func() { history.Close() }) // after the Core's: its committer ends
 	gw := runner.NewLocal(&runner.Options{History: history, Models: []gateway.Model{{ID: "m", Label: "M", Provider: m}}})
 	c := NewCore(&CoreOptions{Gateway: gw, Store: st, History: history})
 	t.Cleanup(c.Shutdown)
@@ -63,8 +64,14 @@ func newTitleCore(t *testing.T, m *titleModel) *Core {
 
 // After the first turn the model writes the session's title from the
 // first prompt, in one small request without tools; it replaces the
-// prompt's words in the store. No later turn asks again.
+// prompt's words in the store. No later turn asks again. The test runs in
+// a synctest bubble: synctest.Wait returns once the session's background
+// title request has ended.
 func TestTitle_TheModelWritesIt(t *testing.T) {
+	synctest.Test(t, testTitleTheModelWritesIt)
+}
+
+func testTitleTheModelWritesIt(t *testing.T) {
 	m := &titleModel{title: `Title: "Refactor the parser."`}
 	c := newTitleCore(t, m)
 	fe := titleFrontEnd{tellFrontEnd{told: make(chan string, 8)}, make(chan string, 8)}
@@ -77,13 +84,9 @@ func TestTitle_TheModelWritesIt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var title string
-	testutil.Eventually(30*time.Second, func() bool {
-		rec, err := c.Store().Get(t.Context(), s.ID())
-		title = rec.Title
-		return err == nil && title == "Refactor the parser"
-	})
-	if title != "Refactor the parser" {
+	synctest.Wait()
+	rec, _ := c.Store().Get(t.Context(), s.ID())
+	if title := rec.Title; title != "Refactor the parser" {
 		t.Fatalf("stored title %q, want the model's, cleaned", title)
 	}
 	m.mu.Lock()
@@ -165,8 +168,12 @@ func TestTitle_EscapesNeverStored(t *testing.T) {
 	}
 	// The model's title is held back: the first prompt's words are the
 	// title meanwhile.
-	testutil.WaitFor(t, 30*time.Second, func() bool { return stored() != "" }, "no title after the first turn")
-	if got := stored(); got != "please refactor it" {
+	// The turn was stored, with its title, before Prompt returned.
+	got := stored()
+	if got == "" {
+		t.Fatal("no title after the first turn")
+	}
+	if got != "please refactor it" {
 		t.Errorf("title from the first prompt = %q, want %q", got, "please refactor it")
 	}
 	close(m.release)

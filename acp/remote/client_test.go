@@ -88,7 +88,7 @@ func TestDial_BothTransports(t *testing.T) {
 				t.Fatal("the session is not live on the gateway")
 			}
 			c.Close()
-			waitFor(t, "the session to end with the connection", func() bool { return core.Lookup(sid) == nil })
+			g.waitEnded(t, "the session to end with the connection", func() bool { return core.Lookup(sid) == nil })
 		})
 	}
 	if _, err := Dial(t.Context(), g.url, &DialOptions{Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "401") {

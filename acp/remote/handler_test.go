@@ -17,23 +17,44 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/seed02d3eb6b/acp-agent/acp"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
 // testGateway is a Handler over one session core (direct mode, in memory)
-// per tenant, on a loopback test server.
+// per tenant, on a loopback test server. It is the Handler's Observer:
+// closed is notified each time a connection has ended.
 type testGateway struct {
-	t     *testing.T
-	h     *Handler
-	srv   *httptest.Server
-	url   string
-	mu    sync.Mutex
-	cores map[string]*session.Core
+	t      *testing.T
+	h      *Handler
+	srv    *httptest.Server
+	url    string
+	closed testutil.Signal
+	mu     sync.Mutex
+	cores  map[string]*session.Core
+}
+
+func (g *testGateway) Opened(string)             {}
+func (g *testGateway) Closed(string, string)     { g.closed.Notify() }
+func (g *testGateway) Refused(int)               {}
+func (g *testGateway) Message(string, bool, int) {}
+
+// waitEnded waits until cond holds, checking it whenever a connection has
+// ended (Observer.Closed: its agent has ended its sessions and it has left
+// the Handler), within a generous deadline.
+func (g *testGateway) waitEnded(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	g.closed.WaitFor(t, 30*time.Second, cond, "timed out waiting for %s", what)
 }
 
 func newTestGateway(t *testing.T, opts *Options) *testGateway {
 	t.Helper()
 	g := &testGateway{t: t, cores: map[string]*session.Core{}}
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Observer = g
 	g.h = NewHandler(func(tenant string) (Conn, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -43,7 +64,7 @@ func newTestGateway(t *testing.T, opts *Options) *testGateway {
 			g.cores[tenant] = core
 		}
 		return acp.New(core, &acp.Options{Name: "test-gateway"}), nil
-	}, opts)
+	}, &o)
 	g.srv = httptest.NewServer(g.h)
 	g.url = g.srv.URL + "/acp"
 	t.Cleanup(func() {
@@ -264,23 +285,10 @@ func TestHandler_HTTPSessionFlow(t *testing.T) {
 	if code, _ := g.status("DELETE", nil, c.headers("")); code != http.StatusAccepted {
 		t.Errorf("DELETE: %d", code)
 	}
-	waitFor(t, "the connection to end", func() bool {
+	g.waitEnded(t, "the connection to end", func() bool {
 		code, _ := g.status("POST", rpc(3, "session/list", map[string]any{}), c.headers(""))
 		return code == http.StatusGone
 	})
-}
-
-// waitFor polls cond, for conditions that are only observable by asking
-// (an HTTP status), within a generous deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestHandler_RefusesWithTheStatusTheClientActsOn(t *testing.T) {
@@ -441,7 +449,7 @@ func TestHandler_WebSocket(t *testing.T) {
 	g.mu.Unlock()
 	_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	ws.Close()
-	waitFor(t, "the session to end with its connection", func() bool { return core.Lookup(sid) == nil })
+	g.waitEnded(t, "the session to end with its connection", func() bool { return core.Lookup(sid) == nil })
 }
 
 func TestHandler_SlowReaderLosesItsConnectionAlone(t *testing.T) {
@@ -458,7 +466,7 @@ func TestHandler_SlowReaderLosesItsConnectionAlone(t *testing.T) {
 			fast.wait("fast's answer", response(float64(i)))
 		}
 	}
-	waitFor(t, "the slow connection to be closed", func() bool {
+	g.waitEnded(t, "the slow connection to be closed", func() bool {
 		code, _ := g.status("POST", rpc(1, "session/list", map[string]any{}), slow.headers(""))
 		return code == http.StatusGone
 	})

@@ -35,6 +35,8 @@ type termEditor struct {
 	req   editor.TerminalRequest
 	// releaseCtxErr is the error of Release's context when it was called.
 	releaseCtxErr error
+	// called is notified after each call is recorded.
+	called testutil.Signal
 }
 
 var _ editor.Editor = (*termEditor)(nil)
@@ -43,6 +45,7 @@ func (e *termEditor) record(call string) {
 	e.mu.Lock()
 	e.calls = append(e.calls, call)
 	e.mu.Unlock()
+	e.called.Notify()
 }
 
 func (e *termEditor) Calls() []string {
@@ -294,12 +297,14 @@ func TestRunCommand_LocalCancel(t *testing.T) {
 type progressLog struct {
 	mu    sync.Mutex
 	metas []mcp.Meta
+	added testutil.Signal // notified after each add
 }
 
 func (l *progressLog) add(m mcp.Meta) {
 	l.mu.Lock()
 	l.metas = append(l.metas, m)
 	l.mu.Unlock()
+	l.added.Notify()
 }
 
 // shows returns the MetaShow values seen so far, as JSON.
@@ -359,7 +364,7 @@ func TestRunCommand_Terminal(t *testing.T) {
 		t.Errorf("result _meta show = %s", sh)
 	}
 	// The progress notification showing the terminal may trail the result.
-	testutil.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(metas.shows(), `{"terminals":["term-1"]}`) },
+	metas.added.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(metas.shows(), `{"terminals":["term-1"]}`) },
 		"no progress notification showed the terminal")
 }
 
@@ -375,12 +380,12 @@ func TestRunCommand_TerminalCancel(t *testing.T) {
 		_, _, err := terminalCall(t, callCtx, ed, map[string]any{"command": "sleep 300"})
 		done <- err
 	}()
-	testutil.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(ed.Calls(), "wait") }, "terminal/wait_for_exit never came")
+	ed.called.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(ed.Calls(), "wait") }, "terminal/wait_for_exit never came")
 	cancelCall()
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call succeeded")
 	}
-	testutil.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(ed.Calls(), "release") }, "the terminal was never released: %v", ed.Calls())
+	ed.called.WaitFor(t, 10*time.Second, func() bool { return slices.Contains(ed.Calls(), "release") }, "the terminal was never released: %v", ed.Calls())
 	if got := ed.Calls(); !slices.Equal(got, []string{"create", "wait", "kill", "output", "release"}) {
 		t.Errorf("terminal calls %v, want create, wait, kill, output, release", got)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
-	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 func TestPermissions_Decide(t *testing.T) {
@@ -164,6 +163,7 @@ func TestRunner_DeniedToolsAreNotOffered(t *testing.T) {
 func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
+	started := make(chan struct{}, 6) // one per call, once it counts as running
 	tool := &gateway.Tool{Name: "slow", Annotations: gateway.Annotations{ReadOnlyHint: true}, Execute: func(ctx context.Context, id string, _ map[string]any, _ func(gateway.ToolUpdate)) (gateway.Result, error) {
 		n := running.Add(1)
 		for {
@@ -172,6 +172,7 @@ func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 				break
 			}
 		}
+		started <- struct{}{}
 		<-release
 		running.Add(-1)
 		return gateway.Result{Content: []gateway.Content{gateway.TextContent("r" + id)}}, nil
@@ -201,7 +202,15 @@ func TestRunner_ParallelToolCallsAreBounded(t *testing.T) {
 			}
 		})
 	}()
-	testutil.Eventually(10*time.Second, func() bool { return running.Load() >= 3 })
+	timeout := time.After(10 * time.Second)
+waiting: // until three calls run at once
+	for range 3 {
+		select {
+		case <-started:
+		case <-timeout:
+			break waiting
+		}
+	}
 	close(release)
 	<-done
 	if peak.Load() != 3 {

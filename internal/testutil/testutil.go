@@ -1,13 +1,21 @@
-// Package testutil holds the helpers acp-agent's tests share: polling with a
-// deadline, process checks, a buffer safe for concurrent use and
-// pseudo-terminals. It is for tests only.
+// Package testutil holds the helpers acp-agent's tests share: waiting on
+// events, polling with a deadline, process checks, a buffer safe for
+// concurrent use and pseudo-terminals. It is for tests only.
 //
 // # Waiting
 //
-// [Eventually] polls a condition until it holds or a deadline passes, and
-// [WaitFor] fails the test when it does not. Deadlines are generous: the
-// tests run on loaded machines, and a deadline only bounds a failing test;
-// nothing asserts on how long a wait took.
+// A test waits on the event it expects, never for a time. What happens in
+// the test's own process has an event: a channel the code closes, a
+// callback or Observer, a notification the test's client receives, a log
+// line written to a [Buffer] ([Buffer.Await]), a change its own fakes
+// announce through a [Signal] ([Signal.Await]); or the test runs in a
+// testing/synctest bubble and waits with synctest.Wait. Only what happens
+// outside the process (a child process exiting, a file another process
+// writes, the kernel's state) has none: [Eventually] polls a condition
+// every [Poll] until it holds or a deadline passes, and [WaitFor] fails
+// the test when it does not. Deadlines are generous: the tests run on
+// loaded machines, and a deadline only bounds a failing test; nothing
+// asserts on how long a wait took.
 //
 // # Processes
 //
@@ -33,7 +41,9 @@ import (
 const Poll = 10 * time.Millisecond
 
 // Eventually calls cond every Poll until it returns true, and reports
-// whether it did before d passed. cond is called at least once.
+// whether it did before d passed. cond is called at least once. It is for
+// conditions outside the process (see the package doc): in-process state
+// has an event to wait on.
 func Eventually(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for {

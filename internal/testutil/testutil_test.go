@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -80,5 +81,61 @@ func TestBuffer_ConcurrentWritesAndReads(t *testing.T) {
 	wg.Wait()
 	if n := len(b.String()); n != 400 {
 		t.Errorf("len = %d, want 400", n)
+	}
+}
+
+func TestSignal_AwaitWakesOnNotify(t *testing.T) {
+	var s Signal
+	var n atomic.Int32
+	go func() {
+		for range 3 {
+			n.Add(1)
+			s.Notify()
+		}
+	}()
+	if !s.Await(time.Minute, func() bool { return n.Load() == 3 }) {
+		t.Fatal("Await gave up on a condition that became true")
+	}
+	if s.Await(0, func() bool { return false }) {
+		t.Error("Await reported a condition that never held")
+	}
+	c := s.C()
+	s.Notify()
+	select {
+	case <-c:
+	default:
+		t.Error("Notify did not close the channel C returned before it")
+	}
+}
+
+func TestBuffer_AwaitWakesOnWrite(t *testing.T) {
+	var b Buffer
+	go func() {
+		for _, w := range []string{"listening ", "on ", "127.0.0.1:7\n"} {
+			_, _ = b.Write([]byte(w))
+		}
+	}()
+	b.WaitFor(t, time.Minute, func(s string) bool { return strings.HasSuffix(s, "127.0.0.1:7\n") }, "the line was never written:\n%s", &b)
+	if b.Await(0, func(s string) bool { return strings.Contains(s, "never") }) {
+		t.Error("Await reported contents never written")
+	}
+	w := b.Written()
+	_, _ = b.Write([]byte("x"))
+	select {
+	case <-w:
+	default:
+		t.Error("Write did not close the channel Written returned before it")
+	}
+}
+
+func TestEnded(t *testing.T) {
+	release := make(chan struct{})
+	blocked := func() error { <-release; return nil }
+	if Ended(0, blocked) {
+		t.Error("Ended reported a wait that had not returned")
+	}
+	close(release)
+	if !Ended(time.Minute, blocked, func() error { return errors.New("ended with an error") }) {
+		t.Error("Ended gave up on waits that returned")
 	}
 }

@@ -132,6 +132,7 @@ import (
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/gateway"
+	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
 )
 
 // A Turn is one scripted model response. The zero Turn is an empty answer
@@ -282,6 +283,7 @@ type Server struct {
 	served   int                 // number of turns taken so far (the next one is served+1)
 	requests []Recorded          // every request received, in arrival order
 	titles   []Recorded          // the title requests (Options.Title), apart
+	received testutil.Signal     // notified after each request is recorded
 }
 
 // api is what differs between the two fake APIs. Its methods are safe for
@@ -379,6 +381,17 @@ func (s *Server) Requests() []Recorded {
 	return append([]Recorded(nil), s.requests...)
 }
 
+// AwaitRequests waits until the server has received at least n requests
+// (as Requests counts them), waking on each, and reports whether it had
+// before d passed.
+func (s *Server) AwaitRequests(d time.Duration, n int) bool {
+	return s.received.Await(d, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.requests) >= n
+	})
+}
+
 // TitleRequests returns the requests for a session's title received so far
 // (see [Options.Title]), in order, each with its Status and Usage.
 func (s *Server) TitleRequests() []Recorded {
@@ -406,6 +419,7 @@ func (s *Server) take(rec Recorded, serve bool) (turn Turn, respond func(Recorde
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, rec)
+	s.received.Notify()
 	seq = len(s.requests)
 	switch {
 	case !serve:

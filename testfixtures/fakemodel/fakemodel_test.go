@@ -476,3 +476,28 @@ func (r *recordingTB) errors() []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.errs...)
 }
+
+func TestServer_AwaitRequests(t *testing.T) {
+	s := fakemodel.NewOpenAI(t, fakemodel.Turn{Text: "never sent", Hang: true})
+	if s.AwaitRequests(0, 1) {
+		t.Fatal("AwaitRequests saw a request before any was sent")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { // a request that hangs until cancelled
+		defer close(done)
+		body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", s.URL+"/v1/chat/completions", strings.NewReader(body))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	if !s.AwaitRequests(time.Minute, 1) {
+		t.Fatal("AwaitRequests missed the request under way")
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}

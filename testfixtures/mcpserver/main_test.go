@@ -129,6 +129,8 @@ type fixture struct {
 
 	mu       sync.Mutex
 	progress []*mcp.ProgressNotificationParams
+	// progressed is notified after each progress notification is recorded.
+	progressed testutil.Signal
 }
 
 // start runs bin with flags and connects to it with protocol version.
@@ -142,8 +144,9 @@ func start(t *testing.T, bin, version string, flags ...string) *fixture {
 	client := mcp.NewClient(&mcp.Implementation{Name: "fixture-test", Version: "0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			f.mu.Lock()
-			defer f.mu.Unlock()
 			f.progress = append(f.progress, req.Params)
+			f.mu.Unlock()
+			f.progressed.Notify()
 		},
 	})
 	//lint:ignore SA1019 the fixture's roots tool is tested.
@@ -314,7 +317,7 @@ func testTools(t *testing.T, bin, version string) {
 		// The server sends every notification before the response, but the
 		// client may run its notification handler after CallTool returns.
 		var got []mcp.ProgressNotificationParams
-		testutil.Eventually(5*time.Second, func() bool {
+		f.progressed.Await(5*time.Second, func() bool {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			got = got[:0]
