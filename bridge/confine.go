@@ -159,7 +159,7 @@ func DeniedNote(m confine.Mode, server string, s confine.Server, text string) st
 
 // deniedNote is [DeniedNote] for a stdio server's process as it started;
 // "" for other servers.
-func (s *server) deniedNote(text string) string {
+func (s *client) deniedNote(text string) string {
 	if s.spec.Transport != TransportStdio {
 		return ""
 	}
@@ -171,7 +171,7 @@ func (s *server) deniedNote(text string) string {
 
 // withDeniedNote appends to res, an error result of a stdio server's tool,
 // the note its text calls for, if any.
-func (s *server) withDeniedNote(res gateway.Result) gateway.Result {
+func (s *client) withDeniedNote(res gateway.Result) gateway.Result {
 	if !res.IsError {
 		return res
 	}

@@ -57,7 +57,7 @@ type conn struct {
 	stderr     *tailWriter        // last lines of a stdio child's stderr, for failure reasons
 	stdout     *stdoutWatch       // the start of a stdio child's stdout, for failure reasons
 	mode       confine.Mode       // the session mode the stdio child started under, or ""
-	users      int                // a lazy server's requests under way (server.use); its connection rests restAfter after 0
+	users      int                // a lazy server's requests under way (client.use); its connection rests restAfter after 0
 	restTimer  *time.Timer        // a lazy server's pending rest, if any
 }
 

@@ -159,7 +159,7 @@ func elicitError(format string, args ...any) error {
 }
 
 // onElicit serves the server's elicitation/create through Options.Elicitor.
-func (s *server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+func (s *client) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	el := s.opts.Elicitor
 	p := *req.Params
 	if p.Mode == "" {
@@ -212,7 +212,7 @@ func (s *server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 
 // onElicitComplete forwards notifications/elicitation/complete of a URL
 // elicitation the server sent to Elicitor.Complete.
-func (s *server) onElicitComplete(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+func (s *client) onElicitComplete(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
 	el := s.opts.Elicitor
 	if req.Params == nil || el.Complete == nil {
 		return

@@ -13,7 +13,7 @@ import (
 // server. The URL must pass the sandbox URL policy, and every connection the
 // transport makes goes through the policy's dialer and redirect check. The
 // entry's headers are sent on every request.
-func (s *server) httpTransport() (mcp.Transport, error) {
+func (s *client) httpTransport() (mcp.Transport, error) {
 	u, err := s.opts.URLs.CheckURL(s.spec.URL)
 	if err != nil {
 		return nil, err

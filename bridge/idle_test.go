@@ -88,9 +88,9 @@ func TestLeanToolLists_SchemasAreCompactJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ss.Close()
-			client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
-			client.AddSendingMiddleware(leanToolLists)
-			cs, err := client.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			mc := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+			mc.AddSendingMiddleware(leanToolLists)
+			cs, err := mc.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestLeanToolLists_SchemasAreCompactJSON(t *testing.T) {
 			if _, ok := tool.OutputSchema.(json.RawMessage); !ok {
 				t.Errorf("OutputSchema = %T, want json.RawMessage", tool.OutputSchema)
 			}
-			s := &server{spec: ServerSpec{Name: "fixture"}}
+			s := &client{spec: ServerSpec{Name: "fixture"}}
 			if got := newBridgedTool("mcp__fixture__echo", s, tool).InputSchema; !bytes.Equal(got, want) {
 				t.Errorf("the bridged tool's schema = %s, want %s", got, want)
 			}
@@ -119,7 +119,7 @@ func TestLeanToolLists_SchemasAreCompactJSON(t *testing.T) {
 			}
 		})
 	}
-	s := &server{spec: ServerSpec{Name: "fixture"}}
+	s := &client{spec: ServerSpec{Name: "fixture"}}
 	if got := newBridgedTool("mcp__fixture__bare", s, &mcp.Tool{Name: "bare"}).InputSchema; string(got) != `{"type":"object"}` {
 		t.Errorf("a tool with no schema is bridged with %s, want {\"type\":\"object\"}", got)
 	}

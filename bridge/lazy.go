@@ -14,7 +14,7 @@ import (
 // the first call of one of them connects it (wake). A session that never
 // calls one costs no connection: no go-sdk read loops, decoder buffers,
 // server-side session or per-session copy of the tool list. Once the
-// last request under way ends (server.use) and restAfter passes with no
+// last request under way ends (client.use) and restAfter passes with no
 // other, the connection closes again (rest): an idle session holds none,
 // whether or not it called the tools, while a session calling them turn
 // after turn keeps one (connecting costs a handshake per call); the
@@ -85,7 +85,7 @@ func (l *ToolLists) get(ctx context.Context, key string, list listFunc) ([]*mcp.
 }
 
 // lazy reports whether s connects on first use (ServerSpec.ToolsKey).
-func (s *server) lazy() bool {
+func (s *client) lazy() bool {
 	return s.spec.Transport == TransportInProcess && s.spec.ToolsKey != ""
 }
 
@@ -93,7 +93,7 @@ func (s *server) lazy() bool {
 // Options.ToolLists (listing them through a short-lived connection when the
 // key is new) and leaves the server StateConnected with no connection, or
 // StateFailed when listing failed. It settles the server.
-func (s *server) connectIdle(ctx context.Context, initial bool) {
+func (s *client) connectIdle(ctx context.Context, initial bool) {
 	lctx, cancel := s.life.Bind(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
@@ -121,7 +121,7 @@ func (s *server) connectIdle(ctx context.Context, initial bool) {
 }
 
 // listOnce connects the server, lists its tools and closes the connection.
-func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation, error) {
+func (s *client) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation, error) {
 	cs, err := s.dial(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -142,7 +142,7 @@ func (s *server) listOnce(ctx context.Context) ([]*mcp.Tool, *mcp.Implementation
 // none (the first call of one of its tools, or the first after its
 // connection ended). Concurrent callers share one connect. A failed connect
 // is returned, and leaves the server as it was: the next call tries again.
-func (s *server) wake(ctx context.Context) (*mcp.ClientSession, error) {
+func (s *client) wake(ctx context.Context) (*mcp.ClientSession, error) {
 	s.conn.mu.Lock()
 	cs := s.conn.cs
 	s.conn.mu.Unlock()
@@ -202,7 +202,7 @@ const restAfter = 2 * time.Second
 // resource read) until the returned func is called; restAfter after the
 // last one ends, the connection closes (rest). Concurrent requests share
 // one connection. For any other server it does nothing.
-func (s *server) use() (done func()) {
+func (s *client) use() (done func()) {
 	if !s.lazy() {
 		return func() {}
 	}
@@ -216,7 +216,7 @@ func (s *server) use() (done func()) {
 }
 
 // unuse ends a request of use; the last one under way schedules rest.
-func (s *server) unuse() {
+func (s *client) unuse() {
 	s.conn.mu.Lock()
 	defer s.conn.mu.Unlock()
 	s.conn.users--
@@ -234,7 +234,7 @@ func (s *server) unuse() {
 // again: the client session, then the in-process server session; the
 // server idles again, StateConnected with no connection, until the next
 // request connects it (wake).
-func (s *server) rest() {
+func (s *client) rest() {
 	s.conn.mu.Lock()
 	if s.conn.users > 0 || s.conn.closing || s.conn.cs == nil {
 		s.conn.mu.Unlock()

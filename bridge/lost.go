@@ -72,12 +72,12 @@ func neverReached(err error) bool {
 // call: for http and sse servers, which restart and expire sessions on
 // their own. A stdio child that died stays failed: restarting it could
 // repeat whatever made it die.
-func (s *server) redials() bool {
+func (s *client) redials() bool {
 	return s.spec.Transport == TransportHTTP || s.spec.Transport == TransportSSE
 }
 
 // now is the server's clock (Options.Clock, else time.Now).
-func (s *server) now() time.Time {
+func (s *client) now() time.Time {
 	if s.opts.Clock != nil {
 		return s.opts.Clock()
 	}

@@ -16,11 +16,11 @@ var ErrServerExists = errors.New("an MCP server of that name is already in this 
 
 // enabled returns the servers that are not disabled, in order. m.mu must be
 // held.
-func (m *Manager) enabled() []*server {
+func (m *Manager) enabled() []*client {
 	if len(m.disabled) == 0 {
 		return m.servers
 	}
-	out := make([]*server, 0, len(m.servers))
+	out := make([]*client, 0, len(m.servers))
 	for _, s := range m.servers {
 		if !m.disabled[s.spec.Name] {
 			out = append(out, s)
@@ -53,7 +53,7 @@ func (m *Manager) Add(ctx context.Context, spec ServerSpec) (ServerStatus, error
 	case m.closed || !m.connected:
 		m.mu.Unlock()
 		return ServerStatus{}, fmt.Errorf("bridge: Manager.Add before Connect or after Close: %w", ErrNotConnected)
-	case slices.ContainsFunc(m.servers, func(o *server) bool { return o.spec.Name == spec.Name }):
+	case slices.ContainsFunc(m.servers, func(o *client) bool { return o.spec.Name == spec.Name }):
 		m.mu.Unlock()
 		return ServerStatus{}, fmt.Errorf("%w: %q", ErrServerExists, spec.Name)
 	}
@@ -78,7 +78,7 @@ func (m *Manager) Add(ctx context.Context, spec ServerSpec) (ServerStatus, error
 // unknown name wraps ErrUnknownServer.
 func (m *Manager) Remove(name string) error {
 	m.mu.Lock()
-	i := slices.IndexFunc(m.servers, func(s *server) bool { return s.spec.Name == name })
+	i := slices.IndexFunc(m.servers, func(s *client) bool { return s.spec.Name == name })
 	if i < 0 || m.closed {
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
@@ -112,7 +112,7 @@ func (m *Manager) Replace(ctx context.Context, spec ServerSpec) (ServerStatus, e
 
 func (m *Manager) replace(ctx context.Context, name string, spec *ServerSpec) (ServerStatus, error) {
 	m.mu.Lock()
-	i := slices.IndexFunc(m.servers, func(s *server) bool { return s.spec.Name == name })
+	i := slices.IndexFunc(m.servers, func(s *client) bool { return s.spec.Name == name })
 	if i < 0 || m.closed {
 		m.mu.Unlock()
 		return ServerStatus{}, fmt.Errorf("%w: %q", ErrUnknownServer, name)
@@ -153,7 +153,7 @@ func (m *Manager) replace(ctx context.Context, name string, spec *ServerSpec) (S
 // changed. An unknown name wraps ErrUnknownServer.
 func (m *Manager) SetEnabled(name string, enabled bool) error {
 	m.mu.Lock()
-	if m.closed || !slices.ContainsFunc(m.servers, func(s *server) bool { return s.spec.Name == name }) {
+	if m.closed || !slices.ContainsFunc(m.servers, func(s *client) bool { return s.spec.Name == name }) {
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
 	}
@@ -193,7 +193,7 @@ func (m *Manager) Spec(name string) (ServerSpec, bool) {
 }
 
 // newServer returns a server of spec wired to m's callbacks.
-func (m *Manager) newServer(spec ServerSpec) *server {
+func (m *Manager) newServer(spec ServerSpec) *client {
 	s := newServer(spec, &m.opts)
 	s.onToolsChanged = m.rebridge
 	s.onStateChanged = m.stateChanged
@@ -203,7 +203,7 @@ func (m *Manager) newServer(spec ServerSpec) *server {
 }
 
 // status returns s's status with its bridged and left-out tools.
-func (m *Manager) status(s *server) ServerStatus {
+func (m *Manager) status(s *client) ServerStatus {
 	m.mu.Lock()
 	count, lo, disabled := m.counts[s.spec.Name], m.leftOut[s.spec.Name], m.disabled[s.spec.Name]
 	m.mu.Unlock()

@@ -210,7 +210,7 @@ type Manager struct {
 	opts Options
 
 	mu      sync.Mutex
-	servers []*server          // in spec order
+	servers []*client          // in spec order
 	tools   []*gateway.Tool    // bridged tools in server order, then tool order
 	counts  map[string]int     // server name → bridged tools
 	leftOut map[string]leftOut // server name → its tools over the session's limit
@@ -260,7 +260,7 @@ func NewManager(opts *Options) *Manager {
 // unique names. Connect may be called once; later calls, and calls after
 // Close, return an error.
 func (m *Manager) Connect(ctx context.Context, specs []ServerSpec) error {
-	servers := make([]*server, len(specs))
+	servers := make([]*client, len(specs))
 	for i, spec := range specs {
 		servers[i] = m.newServer(spec)
 	}
@@ -298,9 +298,9 @@ type leftOut struct {
 // session-unique names, in server order, then tool order. At most limit tools
 // are bridged, shared fairly (fairShares); what each server lost is returned
 // by server name in left.
-func bridgeTools(servers []*server, limit int) (tools []*gateway.Tool, counts map[string]int, left map[string]leftOut) {
+func bridgeTools(servers []*client, limit int) (tools []*gateway.Tool, counts map[string]int, left map[string]leftOut) {
 	type owned struct {
-		srv  *server
+		srv  *client
 		tool *mcp.Tool
 	}
 	var all []owned
@@ -395,7 +395,7 @@ func (m *Manager) rebridge() {
 
 // stateChanged bridges the tools again after a connect that ended in the
 // background, and tells Options.OnStateChanged.
-func (m *Manager) stateChanged(s *server) {
+func (m *Manager) stateChanged(s *client) {
 	m.rebridge()
 	m.promptsChanged()
 	if m.opts.OnStateChanged == nil {
@@ -416,7 +416,7 @@ func (m *Manager) stateChanged(s *server) {
 // is back.
 // It runs counted in m.bg, so Close waits for it: it is never called after
 // Close returns.
-func (m *Manager) linkChanged(s *server) {
+func (m *Manager) linkChanged(s *client) {
 	if m.opts.OnLinkChanged == nil {
 		return
 	}

@@ -57,7 +57,7 @@ func mcpLevel(ctx context.Context, log *slog.Logger) mcp.LoggingLevel {
 // onLog logs a server's notifications/message in the agent's log, at the
 // matching level, with the server's name (s.log carries it), the MCP level
 // and logger name, and the data, cut to maxLogData bytes.
-func (s *server) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+func (s *client) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	p := req.Params
 	if p == nil {
 		return
@@ -97,7 +97,7 @@ func logData(data any) string {
 // setLogLevel asks a server that declares the logging capability to send the
 // messages log records (logging/setLevel); without it, servers may send
 // nothing (go-sdk servers) or everything. A failure is logged, not fatal.
-func (s *server) setLogLevel(ctx context.Context, cs *mcp.ClientSession) {
+func (s *client) setLogLevel(ctx context.Context, cs *mcp.ClientSession) {
 	res := cs.InitializeResult()
 	if res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil || newProtocol(res) {
 		return // from 2026-07-28 the level rides on every request (sendLogLevel)
@@ -120,7 +120,7 @@ func newProtocol(res *mcp.InitializeResult) bool {
 // setLogLevel would have set in _meta["io.modelcontextprotocol/logLevel"]
 // (a server sends no log message for a request without it). A level the
 // request already carries is kept.
-func (s *server) sendLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+func (s *client) sendLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		cs, ok := req.GetSession().(*mcp.ClientSession)
 		if !ok || strings.HasPrefix(method, "notifications/") {

@@ -70,7 +70,7 @@ func (f *progressFan) send(u gateway.ToolUpdate) {
 
 // onProgress handles notifications/progress for the call whose token it
 // carries.
-func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+func (s *client) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	token, _ := req.Params.ProgressToken.(string)
 	fan := s.progress.lookup(token)
 	if fan == nil {

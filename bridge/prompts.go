@@ -85,7 +85,7 @@ type promptCache = listCache[*mcp.Prompt]
 
 // listPrompts pages through prompts/list when the server offers prompts,
 // bounded by the list timeout like tools/list.
-func (s *server) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Prompt, error) {
+func (s *client) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Prompt, error) {
 	if res := cs.InitializeResult(); res == nil || res.Capabilities == nil || res.Capabilities.Prompts == nil {
 		return nil, nil
 	}
@@ -106,7 +106,7 @@ func (s *server) listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]*mcp
 
 // loadPrompts lists the prompts at connect: a failure is logged and leaves
 // the server without prompts, never failing it.
-func (s *server) loadPrompts(ctx context.Context, cs *mcp.ClientSession) {
+func (s *client) loadPrompts(ctx context.Context, cs *mcp.ClientSession) {
 	list, err := s.listPrompts(ctx, cs)
 	if err != nil {
 		s.log.Warn("listing the prompts failed; the server's prompts are not offered", "err", err)
@@ -117,13 +117,13 @@ func (s *server) loadPrompts(ctx context.Context, cs *mcp.ClientSession) {
 
 // onPromptListChanged handles notifications/prompts/list_changed as
 // onToolListChanged does tools: one refresh at a time, in the background.
-func (s *server) onPromptListChanged(ctx context.Context, _ *mcp.PromptListChangedRequest) {
+func (s *client) onPromptListChanged(ctx context.Context, _ *mcp.PromptListChangedRequest) {
 	s.listChanged(ctx, &s.prompts.refresh, s.refreshPrompts)
 }
 
 // refreshPrompts lists the prompts again and, when that worked, tells the
 // Manager; a failure keeps the old list. ctx ends when the server closes.
-func (s *server) refreshPrompts(ctx context.Context) {
+func (s *client) refreshPrompts(ctx context.Context) {
 	cs, err := s.conn.session()
 	var list []*mcp.Prompt
 	if err == nil {
@@ -144,8 +144,8 @@ func (s *server) refreshPrompts(ctx context.Context) {
 // getPrompt sends prompts/get, counted against the server's rate limit and
 // bounded by the call timeout. An http or sse server that lost the MCP
 // session is initialized again and asked once more (prompts/get changes
-// nothing, so asking twice is safe), as tool calls are (server.call).
-func (s *server) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+// nothing, so asking twice is safe), as tool calls are (client.call).
+func (s *client) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	if err := s.limiter.Allow(); err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (s *server) getPrompt(ctx context.Context, name string, args map[string]str
 	return s.getPromptOnce(ctx, cs, name, args)
 }
 
-func (s *server) getPromptOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+func (s *client) getPromptOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	cctx, cancel := s.requestContext(ctx, s.timeouts.ToolCall)
 	defer cancel()
 	res, err := cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: args})

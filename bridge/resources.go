@@ -166,7 +166,7 @@ func offersResources(cs *mcp.ClientSession) *mcp.ResourceCapabilities {
 // them, and keeps them. A failure is logged and leaves the old lists: it
 // never fails the server. It reports whether the server's having resources
 // changed (the resource tools come or go).
-func (s *server) loadResources(ctx context.Context, cs *mcp.ClientSession) (changed bool) {
+func (s *client) loadResources(ctx context.Context, cs *mcp.ClientSession) (changed bool) {
 	if offersResources(cs) == nil {
 		return false
 	}
@@ -208,14 +208,14 @@ func collect[T any](ctx context.Context, method string, seq iter.Seq2[T, error])
 // lists are fetched again in the background (one refresh at a time; a
 // notification during a refresh runs one more). When the server gains or
 // loses its last resource, the tools are bridged again.
-func (s *server) onResourceListChanged(ctx context.Context, _ *mcp.ResourceListChangedRequest) {
+func (s *client) onResourceListChanged(ctx context.Context, _ *mcp.ResourceListChangedRequest) {
 	s.listChanged(ctx, &s.res.refresh, s.refreshResources)
 }
 
 // refreshResources lists the resources and templates again; when the
 // server gained or lost its last one, the tools are bridged again. ctx ends
 // when the server closes.
-func (s *server) refreshResources(ctx context.Context) {
+func (s *client) refreshResources(ctx context.Context) {
 	changed := false
 	if cs, err := s.conn.session(); err == nil {
 		changed = s.loadResources(ctx, cs)
@@ -227,7 +227,7 @@ func (s *server) refreshResources(ctx context.Context) {
 
 // onResourceUpdated handles notifications/resources/updated: /resources
 // shows the resource as updated until it is read again.
-func (s *server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+func (s *client) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 	if req == nil || req.Params == nil {
 		return
 	}
@@ -240,7 +240,7 @@ func (s *server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNo
 // for text, Limits.MaxMedia per blob), as tool results are. After a
 // successful read the resource is no longer marked updated, and it is
 // subscribed to when the server offers subscriptions (best effort).
-func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, error) {
+func (s *client) readResource(ctx context.Context, uri string) (gateway.Result, error) {
 	if err := s.limiter.Allow(); err != nil {
 		return gateway.Result{}, err
 	}
@@ -275,7 +275,7 @@ func (s *server) readResource(ctx context.Context, uri string) (gateway.Result, 
 
 // afterRead clears the updated mark of uri and subscribes to it once, if the
 // server offers subscriptions.
-func (s *server) afterRead(ctx context.Context, cs *mcp.ClientSession, uri string) {
+func (s *client) afterRead(ctx context.Context, cs *mcp.ClientSession, uri string) {
 	caps := offersResources(cs)
 	if s.res.read(uri, caps != nil && caps.Subscribe) {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
@@ -302,11 +302,11 @@ func (m *Manager) Resources() []ServerResources {
 
 // route returns the server that lists uri, else the first (in server
 // order) whose template matches it, else nil.
-func (m *Manager) route(uri string) *server {
+func (m *Manager) route(uri string) *client {
 	m.mu.Lock()
 	servers := m.servers
 	m.mu.Unlock()
-	var byTemplate *server
+	var byTemplate *client
 	for _, s := range servers {
 		listed, matched := s.res.serves(uri)
 		if listed {

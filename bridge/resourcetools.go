@@ -39,7 +39,7 @@ type resourceToolMark struct{ kind string }
 // resourceTools returns the resource tools of s as *mcp.Tool entries to be
 // named and bridged after its own tools, or nil when s has no resources.
 // own are s's tools, for name collisions.
-func (s *server) resourceTools(own []*mcp.Tool) []*mcp.Tool {
+func (s *client) resourceTools(own []*mcp.Tool) []*mcp.Tool {
 	if !s.res.has() {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (s *server) resourceTools(own []*mcp.Tool) []*mcp.Tool {
 
 // newResourceTool bridges a resource tool of resourceTools, or returns nil
 // when t is one of the server's own tools.
-func newResourceTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
+func newResourceTool(name string, s *client, t *mcp.Tool) *gateway.Tool {
 	mark, ok := t.Meta[metaResourceTool].(resourceToolMark)
 	if !ok {
 		return nil

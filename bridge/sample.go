@@ -57,7 +57,7 @@ const methodCreateMessage = "sampling/createMessage"
 // refuseSampling is the client middleware of a bridge without a Sampler:
 // sampling/createMessage gets a clear error instead of the go-sdk's
 // "client does not support CreateMessage".
-func (s *server) refuseSampling(next mcp.MethodHandler) mcp.MethodHandler {
+func (s *client) refuseSampling(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != methodCreateMessage {
 			return next(ctx, method, req)
@@ -71,7 +71,7 @@ func (s *server) refuseSampling(next mcp.MethodHandler) mcp.MethodHandler {
 
 // onSample serves the server's sampling/createMessage through
 // Options.Sampler, under the server's rate limit.
-func (s *server) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+func (s *client) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	if err := s.limiter.Allow(); err != nil {
 		s.log.Warn("refused a sampling request over the rate limit", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "sampling/createMessage: " + gateway.ErrorText(err)}

@@ -46,7 +46,7 @@ var errSignedOut = gateway.WithRemedy(errors.New("signed out"), " (/logout); /lo
 // the entry sends its own Authorization header. Its OAuth requests follow
 // the URL policy of the server's sign-in (urlpolicy.Policy.SignIn): they
 // go no closer to the agent than the server itself is.
-func (s *server) oauthHandler() *signin.Handler {
+func (s *client) oauthHandler() *signin.Handler {
 	o := s.opts.OAuth
 	if o == nil || o.Store == nil || (s.spec.Transport != TransportHTTP && s.spec.Transport != TransportSSE) {
 		return nil
@@ -85,7 +85,7 @@ func (s *server) oauthHandler() *signin.Handler {
 }
 
 // signInCache is an http or sse server's sign-in handler, made on first
-// use (server.oauthHandler) and kept for the server's life.
+// use (client.oauthHandler) and kept for the server's life.
 type signInCache struct {
 	// mu guards h; it is held while the handler is made (signin.New), and
 	// never with another lock of the bridge.
@@ -106,7 +106,7 @@ func tokenKey(u *url.URL) string {
 // stops waiting for it, and the dial no longer ends with the request that
 // started it nor counts the wait against its connect timeout. The returned
 // function ends the report.
-func (s *server) signInWaiting(authURL string) (done func()) {
+func (s *client) signInWaiting(authURL string) (done func()) {
 	s.conn.mu.Lock()
 	if s.conn.state == StateConnecting {
 		s.conn.state = StateSignIn
@@ -311,7 +311,7 @@ func (m *Manager) Login(name string) error {
 }
 
 // server returns the server named name, or nil.
-func (m *Manager) server(name string) *server {
+func (m *Manager) server(name string) *client {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, s := range m.servers {

@@ -16,7 +16,7 @@ import (
 )
 
 // newBridgedTool wraps the MCP tool t of server s as a gateway.Tool named name.
-func newBridgedTool(name string, s *server, t *mcp.Tool) *gateway.Tool {
+func newBridgedTool(name string, s *client, t *mcp.Tool) *gateway.Tool {
 	schema, ok := t.InputSchema.(json.RawMessage) // leanTools made it so
 	if !ok || len(schema) == 0 {
 		var err error

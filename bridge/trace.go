@@ -15,7 +15,7 @@ import (
 
 // startCallSpan starts the span of a tools/call of tool (the server's own
 // name) on s, a child of the span in ctx (the turn's).
-func (s *server) startCallSpan(ctx context.Context, tool string) (context.Context, trace.Span) {
+func (s *client) startCallSpan(ctx context.Context, tool string) (context.Context, trace.Span) {
 	info, _ := ctx.Value(callInfoKey{}).(callInfo)
 	return telemetry.StartToolCall(ctx, telemetry.ToolCall{
 		Server: s.spec.Name, Tool: tool, CallID: info.id, Transport: networkTransport(s.spec.Transport),

@@ -54,7 +54,7 @@ type ToolCall struct {
 // ask is ask_agent's handler. A call with a requestState resumes a run
 // parked on a permission question (multi round-trip requests); any other
 // call opens (or finds) the conversation and starts a turn.
-func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, *Output, error) {
+func (sv *conversations) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, *Output, error) {
 	client := clientOf(req)
 	if state := req.Params.RequestState; state != "" {
 		r, err := sv.resume(ctx, req, state, client, in.SessionKey, req.Params.InputResponses)
@@ -113,7 +113,7 @@ func (sv *server) ask(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 // server's WaitGroup), so that it can outlive one request while the client
 // answers a permission question in a retried call.
 type run struct {
-	sv      *server
+	sv      *conversations
 	c       *conv
 	client  string // the identity of the client that started it (clientOf)
 	key     string // the conversation's sessionKey
@@ -152,7 +152,7 @@ type requestSink struct {
 // conversation key of client, asked for with the sessionKey argument
 // inKey, reporting to req (whose context is reqCtx) from its first event;
 // the run releases c when it ends.
-func (sv *server) start(reqCtx context.Context, c *conv, client, key, inKey, message string, input session.Input, req *mcp.CallToolRequest) (*run, error) {
+func (sv *conversations) start(reqCtx context.Context, c *conv, client, key, inKey, message string, input session.Input, req *mcp.CallToolRequest) (*run, error) {
 	// The turn is a span of the caller's trace when its request's _meta
 	// carries one (telemetry.Extract), ended by run.
 	base := sv.base

@@ -38,7 +38,7 @@ const (
 // the conversation key, at level: go-sdk sends it only when the client
 // asked for log messages at that level or a lower one (logging/setLevel,
 // or the logLevel of a 2026-07-28 request's _meta, in ctx).
-func (sv *server) tell(ctx context.Context, ss *mcp.ServerSession, lv level, msg, key string) {
+func (sv *conversations) tell(ctx context.Context, ss *mcp.ServerSession, lv level, msg, key string) {
 	if ss == nil {
 		return
 	}

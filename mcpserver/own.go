@@ -45,7 +45,7 @@ func (r refusal) Error() string { return string(r) }
 // continues where it was started, where its transcript's paths and its
 // servers' roots are, as ACP session/load requires. An unknown id wraps
 // store.ErrNotFound.
-func (sv *server) reopen(ctx context.Context, id, key string) (*session.Session, error) {
+func (sv *conversations) reopen(ctx context.Context, id, key string) (*session.Session, error) {
 	rec, err := sv.core.Store().Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, err

@@ -163,7 +163,7 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, q *question) gateway.Per
 
 // park keeps r, waiting for the answer to q, under a new unguessable
 // requestState, and returns it.
-func (sv *server) park(r *run, q *question) string {
+func (sv *conversations) park(r *run, q *question) string {
 	state := "perm_" + rand.Text()
 	sv.mu.Lock()
 	sv.parked[state] = &parkedAsk{r: r, q: q, since: time.Now()}
@@ -176,7 +176,7 @@ func (sv *server) park(r *run, q *question) string {
 // key, the request req (whose context is ctx) receiving the run's progress
 // from then on, and returns the run. The state must have been issued to a
 // call of the same client with the same key.
-func (sv *server) resume(ctx context.Context, req *mcp.CallToolRequest, state, client, key string, responses mcp.InputResponseMap) (*run, error) {
+func (sv *conversations) resume(ctx context.Context, req *mcp.CallToolRequest, state, client, key string, responses mcp.InputResponseMap) (*run, error) {
 	sv.mu.Lock()
 	p := sv.parked[state]
 	mine := p != nil && p.r.client == client

@@ -91,7 +91,7 @@ func New(core *session.Core, o *Options) (*mcp.Server, func()) {
 	// question waits across a retried call), and New has no caller's
 	// context to give; shutdown cancels it.
 	base, stop := context.WithCancel(context.Background())
-	sv := &server{
+	sv := &conversations{
 		opts: opts, core: core, log: opts.Logger,
 		base: base, stop: stop,
 		convs: make(map[string]*conv), parked: make(map[string]*parkedAsk),
@@ -123,8 +123,11 @@ const toolDescription = "Hand a task or a question to acp-agent, a coding agent 
 	"the first call with a key of your own starts it. Your keys are yours: another client (over HTTP, another bearer token) with the same key has its own conversation. " +
 	"The slash commands /help, /tools, /call <tool> {json arguments} and /servers work without a model."
 
-// server is the state behind New's *mcp.Server.
-type server struct {
+// conversations is the state behind New's *mcp.Server, the ask_agent tool:
+// its live conversations (each an open session of the core, by stored
+// session ID) and the runs parked on an input request, with the shutdown
+// that ends them.
+type conversations struct {
 	opts Options
 	core *session.Core
 	log  *slog.Logger
@@ -149,8 +152,8 @@ type conv struct {
 	opened chan struct{} // closed once s or err is set
 	s      *session.Session
 	err    error
-	busy   int       // calls and runs using it; guarded by server.mu
-	last   time.Time // when busy last dropped to 0; guarded by server.mu
+	busy   int       // calls and runs using it; guarded by conversations.mu
+	last   time.Time // when busy last dropped to 0; guarded by conversations.mu
 	ending chan struct{}
 }
 
@@ -163,7 +166,7 @@ var errClosed = errors.New("ask_agent: the server is shutting down")
 // issued), else reopened from the store (only a conversation the server
 // started, in its directory: see reopen), or created under id on the
 // first use of the key. Concurrent calls for one id share one open.
-func (sv *server) acquire(ctx context.Context, id, key string, fresh bool) (*conv, error) {
+func (sv *conversations) acquire(ctx context.Context, id, key string, fresh bool) (*conv, error) {
 	for {
 		sv.mu.Lock()
 		if sv.closed {
@@ -209,7 +212,7 @@ func (sv *server) acquire(ctx context.Context, id, key string, fresh bool) (*con
 
 // open opens the session of c (see acquire), then closes c.opened. On
 // failure c leaves the live conversations.
-func (sv *server) open(ctx context.Context, c *conv, key string, fresh bool) {
+func (sv *conversations) open(ctx context.Context, c *conv, key string, fresh bool) {
 	defer close(c.opened)
 	s, created, err := sv.openSession(ctx, c.id, key, fresh)
 	var refused refusal
@@ -254,7 +257,7 @@ func (sv *server) open(ctx context.Context, c *conv, key string, fresh bool) {
 // or when the store has none, under the gateway key that marks it the
 // server's (gatewayKey). A create that fails because another process
 // created id meanwhile reopens it.
-func (sv *server) openSession(ctx context.Context, id, key string, fresh bool) (s *session.Session, created bool, err error) {
+func (sv *conversations) openSession(ctx context.Context, id, key string, fresh bool) (s *session.Session, created bool, err error) {
 	if !fresh {
 		s, err = sv.reopen(ctx, id, key)
 		if !errors.Is(err, store.ErrNotFound) {
@@ -272,7 +275,7 @@ func (sv *server) openSession(ctx context.Context, id, key string, fresh bool) (
 }
 
 // release marks one use of c done.
-func (sv *server) release(c *conv) {
+func (sv *conversations) release(c *conv) {
 	sv.mu.Lock()
 	c.busy--
 	if c.busy == 0 {
@@ -283,7 +286,7 @@ func (sv *server) release(c *conv) {
 
 // forget drops c from the live conversations (its session has ended under
 // it), so the next call reopens it.
-func (sv *server) forget(c *conv) {
+func (sv *conversations) forget(c *conv) {
 	sv.mu.Lock()
 	if sv.convs[c.id] == c {
 		delete(sv.convs, c.id)
@@ -292,7 +295,7 @@ func (sv *server) forget(c *conv) {
 }
 
 // sweep ends idle conversations and expired parked runs until shutdown.
-func (sv *server) sweep() {
+func (sv *conversations) sweep() {
 	every := max(sv.opts.IdleTimeout/4, time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -308,7 +311,7 @@ func (sv *server) sweep() {
 
 // endIdle ends the conversations unused for IdleTimeout at now, and cancels
 // the runs parked that long.
-func (sv *server) endIdle(now time.Time) {
+func (sv *conversations) endIdle(now time.Time) {
 	var idle []*conv
 	var expired []*parkedAsk
 	sv.mu.Lock()
@@ -343,7 +346,7 @@ func (sv *server) endIdle(now time.Time) {
 
 // shutdown cancels every turn, ends every live conversation and waits for
 // the sweeper and the runs.
-func (sv *server) shutdown() {
+func (sv *conversations) shutdown() {
 	sv.once.Do(func() {
 		sv.mu.Lock()
 		sv.closed = true

@@ -63,10 +63,12 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// server is the connection to one MCP server: its identity and settings,
-// the connection state machine (conn, conn.go), the feature caches (tools,
-// prompts, resources, progress, calls, sign-in, built server), each with
-// its own mutex guarding only its own fields, and its lifetime.
+// client is acp-agent's MCP client of one server (the spec's "MCP client":
+// the host's one connection to one MCP server): the server's identity and
+// settings, the connection state machine (conn, conn.go), the feature
+// caches (tools, prompts, resources, progress, calls, sign-in, built
+// server), each with its own mutex guarding only its own fields, and its
+// lifetime.
 //
 // Lock order: a lock on the right of an arrow may be taken while holding
 // the one on its left, never the other way round.
@@ -77,12 +79,12 @@ func (s State) String() string {
 // Manager.mu and conn.mu are never held together. conn.redial is held
 // across a dial, so a lock the dial takes (conn.mu, signInCache.mu,
 // builtServer.mu, lifetime.mu) may be taken under it; conn.mu and the
-// caches' locks are never held across I/O. Every other lock of a server
+// caches' locks are never held across I/O. Every other lock of a client
 // (promptCache.mu, progressTable.mu, inflight.mu, signInCache.mu,
 // builtServer.mu, lifetime.mu, connectDeadline.mu, stdoutWatch.mu,
 // ToolLists.mu) is a leaf: no other lock of the bridge is taken while it
 // is held. progressFan.mu is held while the call's progress callback runs.
-type server struct {
+type client struct {
 	spec     ServerSpec
 	opts     *Options // shared with the Manager, read-only
 	log      *slog.Logger
@@ -98,8 +100,8 @@ type server struct {
 
 	// Set by the Manager before the first connect, read-only after.
 	onToolsChanged   func()        // after a refresh changed the tools, or the resources came or went
-	onStateChanged   func(*server) // after a connect that ended in the background
-	onLinkChanged    func(*server) // after a connection lost, or back (Options.OnLinkChanged)
+	onStateChanged   func(*client) // after a connect that ended in the background
+	onLinkChanged    func(*client) // after a connection lost, or back (Options.OnLinkChanged)
 	onPromptsChanged func()        // after a refresh of the prompts (prompts.go)
 
 	// The feature caches: each guards its own fields with its own mutex.
@@ -112,12 +114,12 @@ type server struct {
 	built    builtServer   // what spec.NewServer built (lazy.go)
 }
 
-func newServer(spec ServerSpec, opts *Options) *server {
+func newServer(spec ServerSpec, opts *Options) *client {
 	perMinute := spec.CallsPerMinute
 	if perMinute == 0 {
 		perMinute = opts.CallsPerMinute
 	}
-	return &server{
+	return &client{
 		spec:     spec,
 		opts:     opts,
 		log:      opts.Logger.With("server", spec.Name),
@@ -130,7 +132,7 @@ func newServer(spec ServerSpec, opts *Options) *server {
 // onToolListChanged handles notifications/tools/list_changed: the tools are
 // listed again in the background (one refresh at a time; a notification
 // during a refresh runs one more), and the Manager is told.
-func (s *server) onToolListChanged(ctx context.Context, _ *mcp.ToolListChangedRequest) {
+func (s *client) onToolListChanged(ctx context.Context, _ *mcp.ToolListChangedRequest) {
 	s.listChanged(ctx, &s.tools.refresh, s.refreshTools)
 }
 
@@ -138,7 +140,7 @@ func (s *server) onToolListChanged(ctx context.Context, _ *mcp.ToolListChangedRe
 // notification during a refresh) while the server is connected; a server
 // still connecting lists everything itself. The refresh's context has the
 // values of ctx, the notification's, and ends when the server closes.
-func (s *server) listChanged(ctx context.Context, r *rerun, refresh func(context.Context)) {
+func (s *client) listChanged(ctx context.Context, r *rerun, refresh func(context.Context)) {
 	s.conn.mu.Lock()
 	defer s.conn.mu.Unlock()
 	if s.conn.state != StateConnected || s.conn.closing {
@@ -185,7 +187,7 @@ func (r *rerun) trigger(wg *sync.WaitGroup, run func()) {
 
 // refreshTools lists the tools again and, when that worked, tells the
 // Manager; a failure keeps the old list.
-func (s *server) refreshTools(ctx context.Context) {
+func (s *client) refreshTools(ctx context.Context) {
 	cs, err := s.conn.session()
 	var tools []*mcp.Tool
 	if err == nil {
@@ -212,7 +214,7 @@ func (s *server) refreshTools(ctx context.Context) {
 // server closes. It settles the server. When it ends after having settled
 // early, or initial is false (Manager.Login), the Manager is told: the tools
 // are bridged again and Options.OnStateChanged hears of the new state.
-func (s *server) connect(ctx context.Context, initial bool) {
+func (s *client) connect(ctx context.Context, initial bool) {
 	if s.lazy() {
 		s.connectIdle(ctx, initial) // lazy.go
 		return
@@ -274,7 +276,7 @@ func (s *server) connect(ctx context.Context, initial bool) {
 
 // dial starts the transport and runs the MCP initialize handshake, bounded by
 // the connect timeout.
-func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
+func (s *client) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	transport, cmd, kill, err := s.transport(ctx)
 	if err != nil {
 		return nil, err
@@ -377,7 +379,7 @@ func (s *server) dial(ctx context.Context) (*mcp.ClientSession, error) {
 // calls it too. It refuses transports the bridge cannot serve, a server
 // Options.Admit refuses and a stdio server Options.StdioPolicy refuses,
 // with the policy's error.
-func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd, kill func(), err error) {
+func (s *client) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd, kill func(), err error) {
 	if s.spec.Transport != TransportInProcess && s.opts.Admit != nil {
 		if err := s.opts.Admit(s.spec); err != nil {
 			return nil, nil, nil, err // nothing started: the server fails with the policy's reason
@@ -463,7 +465,7 @@ func (s *server) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 // server spec.NewServer built, once) to one end of a go-sdk in-memory
 // transport pair and returns the other end. Ending the server session is
 // kill (and close, through procCancel).
-func (s *server) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
+func (s *client) inProcessTransport(ctx context.Context) (mcp.Transport, *exec.Cmd, func(), error) {
 	srv := s.spec.Server
 	if srv == nil {
 		srv = s.built.get(s.spec.NewServer)
@@ -499,7 +501,7 @@ func (d *detached) Connect(context.Context) (mcp.Connection, error) {
 // describeDialError turns a failed start or initialize into a short reason.
 // killed says the bridge killed the child after the failure, so a signal in
 // its exit status is not the cause.
-func (s *server) describeDialError(err error, timedOut bool, cmd *exec.Cmd, killed bool) error {
+func (s *client) describeDialError(err error, timedOut bool, cmd *exec.Cmd, killed bool) error {
 	var execErr *exec.Error
 	switch {
 	case errors.As(err, &execErr):
@@ -523,7 +525,7 @@ func (s *server) describeDialError(err error, timedOut bool, cmd *exec.Cmd, kill
 }
 
 // listTools pages through tools/list, bounded by the list timeout.
-func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+func (s *client) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	if res := cs.InitializeResult(); res == nil || res.Capabilities == nil || res.Capabilities.Tools == nil {
 		return nil, nil // the server offers no tools
 	}
@@ -556,7 +558,7 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 
 // requestContext returns ctx bounded by d and by the server's life:
 // closing the server cancels it.
-func (s *server) requestContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func (s *client) requestContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	lctx, release := s.life.Bind(ctx)
 	cctx, cancel := context.WithTimeout(lctx, d)
 	return cctx, func() { cancel(); release() }
@@ -576,7 +578,7 @@ func undelivered(err error) bool {
 
 // watch marks the server failed (stdio) or lost (http, sse: the next call
 // dials again) when its connection ends before Close.
-func (s *server) watch(cs *mcp.ClientSession) {
+func (s *client) watch(cs *mcp.ClientSession) {
 	err := cs.Wait()
 	tell := false
 	defer func() { // after the unlock
@@ -623,7 +625,7 @@ func (s *server) watch(cs *mcp.ClientSession) {
 // server marked lost is dialed again by the next call, and a call while its
 // redial backoff runs fails at once as a tool error saying when it will be
 // tried again. Errors are redacted (urlpolicy.RedactError).
-func (s *server) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (res gateway.Result, err error) {
+func (s *client) call(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (res gateway.Result, err error) {
 	ctx, span := s.startCallSpan(ctx, name) // trace.go
 	defer func() { endCallSpan(span, res, err) }()
 	if err := s.limiter.Allow(); err != nil {
@@ -637,7 +639,7 @@ func (s *server) call(ctx context.Context, name string, args map[string]any, onU
 	return res, urlpolicy.RedactError(err)
 }
 
-func (s *server) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+func (s *client) callRetrying(ctx context.Context, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 	defer s.use()() // a lazy server rests after its last request (lazy.go)
 	cs, err := s.liveSession(ctx)
 	if err != nil {
@@ -670,7 +672,7 @@ func (s *server) callRetrying(ctx context.Context, name string, args map[string]
 // liveSession returns the live client session; a lost server is dialed
 // again first (reconnect), unless its backoff runs, and an idle lazy one is
 // connected (wake).
-func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
+func (s *client) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
 	if s.lazy() {
 		return s.wake(ctx) // lazy.go
 	}
@@ -686,7 +688,7 @@ func (s *server) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
 }
 
 // callOnce sends one tools/call on cs, bounded by the call timeout.
-func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
+func (s *client) callOnce(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, onUpdate func(gateway.ToolUpdate)) (gateway.Result, error) {
 	if args == nil {
 		args = map[string]any{} // never "arguments": null (TS servers reject it)
 	}
@@ -724,7 +726,7 @@ func (s *server) callOnce(ctx context.Context, cs *mcp.ClientSession, name strin
 // except for the first retry of a session that was live until now. A failed
 // redial marks the server lost and doubles the backoff (redialMinBackoff up
 // to redialMaxBackoff); a successful one resets it.
-func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause error) (*mcp.ClientSession, error) {
+func (s *client) reconnect(ctx context.Context, stale *mcp.ClientSession, cause error) (*mcp.ClientSession, error) {
 	s.conn.redial.Lock()
 	defer s.conn.redial.Unlock()
 	s.conn.mu.Lock()
@@ -814,7 +816,7 @@ func (s *server) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 // gets SIGTERM, then SIGKILL, and what is left of the child's descendants is
 // killed (process.StopGroup). Requests still in flight get
 // notifications/cancelled first. It is idempotent and bounded in time.
-func (s *server) close() {
+func (s *client) close() {
 	cs, proc, procCancel, ok := s.conn.shut()
 	if !ok {
 		return
@@ -839,7 +841,7 @@ func (s *server) close() {
 
 // stopSession closes a session that never became the server's live one
 // because the Manager closed while it connected: gracefully, as close does.
-func (s *server) stopSession(cs *mcp.ClientSession) {
+func (s *client) stopSession(cs *mcp.ClientSession) {
 	proc, procCancel := s.conn.process()
 	if proc != nil {
 		process.StopGroup(proc, s.opts.Grace, func() { _ = cs.Close() })
@@ -855,7 +857,7 @@ func (s *server) stopSession(cs *mcp.ClientSession) {
 // timed out or failed): the child and its descendants are killed at once, as
 // after a failed initialize, so that a server that hangs and ignores
 // SIGTERM costs its timeout and no more.
-func (s *server) abandon(cs *mcp.ClientSession) {
+func (s *client) abandon(cs *mcp.ClientSession) {
 	proc, procCancel := s.conn.process()
 	if proc != nil {
 		proc.Kill() // its stdout ends, so Close below cannot wait on it
@@ -867,7 +869,7 @@ func (s *server) abandon(cs *mcp.ClientSession) {
 }
 
 // status reports the server's state for /servers.
-func (s *server) status(bridged int) ServerStatus {
+func (s *client) status(bridged int) ServerStatus {
 	s.conn.mu.Lock()
 	defer s.conn.mu.Unlock()
 	st := ServerStatus{Name: s.spec.Name, Transport: s.spec.Transport, State: s.conn.state, Err: s.conn.err, Tools: bridged}
@@ -886,11 +888,11 @@ func (s *server) status(bridged int) ServerStatus {
 // rootFor returns the MCP root of the session cwd as a file:// URI, or nil
 // when cwd is empty.
 //
-//lint:ignore SA1019 see server.dial.
+//lint:ignore SA1019 see client.dial.
 func rootFor(cwd string) *mcp.Root {
 	if cwd == "" {
 		return nil
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(cwd)}
-	return &mcp.Root{URI: u.String(), Name: filepath.Base(cwd)} //lint:ignore SA1019 see server.dial.
+	return &mcp.Root{URI: u.String(), Name: filepath.Base(cwd)} //lint:ignore SA1019 see client.dial.
 }
