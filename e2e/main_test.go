@@ -53,8 +53,17 @@ func setup(m *testing.M) (int, error) {
 	agentBin = filepath.Join(tmp, "acp-agent")
 	fixtureBin = filepath.Join(tmp, "mcp-fixture")
 	// Built side by side: each build waits on the linker much of the time.
+	// ACP_BENCH_AGENT names an agent binary to run instead of this tree's,
+	// for before/after benchmarks on one machine (e.g. a build of main).
+	bins := map[string]string{agentBin: "../cmd/acp-agent", fixtureBin: "../testfixtures/mcpserver"}
+	if bin := os.Getenv("ACP_BENCH_AGENT"); bin != "" {
+		if agentBin, err = filepath.Abs(bin); err != nil {
+			return 0, err
+		}
+		delete(bins, filepath.Join(tmp, "acp-agent"))
+	}
 	var builds errgroup.Group
-	for bin, pkg := range map[string]string{agentBin: "../cmd/acp-agent", fixtureBin: "../testfixtures/mcpserver"} {
+	for bin, pkg := range bins {
 		builds.Go(func() error {
 			var stderr bytes.Buffer
 			args := []string{"build", "-o", bin}
