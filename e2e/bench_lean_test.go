@@ -154,6 +154,9 @@ func (p *rawPeer) notify(b *testing.B, method, params string) {
 //   - raw: raw JSON-RPC lines to the Go fixture over a pipe, no SDK (the
 //     floor of one MCP hop; stdio, 2025-11-25 only, the version a raw
 //     client can speak without per-request metadata);
+//   - relay: raw, through linerelay (testfixtures), a process that only
+//     passes lines: the floor of any process between client and server,
+//     one more hop;
 //   - direct: a go-sdk client straight to the fixture;
 //   - bridged: a lean ACP client (raw lines, no SDK, no recording) sending
 //     session/prompt "/call mcp__fixture__echo" to the agent, which calls the
@@ -183,6 +186,12 @@ func BenchmarkCall(b *testing.B) {
 			}
 			benchRawPipe(b, version, capped)
 		})
+		b.Run("stdio/"+version+"/relay", func(b *testing.B) {
+			if version != "2025-11-25" {
+				b.Skip("a raw client speaks 2025-11-25 only")
+			}
+			benchRawPipe(b, version, capped, buildRelay(b))
+		})
 		b.Run("stdio/"+version+"/direct", func(b *testing.B) {
 			cmd := exec.Command(fixtureBin)
 			cmd.Env = append(os.Environ(), capped...)
@@ -208,9 +217,15 @@ func BenchmarkCall(b *testing.B) {
 	}
 }
 
-// benchRawPipe times tools/call echo in raw JSON-RPC lines to the fixture.
-func benchRawPipe(b *testing.B, version string, env []string) {
-	p := startRawPeer(b, fixtureBin, nil, env...)
+// benchRawPipe times tools/call echo in raw JSON-RPC lines to the fixture,
+// started through the command in via (with the fixture as its argument)
+// when there is one.
+func benchRawPipe(b *testing.B, version string, env []string, via ...string) {
+	bin, args := fixtureBin, []string(nil)
+	if len(via) > 0 {
+		bin, args = via[0], append(via[1:], fixtureBin)
+	}
+	p := startRawPeer(b, bin, args, env...)
 	p.call(b, "initialize", fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`, version))
 	p.notify(b, "notifications/initialized", `{}`)
 	b.ResetTimer()
@@ -219,6 +234,15 @@ func benchRawPipe(b *testing.B, version string, env []string) {
 			b.Fatalf("tools/call: %s", res)
 		}
 	}
+}
+
+// buildRelay builds testfixtures/linerelay for b and returns its path.
+func buildRelay(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "linerelay")
+	if out, err := exec.Command("go", "build", "-o", bin, "../testfixtures/linerelay").CombinedOutput(); err != nil {
+		b.Fatalf("go build linerelay: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // benchDirect times tools/call echo from a go-sdk client to the fixture over

@@ -3,6 +3,8 @@
 // Anthropic and OpenAI streaming APIs, conformanceclient, the MCP client on
 // package bridge that the official conformance suite tests, and oauthserver,
 // an OAuth-protected MCP server with its own authorization server
-// (internal/oauthtest) as a process. Nothing here is imported by non-test
+// (internal/oauthtest) as a process, and linerelay, a process that only
+// passes lines between a client and a stdio server (a benchmark's floor).
+// Nothing here is imported by non-test
 // code.
 package testfixtures
