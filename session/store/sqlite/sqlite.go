@@ -115,8 +115,8 @@ type Store struct {
 	// wmu serializes this process's writes, on w, the writer connection:
 	// its statements are prepared once, on it, at open (the begin, commit
 	// and rollback of a transaction too, where database/sql would parse
-	// them each time); insertTurn, turnSeq and applyTurns are a turn's two steps
-	// (insertTurnSQL with turnSeqSQL, applyTurnsSQL). All nil on a store opened at an older
+	// them each time); insertTurn is a turn's first step (insertTurnSQL),
+	// turnSeq and applyTurns its second (turnSeqSQL, applyTurnsSQL). All nil on a store opened at an older
 	// schema (tests).
 	wmu                                                      sync.Mutex
 	w                                                        *sql.Conn
@@ -148,9 +148,12 @@ type applyBatch struct {
 
 // applied is what a turn adds to its session's record. turn is the turn
 // itself, read-only, for its title: worked out by the applier, and only
-// until a turn of the run has one, rather than on the answer's path.
+// until a turn of the run has one, rather than on the answer's path. seq
+// is the turn's, or 0 until the applier reads it by rowid (seqs), also
+// off the answer's path.
 type applied struct {
 	id    string
+	rowid int64
 	seq   int64
 	at    int64 // Unix ms
 	turn  store.Turn
@@ -159,15 +162,16 @@ type applied struct {
 
 // The statements of a turn: insertTurnSQL stores its row (its arguments:
 // the id twice, the messages, stop reason, usage, compaction, the time),
-// and turnSeqSQL reads its seq back by rowid (RETURNING would cost SQLite
-// an ephemeral table per insert); applyTurnsSQL folds one or more turns
+// all the answer waits for; the applier reads its seq back by rowid with
+// turnSeqSQL (RETURNING would cost SQLite an ephemeral table per insert,
+// and the answer a second statement); applyTurnsSQL folds one or more turns
 // of a session, seqs first to last, into its record, if the first is the
 // next turn the record misses (the count of turns, updatedArg, the title,
 // usageArgs, the last seq, the id, the seq before the first).
 const (
 	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction, at)
 		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?, ?)`
-	turnSeqSQL    = `SELECT seq FROM turns WHERE rowid = ?`
+	turnSeqSQL    = `SELECT seq FROM turns WHERE rowid = ? AND session_id = ?`
 	applyTurnsSQL = `UPDATE sessions SET updated_at = max(updated_at + ?, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
 		usage_input = usage_input + ?, usage_cache_read = usage_cache_read + ?, usage_cache_write = usage_cache_write + ?,
 		usage_output = usage_output + ?, usage_thought = usage_thought + ?, usage_requests = usage_requests + ?,
@@ -619,11 +623,7 @@ func (s *Store) AppendTurns(ctx context.Context, batch []store.SessionTurn) (err
 			if err != nil {
 				return err
 			}
-			rowid, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			if err := s.turnSeq.QueryRowContext(ctx, rowid).Scan(&turns[i].seq); err != nil {
+			if turns[i].rowid, err = res.LastInsertId(); err != nil {
 				return err
 			}
 		}
@@ -719,6 +719,7 @@ func (s *Store) applyLoop() {
 // records: each session's run of turns in one UPDATE (applyTurnsSQL),
 // or caught up from the file when the record misses turns before them.
 func (s *Store) applyBatch(ctx context.Context, turns []applied) {
+	turns = s.seqs(ctx, turns)
 	var order []string
 	runs := make(map[string][]applied)
 	for _, t := range turns {
@@ -776,6 +777,23 @@ func (s *Store) applyBatch(ctx context.Context, turns []applied) {
 		return
 	}
 	_ = s.write(ctx, apply)
+}
+
+// seqs returns turns with the seq of each read by its rowid where it is
+// not known yet (turnSeqSQL), without the turns whose row is gone (their
+// session deleted) or could not be read: those a record misses are caught
+// up at their session's next turn or the next Open (catchUp).
+func (s *Store) seqs(ctx context.Context, turns []applied) []applied {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	kept := turns[:0]
+	for _, t := range turns {
+		if t.seq == 0 && s.turnSeq.QueryRowContext(ctx, t.rowid, t.id).Scan(&t.seq) != nil {
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept
 }
 
 // foldArgs are applyTurnsSQL's arguments for run, one session's turns in
