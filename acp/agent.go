@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/editor"
 	"github.com/seed02d3eb6b/acp-agent/gateway"
 	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
+	"github.com/seed02d3eb6b/acp-agent/internal/warmstack"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -30,18 +33,28 @@ type Options struct {
 	// (auth.go). Nil advertises no auth methods; logout is then
 	// method_not_found.
 	SignIn *SignIn
+	// Handlers are the goroutines the ACP methods' handlers run on,
+	// kept between requests so that a turn finds a grown stack
+	// (internal/warmstack). Nil: a pool of the Agent's own, at most two
+	// idle goroutines per CPU, each for a minute, closed by Shutdown. A
+	// process serving many connections (the gateway) gives all its Agents
+	// one, and closes it.
+	Handlers *warmstack.Pool
 }
 
 // Agent is the ACP agent: the session lifecycle of one client over the
 // session core, composing the client's one connection (conn, conn.go: the
 // wire) and, per session, what the client is told outside the responses to
 // its requests (announcer, announce.go). Create it with New and run it with
-// Serve; its handlers run concurrently, one goroutine per request.
+// Serve; its handlers run concurrently, each request on a goroutine of
+// Options.Handlers.
 type Agent struct {
 	opts Options
 	core *session.Core // the sessions, their servers, store and gateway
 	log  *slog.Logger
 	conn *conn // the connection: reader, writer, engine, dispatch (conn.go)
+	// ownHandlers is set when New made opts.Handlers: Shutdown closes it.
+	ownHandlers bool
 
 	// sessions holds the sessions this Agent opened (or reopened), by
 	// sessionId: it drives only those, and ends them when it ends. An
@@ -90,8 +103,17 @@ func New(core *session.Core, opts *Options) *Agent {
 	}
 	defaults.Implementation(&a.opts.Name, &a.opts.Version, &a.opts.Logger)
 	a.log = a.opts.Logger
-	a.conn = newConn(a.methods(), a.log, a.core.Limits().MaxMedia)
+	if a.opts.Handlers == nil {
+		a.opts.Handlers, a.ownHandlers = NewHandlers(), true
+	}
+	a.conn = newConn(a.methods(), a.log, a.core.Limits().MaxMedia, a.opts.Handlers)
 	return a
+}
+
+// NewHandlers returns a pool for Options.Handlers: at most two idle
+// goroutines per CPU (GOMAXPROCS), each for a minute.
+func NewHandlers() *warmstack.Pool {
+	return warmstack.New(2*runtime.GOMAXPROCS(0), time.Minute)
 }
 
 // Serve speaks ACP over in (the client's requests, normally stdin) and out
@@ -145,6 +167,9 @@ func (a *Agent) Shutdown() {
 	})
 	wg.Wait()
 	a.conn.tasks.Wait()
+	if a.ownHandlers {
+		a.opts.Handlers.Close()
+	}
 }
 
 // initialize serves initialize

@@ -12,6 +12,7 @@ import (
 	"github.com/seed02d3eb6b/acp-agent/internal/lifetime"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
 	"github.com/seed02d3eb6b/acp-agent/internal/msgwriter"
+	"github.com/seed02d3eb6b/acp-agent/internal/warmstack"
 )
 
 // The agent's one ACP connection (conn). Its parts, each in one place:
@@ -48,6 +49,7 @@ type conn struct {
 	log        *slog.Logger
 	mediaLimit int               // limits.maxMediaBytes, for framing's oversize message
 	table      map[string]method // the dispatch table (dispatch.go); read-only
+	handlers   *warmstack.Pool   // the goroutines dispatch runs the table's entries on
 
 	// ready is closed by start once rpc, out and frames are set: they are
 	// written before it and only read after it (connection), and the
@@ -72,10 +74,11 @@ type conn struct {
 	tasks sync.WaitGroup
 }
 
-// newConn returns a connection, not started, that dispatches to table;
-// mediaLimit is limits.maxMediaBytes (zero: the default).
-func newConn(table map[string]method, log *slog.Logger, mediaLimit int) *conn {
-	c := &conn{log: log, mediaLimit: mediaLimit, table: table, ready: make(chan struct{}), calls: newCalls(), order: newReadOrder(), pace: newNotifyPacer()}
+// newConn returns a connection, not started, that dispatches to table on
+// handlers' goroutines; mediaLimit is limits.maxMediaBytes (zero: the
+// default).
+func newConn(table map[string]method, log *slog.Logger, mediaLimit int, handlers *warmstack.Pool) *conn {
+	c := &conn{log: log, mediaLimit: mediaLimit, table: table, handlers: handlers, ready: make(chan struct{}), calls: newCalls(), order: newReadOrder(), pace: newNotifyPacer()}
 	c.mcp = &mcpOverACP{router: mcpacp.NewRouter(log.With("component", "mcp-over-acp")), ready: c.ready, log: log}
 	return c
 }

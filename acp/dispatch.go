@@ -6,14 +6,11 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
-	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
-	"github.com/seed02d3eb6b/acp-agent/internal/warmstack"
 	"github.com/seed02d3eb6b/acp-agent/session"
 )
 
@@ -50,14 +47,10 @@ func (a *Agent) methods() map[string]method {
 	}
 }
 
-// handlers runs the methods' entries (dispatch) on goroutines whose stacks
-// have grown already (warmstack): acp-go-sdk's goroutine per request starts
-// small, and a turn runs deep. Process-wide, as the goroutines it saves are:
-// two idle per CPU at most, each for a minute.
-var handlers = warmstack.New(2*runtime.GOMAXPROCS(0), time.Minute)
-
 // dispatch is the engine's handler (acpsdk.MethodHandler): it runs the
-// method's entry of the Agent's table, on a handlers goroutine, and maps its error to the JSON-RPC error the
+// method's entry of the Agent's table, on a goroutine of handlers (whose
+// stacks have grown already: acp-go-sdk's goroutine per request starts
+// small, and a turn runs deep), and maps its error to the JSON-RPC error the
 // client gets (toRequestError). A call (a request, as the framing layer
 // counted it) is recorded as answered when its context ends, which the
 // engine does once the response is written.
@@ -77,7 +70,7 @@ func (c *conn) dispatch(ctx context.Context, name string, params json.RawMessage
 	}
 	var res any
 	var err error
-	handlers.Do(func() { res, err = m(ctx, params) })
+	c.handlers.Do(func() { res, err = m(ctx, params) })
 	if err != nil {
 		var re *acpsdk.RequestError
 		if !errors.As(toRequestError(err), &re) {

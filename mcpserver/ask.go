@@ -171,7 +171,11 @@ func (sv *conversations) start(reqCtx context.Context, c *conv, client, key, inK
 	sv.mu.Lock()
 	closed := sv.closed
 	if !closed {
-		sv.wg.Go(func() { r.run(ctx) })
+		sv.wg.Add(1)
+		sv.turns.Go(func() {
+			defer sv.wg.Done()
+			r.run(ctx)
+		})
 	}
 	sv.mu.Unlock()
 	if closed {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/defaults"
+	"github.com/seed02d3eb6b/acp-agent/internal/warmstack"
 	"github.com/seed02d3eb6b/acp-agent/session"
 	"github.com/seed02d3eb6b/acp-agent/session/store"
 )
@@ -93,7 +95,7 @@ func New(core *session.Core, o *Options) (*mcp.Server, func()) {
 	base, stop := context.WithCancel(context.Background())
 	sv := &conversations{
 		opts: opts, core: core, log: opts.Logger,
-		base: base, stop: stop,
+		base: base, stop: stop, turns: warmstack.New(2*runtime.GOMAXPROCS(0), time.Minute),
 		convs: make(map[string]*conv), parked: make(map[string]*parkedAsk),
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
@@ -135,7 +137,11 @@ type conversations struct {
 	base context.Context // parent of every turn's context; cancelled by shutdown
 	stop context.CancelFunc
 	wg   sync.WaitGroup // the sweeper and every run's goroutine
-	once sync.Once      // shutdown
+	// turns are the goroutines runs go on, kept between turns so that a
+	// turn finds a grown stack (internal/warmstack): at most two idle per
+	// CPU, each for a minute.
+	turns *warmstack.Pool
+	once  sync.Once // shutdown
 
 	// mu guards the fields below; it is never held across I/O.
 	mu     sync.Mutex
@@ -368,6 +374,7 @@ func (sv *conversations) shutdown() {
 		}
 		wg.Wait()
 		sv.wg.Wait()
+		sv.turns.Close()
 		sv.log.Info("MCP server stopped", "conversations", len(convs))
 	})
 }

@@ -265,8 +265,10 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	defer cores.shutdown()
 	met.ServerStates(cores.serverStates)
 	cfg.observe(met)
+	handlers := acp.NewHandlers() // every connection's, so idle ones are kept for the process, not each
+	defer handlers.Close()
 	h := remote.NewHandler(func(tenant string) (remote.Conn, error) {
-		return acp.New(cores.get(tenant), &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log.With("tenant", tenant)}), nil
+		return acp.New(cores.get(tenant), &acp.Options{Name: "acp-agent", Version: agentVersion(), Logger: log.With("tenant", tenant), Handlers: handlers}), nil
 	}, &remote.Options{
 		Authenticate: remote.BearerAuth(tokens), AllowedOrigins: allowed, LoopbackHost: len(tokens) == 0,
 		Replica: *f.replica, Limits: cfg.Gateway.Limits.remote(), Observer: met.Transport(), Logger: log,

@@ -12,43 +12,60 @@
 package warmstack
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // Pool runs functions on its goroutines: an idle one when there is one,
 // else a new one, which stays for the next call. At most maxIdle stay idle,
-// each for at most the idle timeout. The zero Pool is not usable; see New.
-// Its methods are safe for concurrent use.
+// each for at most the idle timeout, and none once it is closed. The zero
+// Pool is not usable; see New. Its methods are safe for concurrent use.
 type Pool struct {
 	work    chan job // unbuffered: a send succeeds only to a waiting goroutine
 	idle    atomic.Int32
 	maxIdle int32
 	timeout time.Duration
+	closed  chan struct{}
+	close   sync.Once
 }
 
 type job struct {
 	f    func()
-	done chan struct{}
+	done chan struct{} // closed once f returns; nil for Go
 }
 
 // New returns a Pool that keeps at most maxIdle (at least 1) goroutines
 // waiting for work, each for at most timeout (> 0) before it exits.
 func New(maxIdle int, timeout time.Duration) *Pool {
-	return &Pool{work: make(chan job), maxIdle: int32(max(maxIdle, 1)), timeout: timeout}
+	return &Pool{work: make(chan job), maxIdle: int32(max(maxIdle, 1)), timeout: timeout, closed: make(chan struct{})}
 }
+
+// Close ends p's idle goroutines, and each busy one once its call returns.
+// Calls after Close still run, each on a goroutine of its own that ends
+// with it. Close may be called more than once.
+func (p *Pool) Close() { p.close.Do(func() { close(p.closed) }) }
 
 // Do runs f on one of p's goroutines and returns when f has returned. A
 // panic in f is not recovered: it ends the program, as it would on the
 // caller's goroutine, with f's goroutine's trace.
 func (p *Pool) Do(f func()) {
 	j := job{f, make(chan struct{})}
+	p.start(j)
+	<-j.done
+}
+
+// Go starts f on one of p's goroutines and returns: the go statement, on a
+// warm goroutine. The caller waits for f as it would for a go statement's.
+func (p *Pool) Go(f func()) { p.start(job{f: f}) }
+
+// start hands j to an idle goroutine, or to a new one.
+func (p *Pool) start(j job) {
 	select {
 	case p.work <- j:
 	default:
 		go p.serve(j)
 	}
-	<-j.done
 }
 
 // Idle reports how many of p's goroutines are done with their call and
@@ -57,17 +74,24 @@ func (p *Pool) Do(f func()) {
 func (p *Pool) Idle() int { return int(p.idle.Load()) }
 
 // serve runs j, then waits for the next job, until it finds p's idle
-// goroutines at maxIdle or waits timeout in vain.
+// goroutines at maxIdle or p closed, or waits timeout in vain.
 func (p *Pool) serve(j job) {
 	var t *time.Timer
 	for {
 		j.f()
 		// Counted idle before Do returns, so that Idle is exact once it has.
 		stay := p.idle.Add(1) <= p.maxIdle
+		select {
+		case <-p.closed:
+			stay = false
+		default:
+		}
 		if !stay {
 			p.idle.Add(-1)
 		}
-		close(j.done)
+		if j.done != nil {
+			close(j.done)
+		}
 		if !stay {
 			return
 		}
@@ -81,6 +105,10 @@ func (p *Pool) serve(j job) {
 			p.idle.Add(-1)
 		case <-t.C:
 			p.idle.Add(-1)
+			return
+		case <-p.closed:
+			p.idle.Add(-1)
+			t.Stop()
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/testutil"
@@ -60,6 +61,21 @@ func TestDo_ConcurrentCallsAllRunAndAtMostMaxIdleStay(t *testing.T) {
 	}
 }
 
+func TestGo_RunsOnAWarmGoroutineWithoutWaiting(t *testing.T) {
+	p := New(1, time.Hour)
+	var first string
+	p.Do(func() { first = goid() })
+	release, ran := make(chan struct{}), make(chan string)
+	for range 100 { // the goroutine may not be waiting yet
+		p.Go(func() { <-release; ran <- goid() })
+		release <- struct{}{} // Go returned before f could run this far
+		if got := <-ran; got == first {
+			return
+		}
+	}
+	t.Fatalf("100 calls of Go ran on goroutines other than the one Do used (%s)", first)
+}
+
 func TestDo_IdleGoroutineExitsAfterTimeout(t *testing.T) {
 	p := New(4, time.Millisecond)
 	p.Do(func() {})
@@ -69,6 +85,27 @@ func TestDo_IdleGoroutineExitsAfterTimeout(t *testing.T) {
 	if !ran {
 		t.Fatal("Do after the idle goroutine exited did not run f")
 	}
+}
+
+func TestClose_EndsIdleGoroutinesAndLaterCallsStillRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, time.Hour)
+		p.Do(func() {})
+		p.Close()
+		synctest.Wait() // the idle goroutine has exited: the bubble would not end with it waiting
+		if got := p.Idle(); got != 0 {
+			t.Fatalf("after Close: Idle() = %d, want 0", got)
+		}
+		ran := false
+		p.Do(func() { ran = true })
+		if !ran {
+			t.Fatal("Do after Close did not run f")
+		}
+		if got := p.Idle(); got != 0 {
+			t.Fatalf("a call after Close left %d idle goroutines, want 0", got)
+		}
+		p.Close() // again: nothing
+	})
 }
 
 // deep recurses depth frames of about 1 KiB each: a call that needs a
