@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,16 +163,17 @@ type applied struct {
 
 // The statements of a turn: insertTurnSQL stores its row (its arguments:
 // the id twice, the messages, stop reason, usage, compaction, the time),
-// all the answer waits for; the applier reads its seq back by rowid with
-// turnSeqSQL (RETURNING would cost SQLite an ephemeral table per insert,
-// and the answer a second statement); applyTurnsSQL folds one or more turns
+// all the answer waits for; the applier reads the seqs of a batch back by
+// their rowids' range with turnSeqSQL (RETURNING would cost SQLite an
+// ephemeral table per insert, and the answer a second statement);
+// applyTurnsSQL folds one or more turns
 // of a session, seqs first to last, into its record, if the first is the
 // next turn the record misses (the count of turns, updatedArg, the title,
 // usageArgs, the last seq, the id, the seq before the first).
 const (
 	insertTurnSQL = `INSERT INTO turns (session_id, seq, messages, stop_reason, usage, compaction, at)
 		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?, ?, ?, ?, ?)`
-	turnSeqSQL    = `SELECT seq FROM turns WHERE rowid = ? AND session_id = ?`
+	turnSeqSQL    = `SELECT rowid, session_id, seq FROM turns WHERE rowid BETWEEN ? AND ?`
 	applyTurnsSQL = `UPDATE sessions SET updated_at = max(updated_at + ?, ?), title = CASE WHEN title = '' THEN ? ELSE title END,
 		usage_input = usage_input + ?, usage_cache_read = usage_cache_read + ?, usage_cache_write = usage_cache_write + ?,
 		usage_output = usage_output + ?, usage_thought = usage_thought + ?, usage_requests = usage_requests + ?,
@@ -780,16 +782,47 @@ func (s *Store) applyBatch(ctx context.Context, turns []applied) {
 }
 
 // seqs returns turns with the seq of each read by its rowid where it is
-// not known yet (turnSeqSQL), without the turns whose row is gone (their
-// session deleted) or could not be read: those a record misses are caught
-// up at their session's next turn or the next Open (catchUp).
+// not known yet (turnSeqSQL: one query over the batch's range of rowids,
+// which other processes' turns may share), without the turns whose row is
+// gone (their session deleted) or could not be read: those a record
+// misses are caught up at their session's next turn or the next Open
+// (catchUp).
 func (s *Store) seqs(ctx context.Context, turns []applied) []applied {
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, t := range turns {
+		if t.seq == 0 {
+			lo, hi = min(lo, t.rowid), max(hi, t.rowid)
+		}
+	}
+	if hi == 0 {
+		return turns
+	}
+	type row struct {
+		id  string
+		seq int64
+	}
+	found := make(map[int64]row)
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	rs, err := s.turnSeq.QueryContext(ctx, lo, hi)
+	if err == nil {
+		for rs.Next() {
+			var rowid int64
+			var r row
+			if rs.Scan(&rowid, &r.id, &r.seq) == nil {
+				found[rowid] = r
+			}
+		}
+		rs.Close()
+	}
+	s.wmu.Unlock()
 	kept := turns[:0]
 	for _, t := range turns {
-		if t.seq == 0 && s.turnSeq.QueryRowContext(ctx, t.rowid, t.id).Scan(&t.seq) != nil {
-			continue
+		if t.seq == 0 {
+			r, ok := found[t.rowid]
+			if !ok || r.id != t.id {
+				continue
+			}
+			t.seq = r.seq
 		}
 		kept = append(kept, t)
 	}

@@ -370,6 +370,71 @@ func BenchmarkSQLiteAppendTurn(b *testing.B) {
 	b.ReportMetric(float64(stored.Microseconds())/float64(n), "stored-us/turn")
 }
 
+// The applier reads a batch's seqs back by rowid, in one query over
+// their range, which another process's turns may share: each turn gets its
+// own seq, and a turn whose row is gone, or whose rowid is now another
+// session's, is left out (its record caught up later).
+func TestSQLite_SeqsReadBackByRowid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	other, err := Open(t.Context(), path) // another process on the same file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, id := range []string{"a", "b"} {
+		if err := st.Create(t.Context(), store.Record{ID: id, Key: "acp:" + id, Cwd: "/w"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range []*Store{st, other, st, other, st} { // a b a b a
+		if err := w.AppendTurn(t.Context(), []string{"a", "b"}[i%2], turn(fmt.Sprint("p", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := st.db.QueryContext(t.Context(), `SELECT rowid, session_id, seq FROM turns ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch, want []applied
+	for rs.Next() {
+		var a applied
+		if err := rs.Scan(&a.rowid, &a.id, &a.seq); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, a)
+		if a.id == "a" {
+			batch = append(batch, applied{id: "a", rowid: a.rowid}) // this process's, seq unknown
+		}
+	}
+	rs.Close()
+	if len(want) != 5 {
+		t.Fatalf("%d turns stored, want 5", len(want))
+	}
+	batch = append(batch,
+		applied{id: "a", rowid: want[1].rowid},     // b's row: not a's
+		applied{id: "a", rowid: want[4].rowid + 1}, // no row
+		applied{id: "b", rowid: 1 << 40, seq: 7},   // known already: kept as is
+	)
+	got := st.seqs(t.Context(), batch)
+	wantSeqs := []applied{{id: "a", rowid: want[0].rowid, seq: 1}, {id: "a", rowid: want[2].rowid, seq: 2}, {id: "a", rowid: want[4].rowid, seq: 3}, {id: "b", rowid: 1 << 40, seq: 7}}
+	if len(got) != len(wantSeqs) {
+		t.Fatalf("seqs kept %d turns, want %d: %+v", len(got), len(wantSeqs), got)
+	}
+	for i, w := range wantSeqs {
+		if g := got[i]; g.id != w.id || g.rowid != w.rowid || g.seq != w.seq {
+			t.Errorf("turn %d: %s rowid %d seq %d, want %s rowid %d seq %d", i, g.id, g.rowid, g.seq, w.id, w.rowid, w.seq)
+		}
+	}
+}
+
 // Turns of one session appended side by side can reach the second step
 // out of their seq order, or with a gap (the turn between them in another
 // batch): each is folded once, in seq order, whatever the batches.
