@@ -308,7 +308,7 @@ func (s *client) dial(ctx context.Context) (*mcp.ClientSession, error) {
 		opts.CreateMessageHandler = s.onSample
 	}
 	client := mcp.NewClient(s.opts.ClientInfo, opts)
-	client.AddSendingMiddleware(s.sendLogLevel, leanToolLists) // mcplog.go: 2026-07-28 sessions; tool.go
+	client.AddSendingMiddleware(s.sendLogLevel, leanToolLists, rightSizeMaps) // mcplog.go: 2026-07-28 sessions; tool.go; lean.go
 	if !sampling {
 		client.AddReceivingMiddleware(s.refuseSampling)
 	}
