@@ -12,9 +12,9 @@ import (
 // (segmentio/encoding) makes every map[string]any with room for 64 entries,
 // about 4.75 KiB even for an empty _meta, and a session holds some results
 // for as long as it lives (go-sdk's tools/list and prompts/list caches, our
-// lists, a tool call's result in the history). It covers the result's
-// _meta and, by result type, the _meta of its tools, prompts, resources,
-// templates and content blocks and a tool call's structuredContent. The
+// lists, a tool call's result in the history). It covers, by result type,
+// the result's _meta, the _meta of its tools, prompts, resources,
+// templates and content blocks, and a tool call's structuredContent. The
 // values are unchanged; an empty _meta becomes nil (it is omitted either
 // way). The result is still go-sdk's alone here, so it is changed in place.
 func rightSizeMaps(next mcp.MethodHandler) mcp.MethodHandler {
@@ -23,35 +23,39 @@ func rightSizeMaps(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || res == nil {
 			return res, err
 		}
-		if m := res.GetMeta(); m != nil {
-			res.SetMeta(leanMeta(m))
-		}
+		// Only these types: a result's GetMeta may panic (go-sdk's empty
+		// result's does).
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
+			r.Meta = leanMeta(r.Meta)
 			for _, t := range r.Tools {
 				if t != nil {
 					t.Meta = leanMeta(t.Meta)
 				}
 			}
 		case *mcp.ListPromptsResult:
+			r.Meta = leanMeta(r.Meta)
 			for _, p := range r.Prompts {
 				if p != nil {
 					p.Meta = leanMeta(p.Meta)
 				}
 			}
 		case *mcp.ListResourcesResult:
+			r.Meta = leanMeta(r.Meta)
 			for _, x := range r.Resources {
 				if x != nil {
 					x.Meta = leanMeta(x.Meta)
 				}
 			}
 		case *mcp.ListResourceTemplatesResult:
+			r.Meta = leanMeta(r.Meta)
 			for _, x := range r.ResourceTemplates {
 				if x != nil {
 					x.Meta = leanMeta(x.Meta)
 				}
 			}
 		case *mcp.CallToolResult:
+			r.Meta = leanMeta(r.Meta)
 			r.StructuredContent = rightSize(r.StructuredContent)
 			for _, c := range r.Content {
 				leanContentMeta(c)
