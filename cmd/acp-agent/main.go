@@ -463,9 +463,10 @@ const tokensFile = "oauth-tokens.json"
 // newSlog is the slog front of core. Log lines never carry stack traces:
 // zapslog adds one to every Error line by default, and Error lines include
 // acp-go-sdk's reports of malformed client input (a person typing at the
-// agent, or a buggy client), where Go stack frames explain nothing.
+// agent, or a buggy client), where Go stack frames explain nothing. A
+// logger's attributes are kept by lazyWith, not encoded by zap up front.
 func newSlog(core zapcore.Core) *slog.Logger {
-	return slog.New(zapslog.NewHandler(core, zapslog.WithCaller(false), zapslog.AddStacktraceAt(noStacktraces)))
+	return slog.New(newLazyWith(zapslog.NewHandler(core, zapslog.WithCaller(false), zapslog.AddStacktraceAt(noStacktraces))))
 }
 
 // noStacktraces is a level no record reaches.
