@@ -82,7 +82,7 @@ func (s State) String() string {
 // caches' locks are never held across I/O. Every other lock of a client
 // (promptCache.mu, progressTable.mu, inflight.mu, signInCache.mu,
 // builtServer.mu, lifetime.mu, connectDeadline.mu, stdoutWatch.mu,
-// ToolLists.mu) is a leaf: no other lock of the bridge is taken while it
+// readEnd.mu, ToolLists.mu) is a leaf: no other lock of the bridge is taken while it
 // is held. progressFan.mu is held while the call's progress callback runs.
 type client struct {
 	spec     ServerSpec
@@ -270,7 +270,7 @@ func (s *client) connect(ctx context.Context, initial bool) {
 	s.conn.state, s.conn.cs, s.conn.err = StateConnected, cs, nil
 	s.tools.set(tools)
 	s.conn.info = cs.InitializeResult().ServerInfo
-	s.conn.watchers.Go(func() { s.watch(cs) })
+	s.watchConn(cs)
 	s.log.Info("MCP server connected", "tools", len(tools))
 }
 
@@ -436,9 +436,10 @@ func (s *client) transport(ctx context.Context) (t mcp.Transport, cmd *exec.Cmd,
 		procCancel()
 		return nil, nil, nil, err // no process: the server fails with the reason
 	}
-	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}}
+	st := &stdioTransport{cmd: cmd, out: &stdoutWatch{}, end: &readEnd{}}
 	s.conn.mu.Lock()
 	s.conn.cmd, s.conn.proc, s.conn.procCancel, s.conn.stderr, s.conn.stdout = cmd, nil, procCancel, stderr, st.out
+	s.conn.readEnd = st.end
 	s.conn.mode = mode
 	s.conn.mu.Unlock()
 	st.started = func(p *process.Process) {
@@ -574,6 +575,27 @@ const codeRejected = -32005
 func undelivered(err error) bool {
 	var we *jsonrpc.Error
 	return errors.As(err, &we) && we.Code == codeRejected
+}
+
+// watchConn has watch run on cs, the live session, once its connection
+// ends: a stdio connection tells when its reads end (readEnd), so the
+// watcher starts then; on another transport it starts now and waits.
+// s.conn.mu is held.
+func (s *client) watchConn(cs *mcp.ClientSession) {
+	if end := s.conn.readEnd; end != nil && end.arm(func() { s.watchEnded(cs) }) {
+		return
+	}
+	s.conn.watchers.Go(func() { s.watch(cs) })
+}
+
+// watchEnded starts watch on cs, whose stdio connection's reads have
+// ended, unless the server is closing or cs is no longer its session.
+func (s *client) watchEnded(cs *mcp.ClientSession) {
+	s.conn.mu.Lock()
+	defer s.conn.mu.Unlock()
+	if !s.conn.closing && s.conn.cs == cs {
+		s.conn.watchers.Go(func() { s.watch(cs) })
+	}
 }
 
 // watch marks the server failed (stdio) or lost (http, sse: the next call
@@ -805,7 +827,7 @@ func (s *client) reconnect(ctx context.Context, stale *mcp.ClientSession, cause 
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, s.conn.err)
 	}
 	s.conn.state, s.conn.err, s.conn.cs, s.conn.backoff, s.conn.retryAt = StateConnected, nil, cs, 0, time.Time{}
-	s.conn.watchers.Go(func() { s.watch(cs) })
+	s.watchConn(cs)
 	s.log.Info("MCP server connected again")
 	tell = wasLost
 	return cs, nil

@@ -38,7 +38,7 @@ type conn struct {
 
 	// mu guards state, err, retryAt, backoff, cs, info, closing,
 	// signInURL, deadline, detach, cmd, proc, procCancel, stderr,
-	// stdout, mode and users. It is never held across I/O.
+	// stdout, readEnd, mode and users. It is never held across I/O.
 	mu        sync.Mutex
 	state     State
 	err       error               // why the server failed or was lost; nil when connected
@@ -56,6 +56,7 @@ type conn struct {
 	procCancel context.CancelFunc // kills the stdio child's process group, ends the HTTP streams or the in-process session
 	stderr     *tailWriter        // last lines of a stdio child's stderr, for failure reasons
 	stdout     *stdoutWatch       // the start of a stdio child's stdout, for failure reasons
+	readEnd    *readEnd           // tells when a stdio child's connection ends (watchConn), or nil
 	mode       confine.Mode       // the session mode the stdio child started under, or ""
 	users      int                // a lazy server's requests under way (client.use); its connection rests restAfter after 0
 	restTimer  *time.Timer        // a lazy server's pending rest, if any
@@ -135,4 +136,43 @@ func (c *conn) process() (*process.Process, context.CancelFunc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.proc, c.procCancel
+}
+
+// readEnd tells, once, that a connection's reads have ended (a stdio
+// connection's failed Read, cancellingConn, after which go-sdk ends it: the
+// child closed its stdout, or the connection was closed), so that an idle
+// connection needs no goroutine parked until its end. Safe for concurrent
+// use; mu is a leaf, and notify runs without it.
+type readEnd struct {
+	mu     sync.Mutex
+	ended  bool
+	notify func() // what arm was given, until it runs
+}
+
+// arm has notify called when the reads end, and reports true; when they
+// have ended already, it reports false and notify is not called.
+func (e *readEnd) arm(notify func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return false
+	}
+	e.notify = notify
+	return true
+}
+
+// fire records the end of the reads and runs the armed notify, once. A
+// nil e does nothing.
+func (e *readEnd) fire() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.ended = true
+	notify := e.notify
+	e.notify = nil
+	e.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 }

@@ -42,6 +42,8 @@ type stdioTransport struct {
 	// out watches the child's stdout, for the cause of a failed initialize.
 	// Set before Connect.
 	out *stdoutWatch
+	// end, if non-nil, is fired when the connection's reads end.
+	end *readEnd
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -75,7 +77,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		_ = pipes.Close()
 		return nil, err
 	}
-	return &cancellingConn{Connection: conn, stdin: stdinW, pending: make(map[jsonrpc.ID]bool)}, nil
+	return &cancellingConn{Connection: conn, stdin: stdinW, end: t.end, pending: make(map[jsonrpc.ID]bool)}, nil
 }
 
 // childPipes are the agent's ends of a child's stdin and stdout. Closing
@@ -229,6 +231,7 @@ func shorten(b []byte, n int) string {
 type cancellingConn struct {
 	mcp.Connection
 	stdin *os.File
+	end   *readEnd // told when a Read fails, which ends the connection; may be nil
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool // requests sent without a response or a cancellation yet
@@ -258,6 +261,9 @@ func (c *cancellingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *cancellingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.end.fire() // go-sdk ends the connection on a failed read
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		delete(c.pending, resp.ID)
