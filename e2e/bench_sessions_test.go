@@ -298,6 +298,34 @@ func (a *sessionsAgent) heapKiB(b *testing.B) float64 {
 	return n / 1024
 }
 
+var heapIdle, heapReleased = regexp.MustCompile(`# HeapIdle = (\d+)`), regexp.MustCompile(`# HeapReleased = (\d+)`)
+
+// idleFreeBytes is the agent's threshold (cmd/acp-agent releaseWhenIdle):
+// an idle agent with at least this much free heap returns it to the OS.
+const idleFreeBytes = 4 << 20
+
+// awaitReleased waits (up to a minute) until the agent, idle, holds less
+// than idleFreeBytes of free heap it has not returned to the OS
+// (runtime.MemStats HeapIdle - HeapReleased): what an agent left idle for
+// seconds holds. It fails b otherwise.
+func (a *sessionsAgent) awaitReleased(b *testing.B) {
+	var unreturned float64
+	released := testutil.Eventually(time.Minute, func() bool {
+		stats := a.debugGet(b, "/debug/pprof/heap?debug=1")
+		idle, rel := heapIdle.FindStringSubmatch(stats), heapReleased.FindStringSubmatch(stats)
+		if idle == nil || rel == nil {
+			b.Fatal("no HeapIdle or HeapReleased in the heap profile")
+		}
+		i, _ := strconv.ParseFloat(idle[1], 64)
+		r, _ := strconv.ParseFloat(rel[1], 64)
+		unreturned = i - r
+		return unreturned < idleFreeBytes
+	})
+	if !released {
+		b.Fatalf("a minute idle, the agent still holds %.1f MiB of free heap it has not returned to the OS", unreturned/(1<<20))
+	}
+}
+
 // footprint is what the agent holds at one moment: RSS and Go heap in KiB,
 // goroutines, child processes.
 type footprint struct {
@@ -305,7 +333,12 @@ type footprint struct {
 	goroutines, threads int
 }
 
+// footprint measures the agent idle: after a collection, once it has
+// returned its free heap to the OS (releaseWhenIdle, within seconds of
+// going idle).
 func (a *sessionsAgent) footprint(b *testing.B) footprint {
+	a.heapKiB(b) // a collection: the garbage of the work before is free heap now
+	a.awaitReleased(b)
 	heap := a.heapKiB(b) // collects first, so RSS is read after the GC too
 	return footprint{rss: float64(rssKiB(b, a.pid)), heap: heap, goroutines: a.goroutines(b), threads: procStatus(b, a.pid, "Threads")}
 }
@@ -387,8 +420,9 @@ func BenchmarkIdleSession(b *testing.B) {
 }
 
 // saveProfiles writes, when ACP_BENCH_PROFILE=DIR is set, the agent's heap
-// profile and goroutine dump as of now to DIR/<benchmark>.idle.heap.pprof
-// and DIR/<benchmark>.idle.goroutines.txt: what the open sessions hold.
+// profile, goroutine dump, memory statistics and /proc status as of now to
+// DIR/<benchmark>.idle.heap.pprof, .idle.goroutines.txt, .idle.memstats.txt
+// and .idle.status.txt: what the open sessions hold.
 func (a *sessionsAgent) saveProfiles(b *testing.B) {
 	dir := os.Getenv("ACP_BENCH_PROFILE")
 	if dir == "" {
@@ -398,10 +432,19 @@ func (a *sessionsAgent) saveProfiles(b *testing.B) {
 	for file, path := range map[string]string{
 		name + ".idle.heap.pprof":     "/debug/pprof/heap?gc=1",
 		name + ".idle.goroutines.txt": "/debug/pprof/goroutine?debug=1",
+		name + ".idle.memstats.txt":   "/debug/pprof/heap?debug=1", // runtime.MemStats at its end
 	} {
 		if err := os.WriteFile(file, []byte(a.debugGet(b, path)), 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+	// The kernel's side: RSS as anonymous, file-backed and shared memory.
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.pid))
+	if err == nil {
+		err = os.WriteFile(name+".idle.status.txt", status, 0o644)
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 

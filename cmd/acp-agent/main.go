@@ -66,6 +66,7 @@ func main() {
 	// itself and execs its command here, before anything else runs.
 	confine.Main()
 	gcFloor(gcHeadroom)
+	releaseWhenIdle(idleCheck) // for the process's life
 	// A write to a closed stdout or stderr (the editor went away) must fail
 	// as an error, which ends the connection and with it every session and
 	// server, not kill the agent with SIGPIPE, Go's default for fds 1 and 2.
