@@ -298,31 +298,30 @@ func (a *sessionsAgent) heapKiB(b *testing.B) float64 {
 	return n / 1024
 }
 
-var heapIdle, heapReleased = regexp.MustCompile(`# HeapIdle = (\d+)`), regexp.MustCompile(`# HeapReleased = (\d+)`)
-
 // idleFreeBytes is the agent's threshold (cmd/acp-agent releaseWhenIdle):
 // an idle agent with at least this much free heap returns it to the OS.
 const idleFreeBytes = 4 << 20
 
 // awaitReleased waits (up to a minute) until the agent, idle, holds less
 // than idleFreeBytes of free heap it has not returned to the OS
-// (runtime.MemStats HeapIdle - HeapReleased): what an agent left idle for
-// seconds holds. It fails b otherwise.
+// (runtime.MemStats HeapIdle - HeapReleased, from /debug/vars, checked
+// once a second: a heavier or more frequent check would keep the agent
+// from counting as idle): what an agent left idle for seconds holds. It
+// fails b otherwise.
 func (a *sessionsAgent) awaitReleased(b *testing.B) {
-	var unreturned float64
-	released := testutil.Eventually(time.Minute, func() bool {
-		stats := a.debugGet(b, "/debug/pprof/heap?debug=1")
-		idle, rel := heapIdle.FindStringSubmatch(stats), heapReleased.FindStringSubmatch(stats)
-		if idle == nil || rel == nil {
-			b.Fatal("no HeapIdle or HeapReleased in the heap profile")
+	var unreturned uint64
+	released := testutil.EventuallyEvery(time.Minute, time.Second, func() bool {
+		var vars struct {
+			Memstats struct{ HeapIdle, HeapReleased uint64 }
 		}
-		i, _ := strconv.ParseFloat(idle[1], 64)
-		r, _ := strconv.ParseFloat(rel[1], 64)
-		unreturned = i - r
+		if err := json.Unmarshal([]byte(a.debugGet(b, "/debug/vars")), &vars); err != nil {
+			b.Fatalf("/debug/vars: %v", err)
+		}
+		unreturned = vars.Memstats.HeapIdle - vars.Memstats.HeapReleased
 		return unreturned < idleFreeBytes
 	})
 	if !released {
-		b.Fatalf("a minute idle, the agent still holds %.1f MiB of free heap it has not returned to the OS", unreturned/(1<<20))
+		b.Fatalf("a minute idle, the agent still holds %.1f MiB of free heap it has not returned to the OS", float64(unreturned)/(1<<20))
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"expvar"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,7 +21,7 @@ import (
 const debugCloseTimeout = 2 * time.Second
 
 // startDebug serves net/http/pprof (/debug/pprof/: goroutine, heap, profile,
-// trace, ...) on addr, a loopback host:port given by --debug-addr ("" serves
+// trace, ...) and expvar (/debug/vars) on addr, a loopback host:port given by --debug-addr ("" serves
 // nothing). A host that is not a loopback IP or "localhost" is refused: the
 // profiles show the process's memory, so they are never served beyond the
 // machine; and a request whose Host is not loopback or that carries an
@@ -45,6 +46,7 @@ func startDebug(addr string, log *slog.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/vars", expvar.Handler()) // runtime.MemStats (memstats) and the command line, as JSON: cheap to poll
 	stop = serveSide(ln, metrics.LocalOnly(mux), "--debug-addr", debugCloseTimeout, log)
 	log.Info("serving pprof", "flag", "--debug-addr", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return stop, nil

@@ -45,6 +45,13 @@ const Poll = 10 * time.Millisecond
 // conditions outside the process (see the package doc): in-process state
 // has an event to wait on.
 func Eventually(d time.Duration, cond func() bool) bool {
+	return EventuallyEvery(d, Poll, cond)
+}
+
+// EventuallyEvery is Eventually checking every interval rather than every
+// Poll: for a condition whose check costs the process observed enough that
+// Poll would change what it observes (its allocations, say).
+func EventuallyEvery(d, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for {
 		if cond() {
@@ -53,7 +60,7 @@ func Eventually(d time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(Poll)
+		time.Sleep(interval)
 	}
 }
 
