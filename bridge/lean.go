@@ -28,32 +28,16 @@ func rightSizeMaps(next mcp.MethodHandler) mcp.MethodHandler {
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
 			r.Meta = leanMeta(r.Meta)
-			for _, t := range r.Tools {
-				if t != nil {
-					t.Meta = leanMeta(t.Meta)
-				}
-			}
+			leanEach(r.Tools, func(t *mcp.Tool) *mcp.Meta { return &t.Meta })
 		case *mcp.ListPromptsResult:
 			r.Meta = leanMeta(r.Meta)
-			for _, p := range r.Prompts {
-				if p != nil {
-					p.Meta = leanMeta(p.Meta)
-				}
-			}
+			leanEach(r.Prompts, func(p *mcp.Prompt) *mcp.Meta { return &p.Meta })
 		case *mcp.ListResourcesResult:
 			r.Meta = leanMeta(r.Meta)
-			for _, x := range r.Resources {
-				if x != nil {
-					x.Meta = leanMeta(x.Meta)
-				}
-			}
+			leanEach(r.Resources, func(x *mcp.Resource) *mcp.Meta { return &x.Meta })
 		case *mcp.ListResourceTemplatesResult:
 			r.Meta = leanMeta(r.Meta)
-			for _, x := range r.ResourceTemplates {
-				if x != nil {
-					x.Meta = leanMeta(x.Meta)
-				}
-			}
+			leanEach(r.ResourceTemplates, func(x *mcp.ResourceTemplate) *mcp.Meta { return &x.Meta })
 		case *mcp.CallToolResult:
 			r.Meta = leanMeta(r.Meta)
 			r.StructuredContent = rightSize(r.StructuredContent)
@@ -62,6 +46,17 @@ func rightSizeMaps(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		return res, err
+	}
+}
+
+// leanEach right-sizes the _meta of each item of a list result that is
+// not nil; meta gives an item's.
+func leanEach[T any](items []*T, meta func(*T) *mcp.Meta) {
+	for _, x := range items {
+		if x != nil {
+			m := meta(x)
+			*m = leanMeta(*m)
+		}
 	}
 }
 
