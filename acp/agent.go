@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -113,7 +111,7 @@ func New(core *session.Core, opts *Options) *Agent {
 // NewHandlers returns a pool for Options.Handlers: at most two idle
 // goroutines per CPU (GOMAXPROCS), each for a minute.
 func NewHandlers() *warmstack.Pool {
-	return warmstack.New(2*runtime.GOMAXPROCS(0), time.Minute)
+	return warmstack.NewPerCPU()
 }
 
 // Serve speaks ACP over in (the client's requests, normally stdin) and out

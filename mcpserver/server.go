@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -95,7 +94,7 @@ func New(core *session.Core, o *Options) (*mcp.Server, func()) {
 	base, stop := context.WithCancel(context.Background())
 	sv := &conversations{
 		opts: opts, core: core, log: opts.Logger,
-		base: base, stop: stop, turns: warmstack.New(2*runtime.GOMAXPROCS(0), time.Minute),
+		base: base, stop: stop, turns: warmstack.NewPerCPU(),
 		convs: make(map[string]*conv), parked: make(map[string]*parkedAsk),
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{

@@ -12,6 +12,7 @@
 package warmstack
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,10 @@ type job struct {
 func New(maxIdle int, timeout time.Duration) *Pool {
 	return &Pool{work: make(chan job), maxIdle: int32(max(maxIdle, 1)), timeout: timeout, closed: make(chan struct{})}
 }
+
+// NewPerCPU returns the Pool a server's requests or turns run on: at most
+// two idle goroutines per CPU (GOMAXPROCS), each for a minute.
+func NewPerCPU() *Pool { return New(2*runtime.GOMAXPROCS(0), time.Minute) }
 
 // Close ends p's idle goroutines, and each busy one once its call returns.
 // Calls after Close still run, each on a goroutine of its own that ends
