@@ -78,6 +78,7 @@ func TestStartDebug_ServesPprofOnLoopback(t *testing.T) {
 		"/debug/pprof/heap?debug=1":         "heap profile:",
 		"/debug/pprof/cmdline":              "",
 		"/debug/pprof/threadcreate?debug=1": "threadcreate profile",
+		"/debug/vars":                       `"HeapReleased"`,
 	} {
 		res, err := client.Get("http://" + rec.Addr + path)
 		if err != nil {
@@ -91,8 +92,12 @@ func TestStartDebug_ServesPprofOnLoopback(t *testing.T) {
 	}
 	// A name rebound to 127.0.0.1, or a web page's request: 403, as the
 	// --metrics-addr listener answers.
-	for _, h := range []struct{ host, origin string }{{"attacker.example", ""}, {"attacker.example:6060", ""}, {"", "http://attacker.example"}, {"", "http://" + rec.Addr}} {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+rec.Addr+"/debug/pprof/cmdline", nil)
+	for _, h := range []struct{ host, origin, path string }{
+		{"attacker.example", "", "/debug/pprof/cmdline"}, {"attacker.example:6060", "", "/debug/pprof/cmdline"},
+		{"", "http://attacker.example", "/debug/pprof/cmdline"}, {"", "http://" + rec.Addr, "/debug/pprof/cmdline"},
+		{"attacker.example", "", "/debug/vars"}, {"", "http://attacker.example", "/debug/vars"}, // the command line too
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+rec.Addr+h.path, nil)
 		if h.host != "" {
 			req.Host = h.host
 		}
@@ -106,7 +111,7 @@ func TestStartDebug_ServesPprofOnLoopback(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		_ = res.Body.Close()
 		if res.StatusCode != http.StatusForbidden || strings.Contains(string(body), "debug-addr") {
-			t.Errorf("Host %q Origin %q: %s %.100q, want 403", h.host, h.origin, res.Status, body)
+			t.Errorf("%s, Host %q Origin %q: %s %.100q, want 403", h.path, h.host, h.origin, res.Status, body)
 		}
 	}
 	stop()
