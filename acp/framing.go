@@ -12,6 +12,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/seed02d3eb6b/acp-agent/internal/jsonrpcid"
 	"github.com/seed02d3eb6b/acp-agent/internal/mcpacp"
@@ -378,31 +379,43 @@ var sessionParamKeys = [...]string{"mcpServers", "_meta"}
 var errNotObject = errors.New("not a JSON object")
 
 // decodeMembers reads the top-level members of the JSON object b by their
-// exact keys, without decoding their values. bad names the first key that
-// makes the object ambiguous to encoding/json, which matches keys
-// case-insensitively and keeps the last duplicate: a member of keys given
-// twice, or a key equal to one of them case-insensitively (Unicode simple
-// folding, as encoding/json does) but not exactly. It returns
-// errNotObject if b is valid JSON but not an object, and the syntax error
-// if b is not valid JSON.
+// exact keys, without decoding their values: each value is a slice of b,
+// which the caller must not change. bad names the first key that makes the
+// object ambiguous to encoding/json, which matches keys case-insensitively
+// and keeps the last duplicate: a member of keys given twice, or a key
+// equal to one of them case-insensitively (Unicode simple folding, as
+// encoding/json does) but not exactly. It returns errNotObject if b is
+// valid JSON but not an object, and the syntax error if b is not valid
+// JSON. b is checked by encoding/json, then walked once with segmentio's
+// tokenizer (already go-sdk's decoder), which allocates nothing per token:
+// this runs on every message a client sends.
 func decodeMembers(b []byte, keys []string) (msg map[string]json.RawMessage, bad string, err error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		if !json.Valid(b) {
-			return nil, "", json.Unmarshal(b, new(any))
-		}
+	if !json.Valid(b) {
+		return nil, "", json.Unmarshal(b, new(any))
+	}
+	t := sjson.NewTokenizer(b)
+	if !t.Next() || t.Delim != '{' {
 		return nil, "", errNotObject
 	}
 	msg = make(map[string]json.RawMessage, 4)
-	for dec.More() {
-		tok, err := dec.Token()
+	for t.Next() {
+		if t.Depth != 1 || !t.IsKey { // the closing brace, or a ',' between members
+			continue
+		}
+		key, err := memberKey(t)
 		if err != nil {
 			return nil, "", err
 		}
-		key, _ := tok.(string) // dec.More inside an object: a key
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, "", err
+		if !t.Next() || t.Delim != ':' || !t.Next() {
+			return nil, "", errTokenizer(t)
+		}
+		start := len(b) - t.Remaining() - len(t.Value)
+		if t.Delim == '{' || t.Delim == '[' { // to its closing delimiter, at the member's depth
+			for t.Next() && (t.Depth > 1 || t.Delim != '}' && t.Delim != ']') {
+			}
+			if t.Err != nil {
+				return nil, "", t.Err
+			}
 		}
 		if bad == "" {
 			for _, k := range keys {
@@ -412,18 +425,38 @@ func decodeMembers(b []byte, keys []string) (msg map[string]json.RawMessage, bad
 				}
 			}
 		}
-		msg[key] = value
+		msg[key] = b[start : len(b)-t.Remaining() : len(b)-t.Remaining()]
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, "", err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err == nil {
-			err = errors.New("invalid character after top-level value")
-		}
-		return nil, "", err
+	if t.Err != nil {
+		return nil, "", t.Err
 	}
 	return msg, bad, nil
+}
+
+// memberKey is the key t is on, as encoding/json reads it: a plain ASCII
+// key as it is; one with escapes or other bytes (invalid UTF-8 becomes
+// U+FFFD) through encoding/json itself.
+func memberKey(t *sjson.Tokenizer) (string, error) {
+	raw := t.Value[1 : len(t.Value)-1]
+	plain := true
+	for _, c := range raw {
+		plain = plain && c >= 0x20 && c < 0x80 && c != '\\'
+	}
+	if plain {
+		return string(raw), nil
+	}
+	var key string
+	err := json.Unmarshal(t.Value, &key)
+	return key, err
+}
+
+// errTokenizer is the tokenizer's error, or one saying the input ended
+// (not reached for input json.Valid accepts).
+func errTokenizer(t *sjson.Tokenizer) error {
+	if t.Err != nil {
+		return t.Err
+	}
+	return io.ErrUnexpectedEOF
 }
 
 // ambiguous refuses a message with a key that encoding/json could read as

@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -163,4 +164,83 @@ func FuzzSkeleton(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzDecodeMembers: decodeMembers reads every line as encoding/json's
+// Decoder reads it, token by token (decodeMembersReference): the same
+// members, byte for byte, the same ambiguous key, and an error exactly
+// when the Decoder has one.
+func FuzzDecodeMembers(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	for _, s := range []string{
+		`{"method":"a","METHOD":"b"}`, `{"id":1,"id":2}`, `{"\u006dethod":"x","method":"y"}`,
+		`{"params":{"a":[1,{"b":"}"}]},"id":"x"}`, `{"Id":1}`, `{"ſ":1}`, "{\"meth\xffod\":1}",
+		`{"a":[]}`, `{"a":{}}`, `{}`, `[1]`, `"x"`, `{"a":1}{"b":2}`, `{"a":1} x`, `{"id":1,}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		msg, bad, err := decodeMembers([]byte(line), jsonrpcKeys[:])
+		want, wantBad, wantErr := decodeMembersReference([]byte(line), jsonrpcKeys[:])
+		if (err != nil) != (wantErr != nil) || errors.Is(err, errNotObject) != errors.Is(wantErr, errNotObject) {
+			t.Fatalf("%q: error %v, the Decoder's %v", line, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if bad != wantBad || len(msg) != len(want) {
+			t.Fatalf("%q: %d members, ambiguous %q; the Decoder's %d, %q", line, len(msg), bad, len(want), wantBad)
+		}
+		for k, v := range want {
+			if got, ok := msg[k]; !ok || !bytes.Equal(got, v) {
+				t.Fatalf("%q: member %q is %q, the Decoder's %q", line, k, got, v)
+			}
+		}
+	})
+}
+
+// decodeMembersReference is decodeMembers built on encoding/json's
+// Decoder, token by token (what framing ran before, at four times the
+// cost): the oracle of FuzzDecodeMembers.
+func decodeMembersReference(b []byte, keys []string) (msg map[string]json.RawMessage, bad string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if !json.Valid(b) {
+			return nil, "", json.Unmarshal(b, new(any))
+		}
+		return nil, "", errNotObject
+	}
+	msg = make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, "", err
+		}
+		if bad == "" {
+			for _, k := range keys {
+				_, dup := msg[k]
+				if key == k && dup || key != k && strings.EqualFold(key, k) {
+					bad = key
+				}
+			}
+		}
+		msg[key] = value
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, "", err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = errors.New("invalid character after top-level value")
+		}
+		return nil, "", err
+	}
+	return msg, bad, nil
 }
