@@ -182,7 +182,7 @@ type turnUpdates struct {
 // does once the response is written; a title held meanwhile follows then.
 func (n *announcer) answer(ctx context.Context) *turnUpdates {
 	n.beginAnswer()
-	context.AfterFunc(ctx, func() {
+	afterAnswered(ctx, func() {
 		if title, ok := n.endAnswer(); ok {
 			n.sendTitle(context.WithoutCancel(ctx), title)
 		}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -58,11 +59,16 @@ func (c *conn) dispatch(ctx context.Context, name string, params json.RawMessage
 	if isCall(name, params) {
 		// Both end with the engine's context, after the response is
 		// written: the handler's context must not end before (Agent.open
-		// waits for it to send what follows a session/new response).
-		context.AfterFunc(ctx, c.calls.answered)
+		// waits for it to send what follows a session/new response). One
+		// goroutine runs them and the handler's afterAnswered funcs.
 		tracked, done := c.calls.track(ctx)
-		context.AfterFunc(ctx, done)
-		ctx = tracked
+		hooks := &answeredHooks{}
+		context.AfterFunc(ctx, func() {
+			c.calls.answered()
+			done()
+			hooks.run()
+		})
+		ctx = context.WithValue(tracked, answeredKey{}, hooks)
 	}
 	m, ok := c.table[name]
 	if !ok {
@@ -79,6 +85,47 @@ func (c *conn) dispatch(ctx context.Context, name string, params json.RawMessage
 		return nil, re
 	}
 	return res, nil
+}
+
+// answeredHooks are the funcs to run once a call's response is written
+// (afterAnswered). Safe for concurrent use.
+type answeredHooks struct {
+	mu  sync.Mutex
+	fs  []func()
+	ran bool
+}
+
+// answeredKey is the context key of a call's answeredHooks.
+type answeredKey struct{}
+
+// run runs the funcs added so far, in order; any added later runs at once.
+func (h *answeredHooks) run() {
+	h.mu.Lock()
+	fs := h.fs
+	h.fs, h.ran = nil, true
+	h.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// afterAnswered runs f once the response of the call whose handler has
+// context ctx is written, on the goroutine that records the call answered
+// (dispatch), after the funcs added before it: context.AfterFunc would
+// start a goroutine per func. f must not wait for another call's answer.
+// Outside a call's handler (no hooks in ctx), or once the response is
+// written, it is context.AfterFunc(ctx, f).
+func afterAnswered(ctx context.Context, f func()) {
+	if h, ok := ctx.Value(answeredKey{}).(*answeredHooks); ok {
+		h.mu.Lock()
+		if !h.ran {
+			h.fs = append(h.fs, f)
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+	}
+	context.AfterFunc(ctx, f)
 }
 
 // isCall reports whether a message of method with params is a call, which
