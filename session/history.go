@@ -23,9 +23,8 @@ import (
 //
 // Append returns once the turn is committed (group commit: the turns of
 // every session that end while a commit is under way are committed
-// together, in one transaction on a BatchStore, by one goroutine that
-// runs while turns come, returning after committerIdle without one), so a
-// turn whose prompt was
+// together, in one transaction on a BatchStore; on a quiet agent the
+// appending goroutine commits its own turn), so a turn whose prompt was
 // answered is stored, and survives a crash of the agent: SIGKILL loses at
 // most the turns still running. A turn the store refuses (a full disk)
 // fails: it never joins the view, so the conversation and the stored
@@ -48,12 +47,14 @@ type History struct {
 	pending map[string]chan struct{} // session id → closed when its last queued commit is done
 	queue   []*commit                // waiting for the committer
 	closed  bool
-	// started is set while the committer runs: an Append starts it when
-	// none runs; it waits for work on wake (one signal buffered) and
-	// returns once idle for committerIdle, or at Close. It outlives a
-	// burst of turns: a new goroutine per turn grew its stack through the
-	// store's deep calls again each time (copystack was a tenth of the
-	// agent's CPU on /call turns); an idle History holds none.
+	// started is set while a commit is under way or the committer runs.
+	// An Append that finds it unset commits its own turn (lead); the
+	// turns queued meanwhile go to the committer, which waits for more on
+	// wake (one signal buffered) and returns once idle for committerIdle,
+	// or at Close. It outlives a burst of turns: a new goroutine per turn
+	// grew its stack through the store's deep calls again each time
+	// (copystack was a tenth of the agent's CPU on /call turns); an idle
+	// History holds none.
 	started    bool
 	wake, stop chan struct{}
 	committers sync.WaitGroup // the committer, and fenced commits, for Close
@@ -259,17 +260,19 @@ func (h *History) Append(ctx context.Context, key string, turn gateway.Turn) err
 	} else {
 		h.pending[c.id] = c.done // a session's commits go in the order they are queued
 		h.queue = append(h.queue, c)
-		if !h.started {
+		if h.started {
+			select {
+			case h.wake <- struct{}{}:
+			default: // a signal is pending already
+			}
+			h.mu.Unlock()
+		} else {
 			h.started = true
-			// The committer commits every session's turns and outlives
-			// this call: its commits' contexts derive from none of them.
-			h.committers.Go(func() { h.committer(context.Background()) })
+			h.committers.Add(1) // for Close, as the committer is
+			h.mu.Unlock()
+			h.lead()
+			h.committers.Done()
 		}
-		select {
-		case h.wake <- struct{}{}:
-		default: // a signal is pending already
-		}
-		h.mu.Unlock()
 	}
 	<-c.done
 
@@ -315,20 +318,70 @@ func (h *History) commitFenced(base context.Context, fs store.FencedStore, c *co
 	}
 }
 
+// lead commits the queue's first batch on the calling goroutine: that of
+// an Append that found no commit under way, so the batch is its own turn.
+// A quiet agent's turn is committed without a handoff to the committer
+// and back (two wake-ups, a third of a stored turn's time), on a stack
+// that has grown already. Turns queued meanwhile go to the committer, which
+// lead starts, so that they are committed together (group commit), and
+// the Append returns without waiting for them.
+func (h *History) lead() {
+	h.mu.Lock()
+	batch, observe := h.take()
+	h.mu.Unlock()
+	h.commitObserved(context.Background(), batch, observe)
+	h.mu.Lock()
+	if len(h.queue) > 0 {
+		// It commits every session's turns and outlives this call: its
+		// commits' contexts derive from none of them.
+		h.committers.Go(func() { h.committer(context.Background()) })
+	} else {
+		h.started = false
+	}
+	h.mu.Unlock()
+}
+
+// take removes the next batch from the queue (at most maxBatch turns, in
+// order) and returns it with the commit observer. h.mu must be held.
+func (h *History) take() ([]*commit, func(int, time.Duration, error)) {
+	n := min(len(h.queue), maxBatch)
+	batch := slices.Clone(h.queue[:n])
+	h.queue = slices.Delete(h.queue, 0, n)
+	return batch, h.onCommit
+}
+
+// commitObserved commits batch (commit), stamped with the time it starts,
+// and tells observe, if not nil.
+func (h *History) commitObserved(base context.Context, batch []*commit, observe func(int, time.Duration, error)) {
+	start := time.Now()
+	for _, c := range batch { // the time Stamp reckons with
+		c.turn.At = start
+	}
+	h.commit(base, batch)
+	if observe != nil {
+		var err error
+		for _, c := range batch {
+			if err = c.err; err != nil {
+				break
+			}
+		}
+		observe(len(batch), time.Since(start), err)
+	}
+}
+
 // committerIdle is how long the committer waits for a turn before it
 // returns: longer than a model takes between the turns of a busy session.
 const committerIdle = 10 * time.Second
 
 // committer commits the queued turns, a batch at a time, waiting on wake
-// while the queue is empty, and returns once it has been empty for
-// committerIdle, or at Close. Each commit's context derives from base.
+// for more; it returns once the queue has been empty for committerIdle, or
+// at Close. Each commit's context derives from base.
 func (h *History) committer(base context.Context) {
 	idle := time.NewTimer(committerIdle)
 	defer idle.Stop()
 	for {
 		h.mu.Lock()
-		n := min(len(h.queue), maxBatch)
-		if n == 0 {
+		if len(h.queue) == 0 {
 			h.mu.Unlock()
 			idle.Reset(committerIdle)
 			select {
@@ -338,7 +391,7 @@ func (h *History) committer(base context.Context) {
 			case <-idle.C:
 			}
 			h.mu.Lock()
-			if len(h.queue) == 0 { // the next Append starts another
+			if len(h.queue) == 0 { // the next Append commits its own turn
 				h.started = false
 				h.mu.Unlock()
 				return
@@ -346,24 +399,9 @@ func (h *History) committer(base context.Context) {
 			h.mu.Unlock()
 			continue
 		}
-		batch := slices.Clone(h.queue[:n])
-		h.queue = slices.Delete(h.queue, 0, n)
-		observe := h.onCommit
+		batch, observe := h.take()
 		h.mu.Unlock()
-		start := time.Now()
-		for _, c := range batch { // the time Stamp reckons with
-			c.turn.At = start
-		}
-		h.commit(base, batch)
-		if observe != nil {
-			var err error
-			for _, c := range batch {
-				if err = c.err; err != nil {
-					break
-				}
-			}
-			observe(len(batch), time.Since(start), err)
-		}
+		h.commitObserved(base, batch, observe)
 	}
 }
 
