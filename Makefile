@@ -188,6 +188,7 @@ bench: e2e-deps pg-deps
 		        w = ns[g " bridged-websocket"]; if (w) printf "; over WebSocket to a gateway %.0f us, %.2fx stdio", w/1000, w/b; \
 		        if (raw && g == "stdio 2025-11-25") printf "; raw pipe floor %.0f us, bridged/raw %.2fx", raw/1000, b/raw; \
 		        rl = ns[g " relay"]; if (rl) printf "; through a process that only passes lines %.0f us (the floor of any process between: direct %.2fx it, --store memory %.2fx it)", rl/1000, d/rl, m/rl; \
+		        sf = ns[g " sdk-floor"]; if (sf) printf "; an agent that only runs acp-go-sdk and go-sdk (testfixtures/sdkfloor) %.0f us, %.2fx direct, agent CPU %.0f us (the floor of bridged: SQLite %.2fx it, --store memory %.2fx it)", sf/1000, sf/d, cpu[g " sdk-floor"], b/sf, m/sf; \
 		        printf ")\n" } \
 		      if (fa && fd) printf "first agent_message_chunk: the agent adds %.0f us to the first delta of the provider (%.0f us vs %.0f us)\n", (fa-fd)/1000, fa/1000, fd/1000; \
 		      if (l) printf "session/load of a 500-turn session: %.1f ms\n", l/1e6; \

@@ -163,6 +163,9 @@ func (p *rawPeer) notify(b *testing.B, method, params string) {
 //     fixture through the bridge; the default (SQLite) session store;
 //   - bridged-memory: bridged with --store memory (the difference is the
 //     transcript's cost);
+//   - sdk-floor: the lean client to testfixtures/sdkfloor instead of the
+//     agent, the least an agent on acp-go-sdk and go-sdk does for the turn
+//     (no store, sessions, checks or policy): the floor of bridged;
 //   - bridged-websocket: bridged, but the agent is a gateway and the lean
 //     client speaks to it over a WebSocket (its default SQLite store, the
 //     fixture one of its config's gateway.allowCommands): the network
@@ -190,7 +193,7 @@ func BenchmarkCall(b *testing.B) {
 			if version != "2025-11-25" {
 				b.Skip("a raw client speaks 2025-11-25 only")
 			}
-			benchRawPipe(b, version, capped, buildRelay(b))
+			benchRawPipe(b, version, capped, buildFixture(b, "linerelay"))
 		})
 		b.Run("stdio/"+version+"/direct", func(b *testing.B) {
 			cmd := exec.Command(fixtureBin)
@@ -201,6 +204,7 @@ func BenchmarkCall(b *testing.B) {
 			"env": []any{map[string]string{"name": "FIXTURE_MAX_PROTOCOL", "value": version}}}
 		b.Run("stdio/"+version+"/bridged", func(b *testing.B) { benchLeanBridged(b, stdio) })
 		b.Run("stdio/"+version+"/bridged-memory", func(b *testing.B) { benchLeanBridged(b, stdio, "--store", "memory") })
+		b.Run("stdio/"+version+"/sdk-floor", func(b *testing.B) { benchLean(b, buildFixture(b, "sdkfloor"), stdio) })
 		b.Run("stdio/"+version+"/bridged-websocket", func(b *testing.B) { benchWebSocketBridged(b, stdio) })
 		b.Run("stdio/"+version+"/bridged-websocket-sdk", func(b *testing.B) {
 			benchWebSocketPeer(b, startTSReference(b, append(noRateLimit(b), agentProfileArgs(b)...)...).URL, stdio)
@@ -236,11 +240,11 @@ func benchRawPipe(b *testing.B, version string, env []string, via ...string) {
 	}
 }
 
-// buildRelay builds testfixtures/linerelay for b and returns its path.
-func buildRelay(b *testing.B) string {
-	bin := filepath.Join(b.TempDir(), "linerelay")
-	if out, err := exec.Command("go", "build", "-o", bin, "../testfixtures/linerelay").CombinedOutput(); err != nil {
-		b.Fatalf("go build linerelay: %v\n%s", err, out)
+// buildFixture builds testfixtures/<name> for b and returns its path.
+func buildFixture(b *testing.B, name string) string {
+	bin := filepath.Join(b.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "../testfixtures/"+name).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", name, err, out)
 	}
 	return bin
 }
@@ -274,7 +278,14 @@ func benchDirect(b *testing.B, t mcp.Transport, version string) {
 // client through an agent started with args, the fixture being the
 // mcpServers entry entry.
 func benchLeanBridged(b *testing.B, entry map[string]any, args ...string) {
-	p := startRawPeer(b, agentBin, append(append(args, noRateLimit(b)...), agentProfileArgs(b)...))
+	benchLean(b, agentBin, entry, append(append(args, noRateLimit(b)...), agentProfileArgs(b)...)...)
+}
+
+// benchLean times /call mcp__fixture__echo turns from a raw ACP client
+// through the agent bin started with args, the fixture being the
+// mcpServers entry entry, and reports the agent's CPU per turn.
+func benchLean(b *testing.B, bin string, entry map[string]any, args ...string) {
+	p := startRawPeer(b, bin, args)
 	p.call(b, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	server, err := json.Marshal(entry)
 	if err != nil {
