@@ -60,13 +60,16 @@ func (c *conn) dispatch(ctx context.Context, name string, params json.RawMessage
 		// Both end with the engine's context, after the response is
 		// written: the handler's context must not end before (Agent.open
 		// waits for it to send what follows a session/new response). One
-		// goroutine runs them and the handler's afterAnswered funcs.
+		// goroutine runs them and the handler's afterAnswered funcs, those
+		// before the call counts as answered: at the end of input Serve
+		// waits for the count, so what they send (a held title) is written
+		// before the connection closes.
 		tracked, done := c.calls.track(ctx)
 		hooks := &answeredHooks{}
 		context.AfterFunc(ctx, func() {
-			c.calls.answered()
 			done()
 			hooks.run()
+			c.calls.answered()
 		})
 		ctx = context.WithValue(tracked, answeredKey{}, hooks)
 	}
@@ -110,9 +113,9 @@ func (h *answeredHooks) run() {
 }
 
 // afterAnswered runs f once the response of the call whose handler has
-// context ctx is written, on the goroutine that records the call answered
-// (dispatch), after the funcs added before it: context.AfterFunc would
-// start a goroutine per func. f must not wait for another call's answer.
+// context ctx is written, on the one goroutine dispatch starts for the
+// call then, after the funcs added before it and before the call counts
+// as answered: context.AfterFunc would start a goroutine per func. f must not wait for another call's answer.
 // Outside a call's handler (no hooks in ctx), or once the response is
 // written, it is context.AfterFunc(ctx, f).
 func afterAnswered(ctx context.Context, f func()) {

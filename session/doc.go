@@ -121,9 +121,11 @@
 //   - [Core.Shutdown] runs [Session.End] of every live session in a
 //     goroutine of its own, and waits for them all;
 //   - a [History]'s committer commits the queued turns of every session
-//     (group commit). The first [History.Append] with none running starts
-//     it; it returns once nothing has been queued for 10 seconds (the next
-//     Append starts another) or at [History.Close], which waits for it.
+//     (group commit). A [History.Append] that finds no commit under way
+//     commits its own turn on its goroutine and starts the committer if
+//     turns were queued meanwhile; the committer returns once nothing has
+//     been queued for 10 seconds or at [History.Close], which waits for it
+//     and for a commit under way.
 //     Close belongs to whoever built the History (cmd/acp-agent closes it
 //     before the store); the History [NewCore] builds when
 //     [CoreOptions.History] is nil is never closed: its committer ends

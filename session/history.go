@@ -65,9 +65,10 @@ type History struct {
 // ObserveCommits makes f hear of every group commit, for metrics: the
 // turns it held, its wall time, and its error (the first turn's that
 // failed; nil when all were stored); a fenced turn (Fence) is a commit of
-// its own. f runs on the committer goroutine (a fenced turn's: on its
-// Append's) and must not block: the next commit waits for it. Call it
-// before the first Append; nil stops it.
+// its own. f runs on the goroutine that made the commit (the committer, or
+// an Append that committed its own turn: never two at once; a fenced
+// turn's: its Append's) and must not block: the next commit waits for it.
+// Call it before the first Append; nil stops it.
 func (h *History) ObserveCommits(f func(turns int, d time.Duration, err error)) {
 	h.mu.Lock()
 	h.onCommit = f

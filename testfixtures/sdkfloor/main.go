@@ -28,15 +28,16 @@ func main() {
 	a := &agent{}
 	a.conn = acpsdk.NewConnection(a.handle, os.Stdout, os.Stdin)
 	<-a.conn.Done()
-	if a.cs != nil {
-		_ = a.cs.Close()
+	if cs := a.cs.Load(); cs != nil {
+		_ = cs.Close()
 	}
 }
 
-// agent serves one connection and one session.
+// agent serves one connection and its latest session. Handlers run
+// concurrently (acp-go-sdk), so the session's server is an atomic pointer.
 type agent struct {
 	conn  *acpsdk.Connection
-	cs    *mcp.ClientSession // the session's server, set by session/new
+	cs    atomic.Pointer[mcp.ClientSession] // the session's server, set by session/new
 	calls atomic.Int64
 }
 
@@ -69,7 +70,9 @@ func (a *agent) newSession(params json.RawMessage) (any, *acpsdk.RequestError) {
 	if err != nil {
 		return nil, acpsdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	a.cs = cs
+	if old := a.cs.Swap(cs); old != nil { // a new session replaces the last
+		_ = old.Close()
+	}
 	return acpsdk.NewSessionResponse{SessionId: "sess_floor"}, nil
 }
 
@@ -103,7 +106,7 @@ type textBlock struct {
 // prompt runs "/call mcp__<server>__<tool> {json}".
 func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, *acpsdk.RequestError) {
 	var p acpsdk.PromptRequest
-	if err := json.Unmarshal(params, &p); err != nil || len(p.Prompt) == 0 || p.Prompt[0].Text == nil || a.cs == nil {
+	if err := json.Unmarshal(params, &p); err != nil || len(p.Prompt) == 0 || p.Prompt[0].Text == nil || a.cs.Load() == nil {
 		return nil, acpsdk.NewInvalidParams(map[string]any{"error": "want a /call prompt in a session"})
 	}
 	cmd, argText, _ := strings.Cut(strings.TrimPrefix(p.Prompt[0].Text.Text, "/call "), " ")
@@ -116,7 +119,7 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, *acpsd
 	id := fmt.Sprintf("call_%d", a.calls.Add(1))
 	_ = a.conn.SendNotification(ctx, acpsdk.ClientMethodSessionUpdate, update{SessionID: sid, Update: updateBody{
 		SessionUpdate: "tool_call", ToolCallID: id, Status: "in_progress", Title: tool, Kind: "read", RawInput: args}})
-	res, err := a.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := a.cs.Load().CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, acpsdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
